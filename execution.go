@@ -1,0 +1,104 @@
+package ejserver
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Source says why an item ran: ElasticJob's execution sources plus MANUAL (an operator's trigger).
+type Source string
+
+// The execution sources.
+const (
+	SourceNormal   Source = "NORMAL_TRIGGER"
+	SourceMisfire  Source = "MISFIRE"
+	SourceFailover Source = "FAILOVER"
+	SourceManual   Source = "MANUAL"
+)
+
+// Valid reports whether s is one of the four sources.
+func (s Source) Valid() bool {
+	switch s {
+	case SourceNormal, SourceMisfire, SourceFailover, SourceManual:
+		return true
+	}
+	return false
+}
+
+// NewExecutionID returns a new execution id: a UUIDv7, so ids sort by creation time. One id names one item of
+// one fire; it is the webhook-id of every attempt and of a failover re-POST of that item.
+func NewExecutionID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// TaskID builds ElasticJob's task id for one fire on one instance:
+// {jobName}@-@{items}@-@{READY|FAILOVER}@-@{instanceId}@-@{unique}.
+func TaskID(jobName string, items []int, failover bool, instanceID string) string {
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = strconv.Itoa(it)
+	}
+	kind := "READY"
+	if failover {
+		kind = "FAILOVER"
+	}
+	return strings.Join([]string{jobName, strings.Join(parts, ","), kind, instanceID, uuid.NewString()}, "@-@")
+}
+
+// Execution is one item of one fire on one instance: ElasticJob's JOB_EXECUTION_LOG row plus what HTTP adds.
+// It is recorded when the item starts (CompletedAt zero) and again when it ends.
+type Execution struct {
+	ID                 string    `json:"id"` // the executionId, also the webhook-id
+	JobName            string    `json:"jobName"`
+	TaskID             string    `json:"taskId"`
+	ShardingItem       int       `json:"shardingItem"`
+	ShardingTotalCount int       `json:"shardingTotalCount"`
+	Source             Source    `json:"source"`
+	InstanceID         string    `json:"instanceId"`
+	IP                 string    `json:"ip"`
+	Hostname           string    `json:"hostname"`
+	ScheduledAt        time.Time `json:"scheduledAt"`
+	StartedAt          time.Time `json:"startedAt"`
+	// CompletedAt is zero while the item runs.
+	CompletedAt  time.Time `json:"completedAt,omitzero"`
+	Success      bool      `json:"success"`
+	StatusCode   int       `json:"statusCode,omitempty"` // the last attempt's HTTP status, 0 if none arrived
+	Attempts     int       `json:"attempts"`
+	DurationMs   int64     `json:"durationMs"`
+	FailureCause string    `json:"failureCause,omitempty"`
+	// ResponseExcerpt is the start of the receiver's last response body.
+	ResponseExcerpt string `json:"responseExcerpt,omitempty"`
+	// Permanent marks a failure that retrying cannot cure (410 Gone, a refused target).
+	Permanent bool `json:"permanent,omitempty"`
+}
+
+// Done reports whether the execution has ended.
+func (e *Execution) Done() bool { return !e.CompletedAt.IsZero() }
+
+// TaskState is a state of ElasticJob's JOB_STATUS_TRACE_LOG.
+type TaskState string
+
+// The task states ejserver records.
+const (
+	TaskStaging  TaskState = "TASK_STAGING"
+	TaskRunning  TaskState = "TASK_RUNNING"
+	TaskFinished TaskState = "TASK_FINISHED"
+	TaskError    TaskState = "TASK_ERROR"
+)
+
+// StatusTrace is one row of ElasticJob's JOB_STATUS_TRACE_LOG: a state change of one task (one fire on one
+// instance, covering the items it ran).
+type StatusTrace struct {
+	ID             string    `json:"id"`
+	JobName        string    `json:"jobName"`
+	OriginalTaskID string    `json:"originalTaskId"`
+	TaskID         string    `json:"taskId"`
+	InstanceID     string    `json:"instanceId"` // ElasticJob's slave_id
+	ExecutionType  string    `json:"executionType"`
+	ShardingItems  string    `json:"shardingItems"`
+	Source         Source    `json:"source"`
+	State          TaskState `json:"state"`
+	Message        string    `json:"message,omitempty"`
+	CreationTime   time.Time `json:"creationTime"`
+}
