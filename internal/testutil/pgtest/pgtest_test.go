@@ -1,0 +1,57 @@
+package pgtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestStartStopRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	dsn := c.NewDatabase(t)
+	ping := func() error {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.Close(ctx) }()
+		return conn.Ping(ctx)
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("ping a new cluster: %v", err)
+	}
+	pid := c.PID()
+	if pid == 0 {
+		t.Fatal("no postmaster pid")
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Fatalf("postmaster %d still alive after Stop", pid)
+	}
+	if err := ping(); err == nil {
+		t.Fatal("ping succeeded while the cluster is stopped")
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if err := c.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("ping after restart: %v", err)
+	}
+}
