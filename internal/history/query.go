@@ -1,0 +1,145 @@
+package history
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ejserver/ejserver"
+)
+
+// The columns of JOB_EXECUTION_LOG in the order the stores read and write them.
+const executionColumns = `id, job_name, task_id, hostname, ip, sharding_item, execution_source, ` +
+	`failure_cause, is_success, start_time, complete_time, status_code, attempts, duration_ms, ` +
+	`response_excerpt, instance_id, scheduled_at, sharding_total_count, permanent`
+
+// executionSelect is what queries read (NULL text reads as "").
+const executionSelect = `id, job_name, task_id, hostname, ip, sharding_item, execution_source, ` +
+	`COALESCE(failure_cause, '') AS failure_cause, is_success, start_time, complete_time, status_code, attempts, duration_ms, ` +
+	`COALESCE(response_excerpt, '') AS response_excerpt, instance_id, scheduled_at, sharding_total_count, permanent`
+
+// executionUpdate is the upsert's SET list: an accepted record replaces every column but the id.
+const executionUpdate = `job_name = excluded.job_name, task_id = excluded.task_id, hostname = excluded.hostname, ` +
+	`ip = excluded.ip, sharding_item = excluded.sharding_item, execution_source = excluded.execution_source, ` +
+	`failure_cause = excluded.failure_cause, is_success = excluded.is_success, start_time = excluded.start_time, ` +
+	`complete_time = excluded.complete_time, status_code = excluded.status_code, attempts = excluded.attempts, ` +
+	`duration_ms = excluded.duration_ms, response_excerpt = excluded.response_excerpt, ` +
+	`instance_id = excluded.instance_id, scheduled_at = excluded.scheduled_at, ` +
+	`sharding_total_count = excluded.sharding_total_count, permanent = excluded.permanent`
+
+// executionWins is the upsert's condition, with the stored row named t: see replaces.
+const executionWins = `t.complete_time IS NULL OR ` +
+	`(excluded.complete_time IS NOT NULL AND excluded.complete_time >= t.complete_time)`
+
+const traceColumns = `id, job_name, original_task_id, task_id, slave_id, source, execution_type, sharding_item, ` +
+	`state, message, creation_time`
+
+const traceSelect = `id, job_name, original_task_id, task_id, slave_id, source, execution_type, sharding_item, ` +
+	`state, COALESCE(message, '') AS message, creation_time`
+
+// dialect is what differs between the stores' SQL.
+type dialect struct {
+	placeholder func(n int) string
+	timeArg     func(t time.Time) any // a time as the driver binds it
+}
+
+var (
+	postgresDialect = dialect{
+		placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
+		timeArg:     func(t time.Time) any { return normalize(t) },
+	}
+	sqliteDialect = dialect{
+		placeholder: func(int) string { return "?" },
+		timeArg:     func(t time.Time) any { return micros(normalize(t)) },
+	}
+)
+
+// query builds an SQL statement and its arguments.
+type query struct {
+	d    dialect
+	sb   strings.Builder
+	args []any
+	and  bool
+}
+
+func (q *query) arg(v any) string {
+	q.args = append(q.args, v)
+	return q.d.placeholder(len(q.args))
+}
+
+func (q *query) write(s ...string) {
+	for _, x := range s {
+		q.sb.WriteString(x)
+	}
+}
+
+// where adds one condition, joined with AND.
+func (q *query) where(cond string) {
+	if q.and {
+		q.sb.WriteString(" AND ")
+	} else {
+		q.sb.WriteString(" WHERE ")
+		q.and = true
+	}
+	q.sb.WriteString(cond)
+}
+
+func (q *query) String() string { return q.sb.String() }
+
+// listExecutions builds the page query: one row more than the page, to tell whether another page follows.
+func listExecutions(d dialect, f checked) *query {
+	q := &query{d: d}
+	q.write("SELECT ", executionSelect, " FROM JOB_EXECUTION_LOG")
+	if f.JobName != "" {
+		q.where("job_name = " + q.arg(f.JobName))
+	}
+	if f.ShardingItem != nil {
+		q.where("sharding_item = " + q.arg(*f.ShardingItem))
+	}
+	if f.Success != nil {
+		q.where("complete_time IS NOT NULL AND is_success = " + q.arg(*f.Success))
+	}
+	if f.Source != "" {
+		q.where("execution_source = " + q.arg(string(f.Source)))
+	}
+	if f.InstanceID != "" {
+		q.where("instance_id = " + q.arg(f.InstanceID))
+	}
+	if !f.From.IsZero() {
+		q.where("start_time >= " + q.arg(d.timeArg(f.From)))
+	}
+	if !f.To.IsZero() {
+		q.where("start_time < " + q.arg(d.timeArg(f.To)))
+	}
+	if f.after != nil {
+		// A row value comparison, which both databases answer from the (…, start_time, id) indexes.
+		start := q.arg(d.timeArg(fromMicros(f.after.start)))
+		q.where("(start_time, id) < (" + start + ", " + q.arg(f.after.id) + ")")
+	}
+	q.write(" ORDER BY start_time DESC, id DESC LIMIT ", q.arg(f.limit+1))
+	return q
+}
+
+// page cuts the extra row off and makes the cursor.
+func page(items []ejserver.Execution, limit int) ExecutionPage {
+	p := ExecutionPage{Items: items}
+	if len(items) > limit {
+		p.Items = items[:limit]
+		last := p.Items[limit-1]
+		p.NextCursor = cursor{start: micros(last.StartedAt), id: last.ID}.encode()
+	}
+	return p
+}
+
+func listTraces(d dialect, f TraceFilter, limit int) *query {
+	q := &query{d: d}
+	q.write("SELECT ", traceSelect, " FROM JOB_STATUS_TRACE_LOG")
+	if f.JobName != "" {
+		q.where("job_name = " + q.arg(f.JobName))
+	}
+	if f.TaskID != "" {
+		q.where("task_id = " + q.arg(f.TaskID))
+	}
+	q.write(" ORDER BY creation_time DESC, id DESC LIMIT ", q.arg(limit))
+	return q
+}

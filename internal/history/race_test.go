@@ -1,0 +1,6 @@
+//go:build race
+
+package history
+
+// raceEnabled shrinks the data sets: modernc's SQLite is about 30 times slower under the race detector.
+const raceEnabled = true

@@ -1,0 +1,399 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/ejserver/ejserver"
+)
+
+// sqliteStore is the history in an SQLite file (WAL): one writer connection, whose transactions begin
+// IMMEDIATE (they take the write lock at once, so they never fail half-way on a lock upgrade), and a small
+// pool of read-only connections that WAL lets read while the writer writes.
+type sqliteStore struct {
+	w   *sql.DB
+	r   *sql.DB
+	log *slog.Logger
+}
+
+var _ Store = (*sqliteStore)(nil)
+
+// sqliteParams are the connection settings: WAL, wait up to 10 s for a lock another process holds, and
+// synchronous=NORMAL (WAL stays consistent; a power cut may lose the last commits, which history can afford).
+const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+
+func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, error) {
+	if path == "" {
+		return nil, ejserver.Invalid("history", "give an SQLite file path or a postgres:// DSN")
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, ejserver.Invalid("history", "the SQLite path %q must not contain '?' or '#'", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	w, err := sql.Open("sqlite", path+"?"+sqliteParams+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("history: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	s := &sqliteStore{w: w, log: o.logger}
+	if err := s.migrate(ctx); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", path+"?"+sqliteParams+"&_pragma=query_only(1)")
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("history: open %s: %w", path, err)
+	}
+	readers := o.maxConns
+	if readers <= 0 {
+		readers = 4
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	s.r = r
+	return s, nil
+}
+
+// migrate applies the pending migrations in one immediate transaction: another process opening the same
+// file waits for the write lock (busy_timeout) and then finds the schema current.
+func (s *sqliteStore) migrate(ctx context.Context) error {
+	all, err := migrations("sqlite")
+	if err != nil {
+		return err
+	}
+	fail := func(op string, err error) error { return sqliteError("migrate: "+op, err) }
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fail("begin", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at TEXT    NOT NULL DEFAULT CURRENT_TIMESTAMP)`); err != nil {
+		return fail("create schema_migrations", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return fail("read schema_migrations", err)
+	}
+	var applied []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			_ = rows.Close()
+			return fail("read schema_migrations", err)
+		}
+		applied = append(applied, v)
+	}
+	if err := rows.Err(); err != nil {
+		return fail("read schema_migrations", err)
+	}
+	todo, highest := pending(all, applied)
+	warnNewer(s.log, "sqlite", highest, all)
+	for _, m := range todo {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fail(fmt.Sprintf("apply %04d_%s", m.version, m.name), err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", m.version, m.name); err != nil {
+			return fail("record migration", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail("commit", err)
+	}
+	for _, m := range todo {
+		s.log.Info("history schema migrated", "store", "sqlite", "version", m.version, "migration", m.name)
+	}
+	return nil
+}
+
+const sqliteUpsertExecution = `INSERT INTO JOB_EXECUTION_LOG AS t (` + executionColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + `
+WHERE ` + executionWins
+
+func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execution) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	recs = mergeExecutions(recs)
+	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, sqliteUpsertExecution)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stmt.Close() }()
+		for _, r := range recs {
+			if _, err := stmt.ExecContext(ctx, r.ID, r.JobName, r.TaskID, r.Hostname, r.IP, r.ShardingItem,
+				string(r.Source), r.FailureCause, r.Success, micros(r.StartedAt), nullMicros(r.CompletedAt),
+				r.StatusCode, r.Attempts, r.DurationMs, r.ResponseExcerpt, r.InstanceID, nullMicros(r.ScheduledAt),
+				r.ShardingTotalCount, r.Permanent); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+const sqliteInsertTrace = `INSERT INTO JOB_STATUS_TRACE_LOG (` + traceColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?) ON CONFLICT (id) DO NOTHING`
+
+func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, "write traces", func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, sqliteInsertTrace)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stmt.Close() }()
+		for _, r := range recs {
+			r = sanitizeTrace(r)
+			if _, err := stmt.ExecContext(ctx, r.ID, r.JobName, r.OriginalTaskID, r.TaskID, r.InstanceID,
+				string(r.Source), r.ExecutionType, r.ShardingItems, string(r.State), r.Message,
+				micros(r.CreationTime)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// inTx runs fn in a write transaction and commits it.
+func (s *sqliteStore) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return sqliteError(op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return sqliteError(op, err)
+	}
+	return sqliteError(op, tx.Commit())
+}
+
+func (s *sqliteStore) ListExecutions(ctx context.Context, f ExecutionFilter) (ExecutionPage, error) {
+	c, err := f.check()
+	if err != nil {
+		return ExecutionPage{}, err
+	}
+	q := listExecutions(sqliteDialect, c)
+	items, err := s.queryExecutions(ctx, q.String(), q.args...)
+	if err != nil {
+		return ExecutionPage{}, sqliteError("list executions", err)
+	}
+	return page(items, c.limit), nil
+}
+
+func (s *sqliteStore) GetExecution(ctx context.Context, id string) (ejserver.Execution, error) {
+	items, err := s.queryExecutions(ctx, "SELECT "+executionSelect+" FROM JOB_EXECUTION_LOG WHERE id = ?", id)
+	if err != nil {
+		return ejserver.Execution{}, sqliteError("get execution", err)
+	}
+	if len(items) == 0 {
+		return ejserver.Execution{}, notFound(id)
+	}
+	return items[0], nil
+}
+
+func (s *sqliteStore) queryExecutions(ctx context.Context, query string, args ...any) ([]ejserver.Execution, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var out []ejserver.Execution
+	for rows.Next() {
+		var (
+			e                    ejserver.Execution
+			start                int64
+			completed, scheduled sql.NullInt64
+		)
+		if err := rows.Scan(&e.ID, &e.JobName, &e.TaskID, &e.Hostname, &e.IP, &e.ShardingItem, &e.Source,
+			&e.FailureCause, &e.Success, &start, &completed, &e.StatusCode, &e.Attempts, &e.DurationMs,
+			&e.ResponseExcerpt, &e.InstanceID, &scheduled, &e.ShardingTotalCount, &e.Permanent); err != nil {
+			return nil, err
+		}
+		e.StartedAt = fromMicros(start)
+		if completed.Valid {
+			e.CompletedAt = fromMicros(completed.Int64)
+		}
+		if scheduled.Valid {
+			e.ScheduledAt = fromMicros(scheduled.Int64)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqliteStore) ListTraces(ctx context.Context, f TraceFilter) ([]ejserver.StatusTrace, error) {
+	limit, err := f.check()
+	if err != nil {
+		return nil, err
+	}
+	q := listTraces(sqliteDialect, f, limit)
+	rows, err := s.r.QueryContext(ctx, q.String(), q.args...)
+	if err != nil {
+		return nil, sqliteError("list traces", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []ejserver.StatusTrace
+	for rows.Next() {
+		var (
+			t       ejserver.StatusTrace
+			created int64
+		)
+		if err := rows.Scan(&t.ID, &t.JobName, &t.OriginalTaskID, &t.TaskID, &t.InstanceID, &t.Source,
+			&t.ExecutionType, &t.ShardingItems, &t.State, &t.Message, &created); err != nil {
+			return nil, sqliteError("list traces", err)
+		}
+		t.CreationTime = fromMicros(created)
+		out = append(out, t)
+	}
+	return out, sqliteError("list traces", rows.Err())
+}
+
+func (s *sqliteStore) CountsSince(ctx context.Context, jobs []string, since time.Time) (map[string]Counts, error) {
+	out := make(map[string]Counts, len(jobs))
+	if len(jobs) == 0 {
+		return out, nil
+	}
+	for _, j := range jobs {
+		out[j] = Counts{}
+	}
+	names, err := json.Marshal(jobs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT job_name,
+		SUM(complete_time IS NOT NULL AND is_success),
+		SUM(complete_time IS NOT NULL AND NOT is_success),
+		SUM(complete_time IS NULL)
+		FROM JOB_EXECUTION_LOG WHERE job_name IN (SELECT value FROM json_each(?)) AND start_time >= ?
+		GROUP BY job_name`, string(names), micros(normalize(since)))
+	if err != nil {
+		return nil, sqliteError("count executions", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var (
+			job string
+			c   Counts
+		)
+		if err := rows.Scan(&job, &c.Success, &c.Failure, &c.Running); err != nil {
+			return nil, sqliteError("count executions", err)
+		}
+		out[job] = c
+	}
+	return out, sqliteError("count executions", rows.Err())
+}
+
+func (s *sqliteStore) LastExecutions(ctx context.Context, jobs []string) (map[string]ejserver.Execution, error) {
+	out := make(map[string]ejserver.Execution, len(jobs))
+	if len(jobs) == 0 {
+		return out, nil
+	}
+	names, err := json.Marshal(jobs)
+	if err != nil {
+		return nil, err
+	}
+	// One index probe per job, newest first.
+	items, err := s.queryExecutions(ctx, `SELECT `+executionSelect+` FROM JOB_EXECUTION_LOG WHERE rowid IN (
+		SELECT (SELECT e.rowid FROM JOB_EXECUTION_LOG AS e WHERE e.job_name = j.value
+			ORDER BY e.start_time DESC, e.id DESC LIMIT 1)
+		FROM json_each(?) AS j)`, string(names))
+	if err != nil {
+		return nil, sqliteError("last executions", err)
+	}
+	for _, e := range items {
+		out[e.JobName] = e
+	}
+	return out, nil
+}
+
+func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (int64, error) {
+	if err := checkBatch(batch); err != nil {
+		return 0, err
+	}
+	var total int64
+	err := s.inTx(ctx, "prune", func(tx *sql.Tx) error {
+		for _, stmt := range []string{
+			`DELETE FROM JOB_EXECUTION_LOG WHERE rowid IN
+				(SELECT rowid FROM JOB_EXECUTION_LOG WHERE start_time < ? ORDER BY start_time LIMIT ?)`,
+			`DELETE FROM JOB_STATUS_TRACE_LOG WHERE rowid IN
+				(SELECT rowid FROM JOB_STATUS_TRACE_LOG WHERE creation_time < ? ORDER BY creation_time LIMIT ?)`,
+		} {
+			res, err := tx.ExecContext(ctx, stmt, micros(normalize(before)), batch)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return total, nil
+}
+
+func (s *sqliteStore) Ping(ctx context.Context) error {
+	return sqliteError("ping", s.r.PingContext(ctx))
+}
+
+func (s *sqliteStore) Close() error {
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	return errors.Join(errs...)
+}
+
+func nullMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return micros(t)
+}
+
+// sqliteError classifies an SQLite error: a lock held too long, I/O trouble or a full disk are transient;
+// a constraint or a malformed statement is not.
+func sqliteError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_IOERR,
+			sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PROTOCOL:
+			return storeError(op, err, true)
+		}
+		return storeError(op, err, false)
+	}
+	return storeError(op, err, !errors.Is(err, context.Canceled))
+}
