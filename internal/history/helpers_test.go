@@ -4,74 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ejserver/ejserver"
 )
-
-// fakeClock is a Clock that moves only when told to.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	at      time.Time
-	ch      chan time.Time
-	stopped bool
-}
-
-func newFakeClock(now time.Time) *fakeClock { return &fakeClock{now: now} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.ch <- c.now
-		return t
-	}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-// Advance moves the clock on and fires the timers that are due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool {
-		if t.stopped {
-			return true
-		}
-		if !t.at.After(c.now) {
-			t.ch <- c.now
-			return true
-		}
-		return false
-	})
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.ch }
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.stopped && len(t.ch) == 0
-	t.stopped = true
-	return was
-}
 
 // eventually polls cond until it holds, failing the test after a generous deadline. step runs before each
 // poll (to advance a fake clock, say).
