@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Batch limits: ZooKeeper refuses packets over 1 MiB (jute.maxbuffer); stay well below.
+const (
+	maxBatchOps   = 1000
+	maxBatchBytes = 512 << 10
+	batchFlushers = 2
+)
+
+// ErrOpFailed wraps the error of the op that made a group fail; Op is its index in the group.
+type OpError struct {
+	Op   int
+	Path string
+	Err  error
+}
+
+func (e *OpError) Error() string { return fmt.Sprintf("op %d on %s: %v", e.Op, e.Path, e.Err) }
+func (e *OpError) Unwrap() error { return e.Err }
+
+// group is a set of ops that succeed or fail together, submitted by one caller.
+type group struct {
+	ops   []any
+	size  int
+	done  chan struct{}
+	resps []zk.MultiResponse
+	err   error
+}
+
+// batcher packs the groups submitted by concurrent callers into as few multi requests as it can: while one
+// multi is in flight the next groups queue up and leave together (natural batching: no added delay when
+// idle, large batches under a burst). A multi is atomic, so when one group's op fails, that group alone gets
+// the error and the others are sent again.
+type batcher struct {
+	s *Session
+
+	mu      sync.Mutex
+	pending []*group
+	wake    chan struct{}
+	closed  bool
+	wg      sync.WaitGroup
+
+	multis sync.Map // counters for tests and metrics: "multis", "ops"
+}
+
+func newBatcher(s *Session) *batcher {
+	b := &batcher{s: s, wake: make(chan struct{}, 1)}
+	for range batchFlushers {
+		b.wg.Add(1)
+		go b.flusher()
+	}
+	return b
+}
+
+// close fails pending groups and waits for the flushers.
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	pending := b.pending
+	b.pending = nil
+	b.mu.Unlock()
+	for _, g := range pending {
+		g.err = zk.ErrClosing
+		close(g.done)
+	}
+	close(b.wake)
+	b.wg.Wait()
+}
+
+// submit sends ops as one atomic group and waits for the outcome.
+func (b *batcher) submit(ops ...any) ([]zk.MultiResponse, error) {
+	g := &group{ops: ops, done: make(chan struct{})}
+	for _, op := range ops {
+		g.size += opSize(op)
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, zk.ErrClosing
+	}
+	b.pending = append(b.pending, g)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	<-g.done
+	return g.resps, g.err
+}
+
+func (b *batcher) flusher() {
+	defer b.wg.Done()
+	for {
+		batch := b.take()
+		if batch == nil {
+			if _, ok := <-b.wake; !ok {
+				return
+			}
+			continue
+		}
+		b.send(batch)
+	}
+}
+
+// take removes the next batch from the queue, or returns nil when it is empty.
+func (b *batcher) take() []*group {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, ops, size := 0, 0, 0
+	for n < len(b.pending) {
+		g := b.pending[n]
+		if n > 0 && (ops+len(g.ops) > maxBatchOps || size+g.size > maxBatchBytes) {
+			break
+		}
+		ops += len(g.ops)
+		size += g.size
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	batch := make([]*group, n)
+	copy(batch, b.pending[:n])
+	b.pending = b.pending[n:]
+	if len(b.pending) > 0 {
+		select {
+		case b.wake <- struct{}{}: // let the other flusher take the rest now
+		default:
+		}
+	}
+	return batch
+}
+
+// send runs the batch as multis until every group has an outcome.
+func (b *batcher) send(batch []*group) {
+	for len(batch) > 0 {
+		var ops []any
+		for _, g := range batch {
+			ops = append(ops, g.ops...)
+		}
+		resps, err := b.s.multi(ops...)
+		if err == nil {
+			i := 0
+			for _, g := range batch {
+				g.resps = resps[i : i+len(g.ops)]
+				i += len(g.ops)
+				close(g.done)
+			}
+			return
+		}
+		bad, opIdx := failedOp(resps)
+		if bad < 0 {
+			// connection loss or a server error: the outcome is unknown for every group
+			for _, g := range batch {
+				g.err = err
+				close(g.done)
+			}
+			return
+		}
+		// find the group holding op `bad`; fail it alone and send the others again
+		i := 0
+		for gi, g := range batch {
+			if bad < i+len(g.ops) {
+				k := bad - i
+				g.err = &OpError{Op: k, Path: opPath(g.ops[k]), Err: opIdx}
+				close(g.done)
+				batch = append(batch[:gi:gi], batch[gi+1:]...)
+				break
+			}
+			i += len(g.ops)
+		}
+	}
+}
+
+// failedOp finds the op whose error made the multi fail: the first with an API error (the others report
+// success or ZooKeeper's "runtime inconsistency"). It returns -1 when the responses name none.
+func failedOp(resps []zk.MultiResponse) (int, error) {
+	for i, r := range resps {
+		switch {
+		case r.Error == nil:
+		case errors.Is(r.Error, zk.ErrNoNode), errors.Is(r.Error, zk.ErrNodeExists),
+			errors.Is(r.Error, zk.ErrBadVersion), errors.Is(r.Error, zk.ErrNotEmpty),
+			errors.Is(r.Error, zk.ErrNoChildrenForEphemerals), errors.Is(r.Error, zk.ErrNoAuth),
+			errors.Is(r.Error, zk.ErrInvalidACL), errors.Is(r.Error, zk.ErrBadArguments):
+			return i, r.Error
+		}
+	}
+	return -1, nil
+}
+
+func opPath(op any) string {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return o.Path
+	case *zk.SetDataRequest:
+		return o.Path
+	case *zk.DeleteRequest:
+		return o.Path
+	case *zk.CheckVersionRequest:
+		return o.Path
+	}
+	return "?"
+}
+
+func opSize(op any) int {
+	const overhead = 32
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return overhead + len(o.Path) + len(o.Data) + 16*len(o.Acl)
+	case *zk.SetDataRequest:
+		return overhead + len(o.Path) + len(o.Data)
+	}
+	return overhead + len(opPath(op))
+}

@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// register writes servers/{ip} (ENABLED unless an operator set it already) and this peer's ephemeral
+// instances/{id} for a job, then campaigns for the job's leadership.
+func (r *Registry) register(e *jobEntry) error {
+	job := e.name
+	e.mu.Lock()
+	skip := !e.st.hasConfig || e.st.registered || e.st.removedByOperator
+	e.mu.Unlock()
+	if skip || !r.s.Healthy() {
+		return nil
+	}
+	err := r.s.create(r.p.Server(job, r.me.ServerIP), []byte(ServerEnabled), 0)
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil // the job is being deleted
+		}
+		return err
+	}
+	// the config check keeps a job that is being deleted from getting an instance node again
+	_, err = r.s.multi(opCheck(r.p.Config(job), -1),
+		r.s.opCreate(r.p.Instance(job, r.me.InstanceID), instanceData(r.me), zk.FlagEphemeral))
+	switch {
+	case err == nil:
+		e.mu.Lock()
+		e.st.registered, e.st.pendingRegister = true, false
+		e.changedLocked()
+		e.mu.Unlock()
+	case errors.Is(err, zk.ErrNodeExists):
+		_, st, gerr := r.s.get(r.p.Instance(job, r.me.InstanceID))
+		e.mu.Lock()
+		if gerr == nil && st.EphemeralOwner == r.s.ID() {
+			e.st.registered = true
+			e.changedLocked()
+		} else {
+			// an earlier process with our id still has a session: take over when its node goes
+			e.st.pendingRegister = true
+			r.log.Warn("instance node held by another session; waiting for it to expire",
+				"job", job, "instance", r.me.InstanceID)
+		}
+		e.mu.Unlock()
+	case errors.Is(err, zk.ErrNoNode):
+		return nil
+	default:
+		return err
+	}
+	r.w.kick(refreshKey{kind: kindCampaign, job: job})
+	return nil
+}
+
+// Reregister puts this peer back on a job after an operator removed its instance node (an "enable").
+func (r *Registry) Reregister(job string) {
+	e := r.entry(job)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.st.removedByOperator = false
+	e.mu.Unlock()
+	r.w.kick(refreshKey{kind: kindRegister, job: job})
+}
+
+// campaign creates leader/election/instance if the job has no leader and this peer may lead it: it is
+// registered, its server is not disabled and its session is sound. The first to create the node leads.
+func (r *Registry) campaign(e *jobEntry) error {
+	job := e.name
+	e.mu.Lock()
+	ok := e.st.hasConfig && e.st.registered && e.st.leader == "" && e.st.servers[r.me.ServerIP] != ServerDisabled
+	e.mu.Unlock()
+	if !ok || !r.s.Healthy() {
+		return nil
+	}
+	err := r.s.create(r.p.LeaderInstance(job), []byte(r.me.InstanceID), zk.FlagEphemeral)
+	switch {
+	case err == nil:
+		e.mu.Lock()
+		changed := e.st.leader != r.me.InstanceID
+		e.st.leader = r.me.InstanceID
+		if changed {
+			e.changedLocked()
+		}
+		e.mu.Unlock()
+		r.log.Info("elected leader", "job", job, "instance", r.me.InstanceID)
+		if changed {
+			r.emit([]Event{{Kind: LeaderChanged, Job: job, Leader: r.me.InstanceID}})
+		}
+	case errors.Is(err, zk.ErrNodeExists):
+		r.w.kick(refreshKey{kind: kindLeader, job: job})
+	case errors.Is(err, zk.ErrNoNode):
+		return nil
+	default:
+		return err
+	}
+	return nil
+}
+
+// abdicate gives up the job's leadership if this session holds it.
+func (r *Registry) abdicate(job string) {
+	data, st, err := r.s.get(r.p.LeaderInstance(job))
+	if err != nil || strings.TrimSpace(string(data)) != r.me.InstanceID || st.EphemeralOwner != r.s.ID() {
+		return
+	}
+	if err := r.s.del(r.p.LeaderInstance(job), st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		r.log.Warn("could not step down as leader", "job", job, "err", err)
+		return
+	}
+	r.log.Info("stepped down as leader", "job", job)
+}
+
+// Abdicate steps down from the job's leadership (if held) so another peer is elected.
+func (r *Registry) Abdicate(job string) { r.abdicate(job) }
+
+// IsLeader reports whether this peer leads the job and its session is sound enough to act on it.
+func (r *Registry) IsLeader(job string) bool {
+	snap := r.Job(job)
+	return snap != nil && snap.IsLeader() && r.s.Lease()
+}
+
+// leaderGuard returns a multi op that fails unless this session still holds the job's leader node. A deposed
+// leader's write then fails instead of landing. The session id is checked too, because a new leader's node
+// has the same data version as the one it replaced.
+func (r *Registry) leaderGuard(job string) (any, error) {
+	_, st, err := r.s.get(r.p.LeaderInstance(job))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, ErrNotLeader
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.EphemeralOwner != r.s.ID() || !r.s.Lease() {
+		return nil, ErrNotLeader
+	}
+	return opCheck(r.p.LeaderInstance(job), st.Version), nil
+}
+
+// ErrNotLeader is returned by leader-only writes when this peer does not (or may no longer) lead the job.
+var ErrNotLeader = errors.New("not the job's leader")

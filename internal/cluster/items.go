@@ -1,0 +1,249 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Errors of the item writes.
+var (
+	// ErrNotOwner: the item is no longer this peer's as it believed (resharded, taken over, or this peer's
+	// instance node is gone). The item must not run here.
+	ErrNotOwner = errors.New("item no longer owned by this instance")
+	// ErrItemRunning: sharding/{i}/running exists: the item is running somewhere.
+	ErrItemRunning = errors.New("item is running")
+)
+
+// BeginItem records that this peer starts item i: in one atomic multi it checks that this peer's instance
+// node exists and that sharding/{i}/instance still has the version it read (so the item was not resharded
+// away), and creates sharding/{i}/running. A peer whose session expired, or that lost the item, gets
+// ErrNotOwner and must not POST: two peers can't both believe they own an item.
+// persistent makes the running node outlive this peer (failover jobs need that to detect orphans).
+func (r *Registry) BeginItem(job string, item int, ownerVersion int32, run Running, persistent bool) error {
+	flags := int32(zk.FlagEphemeral)
+	if persistent {
+		flags = 0
+	}
+	_, err := r.b.submit(
+		opCheck(r.p.Instance(job, r.me.InstanceID), -1),
+		opCheck(r.p.ItemNode(job, item, NodeInstance), ownerVersion),
+		r.s.opCreate(r.p.ItemNode(job, item, NodeRunning), run.encode(), flags),
+	)
+	var oe *OpError
+	if errors.As(err, &oe) {
+		switch oe.Op {
+		case 0, 1:
+			return fmt.Errorf("%w: %v", ErrNotOwner, oe)
+		case 2:
+			if errors.Is(oe.Err, zk.ErrNodeExists) {
+				return ErrItemRunning
+			}
+		}
+	}
+	return err
+}
+
+// EndItem records the outcome of item i: it deletes sharding/{i}/running if this execution still holds it
+// (version), writes sharding/{i}/completed, and, after a failover run, deletes the failover nodes.
+func (r *Registry) EndItem(job string, item int, runningVersion int32, done Completed, clearFailover bool) error {
+	data, _ := json.Marshal(done)
+	completed := r.p.ItemNode(job, item, NodeCompleted)
+	useCreate := !r.completedKnown(job, item)
+	dropRunning := runningVersion < 0
+	for attempt := 0; attempt < 4; attempt++ {
+		var ops []any
+		if !dropRunning {
+			ops = append(ops, opDelete(r.p.ItemNode(job, item, NodeRunning), runningVersion))
+		}
+		if useCreate {
+			ops = append(ops, r.s.opCreate(completed, data, 0))
+		} else {
+			ops = append(ops, opSet(completed, data, -1))
+		}
+		if clearFailover {
+			ops = append(ops, opDelete(r.p.ItemNode(job, item, NodeFailover), -1),
+				opDelete(r.p.ItemNode(job, item, NodeFailovering), -1))
+		}
+		_, err := r.b.submit(ops...)
+		var oe *OpError
+		switch {
+		case err == nil:
+			r.setCompletedKnown(job, item)
+			return nil
+		case !errors.As(err, &oe):
+			return err
+		case oe.Path == completed && errors.Is(oe.Err, zk.ErrNodeExists):
+			useCreate = false
+		case oe.Path == completed && errors.Is(oe.Err, zk.ErrNoNode):
+			if useCreate { // sharding/{i} itself is gone: the item was resharded away
+				return nil
+			}
+			useCreate = true
+		case !dropRunning && oe.Op == 0:
+			// running was rewritten (a failover took the item) or removed: not ours to delete
+			dropRunning = true
+		case clearFailover && errors.Is(oe.Err, zk.ErrNoNode):
+			clearFailover = false
+			if err := r.deleteIfExists(r.p.ItemNode(job, item, NodeFailover)); err != nil {
+				return err
+			}
+			if err := r.deleteIfExists(r.p.ItemNode(job, item, NodeFailovering)); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return fmt.Errorf("record the end of item %d of job %q: too many conflicts", item, job)
+}
+
+func (r *Registry) deleteIfExists(pth string) error {
+	if err := r.s.del(pth, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+func (r *Registry) completedKnown(job string, item int) bool {
+	_, ok := r.completedSeen.Load(completedKey{job, item})
+	return ok
+}
+
+func (r *Registry) setCompletedKnown(job string, item int) {
+	r.completedSeen.Store(completedKey{job, item}, struct{}{})
+}
+
+// completedKey names an item whose completed node is known to exist (a set is sent instead of a create).
+type completedKey struct {
+	job  string
+	item int
+}
+
+// SetMisfire creates sharding/{i}/misfire: a fire of item i was skipped because it was still running.
+func (r *Registry) SetMisfire(job string, item int) error {
+	_, err := r.b.submit(r.s.opCreate(r.p.ItemNode(job, item, NodeMisfire), nil, 0))
+	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// ClearMisfire deletes sharding/{i}/misfire.
+func (r *Registry) ClearMisfire(job string, item int) error {
+	_, err := r.b.submit(opDelete(r.p.ItemNode(job, item, NodeMisfire), -1))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// ReadRunning reads sharding/{i}/running.
+func (r *Registry) ReadRunning(job string, item int) (Running, int32, bool, error) {
+	data, st, err := r.s.get(r.p.ItemNode(job, item, NodeRunning))
+	if errors.Is(err, zk.ErrNoNode) {
+		return Running{}, -1, false, nil
+	}
+	if err != nil {
+		return Running{}, -1, false, err
+	}
+	return decodeRunning(data), st.Version, true, nil
+}
+
+// ClearStaleRunning deletes a running node left by an instance that is no longer online (version-checked,
+// so a node rewritten meanwhile stays).
+func (r *Registry) ClearStaleRunning(job string, item int, version int32) error {
+	err := r.s.del(r.p.ItemNode(job, item, NodeRunning), version)
+	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+		return nil
+	}
+	return err
+}
+
+// TakeTrigger reads and deletes trigger/{me}, reporting whether there was one.
+func (r *Registry) TakeTrigger(job string) (TriggerRequest, bool, error) {
+	pth := r.p.Trigger(job, r.me.InstanceID)
+	data, st, err := r.s.get(pth)
+	if errors.Is(err, zk.ErrNoNode) {
+		return TriggerRequest{}, false, nil
+	}
+	if err != nil {
+		return TriggerRequest{}, false, err
+	}
+	if err := r.s.del(pth, st.Version); err != nil {
+		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+			return TriggerRequest{}, false, nil
+		}
+		return TriggerRequest{}, false, err
+	}
+	return decodeTrigger(data), true, nil
+}
+
+// oneShot wakes the waiters of a path watched by WaitGone; it reports whether there were any.
+func (r *Registry) oneShot(pth string) bool {
+	r.waitMu.Lock()
+	list, ok := r.waiters[pth]
+	delete(r.waiters, pth)
+	r.waitMu.Unlock()
+	for _, ch := range list {
+		close(ch)
+	}
+	return ok
+}
+
+// WaitGone waits until none of the paths exists, with watches rather than polling.
+func (r *Registry) WaitGone(ctx context.Context, paths []string) error {
+	for _, pth := range paths {
+		for {
+			ch := make(chan struct{})
+			r.waitMu.Lock()
+			r.waiters[pth] = append(r.waiters[pth], ch)
+			r.waitMu.Unlock()
+			ok, _, err := r.s.existsW(pth)
+			if err == nil && ok {
+				select {
+				case <-ctx.Done():
+					err = ctx.Err()
+				case <-ch:
+					continue
+				}
+			}
+			r.dropWaiter(pth, ch)
+			if err != nil {
+				return err
+			}
+			break
+		}
+	}
+	return nil
+}
+
+func (r *Registry) dropWaiter(pth string, ch chan struct{}) {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	list := slices.DeleteFunc(r.waiters[pth], func(c chan struct{}) bool { return c == ch })
+	if len(list) == 0 {
+		delete(r.waiters, pth)
+	} else {
+		r.waiters[pth] = list
+	}
+}
+
+// RunningItems returns the items below n whose running node exists, with their content.
+func (r *Registry) RunningItems(job string, n int) (map[int]Running, error) {
+	out := map[int]Running{}
+	for i := range n {
+		run, _, ok, err := r.ReadRunning(job, i)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[i] = run
+		}
+	}
+	return out, nil
+}

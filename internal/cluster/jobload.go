@@ -1,0 +1,743 @@
+package cluster
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver"
+)
+
+// onWatch routes a watch event to the refresh that re-reads (and re-watches) the node. It runs on the
+// session goroutine, so it only kicks work.
+func (r *Registry) onWatch(ev zk.Event) {
+	if r.oneShot(ev.Path) {
+		return
+	}
+	if k, ok := r.keyFor(ev.Path); ok {
+		r.w.kick(k)
+	}
+}
+
+// keyFor maps a watched path to its refresh.
+func (r *Registry) keyFor(pth string) (refreshKey, bool) {
+	if pth == r.p.Root() {
+		return refreshKey{kind: kindJobs}, true
+	}
+	job := r.p.JobOf(pth)
+	if job == "" {
+		return refreshKey{}, false
+	}
+	rest := strings.TrimPrefix(pth, r.p.Job(job))
+	switch rest {
+	case "/config":
+		return refreshKey{kind: kindConfig, job: job}, true
+	case "/instances":
+		return refreshKey{kind: kindInstances, job: job}, true
+	case "/servers":
+		return refreshKey{kind: kindServers, job: job}, true
+	case "/leader/election/instance":
+		return refreshKey{kind: kindLeader, job: job}, true
+	case "/leader/sharding/necessary":
+		return refreshKey{kind: kindNecessary, job: job}, true
+	case "/leader/failover/items":
+		return refreshKey{kind: kindFailoverItems, job: job}, true
+	case "/sharding":
+		return refreshKey{kind: kindSharding, job: job}, true
+	case "/trigger/" + r.me.InstanceID:
+		return refreshKey{kind: kindTrigger, job: job}, true
+	}
+	if ip, ok := strings.CutPrefix(rest, "/servers/"); ok && !strings.Contains(ip, "/") {
+		return refreshKey{kind: kindServer, job: job, ip: ip}, true
+	}
+	if i := r.p.ItemOf(job, pth); i >= 0 {
+		switch {
+		case strings.HasSuffix(rest, "/"+NodeInstance):
+			return refreshKey{kind: kindItemInstance, job: job, item: i}, true
+		case strings.HasSuffix(rest, "/"+NodeDisabled):
+			return refreshKey{kind: kindItemDisabled, job: job, item: i}, true
+		case strings.HasSuffix(rest, "/"+NodeFailover):
+			return refreshKey{kind: kindItemFailover, job: job, item: i}, true
+		}
+	}
+	return refreshKey{}, false
+}
+
+// refresh runs one refresh key. The refreshes of one job's job-level nodes run one at a time, so a read
+// that started earlier can never be applied after a newer one; item nodes are refreshed in parallel (each
+// key alone touches its own field, and a key never runs twice at once).
+func (r *Registry) refresh(k refreshKey) error {
+	switch k.kind {
+	case kindJobs:
+		return r.refreshJobs()
+	case kindPeer:
+		return r.registerPeer()
+	}
+	e := r.entry(k.job)
+	if e == nil {
+		return nil // the job went away
+	}
+	switch k.kind {
+	case kindItemInstance, kindItemDisabled, kindItemFailover:
+		if !e.ready() {
+			return nil
+		}
+		return r.refreshItem(e, k.kind, k.item)
+	}
+	e.refreshMu.Lock()
+	defer e.refreshMu.Unlock()
+	switch k.kind {
+	case kindLoad:
+		return r.loadJob(e)
+	case kindConfig:
+		return r.refreshConfig(e)
+	}
+	if !e.ready() {
+		return nil
+	}
+	switch k.kind {
+	case kindRegister:
+		return r.register(e)
+	case kindCampaign:
+		return r.campaign(e)
+	case kindInstances:
+		return r.refreshInstances(e)
+	case kindServers:
+		return r.refreshServers(e)
+	case kindServer:
+		return r.refreshServer(e, k.ip)
+	case kindLeader:
+		return r.refreshLeader(e)
+	case kindNecessary:
+		return r.refreshNecessary(e)
+	case kindFailoverItems:
+		return r.refreshFailoverItems(e)
+	case kindTrigger:
+		return r.refreshTrigger(e)
+	case kindSharding:
+		return r.refreshSharding(e)
+	}
+	return nil
+}
+
+// ready reports whether the job's config is loaded.
+func (e *jobEntry) ready() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.st.hasConfig && e.st.loaded
+}
+
+func (r *Registry) pendingDelta(job string, d int) {
+	if job == "" {
+		return
+	}
+	e := r.entry(job)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	before := e.pending
+	e.pending = max(0, e.pending+d)
+	if (before == 0) != (e.pending == 0) {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+}
+
+// refreshJobs lists the namespace: new children are loaded, vanished ones removed.
+func (r *Registry) refreshJobs() error {
+	names, _, err := r.s.childrenW(r.p.Root())
+	if err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(names))
+	for _, n := range names {
+		present[n] = true
+	}
+	var added []string
+	var evs []Event
+	r.mu.Lock()
+	for _, n := range names {
+		if r.jobs[n] == nil {
+			r.jobs[n] = &jobEntry{name: n, changed: make(chan struct{}), st: jobState{items: map[int]*ItemState{}}}
+			added = append(added, n)
+		}
+	}
+	for n, e := range r.jobs {
+		if present[n] {
+			continue
+		}
+		delete(r.jobs, n)
+		e.mu.Lock()
+		if e.st.hasConfig && e.st.loaded {
+			evs = append(evs, Event{Kind: JobRemoved, Job: n})
+		}
+		e.st.hasConfig = false
+		e.changedLocked()
+		e.mu.Unlock()
+	}
+	r.mu.Unlock()
+	for _, n := range added {
+		r.w.kick(refreshKey{kind: kindLoad, job: n})
+	}
+	r.emit(evs)
+	return nil
+}
+
+// loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
+func (r *Registry) loadJob(e *jobEntry) error {
+	job := e.name
+	data, st, err := r.s.getW(r.p.Config(job))
+	if errors.Is(err, zk.ErrNoNode) {
+		// a job root without config (being created by another tool, or being deleted): wait for config
+		ok, _, err := r.s.existsW(r.p.Config(job))
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.w.kick(refreshKey{kind: kindLoad, job: job})
+			return nil
+		}
+		r.dropConfig(e)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg, cfgErr := parseConfig(job, data)
+	if err := r.ensureSkeleton(job); err != nil {
+		return err
+	}
+	servers, err := r.readServers(job, nil)
+	if err != nil {
+		return err
+	}
+	instances, err := r.readInstances(job, nil)
+	if err != nil {
+		return err
+	}
+	leader, err := r.readLeader(job)
+	if err != nil {
+		return err
+	}
+	necessary, err := r.readExists(r.p.Necessary(job))
+	if err != nil {
+		return err
+	}
+	failover, err := r.readFailoverItems(job)
+	if err != nil {
+		return err
+	}
+	triggered, err := r.readExists(r.p.Trigger(job, r.me.InstanceID))
+	if err != nil {
+		return err
+	}
+	items, _, err := r.s.childrenW(r.p.Sharding(job))
+	if err != nil {
+		return err
+	}
+
+	e.mu.Lock()
+	wasLoaded := e.st.loaded && e.st.hasConfig
+	prev := e.st.cfg
+	e.st.hasConfig, e.st.loaded = true, true
+	e.st.cfg, e.st.cfgVersion, e.st.cfgErr = cfg, st.Version, cfgErr
+	e.st.servers, e.st.instances, e.st.leader = servers, instances, leader
+	e.st.necessary, e.st.failover = necessary, failover
+	nums := itemNumbers(items)
+	for i := range e.st.items {
+		if !slices.Contains(nums, i) {
+			delete(e.st.items, i)
+		}
+	}
+	for _, i := range nums {
+		if e.st.items[i] == nil {
+			e.st.items[i] = &ItemState{Exists: true, OwnerVersion: -1}
+		}
+	}
+	if _, ok := instances[r.me.InstanceID]; !ok {
+		e.st.registered = false
+	}
+	e.changedLocked()
+	e.mu.Unlock()
+
+	for _, i := range nums {
+		r.kickItem(job, i)
+	}
+	ev := Event{Kind: JobAdded, Job: job}
+	if wasLoaded {
+		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: &prev}
+	}
+	r.emit([]Event{ev})
+	r.w.kick(refreshKey{kind: kindRegister, job: job})
+	if triggered {
+		r.emit([]Event{{Kind: TriggerRequested, Job: job}})
+	}
+	return nil
+}
+
+func (r *Registry) kickItem(job string, i int) {
+	r.w.kick(refreshKey{kind: kindItemInstance, job: job, item: i})
+	r.w.kick(refreshKey{kind: kindItemDisabled, job: job, item: i})
+	r.w.kick(refreshKey{kind: kindItemFailover, job: job, item: i})
+}
+
+func parseConfig(job string, data []byte) (ejserver.JobConfig, error) {
+	cfg, err := ejserver.ParseElasticJobYAML(data)
+	if err == nil && cfg.JobName != job {
+		cfg.JobName = job // ElasticJob's node name is authoritative
+	}
+	return cfg, err
+}
+
+func (r *Registry) dropConfig(e *jobEntry) {
+	e.mu.Lock()
+	was := e.st.hasConfig && e.st.loaded
+	e.st.hasConfig, e.st.registered = false, false
+	e.changedLocked()
+	e.mu.Unlock()
+	if was {
+		r.emit([]Event{{Kind: JobRemoved, Job: e.name}})
+	}
+}
+
+// ensureSkeleton creates the folders ejserver watches under a job that another tool created.
+func (r *Registry) ensureSkeleton(job string) error {
+	for _, pth := range r.p.jobSkeleton(job) {
+		if err := r.s.ensurePath(pth); err != nil {
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil // the job is being deleted
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Registry) refreshConfig(e *jobEntry) error {
+	data, st, err := r.s.getW(r.p.Config(e.name))
+	if errors.Is(err, zk.ErrNoNode) {
+		ok, _, err := r.s.existsW(r.p.Config(e.name))
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.w.kick(refreshKey{kind: kindConfig, job: e.name})
+			return nil
+		}
+		r.dropConfig(e)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if !e.st.hasConfig || !e.st.loaded {
+		e.mu.Unlock()
+		r.w.kick(refreshKey{kind: kindLoad, job: e.name}) // the job came (back)
+		return nil
+	}
+	if st.Version == e.st.cfgVersion && e.st.cfgErr == nil {
+		e.mu.Unlock()
+		return nil
+	}
+	prev := e.st.cfg
+	e.st.cfg, e.st.cfgErr = parseConfig(e.name, data)
+	e.st.cfgVersion = st.Version
+	e.changedLocked()
+	e.mu.Unlock()
+	r.emit([]Event{{Kind: JobUpdated, Job: e.name, PrevConfig: &prev}})
+	return nil
+}
+
+// readInstances lists instances/ with a watch; known gives the server IPs already read.
+func (r *Registry) readInstances(job string, known map[string]string) (map[string]string, error) {
+	ids, _, err := r.s.childrenW(r.p.Instances(job))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		if ip, ok := known[id]; ok {
+			out[id] = ip
+			continue
+		}
+		data, _, err := r.s.get(r.p.Instance(job, id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone already; the watch tells us again
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = serverIPOf(id, data)
+	}
+	return out, nil
+}
+
+func (r *Registry) refreshInstances(e *jobEntry) error {
+	e.mu.Lock()
+	known := e.st.instances
+	e.mu.Unlock()
+	cur, err := r.readInstances(e.name, known)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	prev := e.st.instances
+	var added, removed []string
+	for id := range cur {
+		if _, ok := prev[id]; !ok {
+			added = append(added, id)
+		}
+	}
+	for id := range prev {
+		if _, ok := cur[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
+	_, mine := cur[r.me.InstanceID]
+	reregister := false
+	switch {
+	case mine:
+	case e.st.registered && r.s.Healthy():
+		// our node vanished while our session lives: an operator removed it; stay off this job
+		e.st.registered, e.st.removedByOperator = false, true
+		r.log.Warn("this peer's instance node was removed; it no longer runs the job until it is enabled again or restarts",
+			"job", e.name, "instance", r.me.InstanceID)
+	case e.st.pendingRegister:
+		e.st.pendingRegister = false
+		reregister = true
+	}
+	changed := len(added) > 0 || len(removed) > 0
+	if changed {
+		e.st.instances = cur
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	if reregister {
+		r.w.kick(refreshKey{kind: kindRegister, job: e.name})
+	}
+	if changed {
+		slices.Sort(added)
+		slices.Sort(removed)
+		r.emit([]Event{{Kind: InstancesChanged, Job: e.name, Added: added, Removed: removed}})
+	}
+	return nil
+}
+
+// readServers lists servers/ with a watch and reads (and watches) each server node not in known.
+func (r *Registry) readServers(job string, known map[string]string) (map[string]string, error) {
+	ips, _, err := r.s.childrenW(r.p.Servers(job))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ips))
+	for _, ip := range ips {
+		if v, ok := known[ip]; ok {
+			out[ip] = v
+			continue
+		}
+		data, _, err := r.s.getW(r.p.Server(job, ip))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[ip] = strings.TrimSpace(string(data))
+	}
+	return out, nil
+}
+
+func (r *Registry) refreshServers(e *jobEntry) error {
+	e.mu.Lock()
+	known := e.st.servers
+	e.mu.Unlock()
+	cur, err := r.readServers(e.name, known)
+	if err != nil {
+		return err
+	}
+	r.applyServers(e, cur)
+	return nil
+}
+
+func (r *Registry) refreshServer(e *jobEntry, ip string) error {
+	data, _, err := r.s.getW(r.p.Server(e.name, ip))
+	e.mu.Lock()
+	cur := maps.Clone(e.st.servers)
+	e.mu.Unlock()
+	if cur == nil {
+		cur = map[string]string{}
+	}
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		delete(cur, ip)
+	case err != nil:
+		return err
+	default:
+		cur[ip] = strings.TrimSpace(string(data))
+	}
+	r.applyServers(e, cur)
+	return nil
+}
+
+func (r *Registry) applyServers(e *jobEntry, cur map[string]string) {
+	e.mu.Lock()
+	prev := e.st.servers
+	if maps.Equal(prev, cur) {
+		e.mu.Unlock()
+		return
+	}
+	e.st.servers = cur
+	e.changedLocked()
+	leader := e.st.leader
+	e.mu.Unlock()
+	var evs []Event
+	for ip, v := range cur {
+		if pv, ok := prev[ip]; !ok || pv != v {
+			evs = append(evs, Event{Kind: ServersChanged, Job: e.name, IP: ip})
+		}
+	}
+	for ip := range prev {
+		if _, ok := cur[ip]; !ok {
+			evs = append(evs, Event{Kind: ServersChanged, Job: e.name, IP: ip})
+		}
+	}
+	myIP := r.me.ServerIP
+	if prev[myIP] != cur[myIP] {
+		if cur[myIP] == ServerDisabled {
+			if leader == r.me.InstanceID {
+				r.abdicate(e.name) // a leader whose server is disabled steps down
+			}
+		} else {
+			r.w.kick(refreshKey{kind: kindCampaign, job: e.name})
+		}
+	}
+	r.emit(evs)
+}
+
+func (r *Registry) readLeader(job string) (string, error) {
+	for {
+		data, _, err := r.s.getW(r.p.LeaderInstance(job))
+		if err == nil {
+			return strings.TrimSpace(string(data)), nil
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return "", err
+		}
+		ok, _, err := r.s.existsW(r.p.LeaderInstance(job))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", nil
+		}
+	}
+}
+
+func (r *Registry) refreshLeader(e *jobEntry) error {
+	leader, err := r.readLeader(e.name)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	prev := e.st.leader
+	e.st.leader = leader
+	if prev != leader {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	if leader == "" {
+		r.w.kick(refreshKey{kind: kindCampaign, job: e.name})
+	}
+	if prev != leader {
+		r.emit([]Event{{Kind: LeaderChanged, Job: e.name, Leader: leader}})
+	}
+	return nil
+}
+
+func (r *Registry) readExists(pth string) (bool, error) {
+	ok, _, err := r.s.existsW(pth)
+	return ok, err
+}
+
+func (r *Registry) refreshNecessary(e *jobEntry) error {
+	ok, err := r.readExists(r.p.Necessary(e.name))
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	changed := e.st.necessary != ok
+	e.st.necessary = ok
+	if changed {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	if changed {
+		r.emit([]Event{{Kind: NecessaryChanged, Job: e.name}})
+	}
+	return nil
+}
+
+func (r *Registry) readFailoverItems(job string) ([]int, error) {
+	names, _, err := r.s.childrenW(r.p.FailoverItems(job))
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := r.s.ensurePath(r.p.FailoverItems(job)); err != nil {
+			return nil, err
+		}
+		names, _, err = r.s.childrenW(r.p.FailoverItems(job))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return itemNumbers(names), nil
+}
+
+func (r *Registry) refreshFailoverItems(e *jobEntry) error {
+	items, err := r.readFailoverItems(e.name)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	changed := !slices.Equal(e.st.failover, items)
+	e.st.failover = items
+	if changed {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	if changed {
+		r.emit([]Event{{Kind: FailoverItemsChanged, Job: e.name}})
+	}
+	return nil
+}
+
+func (r *Registry) refreshTrigger(e *jobEntry) error {
+	ok, err := r.readExists(r.p.Trigger(e.name, r.me.InstanceID))
+	if err != nil {
+		return err
+	}
+	if ok {
+		r.emit([]Event{{Kind: TriggerRequested, Job: e.name}})
+	}
+	return nil
+}
+
+func (r *Registry) refreshSharding(e *jobEntry) error {
+	names, _, err := r.s.childrenW(r.p.Sharding(e.name))
+	if err != nil {
+		return err
+	}
+	nums := itemNumbers(names)
+	var added []int
+	e.mu.Lock()
+	changed := false
+	for i := range e.st.items {
+		if !slices.Contains(nums, i) {
+			delete(e.st.items, i)
+			changed = true
+		}
+	}
+	for _, i := range nums {
+		if e.st.items[i] == nil {
+			e.st.items[i] = &ItemState{Exists: true, OwnerVersion: -1}
+			added = append(added, i)
+			changed = true
+		}
+	}
+	if changed {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	for _, i := range added {
+		r.kickItem(e.name, i)
+	}
+	if changed {
+		r.emit([]Event{{Kind: ItemsChanged, Job: e.name}})
+	}
+	return nil
+}
+
+// refreshItem reads one of sharding/{i}/instance, disabled or failover, with a watch.
+func (r *Registry) refreshItem(e *jobEntry, kind refreshKind, i int) error {
+	var owner, failoverTo string
+	version := int32(-1)
+	var present bool
+	var err error
+	switch kind {
+	case kindItemInstance:
+		owner, version, present, err = r.readData(r.p.ItemNode(e.name, i, NodeInstance))
+	case kindItemDisabled:
+		present, err = r.readExists(r.p.ItemNode(e.name, i, NodeDisabled))
+	case kindItemFailover:
+		failoverTo, _, present, err = r.readData(r.p.ItemNode(e.name, i, NodeFailover))
+	}
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	it := e.st.items[i]
+	if it == nil {
+		e.mu.Unlock()
+		return nil // the item was removed by a resharding
+	}
+	before := *it
+	switch kind {
+	case kindItemInstance:
+		it.Owner, it.OwnerVersion = owner, version
+	case kindItemDisabled:
+		it.Disabled = present
+	case kindItemFailover:
+		it.FailoverTo = failoverTo
+	}
+	changed := before != *it
+	if changed {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	if changed {
+		r.emit([]Event{{Kind: ItemsChanged, Job: e.name}})
+	}
+	return nil
+}
+
+// readData reads a node's data with a watch, or watches for its creation when absent.
+func (r *Registry) readData(pth string) (string, int32, bool, error) {
+	for {
+		data, st, err := r.s.getW(pth)
+		if err == nil {
+			return strings.TrimSpace(string(data)), st.Version, true, nil
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return "", -1, false, err
+		}
+		ok, _, err := r.s.existsW(pth)
+		if err != nil {
+			return "", -1, false, err
+		}
+		if !ok {
+			return "", -1, false, nil
+		}
+	}
+}
+
+// itemNumbers parses item node names, ignoring anything that is not a canonical non-negative integer.
+func itemNumbers(names []string) []int {
+	out := make([]int, 0, len(names))
+	for _, n := range names {
+		if i, ok := itemNumber(n); ok {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// itemNumber parses a canonical non-negative integer node name.
+func itemNumber(name string) (int, bool) {
+	i, err := strconv.Atoi(name)
+	return i, err == nil && i >= 0 && strconv.Itoa(i) == name
+}

@@ -1,0 +1,372 @@
+package cluster
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver"
+)
+
+// CreateJob writes a new job in ElasticJob's layout in one transaction: the root ("HTTP"), config, the
+// folders ejserver watches, and leader/sharding/necessary so the first fire is sharded. A job that exists
+// gets ECONFLICT.
+func (r *Registry) CreateJob(cfg ejserver.JobConfig) (int32, error) {
+	data, err := ejserver.MarshalElasticJobYAML(cfg)
+	if err != nil {
+		return 0, err
+	}
+	job := cfg.JobName
+	ops := []any{r.s.opCreate(r.p.Job(job), []byte(JobRootData), 0), r.s.opCreate(r.p.Config(job), data, 0)}
+	for _, pth := range r.p.jobSkeleton(job) {
+		ops = append(ops, r.s.opCreate(pth, nil, 0))
+	}
+	ops = append(ops, r.s.opCreate(r.p.Necessary(job), nil, 0))
+	_, err = r.s.multi(ops...)
+	if errors.Is(err, zk.ErrNodeExists) {
+		// the root may be left over by ElasticJob or a half-finished delete: fill in what is missing
+		if ok, _, eerr := r.s.exists(r.p.Config(job)); eerr != nil || ok {
+			if eerr != nil {
+				return 0, ejserver.Unavailable(eerr, "registry unavailable")
+			}
+			return 0, ejserver.Errorf(ejserver.ECONFLICT, "job %q already exists", job)
+		}
+		if err := r.s.create(r.p.Config(job), data, 0); err != nil {
+			if errors.Is(err, zk.ErrNodeExists) {
+				return 0, ejserver.Errorf(ejserver.ECONFLICT, "job %q already exists", job)
+			}
+			return 0, ejserver.Unavailable(err, "registry unavailable")
+		}
+		if err := r.ensureSkeleton(job); err != nil {
+			return 0, ejserver.Unavailable(err, "registry unavailable")
+		}
+		_ = r.s.create(r.p.Necessary(job), nil, 0)
+		err = nil
+	}
+	if err != nil {
+		return 0, ejserver.Unavailable(err, "create job %q", job)
+	}
+	r.Notice(job)
+	return 0, nil
+}
+
+// GetJob reads a job's config and its version (the ETag) from ZooKeeper itself.
+func (r *Registry) GetJob(job string) (ejserver.JobConfig, int32, error) {
+	data, st, err := r.s.get(r.p.Config(job))
+	if errors.Is(err, zk.ErrNoNode) {
+		return ejserver.JobConfig{}, 0, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", job)
+	}
+	if err != nil {
+		return ejserver.JobConfig{}, 0, ejserver.Unavailable(err, "registry unavailable")
+	}
+	cfg, err := parseConfig(job, data)
+	if err != nil {
+		return cfg, st.Version, &ejserver.Error{Code: ejserver.EINTERNAL, Message: "stored config can't be parsed", Err: err}
+	}
+	return cfg, st.Version, nil
+}
+
+// ReplaceJob writes a job's config if its version is still version (-1: any). A stale version gets
+// EPRECONDITION, a missing job ENOTFOUND. The new version is returned.
+func (r *Registry) ReplaceJob(cfg ejserver.JobConfig, version int32) (int32, error) {
+	data, err := ejserver.MarshalElasticJobYAML(cfg)
+	if err != nil {
+		return 0, err
+	}
+	st, err := r.s.set(r.p.Config(cfg.JobName), data, version)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return 0, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", cfg.JobName)
+	case errors.Is(err, zk.ErrBadVersion):
+		return 0, ejserver.Errorf(ejserver.EPRECONDITION, "job %q was changed by someone else (version %d is stale); read it again", cfg.JobName, version)
+	case err != nil:
+		return 0, ejserver.Unavailable(err, "registry unavailable")
+	}
+	return st.Version, nil
+}
+
+// DeleteJob removes a job's whole subtree. The config goes first, in its own step, so every peer stops
+// firing the job at once and no peer re-creates its nodes; then the rest goes bottom-up in batches.
+func (r *Registry) DeleteJob(job string) error {
+	if err := r.s.del(r.p.Config(job), -1); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			if ok, _, eerr := r.s.exists(r.p.Job(job)); eerr == nil && !ok {
+				return ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", job)
+			}
+		} else {
+			return ejserver.Unavailable(err, "registry unavailable")
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		err := r.deleteTree(r.p.Job(job))
+		if err == nil || errors.Is(err, zk.ErrNoNode) && attempt > 0 {
+			return nil
+		}
+		if attempt == 5 || !(errors.Is(err, zk.ErrNotEmpty) || errors.Is(err, zk.ErrNoNode)) {
+			return ejserver.Unavailable(err, "delete job %q", job)
+		}
+	}
+}
+
+// deleteTree deletes root and everything below it, deepest first, in multis of bounded size.
+func (r *Registry) deleteTree(root string) error {
+	var all []string
+	queue := []string{root}
+	for len(queue) > 0 {
+		pth := queue[0]
+		queue = queue[1:]
+		kids, _, err := r.s.children(pth)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		all = append(all, pth)
+		for _, k := range kids {
+			queue = append(queue, pth+"/"+k)
+		}
+	}
+	if len(all) == 0 {
+		return zk.ErrNoNode
+	}
+	// deepest first: sort by depth descending
+	sort.SliceStable(all, func(i, j int) bool { return strings.Count(all[i], "/") > strings.Count(all[j], "/") })
+	for len(all) > 0 {
+		n := min(len(all), maxBatchOps)
+		ops := make([]any, n)
+		for i, pth := range all[:n] {
+			ops[i] = opDelete(pth, -1)
+		}
+		if _, err := r.s.multi(ops...); err != nil {
+			return err
+		}
+		all = all[n:]
+	}
+	return nil
+}
+
+// SetServerState writes servers/{ip} of one job (ENABLED or DISABLED).
+func (r *Registry) SetServerState(job, ip, state string) error {
+	if _, err := r.s.set(r.p.Server(job, ip), []byte(state), -1); err != nil {
+		if !errors.Is(err, zk.ErrNoNode) {
+			return ejserver.Unavailable(err, "registry unavailable")
+		}
+		if err := r.s.create(r.p.Server(job, ip), []byte(state), 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			if errors.Is(err, zk.ErrNoNode) {
+				return ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", job)
+			}
+			return ejserver.Unavailable(err, "registry unavailable")
+		}
+	}
+	if state == ServerEnabled && ip == r.me.ServerIP {
+		r.Reregister(job)
+	}
+	return nil
+}
+
+// SetItemDisabled creates or deletes sharding/{i}/disabled.
+func (r *Registry) SetItemDisabled(job string, item int, disabled bool) error {
+	pth := r.p.ItemNode(job, item, NodeDisabled)
+	var err error
+	if disabled {
+		if err = r.s.ensurePath(r.p.Item(job, item)); err == nil {
+			err = r.s.create(pth, nil, 0)
+		}
+		if errors.Is(err, zk.ErrNodeExists) {
+			err = nil
+		}
+	} else {
+		err = r.s.del(pth, -1)
+		if errors.Is(err, zk.ErrNoNode) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return ejserver.Unavailable(err, "registry unavailable")
+	}
+	return nil
+}
+
+// CreateTriggers creates trigger/{id} for each instance, in one transaction. A trigger still pending for
+// one of them fails the whole request with ECONFLICT naming it.
+func (r *Registry) CreateTriggers(job string, instances []string, req TriggerRequest) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ops := []any{opCheck(r.p.Config(job), -1)}
+	for _, id := range instances {
+		ops = append(ops, r.s.opCreate(r.p.Trigger(job, id), data, 0))
+	}
+	_, err = r.s.multi(ops...)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, zk.ErrNodeExists) {
+		return ejserver.Errorf(ejserver.ECONFLICT, "a trigger of job %q is still waiting to be picked up by an instance; try again in a moment", job)
+	}
+	if errors.Is(err, zk.ErrNoNode) {
+		return ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", job)
+	}
+	return ejserver.Unavailable(err, "registry unavailable")
+}
+
+// DumpLine is one node of a job's subtree.
+type DumpLine struct {
+	Path  string
+	Value string
+}
+
+// Dump reads a job's registry subtree, depth first in name order (ElasticJob's dump).
+func (r *Registry) Dump(job string) ([]DumpLine, error) {
+	var out []DumpLine
+	var walk func(pth string) error
+	walk = func(pth string) error {
+		data, _, err := r.s.get(pth)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, DumpLine{Path: pth, Value: redactProps(pth, data, r.p.Config(job))})
+		kids, _, err := r.s.children(pth)
+		if err != nil {
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return err
+		}
+		slices.SortFunc(kids, compareNodeNames)
+		for _, k := range kids {
+			if err := walk(pth + "/" + k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(r.p.Job(job)); err != nil {
+		return nil, ejserver.Unavailable(err, "registry unavailable")
+	}
+	if len(out) == 0 {
+		return nil, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", job)
+	}
+	return out, nil
+}
+
+// redactProps masks webhook secrets in the config node's YAML.
+func redactProps(pth string, data []byte, configPath string) string {
+	s := string(data)
+	if pth != configPath {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, ejserver.PropSecret+":") || strings.HasPrefix(t, ejserver.PropPreviousSecret+":") {
+			k, _, _ := strings.Cut(l, ":")
+			lines[i] = k + ": '******'"
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// compareNodeNames orders numeric names numerically, the rest by text.
+func compareNodeNames(a, b string) int {
+	na, okA := itemNumber(a)
+	nb, okB := itemNumber(b)
+	if okA && okB {
+		return cmp.Compare(na, nb)
+	}
+	return strings.Compare(a, b)
+}
+
+// ItemDetail is the registry state of one item, read directly for the sharding view.
+type ItemDetail struct {
+	Item        int
+	Exists      bool
+	Owner       string
+	Running     *Running
+	Misfire     bool
+	Disabled    bool
+	FailoverTo  string
+	Failovering string
+	Completed   *Completed
+}
+
+// ItemDetails reads sharding/{i} for i below n (one children read per item, plus the data of the nodes that
+// exist).
+func (r *Registry) ItemDetails(job string, n int) ([]ItemDetail, error) {
+	out := make([]ItemDetail, n)
+	for i := range n {
+		d := ItemDetail{Item: i}
+		kids, _, err := r.s.children(r.p.Item(job, i))
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, ejserver.Unavailable(err, "registry unavailable")
+		}
+		d.Exists = err == nil
+		for _, k := range kids {
+			data, _, err := r.s.get(r.p.ItemNode(job, i, k))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return nil, ejserver.Unavailable(err, "registry unavailable")
+			}
+			v := strings.TrimSpace(string(data))
+			switch k {
+			case NodeInstance:
+				d.Owner = v
+			case NodeRunning:
+				run := decodeRunning(data)
+				d.Running = &run
+			case NodeMisfire:
+				d.Misfire = true
+			case NodeDisabled:
+				d.Disabled = true
+			case NodeFailover:
+				d.FailoverTo = v
+			case NodeFailovering:
+				d.Failovering = v
+			case NodeCompleted:
+				var c Completed
+				if json.Unmarshal(data, &c) == nil {
+					d.Completed = &c
+				}
+			}
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// Peers lists the peers registered in the namespace's meta node.
+func (r *Registry) Peers() ([]Identity, error) {
+	ids, _, err := r.s.children(r.p.Peers())
+	if err != nil {
+		return nil, ejserver.Unavailable(err, "registry unavailable")
+	}
+	var out []Identity
+	for _, id := range ids {
+		data, _, err := r.s.get(r.p.Peer(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, ejserver.Unavailable(err, "registry unavailable")
+		}
+		var p Identity
+		if json.Unmarshal(data, &p) != nil || p.InstanceID == "" {
+			p = Identity{InstanceID: id}
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Identity) int { return strings.Compare(a.InstanceID, b.InstanceID) })
+	return out, nil
+}

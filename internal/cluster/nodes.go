@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/ejserver/ejserver"
+)
+
+// Identity is this peer as the registry records it.
+type Identity struct {
+	// InstanceID is ElasticJob's jobInstanceId, {ip}@-@{pid} unless configured.
+	InstanceID string `json:"instanceId"`
+	ServerIP   string `json:"serverIp"`
+	Hostname   string `json:"hostname"`
+	// APIAddress is where this peer's API listens, for operators and the console.
+	APIAddress string    `json:"apiAddress,omitempty"`
+	Version    string    `json:"version,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
+}
+
+// instanceData is what ElasticJob writes to instances/{id}.
+func instanceData(me Identity) []byte {
+	return []byte("jobInstanceId: " + me.InstanceID + "\nserverIp: " + me.ServerIP + "\n")
+}
+
+// serverIPOf reads serverIp from an instance node, falling back to the {ip}@-@ prefix of the id.
+func serverIPOf(id string, data []byte) string {
+	if ip := yamlLine(data, "serverIp"); ip != "" {
+		return ip
+	}
+	ip, _, _ := strings.Cut(id, "@-@")
+	return ip
+}
+
+// yamlLine reads "key: value" from the flat YAML ElasticJob writes to instance and running nodes.
+func yamlLine(data []byte, key string) string {
+	for line := range strings.Lines(string(data)) {
+		k, v, ok := strings.Cut(strings.TrimRight(line, "\r\n"), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return ""
+}
+
+// Running is the content of sharding/{i}/running: who runs the item and which execution it is, so a survivor
+// can re-POST an interrupted item with the same executionId. The first line is ElasticJob's jobInstanceId.
+type Running struct {
+	InstanceID  string
+	ExecutionID string
+	TaskID      string
+	Source      ejserver.Source
+	ScheduledAt time.Time
+	// JobParameter is the parameter the execution was started with (a manual trigger may override it).
+	JobParameter string
+}
+
+func (r Running) encode() []byte {
+	var b strings.Builder
+	b.WriteString("jobInstanceId: " + r.InstanceID + "\n")
+	b.WriteString("executionId: " + r.ExecutionID + "\n")
+	b.WriteString("taskId: " + r.TaskID + "\n")
+	b.WriteString("source: " + string(r.Source) + "\n")
+	b.WriteString("scheduledAt: " + r.ScheduledAt.UTC().Format(time.RFC3339Nano) + "\n")
+	if r.JobParameter != "" {
+		p, _ := json.Marshal(r.JobParameter) // JSON quoting keeps it on one line
+		b.WriteString("jobParameter: " + string(p) + "\n")
+	}
+	return []byte(b.String())
+}
+
+func decodeRunning(data []byte) Running {
+	r := Running{
+		InstanceID:  yamlLine(data, "jobInstanceId"),
+		ExecutionID: yamlLine(data, "executionId"),
+		TaskID:      yamlLine(data, "taskId"),
+		Source:      ejserver.Source(yamlLine(data, "source")),
+	}
+	if r.InstanceID == "" { // an ElasticJob instance writes the bare id, or nothing
+		r.InstanceID = strings.TrimSpace(string(data))
+	}
+	r.ScheduledAt, _ = time.Parse(time.RFC3339Nano, yamlLine(data, "scheduledAt"))
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "jobParameter: "); ok {
+			_ = json.Unmarshal([]byte(v), &r.JobParameter)
+		}
+	}
+	return r
+}
+
+// Completed is the content of sharding/{i}/completed: the last outcome of the item, from any peer.
+type Completed struct {
+	ExecutionID string          `json:"executionId"`
+	InstanceID  string          `json:"instanceId"`
+	Source      ejserver.Source `json:"source"`
+	Success     bool            `json:"success"`
+	StatusCode  int             `json:"statusCode,omitempty"`
+	ScheduledAt time.Time       `json:"scheduledAt"`
+	FinishedAt  time.Time       `json:"finishedAt"`
+	Permanent   bool            `json:"permanent,omitempty"`
+}
+
+// TriggerRequest is the content of trigger/{instanceId}. ElasticJob's operators create the node empty:
+// that means "run every item you own once, with the configured parameter".
+type TriggerRequest struct {
+	ID           string    `json:"id,omitempty"`
+	JobParameter *string   `json:"jobParameter,omitempty"`
+	Items        []int     `json:"items,omitempty"`
+	RequestedAt  time.Time `json:"requestedAt,omitzero"`
+}
+
+func decodeTrigger(data []byte) TriggerRequest {
+	var t TriggerRequest
+	if len(strings.TrimSpace(string(data))) > 0 {
+		_ = json.Unmarshal(data, &t) // a malformed payload still triggers a plain run
+	}
+	return t
+}

@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Node states written to servers/{ip}.
+const (
+	ServerEnabled  = "ENABLED"
+	ServerDisabled = "DISABLED"
+	// JobRootData is what ElasticJob's HTTP job type writes to the job root node.
+	JobRootData = "HTTP"
+)
+
+var namespaceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidNamespace reports whether ns can be a namespace: one ZooKeeper path segment of safe characters.
+func ValidNamespace(ns string) error {
+	if !namespaceRE.MatchString(ns) || strings.HasSuffix(ns, metaSuffix) {
+		return fmt.Errorf("namespace %q: use 1-64 letters, digits, '_', '.', '-', starting with a letter or digit, not ending in %q", ns, metaSuffix)
+	}
+	return nil
+}
+
+// metaSuffix names the node beside the namespace that holds state which is not per job (peers, clock probe):
+// every child of /{namespace} is a job, as ElasticJob's tools assume.
+const metaSuffix = ".ejserver"
+
+// Paths builds the registry paths of one namespace. Only validated job names reach it.
+type Paths struct{ ns string }
+
+// NewPaths returns the paths of namespace ns.
+func NewPaths(ns string) Paths { return Paths{ns: "/" + ns} }
+
+// Root is /{ns}.
+func (p Paths) Root() string { return p.ns }
+
+// Meta is /{ns}.ejserver, the home of per-namespace state.
+func (p Paths) Meta() string { return p.ns + metaSuffix }
+
+// Peers is the meta folder of ephemeral peer nodes.
+func (p Paths) Peers() string { return p.Meta() + "/peers" }
+
+// Peer is one peer's ephemeral node.
+func (p Paths) Peer(id string) string { return p.Peers() + "/" + id }
+
+// Clock is the meta node written to read ZooKeeper's clock (its mtime).
+func (p Paths) Clock() string { return p.Meta() + "/clock" }
+
+// Job is /{ns}/{job}; it holds "HTTP".
+func (p Paths) Job(job string) string { return p.ns + "/" + job }
+
+// Config holds the job's ElasticJob YAML.
+func (p Paths) Config(job string) string { return p.Job(job) + "/config" }
+
+// Servers is the folder of servers/{ip}.
+func (p Paths) Servers(job string) string { return p.Job(job) + "/servers" }
+
+// Server is servers/{ip}: ENABLED or DISABLED.
+func (p Paths) Server(job, ip string) string { return p.Servers(job) + "/" + ip }
+
+// Instances is the folder of ephemeral instance nodes.
+func (p Paths) Instances(job string) string { return p.Job(job) + "/instances" }
+
+// Instance is instances/{instanceId}.
+func (p Paths) Instance(job, id string) string { return p.Instances(job) + "/" + id }
+
+// Sharding is the folder of items.
+func (p Paths) Sharding(job string) string { return p.Job(job) + "/sharding" }
+
+// Item is sharding/{i}.
+func (p Paths) Item(job string, i int) string { return p.Sharding(job) + "/" + strconv.Itoa(i) }
+
+// ItemNode is sharding/{i}/{name}: instance, running, misfire, disabled, failover, failovering, completed.
+func (p Paths) ItemNode(job string, i int, name string) string { return p.Item(job, i) + "/" + name }
+
+// The children of sharding/{i}.
+const (
+	NodeInstance    = "instance"
+	NodeRunning     = "running"
+	NodeMisfire     = "misfire"
+	NodeDisabled    = "disabled"
+	NodeFailover    = "failover"
+	NodeFailovering = "failovering"
+	NodeCompleted   = "completed"
+)
+
+// Leader is the leader folder.
+func (p Paths) Leader(job string) string { return p.Job(job) + "/leader" }
+
+// Election is leader/election.
+func (p Paths) Election(job string) string { return p.Leader(job) + "/election" }
+
+// LeaderInstance is leader/election/instance: the ephemeral node of the job's leader.
+func (p Paths) LeaderInstance(job string) string { return p.Election(job) + "/instance" }
+
+// ShardingFlags is leader/sharding.
+func (p Paths) ShardingFlags(job string) string { return p.Leader(job) + "/sharding" }
+
+// Necessary is leader/sharding/necessary: reshard before the next fire.
+func (p Paths) Necessary(job string) string { return p.ShardingFlags(job) + "/necessary" }
+
+// Processing is leader/sharding/processing: the leader is resharding now.
+func (p Paths) Processing(job string) string { return p.ShardingFlags(job) + "/processing" }
+
+// FailoverFolder is leader/failover.
+func (p Paths) FailoverFolder(job string) string { return p.Leader(job) + "/failover" }
+
+// FailoverItems is leader/failover/items: items waiting to be taken over.
+func (p Paths) FailoverItems(job string) string { return p.FailoverFolder(job) + "/items" }
+
+// FailoverItem is leader/failover/items/{i}.
+func (p Paths) FailoverItem(job string, i int) string {
+	return p.FailoverItems(job) + "/" + strconv.Itoa(i)
+}
+
+// Triggers is the trigger folder.
+func (p Paths) Triggers(job string) string { return p.Job(job) + "/trigger" }
+
+// Trigger is trigger/{instanceId}: that instance runs the job once now.
+func (p Paths) Trigger(job, id string) string { return p.Triggers(job) + "/" + id }
+
+// jobSkeleton lists the persistent folders created with a job, parents first.
+func (p Paths) jobSkeleton(job string) []string {
+	return []string{
+		p.Servers(job), p.Instances(job), p.Sharding(job), p.Leader(job), p.Election(job),
+		p.ShardingFlags(job), p.FailoverFolder(job), p.FailoverItems(job), p.Triggers(job),
+	}
+}
+
+// JobOf returns the job name of a path under the namespace, or "".
+func (p Paths) JobOf(pth string) string {
+	rest, ok := strings.CutPrefix(pth, p.ns+"/")
+	if !ok {
+		return ""
+	}
+	job, _, _ := strings.Cut(rest, "/")
+	return job
+}
+
+// ItemOf parses the item number of a path sharding/{i}/... of job, or -1.
+func (p Paths) ItemOf(job, pth string) int {
+	rest, ok := strings.CutPrefix(pth, p.Sharding(job)+"/")
+	if !ok {
+		return -1
+	}
+	num, _, _ := strings.Cut(rest, "/")
+	i, ok := itemNumber(num)
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+func parent(pth string) string { return path.Dir(pth) }

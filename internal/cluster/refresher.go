@@ -1,0 +1,170 @@
+package cluster
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
+// refreshKind names what a refresh reads (and re-watches).
+type refreshKind uint8
+
+const (
+	kindJobs          refreshKind = iota + 1 // the namespace's children
+	kindPeer                                 // this peer's meta node
+	kindLoad                                 // everything of one job
+	kindConfig                               // config
+	kindInstances                            // instances children
+	kindServers                              // servers children
+	kindServer                               // servers/{ip}
+	kindLeader                               // leader/election/instance
+	kindNecessary                            // leader/sharding/necessary
+	kindFailoverItems                        // leader/failover/items children
+	kindTrigger                              // trigger/{me}
+	kindSharding                             // sharding children
+	kindItemInstance                         // sharding/{i}/instance
+	kindItemDisabled                         // sharding/{i}/disabled
+	kindItemFailover                         // sharding/{i}/failover
+	kindRegister                             // create servers/{ip} and instances/{me}
+	kindCampaign                             // try to become the job's leader
+)
+
+// refreshKey identifies one refresh; equal keys coalesce.
+type refreshKey struct {
+	kind refreshKind
+	job  string
+	ip   string
+	item int
+}
+
+// refresher runs refreshes on a fixed pool of workers. A key kicked while it is queued is not queued twice;
+// a key kicked while it runs runs once more afterwards, so the last read always follows the last event.
+// A refresh that fails because the connection is down is retried after a pause.
+type refresher struct {
+	run     func(refreshKey) error
+	log     *slog.Logger
+	clk     clock.Clock
+	stop    <-chan struct{}
+	workers int
+	// pending is told when a job gains its first or loses its last queued refresh.
+	pending func(job string, delta int)
+
+	mu     sync.Mutex
+	state  map[refreshKey]bool // present: queued or running; true: run again when done
+	queue  []refreshKey
+	signal chan struct{}
+	idleC  chan struct{}
+	wg     sync.WaitGroup
+}
+
+func newRefresher(workers int, run func(refreshKey) error, log *slog.Logger, clk clock.Clock, stop <-chan struct{}) *refresher {
+	return &refresher{
+		run: run, log: log, clk: clk, stop: stop, workers: workers,
+		state: make(map[refreshKey]bool), signal: make(chan struct{}, 1), idleC: make(chan struct{}),
+		pending: func(string, int) {},
+	}
+}
+
+func (w *refresher) start() {
+	for range w.workers {
+		w.wg.Add(1)
+		go w.worker()
+	}
+}
+
+// wait returns once the workers have exited (after stop closes).
+func (w *refresher) wait() {
+	w.wg.Wait()
+}
+
+func (w *refresher) kick(k refreshKey) {
+	w.mu.Lock()
+	if _, ok := w.state[k]; ok {
+		w.state[k] = true
+		w.mu.Unlock()
+		return
+	}
+	w.state[k] = false
+	w.mu.Unlock()
+	w.pending(k.job, +1) // before the key is visible to workers, so the count never goes below zero
+	w.push(k)
+}
+
+func (w *refresher) push(k refreshKey) {
+	w.mu.Lock()
+	w.queue = append(w.queue, k)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (w *refresher) idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.state) == 0
+}
+
+// idleCh returns a channel closed the next time the refresher has nothing queued or running.
+func (w *refresher) idleCh() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.idleC
+}
+
+func (w *refresher) worker() {
+	defer w.wg.Done()
+	for {
+		w.mu.Lock()
+		if len(w.queue) == 0 {
+			w.mu.Unlock()
+			select {
+			case <-w.stop:
+				return
+			case <-w.signal:
+				continue
+			}
+		}
+		k := w.queue[0]
+		w.queue = w.queue[1:]
+		if len(w.queue) > 0 {
+			select {
+			case w.signal <- struct{}{}: // wake another worker for the rest
+			default:
+			}
+		}
+		w.mu.Unlock()
+
+		err := w.run(k)
+		if err != nil {
+			if isTransient(err) {
+				w.log.Debug("registry read failed; retrying", "kind", k.kind, "job", k.job, "err", err)
+			} else {
+				w.log.Warn("registry read failed; retrying", "kind", k.kind, "job", k.job, "err", err)
+			}
+			if !clock.Sleep(w.clk, 500*time.Millisecond, w.stop) {
+				return
+			}
+			w.push(k)
+			continue
+		}
+		w.mu.Lock()
+		again := w.state[k]
+		if again {
+			w.state[k] = false
+			w.mu.Unlock()
+			w.push(k)
+			continue
+		}
+		delete(w.state, k)
+		if len(w.state) == 0 {
+			close(w.idleC)
+			w.idleC = make(chan struct{})
+		}
+		w.mu.Unlock()
+		w.pending(k.job, -1)
+	}
+}

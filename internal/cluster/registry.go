@@ -1,0 +1,420 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
+// EventKind names a change the registry reports to its listeners.
+type EventKind int
+
+// The registry events.
+const (
+	JobAdded             EventKind = iota + 1 // a job's config was loaded (also after a session renewal)
+	JobUpdated                                // its config changed; Event.PrevConfig holds the old one
+	JobRemoved                                // its config is gone: stop firing at once
+	InstancesChanged                          // Event.Added / Event.Removed instance ids
+	ServersChanged                            // a servers/{ip} node changed; Event.IP names it
+	LeaderChanged                             // leader/election/instance changed; Event.Leader
+	NecessaryChanged                          // leader/sharding/necessary appeared or went
+	ItemsChanged                              // an item's owner, disabled or failover node changed
+	FailoverItemsChanged                      // leader/failover/items changed
+	TriggerRequested                          // trigger/{me} exists: run once now (see TakeTrigger)
+)
+
+// Event is one change of one job. Listeners run on the registry's workers and must not block.
+type Event struct {
+	Kind       EventKind
+	Job        string
+	PrevConfig *ejserver.JobConfig
+	Added      []string
+	Removed    []string
+	IP         string
+	Leader     string
+}
+
+// RegistryConfig configures a Registry.
+type RegistryConfig struct {
+	Namespace string
+	Identity  Identity
+	Logger    *slog.Logger
+	Clock     clock.Clock
+	// Workers read watched nodes concurrently (default 32).
+	Workers int
+}
+
+// Registry is this peer's view of every job in the namespace, kept fresh by watches, plus the writes the
+// other packages need. It registers the peer on each job (servers/{ip}, instances/{id}), campaigns for each
+// job's leadership, and re-does both after a session expiry.
+type Registry struct {
+	s   *Session
+	p   Paths
+	me  Identity
+	log *slog.Logger
+	clk clock.Clock
+	b   *batcher
+	w   *refresher
+
+	mu   sync.RWMutex
+	jobs map[string]*jobEntry
+
+	lmu       sync.Mutex
+	listeners []func(Event)
+
+	completedSeen sync.Map // completedKey -> struct{}
+
+	waitMu  sync.Mutex
+	waiters map[string][]chan struct{} // WaitGone's one-shot watches, by path
+
+	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
+	clockKnown  atomic.Bool
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// jobEntry holds one job's mutable state; snap caches the published snapshot until the next change.
+type jobEntry struct {
+	name string
+	// refreshMu serialises the refreshes of the job's job-level nodes (see Registry.refresh).
+	refreshMu sync.Mutex
+
+	mu      sync.Mutex
+	st      jobState
+	snap    *JobSnapshot
+	gen     uint64
+	pending int
+	changed chan struct{}
+}
+
+type jobState struct {
+	hasConfig  bool
+	loaded     bool
+	cfg        ejserver.JobConfig
+	cfgVersion int32
+	cfgErr     error
+	instances  map[string]string
+	servers    map[string]string
+	leader     string
+	necessary  bool
+	failover   []int
+	items      map[int]*ItemState
+	// registered: our instance node exists in this session; pendingRegister: it existed under another
+	// session (a fast restart with the same id) and we register once it goes; removedByOperator: it
+	// disappeared while we held the session, so an operator removed it and we stay off the job.
+	registered        bool
+	pendingRegister   bool
+	removedByOperator bool
+}
+
+// NewRegistry returns a registry over session s. Start loads the namespace.
+func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
+	if err := ValidNamespace(cfg.Namespace); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 32
+	}
+	r := &Registry{
+		s: s, p: NewPaths(cfg.Namespace), me: cfg.Identity, log: cfg.Logger, clk: cfg.Clock,
+		jobs: make(map[string]*jobEntry), stop: make(chan struct{}), waiters: make(map[string][]chan struct{}),
+	}
+	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
+	r.w.pending = r.pendingDelta
+	return r, nil
+}
+
+// Paths returns the registry's path builder.
+func (r *Registry) Paths() Paths { return r.p }
+
+// Me is this peer's identity.
+func (r *Registry) Me() Identity { return r.me }
+
+// Session returns the underlying session.
+func (r *Registry) Session() *Session { return r.s }
+
+// OnEvent adds a listener. Listeners run on registry workers, concurrently for different jobs, and must
+// return quickly.
+func (r *Registry) OnEvent(fn func(Event)) {
+	r.lmu.Lock()
+	defer r.lmu.Unlock()
+	r.listeners = append(r.listeners, fn)
+}
+
+func (r *Registry) emit(evs []Event) {
+	if len(evs) == 0 {
+		return
+	}
+	r.lmu.Lock()
+	ls := r.listeners
+	r.lmu.Unlock()
+	for _, ev := range evs {
+		for _, fn := range ls {
+			fn(ev)
+		}
+	}
+}
+
+// Start creates the namespace if needed, registers this peer, loads every job and starts watching.
+func (r *Registry) Start(ctx context.Context) error {
+	for _, pth := range []string{r.p.Root(), r.p.Peers()} {
+		if err := r.s.ensurePath(pth); err != nil {
+			return fmt.Errorf("prepare namespace: %w", err)
+		}
+	}
+	if err := r.registerPeer(); err != nil {
+		return err
+	}
+	r.b = newBatcher(r.s)
+	r.s.setWatchHandler(r.onWatch)
+	r.s.OnEvent(r.onSession)
+	r.w.start()
+	r.wg.Add(1)
+	go r.clockProbe()
+	r.w.kick(refreshKey{kind: kindJobs})
+	// Wait until the first listing and every job found in it is loaded, so a fresh peer fires its jobs
+	// from the first scheduled time.
+	deadline := r.clk.NewTimer(2 * r.s.Timeout())
+	defer deadline.Stop()
+	for {
+		if r.w.idle() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C():
+			r.log.Warn("registry still loading jobs in the background")
+			return nil
+		case <-r.w.idleCh():
+		}
+	}
+}
+
+// Stop ends the watches and the workers. It does not close the session: closing it removes this peer's
+// ephemeral nodes (instances, leadership) so the others reshard and fail over at once.
+func (r *Registry) Stop() {
+	r.stopOnce.Do(func() {
+		close(r.stop)
+		r.w.wait()
+		r.wg.Wait()
+		if r.b != nil {
+			r.b.close()
+		}
+	})
+}
+
+func (r *Registry) registerPeer() error {
+	data, _ := json.Marshal(r.me)
+	err := r.s.create(r.p.Peer(r.me.InstanceID), data, zk.FlagEphemeral)
+	if errors.Is(err, zk.ErrNodeExists) {
+		_, st, gerr := r.s.get(r.p.Peer(r.me.InstanceID))
+		if gerr == nil && st.EphemeralOwner != r.s.ID() {
+			r.log.Warn("another session holds this peer's instance id; is a second ejserver running with --instance-id "+
+				r.me.InstanceID+"? It will be taken over when that session ends", "instance", r.me.InstanceID)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("register peer %s: %w", r.me.InstanceID, err)
+	}
+	return nil
+}
+
+// onSession reacts to session changes: after a renewal every ephemeral node and watch is gone, so the peer
+// registers again and reloads everything.
+func (r *Registry) onSession(ev SessionEvent) {
+	if ev != SessionRenewed {
+		return
+	}
+	r.mu.RLock()
+	for _, e := range r.jobs {
+		e.mu.Lock()
+		e.st.registered, e.st.removedByOperator, e.st.pendingRegister = false, false, false
+		e.mu.Unlock()
+	}
+	r.mu.RUnlock()
+	r.w.kick(refreshKey{kind: kindPeer})
+	r.w.kick(refreshKey{kind: kindJobs})
+	r.mu.RLock()
+	for name := range r.jobs {
+		r.w.kick(refreshKey{kind: kindLoad, job: name})
+	}
+	r.mu.RUnlock()
+}
+
+// Jobs lists the names of loaded jobs, sorted.
+func (r *Registry) Jobs() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.jobs))
+	for name, e := range r.jobs {
+		e.mu.Lock()
+		ok := e.st.loaded && e.st.hasConfig
+		e.mu.Unlock()
+		if ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Job returns the current snapshot of a loaded job, or nil.
+func (r *Registry) Job(name string) *JobSnapshot {
+	r.mu.RLock()
+	e := r.jobs[name]
+	r.mu.RUnlock()
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.st.loaded || !e.st.hasConfig {
+		return nil
+	}
+	return e.snapshotLocked(r.me)
+}
+
+// Wait blocks until the job's snapshot satisfies cond, ctx ends, or the job goes away (nil snapshot).
+func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot) bool) (*JobSnapshot, error) {
+	for {
+		r.mu.RLock()
+		e := r.jobs[name]
+		r.mu.RUnlock()
+		if e == nil {
+			return nil, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", name)
+		}
+		e.mu.Lock()
+		var snap *JobSnapshot
+		if e.st.loaded && e.st.hasConfig {
+			snap = e.snapshotLocked(r.me)
+		}
+		ch := e.changed
+		e.mu.Unlock()
+		if snap == nil {
+			return nil, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", name)
+		}
+		if cond(snap) {
+			return snap, nil
+		}
+		select {
+		case <-ctx.Done():
+			return snap, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
+	if e.snap != nil && e.snap.Settled == (e.pending == 0) {
+		return e.snap
+	}
+	st := &e.st
+	n := 0
+	for i := range st.items {
+		n = max(n, i+1)
+	}
+	items := make([]ItemState, n)
+	for i := range items {
+		items[i].OwnerVersion = -1
+	}
+	for i, it := range st.items {
+		items[i] = *it
+	}
+	e.snap = &JobSnapshot{
+		Name: e.name, Config: st.cfg, ConfigVersion: st.cfgVersion, ConfigErr: st.cfgErr,
+		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary,
+		FailoverItems: st.failover, Items: items, Me: me.InstanceID, MyIP: me.ServerIP,
+		Registered: st.registered, Settled: e.pending == 0, Generation: e.gen,
+	}
+	return e.snap
+}
+
+// changedLocked invalidates the snapshot and wakes waiters.
+func (e *jobEntry) changedLocked() {
+	e.snap = nil
+	e.gen++
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+func (r *Registry) entry(name string) *jobEntry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.jobs[name]
+}
+
+// ensureEntry returns the job's entry, creating it (unloaded) if needed.
+func (r *Registry) ensureEntry(name string) *jobEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.jobs[name]
+	if e == nil {
+		e = &jobEntry{name: name, changed: make(chan struct{}), st: jobState{items: map[int]*ItemState{}}}
+		r.jobs[name] = e
+	}
+	return e
+}
+
+// Notice makes the registry load a job now instead of waiting for the namespace watch (used right after this
+// peer created it, so its own API sees it at once).
+func (r *Registry) Notice(name string) {
+	r.ensureEntry(name)
+	r.w.kick(refreshKey{kind: kindLoad, job: name})
+}
+
+// ClockOffset returns how far this peer's clock is ahead of ZooKeeper's, and whether it was measured.
+func (r *Registry) ClockOffset() (time.Duration, bool) {
+	return time.Duration(r.clockOffset.Load()), r.clockKnown.Load()
+}
+
+// clockProbe measures the clock difference with ZooKeeper every 30 s: it writes the meta clock node and
+// compares the node's mtime (ZooKeeper's clock) with the middle of the round trip.
+func (r *Registry) clockProbe() {
+	defer r.wg.Done()
+	if err := r.s.ensurePath(r.p.Clock()); err != nil {
+		r.log.Warn("cannot create the clock node", "err", err)
+	}
+	for {
+		t0 := r.clk.Now()
+		st, err := r.s.set(r.p.Clock(), nil, -1)
+		t1 := r.clk.Now()
+		if err == nil {
+			mid := t0.Add(t1.Sub(t0) / 2)
+			zkNow := time.UnixMilli(st.Mtime)
+			r.clockOffset.Store(int64(mid.Sub(zkNow)))
+			r.clockKnown.Store(true)
+		}
+		if !clock.Sleep(r.clk, 30*time.Second, r.stop) {
+			return
+		}
+	}
+}
+
+func isTransient(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrClosing)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,456 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
+// SessionConfig configures the connection to ZooKeeper.
+type SessionConfig struct {
+	// Servers are host:port pairs.
+	Servers        []string
+	SessionTimeout time.Duration
+	// Digest is "user:password" for ZooKeeper's digest scheme; when set, nodes ejserver creates are
+	// writable only by that user (and readable by anyone, so ElasticJob's tools still read them).
+	Digest string
+	Logger *slog.Logger
+	Clock  clock.Clock
+}
+
+// SessionEvent is a change of the session's standing that services must act on.
+type SessionEvent int
+
+// The session events, in the order they can happen.
+const (
+	// SessionSuspended: the connection is lost; the session may still live. Start no new work, stop
+	// acting as leader until Resumed or Renewed.
+	SessionSuspended SessionEvent = iota + 1
+	// SessionResumed: reconnected within the same session; ephemeral nodes and watches survived.
+	SessionResumed
+	// SessionExpired: the server expired the session: every ephemeral node and watch of it is gone.
+	SessionExpired
+	// SessionRenewed: a new session after an expiry: re-create ephemeral nodes and re-arm watches.
+	SessionRenewed
+)
+
+func (e SessionEvent) String() string {
+	switch e {
+	case SessionSuspended:
+		return "suspended"
+	case SessionResumed:
+		return "resumed"
+	case SessionExpired:
+		return "expired"
+	case SessionRenewed:
+		return "renewed"
+	}
+	return "unknown"
+}
+
+// Session owns the ZooKeeper connection. It turns go-zookeeper's callback events into an ordered queue
+// processed by one goroutine (the callback must never block), tracks whether the session is trustworthy,
+// and keeps a lease: a peer that has not confirmed its session recently (frozen, cut off) must not start
+// work it may no longer own, whatever the connection state says.
+type Session struct {
+	cfg  SessionConfig
+	log  *slog.Logger
+	clk  clock.Clock
+	conn *zk.Conn
+	acl  []zk.ACL
+
+	queue eventQueue
+
+	mu        sync.Mutex
+	healthy   bool
+	sessionID int64
+	expired   bool // an expiry was seen and no new session yet
+	listeners []func(SessionEvent)
+	onWatch   func(zk.Event)
+
+	// leaseFrom is the send time (clock nanos) of the last request that proved the session alive.
+	leaseFrom   atomic.Int64
+	reconnects  atomic.Int64
+	expirations atomic.Int64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Dial connects and waits until ZooKeeper grants a session or ctx ends.
+func Dial(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("no ZooKeeper servers given")
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	s := &Session{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, stop: make(chan struct{}), acl: zk.WorldACL(zk.PermAll)}
+	s.queue.init()
+	if cfg.Digest != "" {
+		user, pass, ok := strings.Cut(cfg.Digest, ":")
+		if !ok || user == "" || pass == "" {
+			return nil, errors.New("ZooKeeper digest must be user:password")
+		}
+		s.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
+	}
+	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
+		zk.WithEventCallback(s.queue.push),
+		zk.WithLogger(zkLogger{s.log}),
+		zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("connect to ZooKeeper %v: %w", cfg.Servers, err)
+	}
+	s.conn = conn
+	s.wg.Add(1)
+	go s.loop()
+
+	if err := s.waitHealthy(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("no ZooKeeper session from %v: %w", cfg.Servers, err)
+	}
+	if cfg.Digest != "" {
+		if err := conn.AddAuth("digest", []byte(cfg.Digest)); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("authenticate to ZooKeeper: %w", err)
+		}
+	}
+	s.wg.Add(1)
+	go s.heartbeat()
+	return s, nil
+}
+
+func (s *Session) waitHealthy(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		ok := s.healthy
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.queue.idle():
+		}
+	}
+}
+
+// Close ends the session (its ephemeral nodes go at once) and waits for the session's goroutines.
+func (s *Session) Close() {
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	close(s.stop)
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	s.queue.close()
+	s.wg.Wait()
+}
+
+// OnEvent registers a listener for session events. Listeners run on the session's event goroutine, in
+// order, and must not block.
+func (s *Session) OnEvent(fn func(SessionEvent)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listeners = append(s.listeners, fn)
+}
+
+// setWatchHandler routes every watch event to fn (on the event goroutine; fn must not block).
+func (s *Session) setWatchHandler(fn func(zk.Event)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onWatch = fn
+}
+
+// Healthy reports whether the session is connected and confirmed.
+func (s *Session) Healthy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.healthy
+}
+
+// ID is the current session id (0 while there is none).
+func (s *Session) ID() int64 { return s.conn.SessionID() }
+
+// Lease reports whether the session is healthy and was proven alive within two thirds of the session
+// timeout: the window in which no other peer can have taken over this peer's ephemeral nodes.
+func (s *Session) Lease() bool {
+	if !s.Healthy() {
+		return false
+	}
+	from := s.leaseFrom.Load()
+	return s.clk.Now().UnixNano()-from < int64(s.cfg.SessionTimeout*2/3)
+}
+
+// Timeout is the negotiated-or-requested session timeout.
+func (s *Session) Timeout() time.Duration { return s.cfg.SessionTimeout }
+
+// Reconnects counts reconnections; Expirations counts session expiries.
+func (s *Session) Reconnects() int64  { return s.reconnects.Load() }
+func (s *Session) Expirations() int64 { return s.expirations.Load() }
+
+// loop processes queued events in order.
+func (s *Session) loop() {
+	defer s.wg.Done()
+	for {
+		ev, ok := s.queue.pop()
+		if !ok {
+			return
+		}
+		if ev.Type == zk.EventSession {
+			s.handleState(ev.State)
+			continue
+		}
+		if ev.Type == zk.EventNotWatching {
+			continue // expiry: handled as SessionExpired/SessionRenewed
+		}
+		s.mu.Lock()
+		h := s.onWatch
+		s.mu.Unlock()
+		if h != nil {
+			h(ev)
+		}
+	}
+}
+
+func (s *Session) handleState(state zk.State) {
+	var fire []SessionEvent
+	s.mu.Lock()
+	switch state {
+	case zk.StateHasSession:
+		id := s.conn.SessionID()
+		switch {
+		case s.sessionID == 0:
+			// the first session
+		case s.expired || id != s.sessionID:
+			fire = append(fire, SessionRenewed)
+		case !s.healthy:
+			fire = append(fire, SessionResumed)
+		}
+		if !s.healthy && s.sessionID != 0 {
+			s.reconnects.Add(1)
+		}
+		s.sessionID, s.healthy, s.expired = id, true, false
+		s.leaseFrom.Store(s.clk.Now().UnixNano())
+	case zk.StateExpired:
+		s.expirations.Add(1)
+		if s.healthy {
+			fire = append(fire, SessionSuspended)
+		}
+		s.healthy, s.expired = false, true
+		fire = append(fire, SessionExpired)
+	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
+		// StateConnected is only TCP: the session is confirmed by StateHasSession.
+		if s.healthy {
+			fire = append(fire, SessionSuspended)
+		}
+		s.healthy = false
+	case zk.StateAuthFailed:
+		s.log.Error("ZooKeeper authentication failed: check --zk-digest")
+	}
+	listeners := s.listeners
+	s.mu.Unlock()
+	for _, ev := range fire {
+		s.log.Info("ZooKeeper session "+ev.String(), "session", fmt.Sprintf("0x%x", s.conn.SessionID()))
+		for _, fn := range listeners {
+			fn(ev)
+		}
+	}
+}
+
+// heartbeat renews the lease: a cheap read every third of the session timeout. The lease starts at the
+// request's send time, so it never claims more than the server confirmed.
+func (s *Session) heartbeat() {
+	defer s.wg.Done()
+	every := s.cfg.SessionTimeout / 3
+	t := s.clk.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C():
+		}
+		sent := s.clk.Now().UnixNano()
+		id := s.conn.SessionID()
+		if _, _, err := s.conn.Exists("/"); err == nil && s.Healthy() && s.conn.SessionID() == id && id != 0 {
+			if sent > s.leaseFrom.Load() {
+				s.leaseFrom.Store(sent)
+			}
+		}
+		t.Reset(every)
+	}
+}
+
+// The ZooKeeper operations ejserver uses. Creates apply the session's ACL.
+
+func (s *Session) get(p string) ([]byte, *zk.Stat, error) { return s.conn.Get(p) }
+
+func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
+	b, st, _, err := s.conn.GetW(p)
+	return b, st, err
+}
+
+func (s *Session) children(p string) ([]string, *zk.Stat, error) { return s.conn.Children(p) }
+
+func (s *Session) childrenW(p string) ([]string, *zk.Stat, error) {
+	c, st, _, err := s.conn.ChildrenW(p)
+	return c, st, err
+}
+
+func (s *Session) exists(p string) (bool, *zk.Stat, error) {
+	ok, st, err := s.conn.Exists(p)
+	if err != nil {
+		return false, nil, err // go-zookeeper can return true together with an error
+	}
+	return ok, st, nil
+}
+
+func (s *Session) existsW(p string) (bool, *zk.Stat, error) {
+	ok, st, _, err := s.conn.ExistsW(p)
+	if err != nil {
+		return false, nil, err
+	}
+	return ok, st, nil
+}
+
+func (s *Session) create(p string, data []byte, flags int32) error {
+	_, err := s.conn.Create(p, data, flags, s.acl)
+	return err
+}
+
+func (s *Session) set(p string, data []byte, version int32) (*zk.Stat, error) {
+	return s.conn.Set(p, data, version)
+}
+
+func (s *Session) del(p string, version int32) error { return s.conn.Delete(p, version) }
+
+func (s *Session) multi(ops ...any) ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) }
+
+// Op builders for multi.
+
+func (s *Session) opCreate(p string, data []byte, flags int32) *zk.CreateRequest {
+	return &zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: flags}
+}
+
+func opSet(p string, data []byte, version int32) *zk.SetDataRequest {
+	return &zk.SetDataRequest{Path: p, Data: data, Version: version}
+}
+
+func opDelete(p string, version int32) *zk.DeleteRequest {
+	return &zk.DeleteRequest{Path: p, Version: version}
+}
+
+func opCheck(p string, version int32) *zk.CheckVersionRequest {
+	return &zk.CheckVersionRequest{Path: p, Version: version}
+}
+
+// ensurePath creates p and its missing parents as empty persistent nodes.
+func (s *Session) ensurePath(p string) error {
+	if p == "/" || p == "" {
+		return nil
+	}
+	if ok, _, err := s.exists(p); err != nil || ok {
+		return err
+	}
+	if err := s.ensurePath(parent(p)); err != nil {
+		return err
+	}
+	if err := s.create(p, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("create %s: %w", p, err)
+	}
+	return nil
+}
+
+// eventQueue is an unbounded FIFO between go-zookeeper's callback (which must never block) and the
+// session goroutine.
+type eventQueue struct {
+	mu     sync.Mutex
+	items  []zk.Event
+	signal chan struct{}
+	idleCh chan struct{}
+	closed bool
+}
+
+func (q *eventQueue) init() {
+	q.signal = make(chan struct{}, 1)
+	q.idleCh = make(chan struct{})
+}
+
+func (q *eventQueue) push(ev zk.Event) {
+	q.mu.Lock()
+	if !q.closed {
+		q.items = append(q.items, ev)
+	}
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// pop blocks until an event arrives or the queue closes.
+func (q *eventQueue) pop() (zk.Event, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			ev := q.items[0]
+			q.items[0] = zk.Event{}
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return ev, true
+		}
+		if q.closed {
+			q.mu.Unlock()
+			return zk.Event{}, false
+		}
+		// wake anyone waiting for the queue to drain
+		close(q.idleCh)
+		q.idleCh = make(chan struct{})
+		q.mu.Unlock()
+		<-q.signal
+	}
+}
+
+// idle returns a channel closed the next time the queue is drained.
+func (q *eventQueue) idle() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.idleCh
+}
+
+func (q *eventQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// zkLogger sends go-zookeeper's log lines to slog at debug level: they are reconnect chatter.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	z.l.Debug(fmt.Sprintf(format, args...), "component", "zk")
+}
