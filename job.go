@@ -145,7 +145,7 @@ func (w *Webhook) UnmarshalJSON(b []byte) error {
 	}
 	var v in
 	if err := decodeStrict(b, &v); err != nil {
-		return err
+		return nestedError("webhook", err)
 	}
 	setIf(&w.URL, v.URL)
 	setIf(&w.Method, v.Method)
@@ -184,6 +184,17 @@ type RetryPolicy struct {
 	MaxAttempts      int `json:"maxAttempts"`
 	InitialBackoffMs int `json:"initialBackoffMs"`
 	MaxBackoffMs     int `json:"maxBackoffMs"`
+}
+
+// UnmarshalJSON decodes strictly, naming a bad field as retry.<field>.
+func (r *RetryPolicy) UnmarshalJSON(b []byte) error {
+	type plain RetryPolicy
+	v := plain(*r)
+	if err := decodeStrict(b, &v); err != nil {
+		return nestedError("retry", err)
+	}
+	*r = RetryPolicy(v)
+	return nil
 }
 
 // DefaultJobConfig returns a config holding ElasticJob's builder defaults and ejserver's webhook defaults.

@@ -33,6 +33,10 @@ func decodeStrict(b []byte, v any) error {
 
 // jsonError turns encoding/json's errors into field-level EINVALID errors.
 func jsonError(err error) *Error {
+	var own *Error
+	if errors.As(err, &own) {
+		return own // from a nested UnmarshalJSON, already naming its field
+	}
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
@@ -52,9 +56,29 @@ func jsonError(err error) *Error {
 	// encoding/json reports unknown fields as `json: unknown field "x"`.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		field := strings.Trim(name, `"`)
+		if field == "" {
+			return Invalid("body", `unknown field "" (an empty field name)`)
+		}
 		return Invalid(field, "unknown field (check its spelling; field names are case-sensitive)")
 	}
 	return Invalid("body", "%v", err)
+}
+
+// nestedError turns a decoding error inside the object at field into an *Error whose fields are prefixed.
+func nestedError(field string, err error) *Error {
+	e := jsonError(err)
+	out := &Error{Code: e.Code, Err: e.Err}
+	for _, f := range e.Fields {
+		name := field
+		if f.Field != "body" {
+			name = field + "." + f.Field
+		}
+		out.Fields = append(out.Fields, FieldError{Field: name, Message: f.Message})
+	}
+	if len(out.Fields) > 0 {
+		out.Message = out.Fields[0].Field + ": " + out.Fields[0].Message
+	}
+	return out
 }
 
 func jsonTypeName(kind string) string {
@@ -72,3 +96,5 @@ func jsonTypeName(kind string) string {
 	}
 	return fmt.Sprintf("a %s", kind)
 }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
