@@ -1,0 +1,415 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
+// Sink is what a Writer writes to; a Store is one. An error whose code is EUNAVAILABLE (the store is down or
+// busy) makes the Writer keep the batch and retry it; any other error makes it retry the batch record by
+// record and drop the records that still fail.
+type Sink interface {
+	WriteExecutions(ctx context.Context, recs []ejserver.Execution) error
+	WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error
+}
+
+// WriterConfig configures a Writer. Zero fields take the defaults shown.
+type WriterConfig struct {
+	// QueueSize bounds the records held (queued, being written or waiting for a retry): 20000.
+	QueueSize int
+	// BatchSize is the most records written in one transaction: 500. A full batch is written at once.
+	BatchSize int
+	// FlushInterval is how long a record may wait for a batch to fill: 250ms.
+	FlushInterval time.Duration
+	// RetryMin and RetryMax bound the back-off after a failed write: 500ms doubling up to 15s.
+	RetryMin, RetryMax time.Duration
+	// WriteTimeout bounds one batch's write: 10s.
+	WriteTimeout time.Duration
+	// StopTimeout bounds the final flush of Stop: 5s.
+	StopTimeout time.Duration
+	// DropLogInterval is the least time between two logs of dropped records: 10s.
+	DropLogInterval time.Duration
+	Logger          *slog.Logger
+	Clock           clock.Clock
+}
+
+func (c WriterConfig) withDefaults() WriterConfig {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 20000
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 500
+	}
+	set(&c.FlushInterval, 250*time.Millisecond)
+	set(&c.RetryMin, 500*time.Millisecond)
+	set(&c.RetryMax, 15*time.Second)
+	set(&c.WriteTimeout, 10*time.Second)
+	set(&c.StopTimeout, 5*time.Second)
+	set(&c.DropLogInterval, 10*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	return c
+}
+
+// HealthState is the Writer's health.
+type HealthState string
+
+// The health states.
+const (
+	HealthOK       HealthState = "ok"       // the last write succeeded (or none was needed yet)
+	HealthDegraded HealthState = "degraded" // the last write failed; records queue up, then are dropped
+)
+
+// Health is the Writer's state for /readyz and metrics.
+type Health struct {
+	State HealthState `json:"state"`
+	// LastError is the last write error while degraded.
+	LastError string `json:"lastError,omitempty"`
+	// Since is when the state began (zero before any state change).
+	Since time.Time `json:"since,omitzero"`
+}
+
+// WriterStats are the Writer's counters.
+type WriterStats struct {
+	Backlog  int   `json:"backlog"`  // records held: queued, being written or waiting for a retry
+	Written  int64 `json:"written"`  // records written since the Writer was made
+	Dropped  int64 `json:"dropped"`  // records lost: queue full, rejected by the store, or left at Stop
+	Failures int64 `json:"failures"` // failed write attempts
+}
+
+// Writer records executions and status traces in the background, so that a fire never waits for the store.
+// Enqueue never blocks: a record that finds the queue full is dropped, counted and logged (rate-limited).
+// Records are written in batches of up to BatchSize, one transaction each, as soon as a batch is full or
+// FlushInterval after the first record. When the store fails, the Writer keeps the batch, reports degraded
+// health and retries with back-off; the queue fills meanwhile and then drops; writes resume by themselves
+// when the store answers again.
+type Writer struct {
+	sink Sink
+	cfg  WriterConfig
+	log  *slog.Logger
+
+	kick chan struct{} // a full batch is waiting
+
+	mu          sync.Mutex
+	execs       []ejserver.Execution // queued
+	traces      []ejserver.StatusTrace
+	inflight    int // records taken by the goroutine and not yet written or dropped
+	health      Health
+	unlogged    int64 // drops not logged yet
+	lastDropLog time.Time
+
+	written, dropped, failures atomic.Int64
+
+	runMu  sync.Mutex
+	cancel context.CancelFunc // ends the goroutine's context: Stop
+	done   chan struct{}
+
+	// Owned by the goroutine: records taken from the queue, written in BatchSize chunks.
+	pendExecs  []ejserver.Execution
+	pendTraces []ejserver.StatusTrace
+}
+
+// NewWriter returns a Writer to sink; Start it to have it write.
+func NewWriter(sink Sink, cfg WriterConfig) *Writer {
+	cfg = cfg.withDefaults()
+	return &Writer{
+		sink:   sink,
+		cfg:    cfg,
+		log:    cfg.Logger,
+		kick:   make(chan struct{}, 1),
+		health: Health{State: HealthOK},
+	}
+}
+
+// Enqueue queues an execution record (a start or an end record) and reports whether it was accepted. It never
+// blocks; a record that finds the queue full is dropped and counted.
+func (w *Writer) Enqueue(e ejserver.Execution) bool {
+	w.mu.Lock()
+	if w.fullLocked() {
+		w.dropLocked(1)
+		w.mu.Unlock()
+		return false
+	}
+	w.execs = append(w.execs, e)
+	full := len(w.execs) >= w.cfg.BatchSize
+	w.mu.Unlock()
+	if full {
+		w.signal()
+	}
+	return true
+}
+
+// EnqueueTrace queues a status trace, like Enqueue.
+func (w *Writer) EnqueueTrace(t ejserver.StatusTrace) bool {
+	w.mu.Lock()
+	if w.fullLocked() {
+		w.dropLocked(1)
+		w.mu.Unlock()
+		return false
+	}
+	w.traces = append(w.traces, t)
+	full := len(w.traces) >= w.cfg.BatchSize
+	w.mu.Unlock()
+	if full {
+		w.signal()
+	}
+	return true
+}
+
+func (w *Writer) signal() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Writer) fullLocked() bool {
+	return len(w.execs)+len(w.traces)+w.inflight >= w.cfg.QueueSize
+}
+
+// dropLocked counts n lost records; the goroutine logs them, so that Enqueue does no I/O.
+func (w *Writer) dropLocked(n int) {
+	w.dropped.Add(int64(n))
+	w.unlogged += int64(n)
+}
+
+// Stats returns the Writer's counters.
+func (w *Writer) Stats() WriterStats {
+	w.mu.Lock()
+	backlog := len(w.execs) + len(w.traces) + w.inflight
+	w.mu.Unlock()
+	return WriterStats{Backlog: backlog, Written: w.written.Load(), Dropped: w.dropped.Load(), Failures: w.failures.Load()}
+}
+
+// Health returns the Writer's health.
+func (w *Writer) Health() Health {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.health
+}
+
+// Start starts the Writer's goroutine. It runs until Stop, or until ctx ends.
+func (w *Writer) Start(ctx context.Context) error {
+	w.runMu.Lock()
+	defer w.runMu.Unlock()
+	if w.done != nil {
+		return errors.New("history writer: already started")
+	}
+	ctx, w.cancel = context.WithCancel(ctx)
+	w.done = make(chan struct{})
+	go w.run(ctx, w.done)
+	return nil
+}
+
+// Stop cancels the write in flight, writes what it can within StopTimeout (writes are idempotent, so the
+// cancelled batch is simply written again), counts the rest as dropped, and returns once the goroutine has
+// exited. It is safe to call twice, and before Start.
+func (w *Writer) Stop() {
+	w.runMu.Lock()
+	defer w.runMu.Unlock()
+	if w.done == nil {
+		return
+	}
+	w.cancel()
+	<-w.done
+	w.cancel, w.done = nil, nil
+}
+
+func (w *Writer) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	var backoff time.Duration // non-zero while the store fails
+	for {
+		wait, kick := w.cfg.FlushInterval, w.kick
+		if backoff > 0 {
+			// Don't let a full queue hammer a store that is down.
+			wait, kick = backoff, nil
+		}
+		timer := w.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			w.final(ctx)
+			return
+		case <-kick:
+			timer.Stop()
+		case <-timer.C():
+		}
+		if err := w.flush(ctx); err != nil {
+			backoff = min(max(2*backoff, w.cfg.RetryMin), w.cfg.RetryMax)
+		} else {
+			backoff = 0
+		}
+		w.logDrops(false)
+	}
+}
+
+// final is the last flush: one pass within StopTimeout; what is left is dropped.
+func (w *Writer) final(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.StopTimeout)
+	defer cancel()
+	err := w.flush(fctx)
+	w.mu.Lock()
+	left := len(w.execs) + len(w.traces) + w.inflight
+	w.execs, w.traces, w.inflight = nil, nil, 0
+	w.pendExecs, w.pendTraces = nil, nil
+	if left > 0 {
+		w.dropLocked(left)
+	}
+	w.mu.Unlock()
+	if left > 0 {
+		w.log.Warn("history records lost at stop", "count", left, "err", err)
+	}
+	w.logDrops(true)
+}
+
+// flush writes everything queued, in batches. It returns the first transient error (or ctx's end), keeping
+// the records it could not write for the next attempt.
+func (w *Writer) flush(ctx context.Context) error {
+	for {
+		if len(w.pendExecs) == 0 && len(w.pendTraces) == 0 && !w.take() {
+			return nil
+		}
+		for len(w.pendExecs) > 0 {
+			n := min(len(w.pendExecs), w.cfg.BatchSize)
+			kept, err := writeBatch(w, ctx, w.pendExecs[:n], w.sink.WriteExecutions, func(e ejserver.Execution) string { return e.ID })
+			if err != nil {
+				w.pendExecs = append(kept, w.pendExecs[n:]...)
+				return err
+			}
+			w.pendExecs = w.pendExecs[n:]
+		}
+		for len(w.pendTraces) > 0 {
+			n := min(len(w.pendTraces), w.cfg.BatchSize)
+			kept, err := writeBatch(w, ctx, w.pendTraces[:n], w.sink.WriteTraces, func(t ejserver.StatusTrace) string { return t.ID })
+			if err != nil {
+				w.pendTraces = append(kept, w.pendTraces[n:]...)
+				return err
+			}
+			w.pendTraces = w.pendTraces[n:]
+		}
+	}
+}
+
+// take moves the queue to the goroutine's pending lists; it reports whether there was anything.
+func (w *Writer) take() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.execs) + len(w.traces)
+	if n == 0 {
+		return false
+	}
+	// Swap rather than copy: Enqueue appends to fresh slices meanwhile.
+	w.pendExecs, w.execs = w.execs, nil
+	w.pendTraces, w.traces = w.traces, nil
+	w.inflight += n
+	return true
+}
+
+// writeBatch writes one batch. On a transient error it returns the batch (to be retried) with the error. On
+// another error it writes the records one by one and drops those the store still rejects; if the store
+// becomes unavailable meanwhile, it returns the records not yet written with that error.
+func writeBatch[T any](w *Writer, ctx context.Context, batch []T, write func(context.Context, []T) error, id func(T) string) ([]T, error) {
+	err := writeOnce(w, ctx, batch, write)
+	if err == nil {
+		w.account(len(batch), 0)
+		return nil, nil
+	}
+	if transient(ctx, err) {
+		return batch, err
+	}
+	w.log.Warn("history store rejected a batch; retrying its records one by one", "count", len(batch), "err", err)
+	for i, rec := range batch {
+		err := writeOnce(w, ctx, []T{rec}, write)
+		switch {
+		case err == nil:
+			w.account(1, 0)
+		case transient(ctx, err):
+			return batch[i:], err
+		default:
+			w.log.Error("history store rejected a record; dropped", "execution_id", id(rec), "err", err)
+			w.account(0, 1)
+		}
+	}
+	return nil, nil
+}
+
+// writeOnce runs one write with WriteTimeout and keeps the health up to date.
+func writeOnce[T any](w *Writer, ctx context.Context, batch []T, write func(context.Context, []T) error) error {
+	wctx, cancel := context.WithTimeout(ctx, w.cfg.WriteTimeout)
+	defer cancel()
+	err := write(wctx, batch)
+	if ctx.Err() == nil {
+		// A write cut short by Stop says nothing about the store.
+		w.setHealth(err, transient(ctx, err))
+	}
+	return err
+}
+
+func transient(ctx context.Context, err error) bool {
+	return err != nil && (ejserver.ErrorCodeOf(err) == ejserver.EUNAVAILABLE || ctx.Err() != nil)
+}
+
+// account accounts for written and dropped records that leave the pending lists.
+func (w *Writer) account(written, dropped int) {
+	w.written.Add(int64(written))
+	w.mu.Lock()
+	w.inflight -= written + dropped
+	if dropped > 0 {
+		w.dropLocked(dropped)
+	}
+	w.mu.Unlock()
+}
+
+// setHealth records a write's outcome: only transient failures (the store is down) degrade the Writer.
+func (w *Writer) setHealth(err error, transient bool) {
+	if err != nil {
+		w.failures.Add(1)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err == nil || !transient:
+		if w.health.State == HealthDegraded {
+			w.log.Info("history store writable again", "after", w.cfg.Clock.Now().Sub(w.health.Since).String(),
+				"backlog", len(w.execs)+len(w.traces)+w.inflight)
+			w.health = Health{State: HealthOK, Since: w.cfg.Clock.Now()}
+		}
+	case w.health.State != HealthDegraded:
+		w.log.Warn("history store unavailable; records queue up and are dropped when the queue is full",
+			"err", err, "queue", w.cfg.QueueSize)
+		w.health = Health{State: HealthDegraded, LastError: err.Error(), Since: w.cfg.Clock.Now()}
+	default:
+		w.health.LastError = err.Error()
+	}
+}
+
+// logDrops logs the records dropped since the last log, at most once per DropLogInterval (or now, at stop).
+func (w *Writer) logDrops(force bool) {
+	w.mu.Lock()
+	n := w.unlogged
+	now := w.cfg.Clock.Now()
+	if n == 0 || (!force && now.Sub(w.lastDropLog) < w.cfg.DropLogInterval) {
+		w.mu.Unlock()
+		return
+	}
+	w.unlogged, w.lastDropLog = 0, now
+	total, state := w.dropped.Load(), w.health.State
+	w.mu.Unlock()
+	w.log.Warn("history records dropped", "count", n, "total", total, "health", string(state), "queue", w.cfg.QueueSize)
+}
