@@ -1,0 +1,101 @@
+package webhook
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ejserver/ejserver"
+)
+
+// Payload is the JSON body of a webhook request (DESIGN.md, "The webhook contract"). The caller fills in
+// everything but Attempt and Iteration, which the Sender sets on each request.
+type Payload struct {
+	JobName            string          `json:"jobName"`
+	TaskID             string          `json:"taskId"`
+	ExecutionID        string          `json:"executionId"`
+	ShardingItem       int             `json:"shardingItem"`
+	ShardingParameter  string          `json:"shardingParameter"`
+	ShardingTotalCount int             `json:"shardingTotalCount"`
+	JobParameter       string          `json:"jobParameter"`
+	Source             ejserver.Source `json:"source"`
+	ScheduledAt        time.Time       `json:"scheduledAt"`
+	// Attempt is the 1-based attempt number of this request within its item (or its iteration).
+	Attempt int `json:"attempt"`
+	// Iteration is set only for streaming DATAFLOW jobs: 1 for the first POST of an item, n for its n-th
+	// re-POST. Its webhook-id is the executionId for n = 1 and "{executionId}.{n}" after that.
+	Iteration  int    `json:"iteration,omitempty"`
+	InstanceID string `json:"instanceId"`
+}
+
+// messageID is the webhook-id of an iteration: the executionId, suffixed ".n" for iterations after the first.
+func messageID(executionID string, iteration int) string {
+	if iteration <= 1 {
+		return executionID
+	}
+	return executionID + "." + strconv.Itoa(iteration)
+}
+
+// body encodes the payload for one request.
+func (p Payload) body() ([]byte, error) {
+	p.ScheduledAt = p.ScheduledAt.UTC()
+	return json.Marshal(p)
+}
+
+// shardingContext is ElasticJob's ShardingContext as its HTTP job executor serialises it (Gson field order).
+type shardingContext struct {
+	JobName            string `json:"jobName"`
+	TaskID             string `json:"taskId"`
+	ShardingTotalCount int    `json:"shardingTotalCount"`
+	JobParameter       string `json:"jobParameter"`
+	ShardingItem       int    `json:"shardingItem"`
+	ShardingParameter  string `json:"shardingParameter"`
+}
+
+// shardingContextHeader returns the shardingContext header value: JSON, with every non-ASCII character
+// escaped (\uXXXX) so the header is plain ASCII whatever the parameters hold.
+func (p Payload) shardingContextHeader() (string, error) {
+	b, err := json.Marshal(shardingContext{
+		JobName: p.JobName, TaskID: p.TaskID, ShardingTotalCount: p.ShardingTotalCount,
+		JobParameter: p.JobParameter, ShardingItem: p.ShardingItem, ShardingParameter: p.ShardingParameter,
+	})
+	if err != nil {
+		return "", err
+	}
+	return asciiJSON(b), nil
+}
+
+// asciiJSON rewrites valid JSON so that every rune above 0x7f is a \u escape (surrogate pairs above the BMP).
+func asciiJSON(b []byte) string {
+	ascii := true
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return string(b)
+	}
+	const hex = "0123456789abcdef"
+	out := make([]byte, 0, len(b)+32)
+	esc := func(r rune) {
+		out = append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+	}
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		switch {
+		case r < utf8.RuneSelf:
+			out = append(out, byte(r))
+		case r > 0xffff:
+			r -= 0x10000
+			esc(0xd800 + (r>>10)&0x3ff)
+			esc(0xdc00 + r&0x3ff)
+		default:
+			esc(r)
+		}
+		b = b[size:]
+	}
+	return string(out)
+}

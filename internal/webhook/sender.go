@@ -1,0 +1,584 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-resty/resty/v2"
+
+	"github.com/ejserver/ejserver"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxConcurrent    = 256
+	DefaultMaxResponseBytes = 64 << 10
+	DefaultExcerptBytes     = 1 << 10
+	DefaultUserAgent        = "ejserver"
+)
+
+// Config configures a Sender. The zero value works: every field has a default.
+type Config struct {
+	// MaxConcurrent bounds the requests in flight on this peer (all jobs); DefaultMaxConcurrent if 0. It also
+	// sizes the connection pool, so a burst to one receiver reuses connections instead of opening more.
+	MaxConcurrent int
+	// MaxResponseBytes is how much of a response body is read; DefaultMaxResponseBytes if 0.
+	MaxResponseBytes int64
+	// ExcerptBytes is how much of the body is kept in Result.ResponseExcerpt; DefaultExcerptBytes if 0.
+	ExcerptBytes int
+	// Allow is the operator's target policy (ParseAllowList); nil refuses only link-local and metadata targets.
+	Allow *TargetPolicy
+	// Proxy, if set, carries every request (the environment's HTTP_PROXY is never used). The target's
+	// resolved address can then not be checked: only the static CheckURL applies.
+	Proxy *url.URL
+	// Resolver resolves target names; nil means net.DefaultResolver.
+	Resolver *net.Resolver
+	// Jitter chooses the back-off randomisation; DecorrelatedJitter by default.
+	Jitter Jitter
+	// Rand feeds Backoff; nil uses math/rand/v2's global source. It must be safe for concurrent use.
+	Rand Rand
+	// UserAgent is sent as User-Agent, e.g. "ejserver/1.2.0"; DefaultUserAgent if empty.
+	UserAgent string
+	// Logger gets one debug line per attempt and a warning per refused target or bad secret.
+	Logger *slog.Logger
+	// Clock is the time source (timestamps, deadline, back-off, timeouts); SystemClock() if nil.
+	Clock Clock
+}
+
+// Delivery is one item of one fire, to be delivered with retries (and, for a streaming DATAFLOW job,
+// re-delivered while the receiver has more).
+type Delivery struct {
+	// Payload is the body; the Sender sets Attempt and Iteration on each request. Payload.ExecutionID is the
+	// webhook-id, the same for every retry.
+	Payload Payload
+	Webhook ejserver.Webhook
+	Retry   ejserver.RetryPolicy
+	// MaxConcurrentPerJob bounds the in-flight requests of Payload.JobName on this peer; 0 = no job bound.
+	MaxConcurrentPerJob int
+	// Streaming (a DATAFLOW job with streamingProcess) re-POSTs the item while the receiver answers 2xx with
+	// {"hasMore": true}.
+	Streaming bool
+	// Deadline (the item's next fire; zero = none): no attempt starts and no back-off sleeps past it. An
+	// attempt already running is bounded by its own timeouts, not by the deadline.
+	Deadline time.Time
+}
+
+// Result is the outcome of a Delivery.
+type Result struct {
+	// Success: the last request got a 2xx (for streaming: every iteration did).
+	Success bool
+	// StatusCode of the last response; 0 if none arrived.
+	StatusCode int
+	// Attempts is the number of requests sent, over all iterations.
+	Attempts int
+	// Duration from Deliver's start to its end, back-off included.
+	Duration time.Duration
+	// FailureCause says why the delivery failed ("" on success). It never holds secret material.
+	FailureCause string
+	// ResponseExcerpt is the start of the last response body, valid UTF-8.
+	ResponseExcerpt string
+	// Permanent marks a failure that retrying cannot cure (410 Gone, a refused target, a bad secret).
+	Permanent bool
+	// Iterations is the number of iterations sent (1 for a non-streaming delivery that sent anything).
+	Iterations int
+	// HasMore: a streaming delivery stopped (ctx cancelled or deadline reached) while the receiver still
+	// had more; the next fire continues.
+	HasMore bool
+}
+
+var (
+	errConnectTimeout  = errors.New("connect timeout")
+	errResponseTimeout = errors.New("response timeout")
+	errStopWaiting     = errors.New("deadline reached")
+)
+
+// Sender delivers items to webhooks. It is safe for concurrent use; Close releases its idle connections.
+type Sender struct {
+	cfg       Config
+	clock     Clock
+	log       *slog.Logger
+	rand      Rand
+	transport *http.Transport
+	client    *resty.Client
+	limit     *limiter
+	inFlight  atomic.Int64
+}
+
+// New returns a Sender.
+func New(cfg Config) *Sender {
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.ExcerptBytes <= 0 {
+		cfg.ExcerptBytes = DefaultExcerptBytes
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	s := &Sender{
+		cfg:   cfg,
+		clock: cfg.Clock,
+		log:   cfg.Logger,
+		rand:  cfg.Rand,
+		limit: newLimiter(cfg.MaxConcurrent),
+	}
+	if s.clock == nil {
+		s.clock = SystemClock()
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.rand == nil {
+		s.rand = globalRand{}
+	}
+	s.transport = &http.Transport{
+		DialContext:       s.dial,
+		ForceAttemptHTTP2: true,
+		// The concurrency bound is the most connections that can be busy at once; keep that many idle per
+		// host so a burst to one receiver finds warm connections instead of dialling (and exhausting ports).
+		MaxIdleConns:          2 * cfg.MaxConcurrent,
+		MaxIdleConnsPerHost:   cfg.MaxConcurrent,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second, // the attempt's connect timer ends the request sooner
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	if cfg.Proxy != nil {
+		s.transport.Proxy = http.ProxyURL(cfg.Proxy)
+	}
+	hc := &http.Client{
+		Transport: s.transport,
+		// Redirects are never followed: a 3xx is the answer, and a failure.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	s.client = resty.NewWithClient(hc).
+		SetDoNotParseResponse(true). // the body is read here, through io.LimitReader
+		SetRetryCount(0).            // retries are Deliver's, explicit
+		SetDisableWarn(true).
+		SetLogger(restyLogger{s.log})
+	return s
+}
+
+// Close closes idle connections and abandons dials no request waits for. The Sender stays usable.
+func (s *Sender) Close() { s.transport.CloseIdleConnections() }
+
+// InFlight returns the number of requests in flight now.
+func (s *Sender) InFlight() int { return int(s.inFlight.Load()) }
+
+type connectTimeoutKey struct{}
+
+// dial connects to a target, checking each resolved address against the target policy before the socket
+// connects (net.Dialer.Control), so DNS rebinding cannot reach a refused address. The transport detaches
+// dials from the request's cancellation, so the dial is bounded by the job's connect timeout itself.
+func (s *Sender) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: 30 * time.Second, Resolver: s.cfg.Resolver}
+	if t, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok {
+		d.Timeout = t
+	}
+	if s.cfg.Proxy != nil {
+		return d.DialContext(ctx, network, addr) // the operator's proxy: the target is checked statically
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	d.Control = s.cfg.Allow.control(host)
+	return d.DialContext(ctx, network, addr)
+}
+
+// Deliver delivers d: retries per d.Retry, and for a streaming delivery, re-POSTs while the receiver
+// answers {"hasMore": true}. It returns when the item succeeded, failed for good, the deadline stopped it, or
+// ctx was cancelled (job disabled, peer shutting down).
+func (s *Sender) Deliver(ctx context.Context, d Delivery) (res Result) {
+	start := s.clock.Now()
+	defer func() { res.Duration = s.clock.Now().Sub(start) }()
+
+	log := s.log.With("job", d.Payload.JobName, "item", d.Payload.ShardingItem, "execution_id", d.Payload.ExecutionID)
+	prep, err := s.prepare(d)
+	if err != nil {
+		res.FailureCause, res.Permanent = err.Error(), true
+		log.Warn("webhook not sent", "err", err)
+		return res
+	}
+	for iteration := 1; ; iteration++ {
+		it := 0
+		if d.Streaming {
+			it = iteration
+		}
+		more := s.deliverIteration(ctx, d, prep, it, &res, log)
+		if res.Attempts > 0 {
+			res.Iterations = iteration
+		}
+		if !res.Success || !more {
+			return res
+		}
+		if ctx.Err() != nil || s.pastDeadline(d.Deadline) {
+			res.HasMore = true
+			return res
+		}
+	}
+}
+
+// prepared holds what is the same for every request of a Delivery.
+type prepared struct {
+	url     *url.URL
+	method  string
+	header  http.Header // job headers, canonical keys; the contract headers are added per request
+	connect time.Duration
+	timeout time.Duration
+}
+
+func (s *Sender) prepare(d Delivery) (*prepared, error) {
+	u, err := url.Parse(d.Webhook.URL)
+	if err != nil {
+		return nil, refused("the URL does not parse")
+	}
+	if err := s.cfg.Allow.CheckURL(u); err != nil {
+		return nil, err
+	}
+	p := &prepared{url: u, method: d.Webhook.Method, connect: d.Webhook.ConnectTimeout(), timeout: d.Webhook.Timeout()}
+	if p.method == "" {
+		p.method = http.MethodPost
+	}
+	if p.connect <= 0 {
+		p.connect = ejserver.DefaultConnectTimeout * time.Millisecond
+	}
+	if p.timeout <= 0 {
+		p.timeout = ejserver.DefaultTimeoutMs * time.Millisecond
+	}
+	sc, err := d.Payload.shardingContextHeader()
+	if err != nil {
+		return nil, fmt.Errorf("encode shardingContext: %w", err)
+	}
+	p.header = make(http.Header, len(d.Webhook.Headers)+8)
+	for k, v := range d.Webhook.Headers {
+		if !ForbiddenHeader(k) { // validation rejects these; a stored config that has one just loses it
+			p.header.Set(k, v)
+		}
+	}
+	p.header["Content-Type"] = []string{"application/json"}
+	p.header["User-Agent"] = []string{s.cfg.UserAgent}
+	p.header[HeaderShardingContext] = []string{sc}
+	return p, nil
+}
+
+// deliverIteration sends one message (iteration it, 0 when not streaming) with retries, recording into res.
+// It reports whether the receiver answered 2xx with {"hasMore": true}.
+func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, it int, res *Result, log *slog.Logger) bool {
+	maxAttempts := max(d.Retry.MaxAttempts, 1)
+	var wait time.Duration
+	res.Success, res.Permanent = false, false
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			res.FailureCause = appendCause(res.FailureCause, "cancelled before attempt "+strconv.Itoa(n)+": "+context.Cause(ctx).Error())
+			return false
+		}
+		if s.pastDeadline(d.Deadline) {
+			res.FailureCause = appendCause(res.FailureCause, "deadline (the item's next fire) reached before attempt "+strconv.Itoa(n))
+			return false
+		}
+		release, err := s.acquire(ctx, d)
+		if err != nil {
+			reason := "deadline (the item's next fire) reached while waiting for a request slot"
+			if !errors.Is(err, errStopWaiting) {
+				reason = "cancelled while waiting for a request slot: " + context.Cause(ctx).Error()
+			}
+			res.FailureCause = appendCause(res.FailureCause, reason)
+			return false
+		}
+		a := s.attempt(ctx, d, p, n, it)
+		release()
+
+		res.Attempts++
+		res.StatusCode, res.ResponseExcerpt = a.status, a.excerpt
+		log.Debug("webhook attempt", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
+		if a.ok {
+			res.Success, res.FailureCause = true, ""
+			return a.more
+		}
+		res.FailureCause, res.Permanent = a.cause, a.permanent
+		if a.permanent {
+			log.Warn("webhook failed permanently", "attempt", n, "status", a.status, "err", a.cause)
+		}
+		if !a.retryable || n >= maxAttempts {
+			return false
+		}
+		wait = Backoff(d.Retry, s.cfg.Jitter, n, wait, s.rand)
+		if a.retryAfterSet {
+			wait = min(a.retryAfter, time.Duration(max(d.Retry.MaxBackoffMs, 0))*time.Millisecond)
+		}
+		if !d.Deadline.IsZero() && !s.clock.Now().Add(wait).Before(d.Deadline) {
+			res.FailureCause = appendCause(res.FailureCause, fmt.Sprintf(
+				"not retried: attempt %d would start after the item's next fire at %s", n+1, d.Deadline.UTC().Format(time.RFC3339)))
+			return false
+		}
+		if err := s.sleep(ctx, wait); err != nil {
+			res.FailureCause = appendCause(res.FailureCause, "retry cancelled: "+context.Cause(ctx).Error())
+			return false
+		}
+	}
+}
+
+func appendCause(cause, more string) string {
+	if cause == "" {
+		return more
+	}
+	return cause + "; " + more
+}
+
+func (s *Sender) pastDeadline(deadline time.Time) bool {
+	return !deadline.IsZero() && !s.clock.Now().Before(deadline)
+}
+
+// acquire waits for a request slot until ctx ends or the deadline passes.
+func (s *Sender) acquire(ctx context.Context, d Delivery) (func(), error) {
+	var stop <-chan struct{}
+	if !d.Deadline.IsZero() {
+		ch := make(chan struct{})
+		t := s.clock.AfterFunc(d.Deadline.Sub(s.clock.Now()), func() { close(ch) })
+		defer t.Stop()
+		stop = ch
+	}
+	release, err := s.limit.acquire(ctx, stop, d.Payload.JobName, d.MaxConcurrentPerJob)
+	if err != nil {
+		return nil, err
+	}
+	if s.pastDeadline(d.Deadline) {
+		release()
+		return nil, errStopWaiting
+	}
+	s.inFlight.Add(1)
+	return func() {
+		s.inFlight.Add(-1)
+		release()
+	}, nil
+}
+
+// sleep waits d on the clock, or until ctx ends.
+func (s *Sender) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := s.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// attemptResult is the outcome of one request.
+type attemptResult struct {
+	ok            bool
+	more          bool // 2xx with {"hasMore": true}
+	status        int
+	excerpt       string
+	cause         string
+	retryable     bool
+	permanent     bool
+	retryAfter    time.Duration
+	retryAfterSet bool
+}
+
+// testHookResponseHeaders, when set by a test, runs once response headers have arrived.
+var testHookResponseHeaders func()
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// attempt sends request n of iteration it. The connect timer runs from the start until a connection is
+// ready (DNS, TCP, TLS); the response timer from then until the body has been read.
+func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int) attemptResult {
+	payload := d.Payload
+	payload.Attempt, payload.Iteration = n, it
+	body, err := payload.body()
+	if err != nil {
+		return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
+	}
+	id := messageID(payload.ExecutionID, it)
+	now := s.clock.Now()
+	ts := now.Unix()
+	sig, err := SignatureHeader(d.Webhook.Secrets(now), id, ts, body)
+	if err != nil {
+		return attemptResult{cause: err.Error(), permanent: true} // err never holds the secret
+	}
+	h := p.header.Clone()
+	h[HeaderID] = []string{id}
+	h[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
+	if sig != "" {
+		h[HeaderSignature] = []string{sig}
+	}
+
+	actx, cancel := context.WithCancelCause(context.WithValue(ctx, connectTimeoutKey{}, p.connect))
+	defer cancel(nil)
+	var mu sync.Mutex
+	var respTimer Timer
+	connectTimer := s.clock.AfterFunc(p.connect, func() { cancel(errConnectTimeout) })
+	defer func() {
+		connectTimer.Stop()
+		mu.Lock()
+		if respTimer != nil {
+			respTimer.Stop()
+		}
+		mu.Unlock()
+	}()
+	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			if connectTimer.Stop() {
+				mu.Lock()
+				respTimer = s.clock.AfterFunc(p.timeout, func() { cancel(errResponseTimeout) })
+				mu.Unlock()
+			}
+		},
+	})
+
+	req := s.client.R().SetContext(actx)
+	req.Header = h
+	req.SetBody(body)
+	resp, err := req.Execute(p.method, p.url.String())
+	if err != nil {
+		return s.transportFailure(actx, ctx, p, err)
+	}
+	raw := resp.RawBody()
+	defer raw.Close()
+	if testHookResponseHeaders != nil {
+		testHookResponseHeaders()
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 2*int(s.cfg.MaxResponseBytes) {
+			buf.Reset()
+			bufPool.Put(buf)
+		}
+	}()
+	buf.Reset()
+	_, readErr := buf.ReadFrom(io.LimitReader(raw, s.cfg.MaxResponseBytes))
+	a := attemptResult{status: resp.StatusCode(), excerpt: excerpt(buf.Bytes(), s.cfg.ExcerptBytes)}
+	if readErr != nil {
+		f := s.transportFailure(actx, ctx, p, readErr)
+		f.status, f.excerpt = a.status, a.excerpt
+		f.cause = fmt.Sprintf("HTTP %d, then reading the body: %s", a.status, f.cause)
+		return f
+	}
+	return classify(a, resp.Header(), buf.Bytes(), d.Streaming, now)
+}
+
+// classify decides on a response that arrived whole.
+func classify(a attemptResult, h http.Header, body []byte, streaming bool, now time.Time) attemptResult {
+	code := a.status
+	switch {
+	case code >= 200 && code < 300:
+		a.ok = true
+		a.more = streaming && hasMore(body)
+		return a
+	case code >= 300 && code < 400:
+		a.cause = fmt.Sprintf("HTTP %d %s: redirects are not followed (point the webhook at the final URL)", code, http.StatusText(code))
+		if loc := h.Get("Location"); loc != "" {
+			a.cause += "; Location: " + excerpt([]byte(loc), 256)
+		}
+		return a
+	case code == http.StatusGone:
+		a.cause = "HTTP 410 Gone: the receiver says this webhook is gone for good"
+		a.permanent = true
+		return a
+	}
+	a.cause = fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
+	switch {
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
+		a.retryable = true
+	default:
+		return a // other 4xx: the request is wrong; sending it again will not help
+	}
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+		a.retryAfter, a.retryAfterSet = ParseRetryAfter(h.Get("Retry-After"), now)
+	}
+	return a
+}
+
+// transportFailure describes a request that got no (whole) response. actx is the attempt's context, ctx the
+// caller's.
+func (s *Sender) transportFailure(actx, ctx context.Context, p *prepared, err error) attemptResult {
+	a := attemptResult{retryable: true}
+	switch cause := context.Cause(actx); {
+	case ctx.Err() != nil:
+		a.cause, a.retryable = "cancelled: "+context.Cause(ctx).Error(), false
+	case errors.Is(cause, errConnectTimeout) || errors.Is(err, errConnectTimeout):
+		a.cause = fmt.Sprintf("connect timeout after %s (no connection to %s)", p.connect, p.url.Host)
+	case errors.Is(cause, errResponseTimeout):
+		a.cause = fmt.Sprintf("response timeout after %s", p.timeout)
+	case errors.Is(err, ErrTargetRefused):
+		a.cause, a.retryable, a.permanent = targetError(err), false, true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		a.cause = "connection refused by " + p.url.Host
+	default:
+		var dnsErr *net.DNSError
+		var netErr net.Error
+		switch {
+		case errors.As(err, &dnsErr):
+			a.cause = "DNS: " + dnsErr.Error()
+		case errors.As(err, &netErr) && netErr.Timeout():
+			a.cause = fmt.Sprintf("connect timeout after %s (no connection to %s)", p.connect, p.url.Host)
+		default:
+			a.cause = unwrapURLError(err).Error()
+		}
+	}
+	return a
+}
+
+// targetError returns the policy's message from a dial error chain.
+func targetError(err error) string {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return re.Error()
+	}
+	return err.Error()
+}
+
+// unwrapURLError drops net/http's "Post \"url\": " prefix, which repeats what the job already says.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// globalRand is math/rand/v2's concurrency-safe global source.
+type globalRand struct{}
+
+func (globalRand) Int64N(n int64) int64 { return rand.Int64N(n) }
+
+// restyLogger sends resty's own messages to slog at debug level.
+type restyLogger struct{ log *slog.Logger }
+
+func (l restyLogger) Errorf(format string, v ...any) {
+	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
+}
+func (l restyLogger) Warnf(format string, v ...any) {
+	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
+}
+func (l restyLogger) Debugf(format string, v ...any) {
+	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
+}
+
+// Waiting returns the number of requests waiting for a slot (the global or their job's bound) now.
+func (s *Sender) Waiting() int { return int(s.limit.waiting.Load()) }
