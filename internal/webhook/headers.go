@@ -3,6 +3,8 @@ package webhook
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ejserver/ejserver"
 )
 
 // The headers of the webhook contract. Keys are written as the Standard Webhooks spec and ElasticJob spell
@@ -14,21 +16,12 @@ const (
 	HeaderShardingContext = "shardingContext"
 )
 
-// ForbiddenHeader reports whether a job's config may not set the header name: the headers of the contract
-// (webhook-*, shardingContext, Content-Type, User-Agent), the ones the HTTP client owns (Host,
-// Content-Length, Transfer-Encoding, Connection and the other hop-by-hop headers), and any name that is not
-// a valid HTTP token. The API's validation and the sender use this one rule.
+// ForbiddenHeader reports whether a job's config may not set the header name: a name that is not a valid
+// HTTP token, or one the domain's rule (ejserver.ForbiddenHeader: the contract's webhook-*, shardingContext,
+// Content-Type and User-Agent, and the headers the HTTP client owns, Host, Content-Length, Transfer-Encoding,
+// Connection and the other hop-by-hop ones) reserves. Validation and the sender apply this one rule.
 func ForbiddenHeader(name string) bool {
-	if !validToken(name) {
-		return true
-	}
-	lower := strings.ToLower(name)
-	switch lower {
-	case "host", "content-length", "content-type", "transfer-encoding", "connection", "keep-alive",
-		"proxy-connection", "te", "trailer", "upgrade", "expect", "user-agent", "shardingcontext":
-		return true
-	}
-	return strings.HasPrefix(lower, "webhook-")
+	return !validToken(name) || ejserver.ForbiddenHeader(name)
 }
 
 // CheckHeaders validates a job's extra headers: no forbidden name (see ForbiddenHeader) and no control

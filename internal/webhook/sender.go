@@ -14,6 +14,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -244,6 +245,23 @@ type prepared struct {
 	header  http.Header // job headers, canonical keys; the contract headers are added per request
 	connect time.Duration
 	timeout time.Duration
+	keys    map[string][]byte // HMAC key of each secret
+}
+
+// signature returns the webhook-signature value at now ("" without a secret).
+func (p *prepared) signature(w ejserver.Webhook, now time.Time, id string, ts int64, body []byte) string {
+	secrets := w.Secrets(now)
+	switch len(secrets) {
+	case 0:
+		return ""
+	case 1:
+		return Sign(p.keys[secrets[0]], id, ts, body)
+	}
+	sigs := make([]string, len(secrets))
+	for i, secret := range secrets {
+		sigs[i] = Sign(p.keys[secret], id, ts, body)
+	}
+	return strings.Join(sigs, " ")
 }
 
 func (s *Sender) prepare(d Delivery) (*prepared, error) {
@@ -263,6 +281,17 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 	}
 	if p.timeout <= 0 {
 		p.timeout = ejserver.DefaultTimeoutMs * time.Millisecond
+	}
+	p.keys = make(map[string][]byte, 2)
+	for _, secret := range []string{d.Webhook.Secret, d.Webhook.PreviousSecret} {
+		if secret == "" {
+			continue
+		}
+		key, err := ParseSecret(secret)
+		if err != nil {
+			return nil, err // never holds the secret
+		}
+		p.keys[secret] = key
 	}
 	sc, err := d.Payload.shardingContextHeader()
 	if err != nil {
@@ -417,10 +446,7 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	id := messageID(payload.ExecutionID, it)
 	now := s.clock.Now()
 	ts := now.Unix()
-	sig, err := SignatureHeader(d.Webhook.Secrets(now), id, ts, body)
-	if err != nil {
-		return attemptResult{cause: err.Error(), permanent: true} // err never holds the secret
-	}
+	sig := p.signature(d.Webhook, now, id, ts, body)
 	h := p.header.Clone()
 	h[HeaderID] = []string{id}
 	h[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
