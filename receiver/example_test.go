@@ -1,0 +1,114 @@
+package receiver_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ejserver/ejserver/receiver"
+)
+
+// Verify a request by hand with the job's secret (as the create response showed it) and the raw body.
+func ExampleVerify() {
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	body := []byte(`{"jobName":"settle","shardingItem":2}`)
+	h := http.Header{}
+	h.Set("webhook-id", "0192f5e4-7b1a-7cc3-9d2e-3f4a5b6c7d8e")
+	h.Set("webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10))
+	h.Set("webhook-signature", signForExample(secret, h, body))
+
+	fmt.Println(receiver.Verify(secret, h, body))
+	fmt.Println(receiver.Verify(secret, h, []byte(`{"jobName":"tampered"}`)))
+	// Output:
+	// <nil>
+	// no webhook-signature matches
+}
+
+// A receiver for a SIMPLE job: verified, decoded and deduplicated deliveries reach the function once.
+func ExampleHandler() {
+	h := receiver.Handler(receiver.Options{ /* Secret: os.Getenv("WEBHOOK_SECRET") */ },
+		func(ctx context.Context, d receiver.Delivery) (receiver.Response, error) {
+			p := d.Payload
+			fmt.Printf("%s item %d/%d (%s), attempt %d\n", p.JobName, p.ShardingItem, p.ShardingTotalCount,
+				p.ShardingParameter, p.Attempt)
+			return receiver.Response{}, nil
+		})
+	srv := httptest.NewServer(h) // in a service: http.ListenAndServe("127.0.0.1:9090", h)
+	defer srv.Close()
+
+	body := `{"jobName":"settle","executionId":"e1","shardingItem":2,"shardingParameter":"Guangzhou","shardingTotalCount":4,"attempt":1}`
+	for range 2 { // the second is a duplicate: answered 200 without calling the function
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("webhook-id", "e1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode)
+	}
+	// Output:
+	// settle item 2/4 (Guangzhou), attempt 1
+	// 200
+	// 200
+}
+
+// A streaming DATAFLOW receiver answers {"hasMore": true} while it has work left; ejserver then POSTs the
+// item again at once, with "iteration" counting up and webhook-id "{executionId}.{n}".
+func ExampleResponse_dataflow() {
+	left := map[int]int{0: 25} // records waiting, per item
+	h := receiver.Handler(receiver.Options{}, func(ctx context.Context, d receiver.Delivery) (receiver.Response, error) {
+		n := min(10, left[d.Payload.ShardingItem])
+		left[d.Payload.ShardingItem] -= n
+		fmt.Printf("iteration %d (%s): %d records\n", d.Payload.Iteration, d.ID, n)
+		return receiver.Response{HasMore: left[d.Payload.ShardingItem] > 0}, nil
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	for it := 1; ; it++ { // what ejserver does for a streaming job
+		id := "e1"
+		if it > 1 {
+			id += "." + strconv.Itoa(it)
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL,
+			strings.NewReader(`{"executionId":"e1","shardingItem":0,"iteration":`+strconv.Itoa(it)+`}`))
+		req.Header.Set("webhook-id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		var more receiver.Response
+		_ = decodeJSON(resp, &more)
+		if !more.HasMore {
+			break
+		}
+	}
+	// Output:
+	// iteration 1 (e1): 10 records
+	// iteration 2 (e1.2): 10 records
+	// iteration 3 (e1.3): 5 records
+}
+
+// signForExample stands in for ejserver: the Standard Webhooks signature of the request.
+func signForExample(secret string, h http.Header, body []byte) string {
+	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(h.Get("webhook-id") + "." + h.Get("webhook-timestamp") + "."))
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func decodeJSON(resp *http.Response, v any) error {
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}

@@ -1,0 +1,239 @@
+package receiver
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultDedupeSize   = 10000
+	DefaultDedupeTTL    = time.Hour
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// Delivery is one verified, decoded, first-seen request.
+type Delivery struct {
+	// ID is the webhook-id: the executionId (plus ".n" for a DATAFLOW re-POST n > 1).
+	ID      string
+	Payload Payload
+	Header  http.Header
+}
+
+// Func handles a delivery. An error answers 500 and forgets the webhook-id, so ejserver's retry runs the
+// delivery again; its message is not sent back.
+type Func func(ctx context.Context, d Delivery) (Response, error)
+
+// Options configures Handler.
+type Options struct {
+	// Secret verifies signatures when set ("whsec_..."); empty accepts unsigned requests (for local demos).
+	Secret string
+	// Tolerance for webhook-timestamp; DefaultTolerance if 0.
+	Tolerance time.Duration
+	// DedupeSize bounds how many webhook-ids are remembered (least recently seen dropped first);
+	// DefaultDedupeSize if 0, no deduplication if negative.
+	DedupeSize int
+	// DedupeTTL is how long a webhook-id is remembered; DefaultDedupeTTL if 0.
+	DedupeTTL time.Duration
+	// MaxBodyBytes bounds the request body; DefaultMaxBodyBytes if 0.
+	MaxBodyBytes int64
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+	// OnReject, if set, is told about every request refused (bad signature, bad body); status is the answer.
+	OnReject func(r *http.Request, status int, err error)
+	// OnDuplicate, if set, is told about every delivery answered from memory instead of calling Func.
+	OnDuplicate func(d Delivery)
+}
+
+// Handler returns an http.Handler that verifies (when Options.Secret is set), decodes, dedupes by webhook-id
+// and calls fn once per webhook-id, answering 200 with fn's Response as JSON. A duplicate of a handled
+// delivery gets the same answer again without calling fn (so a DATAFLOW retry still sees hasMore); a
+// duplicate that arrives while the first is still being handled gets 503 with Retry-After: 1.
+//
+// Answers: 401 for a failed verification, 400 for a body that is not a Payload, 413 for a body over
+// MaxBodyBytes, 500 when fn fails.
+func Handler(opts Options, fn Func) http.Handler {
+	if opts.Tolerance == 0 {
+		opts.Tolerance = DefaultTolerance
+	}
+	if opts.DedupeSize == 0 {
+		opts.DedupeSize = DefaultDedupeSize
+	}
+	if opts.DedupeTTL <= 0 {
+		opts.DedupeTTL = DefaultDedupeTTL
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &handler{opts: opts, fn: fn, seen: newDedupe(opts.DedupeSize, opts.DedupeTTL)}
+}
+
+type handler struct {
+	opts Options
+	fn   Func
+	seen *dedupe
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.reject(w, r, http.StatusRequestEntityTooLarge, err)
+		} else {
+			h.reject(w, r, http.StatusBadRequest, fmt.Errorf("read body: %w", err))
+		}
+		return
+	}
+	if h.opts.Secret != "" {
+		if err := VerifyAt(h.opts.Secret, r.Header, body, h.opts.Now(), h.opts.Tolerance); err != nil {
+			h.reject(w, r, http.StatusUnauthorized, err)
+			return
+		}
+	}
+	var p Payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		h.reject(w, r, http.StatusBadRequest, fmt.Errorf("decode body: %w", err))
+		return
+	}
+	d := Delivery{ID: r.Header.Get("webhook-id"), Payload: p, Header: r.Header}
+	if d.ID == "" {
+		d.ID = p.ExecutionID
+	}
+
+	state, prev := h.seen.begin(d.ID, h.opts.Now())
+	switch state {
+	case seenDone:
+		if h.opts.OnDuplicate != nil {
+			h.opts.OnDuplicate(d)
+		}
+		writeJSON(w, http.StatusOK, prev)
+		return
+	case seenRunning:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "this webhook-id is being handled", http.StatusServiceUnavailable)
+		return
+	}
+	resp, err := h.fn(r.Context(), d)
+	if err != nil {
+		h.seen.forget(d.ID)
+		http.Error(w, "handler failed", http.StatusInternalServerError)
+		return
+	}
+	h.seen.done(d.ID, resp, h.opts.Now())
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (h *handler) reject(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if h.opts.OnReject != nil {
+		h.opts.OnReject(r, status, err)
+	}
+	http.Error(w, http.StatusText(status), status)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v Response) {
+	var b bytes.Buffer
+	_ = json.NewEncoder(&b).Encode(v) // a Response always encodes
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// dedupe remembers webhook-ids: a bounded LRU whose entries also expire after ttl.
+type dedupe struct {
+	size int
+	ttl  time.Duration
+
+	mu    sync.Mutex
+	order *list.List // of *entry, most recently seen first
+	byID  map[string]*list.Element
+}
+
+type seenState int
+
+const (
+	seenNew seenState = iota
+	seenRunning
+	seenDone
+)
+
+type entry struct {
+	id      string
+	running bool
+	resp    Response
+	expires time.Time
+}
+
+func newDedupe(size int, ttl time.Duration) *dedupe {
+	return &dedupe{size: size, ttl: ttl, order: list.New(), byID: make(map[string]*list.Element)}
+}
+
+// begin records id as being handled, or reports that it is running or done (with the answer it got).
+func (d *dedupe) begin(id string, now time.Time) (seenState, Response) {
+	if d.size < 0 || id == "" {
+		return seenNew, Response{}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if el, ok := d.byID[id]; ok {
+		e := el.Value.(*entry)
+		if e.running {
+			return seenRunning, Response{}
+		}
+		if now.Before(e.expires) {
+			d.order.MoveToFront(el)
+			return seenDone, e.resp
+		}
+		d.order.Remove(el)
+		delete(d.byID, id)
+	}
+	d.byID[id] = d.order.PushFront(&entry{id: id, running: true})
+	for d.order.Len() > d.size {
+		last := d.order.Back()
+		d.order.Remove(last)
+		delete(d.byID, last.Value.(*entry).id)
+	}
+	return seenNew, Response{}
+}
+
+func (d *dedupe) done(id string, resp Response, now time.Time) {
+	if d.size < 0 || id == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if el, ok := d.byID[id]; ok {
+		e := el.Value.(*entry)
+		e.running, e.resp, e.expires = false, resp, now.Add(d.ttl)
+	}
+}
+
+func (d *dedupe) forget(id string) {
+	if d.size < 0 || id == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if el, ok := d.byID[id]; ok {
+		d.order.Remove(el)
+		delete(d.byID, id)
+	}
+}
+
+// len returns the number of remembered ids (for tests).
+func (d *dedupe) len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.order.Len()
+}
