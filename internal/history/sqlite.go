@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,9 @@ type sqliteStore struct {
 	w   *sql.DB
 	r   *sql.DB
 	log *slog.Logger
+	// Full-size multi-row statements, prepared once on the writer connection: modernc parses a statement
+	// on every Exec that is not prepared, and parsing dominated writes.
+	upsertFull, traceFull *sql.Stmt
 }
 
 var _ Store = (*sqliteStore)(nil)
@@ -56,9 +60,16 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 		_ = w.Close()
 		return nil, err
 	}
+	if s.upsertFull, err = w.PrepareContext(ctx, sqliteUpsertExecutions(sqliteRowsPerStatement)); err == nil {
+		s.traceFull, err = w.PrepareContext(ctx, sqliteInsertTraces(sqliteRowsPerStatement))
+	}
+	if err != nil {
+		_ = s.Close()
+		return nil, sqliteError("prepare", err)
+	}
 	r, err := sql.Open("sqlite", path+"?"+sqliteParams+"&_pragma=query_only(1)")
 	if err != nil {
-		_ = w.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("history: open %s: %w", path, err)
 	}
 	readers := o.maxConns
@@ -125,27 +136,51 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	return nil
 }
 
-const sqliteUpsertExecution = `INSERT INTO JOB_EXECUTION_LOG AS t (` + executionColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + `
-WHERE ` + executionWins
+// sqliteRowsPerStatement is how many rows one INSERT carries (19 parameters a row; SQLite allows 32766).
+const sqliteRowsPerStatement = 100
+
+// sqliteUpsertExecutions returns the upsert of n executions.
+func sqliteUpsertExecutions(n int) string {
+	return `INSERT INTO JOB_EXECUTION_LOG AS t (` + executionColumns + `) VALUES ` +
+		repeatTuple("(?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?)", n) +
+		` ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + ` WHERE ` + executionWins
+}
+
+func sqliteInsertTraces(n int) string {
+	return `INSERT INTO JOB_STATUS_TRACE_LOG (` + traceColumns + `) VALUES ` +
+		repeatTuple("(?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?)", n) + ` ON CONFLICT (id) DO NOTHING`
+}
+
+func repeatTuple(tuple string, n int) string {
+	var sb strings.Builder
+	sb.Grow(n * (len(tuple) + 2))
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(tuple)
+	}
+	return sb.String()
+}
 
 func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execution) error {
 	if len(recs) == 0 {
 		return nil
 	}
+	// Merged, so that no statement names an id twice (SQLite would apply both, in order, which the
+	// merge reproduces) and rows are locked in id order as with PostgreSQL.
 	recs = mergeExecutions(recs)
 	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, sqliteUpsertExecution)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = stmt.Close() }()
-		for _, r := range recs {
-			if _, err := stmt.ExecContext(ctx, r.ID, r.JobName, r.TaskID, r.Hostname, r.IP, r.ShardingItem,
-				string(r.Source), r.FailureCause, r.Success, micros(r.StartedAt), nullMicros(r.CompletedAt),
-				r.StatusCode, r.Attempts, r.DurationMs, r.ResponseExcerpt, r.InstanceID, nullMicros(r.ScheduledAt),
-				r.ShardingTotalCount, r.Permanent); err != nil {
+		args := make([]any, 0, 19*min(len(recs), sqliteRowsPerStatement))
+		for chunk := range slices.Chunk(recs, sqliteRowsPerStatement) {
+			args = args[:0]
+			for _, r := range chunk {
+				args = append(args, r.ID, r.JobName, r.TaskID, r.Hostname, r.IP, r.ShardingItem,
+					string(r.Source), r.FailureCause, r.Success, micros(r.StartedAt), nullMicros(r.CompletedAt),
+					r.StatusCode, r.Attempts, r.DurationMs, r.ResponseExcerpt, r.InstanceID, nullMicros(r.ScheduledAt),
+					r.ShardingTotalCount, r.Permanent)
+			}
+			if err := execChunk(ctx, tx, s.upsertFull, len(chunk), sqliteUpsertExecutions, args); err != nil {
 				return err
 			}
 		}
@@ -153,29 +188,37 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 	})
 }
 
-const sqliteInsertTrace = `INSERT INTO JOB_STATUS_TRACE_LOG (` + traceColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?) ON CONFLICT (id) DO NOTHING`
-
 func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	return s.inTx(ctx, "write traces", func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, sqliteInsertTrace)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = stmt.Close() }()
-		for _, r := range recs {
-			r = sanitizeTrace(r)
-			if _, err := stmt.ExecContext(ctx, r.ID, r.JobName, r.OriginalTaskID, r.TaskID, r.InstanceID,
-				string(r.Source), r.ExecutionType, r.ShardingItems, string(r.State), r.Message,
-				micros(r.CreationTime)); err != nil {
+		args := make([]any, 0, 11*min(len(recs), sqliteRowsPerStatement))
+		for chunk := range slices.Chunk(recs, sqliteRowsPerStatement) {
+			args = args[:0]
+			for _, r := range chunk {
+				r = sanitizeTrace(r)
+				args = append(args, r.ID, r.JobName, r.OriginalTaskID, r.TaskID, r.InstanceID,
+					string(r.Source), r.ExecutionType, r.ShardingItems, string(r.State), r.Message,
+					micros(r.CreationTime))
+			}
+			if err := execChunk(ctx, tx, s.traceFull, len(chunk), sqliteInsertTraces, args); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// execChunk runs the statement for n rows: the prepared one for a full chunk, a one-off for the rest.
+func execChunk(ctx context.Context, tx *sql.Tx, full *sql.Stmt, n int, build func(int) string, args []any) error {
+	var err error
+	if n == sqliteRowsPerStatement {
+		_, err = tx.StmtContext(ctx, full).ExecContext(ctx, args...)
+	} else {
+		_, err = tx.ExecContext(ctx, build(n), args...)
+	}
+	return err
 }
 
 // inTx runs fn in a write transaction and commits it.
@@ -366,6 +409,11 @@ func (s *sqliteStore) Ping(ctx context.Context) error {
 
 func (s *sqliteStore) Close() error {
 	var errs []error
+	for _, st := range []*sql.Stmt{s.upsertFull, s.traceFull} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

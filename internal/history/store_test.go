@@ -54,10 +54,11 @@ func TestUpsert(t *testing.T) {
 				// A fresh id per case; the store is shared.
 				id := ejserver.NewExecutionID()
 				for _, batch := range tt.writes {
+					batch = slices.Clone(batch) // the table is shared by the stores' parallel subtests
 					for i := range batch {
 						batch[i].ID = id
 					}
-					mustWrite(t, s, slices.Clone(batch)...)
+					mustWrite(t, s, batch...)
 				}
 				got := mustGet(t, s, id)
 				want := sanitizeExecution(tt.want)

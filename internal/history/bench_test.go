@@ -1,0 +1,78 @@
+package history
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver"
+)
+
+// BenchmarkWriter measures sustained writes through the Writer (batched, default settings) into each store,
+// in records/s (a record is one upsert). "insert" enqueues one end record per execution: every record is a
+// new row. "insert+update" enqueues each execution's start record and, lag records later (so in another
+// batch, as when a webhook takes a while), its end record: half the records insert a row, half update one.
+// The producer never lets the queue overflow, so nothing is dropped.
+//
+//	go test ./internal/history -run '^$' -bench BenchmarkWriter -benchtime 5s
+func BenchmarkWriter(b *testing.B) {
+	const lag = 2000
+	for _, kind := range storeKinds {
+		for _, update := range []bool{false, true} {
+			name := kind + "/insert"
+			if update {
+				name = kind + "/insert+update"
+			}
+			b.Run(name, func(b *testing.B) {
+				s := openStore(b, kind)
+				cfg := WriterConfig{Logger: discardLogger()}.withDefaults()
+				w := NewWriter(s, cfg)
+				if err := w.Start(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				defer w.Stop()
+				// The producer waits (without spinning: the writer needs the CPU) while the queue is nearly full.
+				tick := time.NewTicker(100 * time.Microsecond)
+				defer tick.Stop()
+				records := 0
+				enqueue := func(e ejserver.Execution) {
+					for w.Stats().Backlog >= cfg.QueueSize-1 {
+						<-tick.C
+					}
+					w.Enqueue(e)
+					records++
+				}
+				base := newExec("bench", 0, t0)
+				var ring [lag]ejserver.Execution
+				b.ResetTimer()
+				for i := range b.N {
+					e := base
+					e.ID = ejserver.NewExecutionID()
+					e.ShardingItem = i % 4
+					e.StartedAt = t0.Add(time.Duration(i) * time.Microsecond)
+					e.CompletedAt = e.StartedAt.Add(time.Millisecond)
+					if !update {
+						enqueue(e)
+						continue
+					}
+					enqueue(running(e))
+					if i >= lag {
+						enqueue(ring[i%lag])
+					}
+					ring[i%lag] = e
+				}
+				if update {
+					for i := max(0, b.N-lag); i < b.N; i++ {
+						enqueue(ring[i%lag])
+					}
+				}
+				eventually(b, "the writer to catch up", func() bool { return w.Stats().Written == int64(records) })
+				b.StopTimer()
+				if st := w.Stats(); st.Dropped != 0 || st.Failures != 0 {
+					b.Fatalf("stats %+v", st)
+				}
+				b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+			})
+		}
+	}
+}
