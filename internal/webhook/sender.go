@@ -155,8 +155,11 @@ func New(cfg Config) *Sender {
 		ForceAttemptHTTP2: true,
 		// The concurrency bound is the most connections that can be busy at once; keep that many idle per
 		// host so a burst to one receiver finds warm connections instead of dialling (and exhausting ports).
-		MaxIdleConns:          2 * cfg.MaxConcurrent,
-		MaxIdleConnsPerHost:   cfg.MaxConcurrent,
+		MaxIdleConns:        2 * cfg.MaxConcurrent,
+		MaxIdleConnsPerHost: cfg.MaxConcurrent,
+		// A request can take its slot before the transport has put the previous request's connection back
+		// in the pool; capping connections per host at the bound makes it wait for that one, not dial more.
+		MaxConnsPerHost:       cfg.MaxConcurrent,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second, // the attempt's connect timer ends the request sooner
 		ExpectContinueTimeout: time.Second,
