@@ -10,9 +10,10 @@ import (
 	"strings"
 )
 
-// The schema's versions, one file per version and dialect: migrations/{sqlite,postgres}/NNNN_name.sql. A
-// migration runs in one transaction with the row that records it in schema_migrations. Migrations must stay
-// compatible with the previous release (add, don't rename or drop), because peers upgrade one at a time.
+// The schema's versions, one file per version and dialect: migrations/{sqlite,postgres}/NNNN_name.sql, the
+// same versions in both. Open runs the pending ones in one transaction, together with the schema_migrations
+// rows that record them. Migrations must stay compatible with the previous release (add, don't rename or
+// drop), because peers upgrade one at a time; a peer that finds a newer schema logs a warning and goes on.
 //
 //go:embed migrations
 var migrationFS embed.FS

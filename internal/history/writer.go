@@ -98,7 +98,8 @@ type WriterStats struct {
 // Records are written in batches of up to BatchSize, one transaction each, as soon as a batch is full or
 // FlushInterval after the first record. When the store fails, the Writer keeps the batch, reports degraded
 // health and retries with back-off; the queue fills meanwhile and then drops; writes resume by themselves
-// when the store answers again.
+// when the store answers again. Records enqueued before Start (or after Stop) wait in the queue for the next
+// Start.
 type Writer struct {
 	sink Sink
 	cfg  WriterConfig

@@ -336,7 +336,9 @@ func TestWriterStartStop(t *testing.T) {
 
 // TestWriterSurvivesPostgresOutage stops PostgreSQL (SIGINT to the postmaster's PID) while records keep
 // coming: Enqueue keeps returning, the Writer holds what fits in its queue and counts the rest as dropped, its
-// health is degraded; after PostgreSQL restarts, the held records are written and health is ok again.
+// health is degraded; after PostgreSQL restarts, the held records are written and health is ok again. A
+// second Writer is fed all along by a producer goroutine (dispatch going on through the outage): nothing it
+// produced is unaccounted for (written + dropped = produced) and everything accepted reaches the store.
 func TestWriterSurvivesPostgresOutage(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -366,6 +368,28 @@ func TestWriterSurvivesPostgresOutage(t *testing.T) {
 	w := startWriter(t, s, WriterConfig{QueueSize: 200, BatchSize: 20, FlushInterval: time.Second,
 		RetryMin: time.Second, RetryMax: 4 * time.Second, WriteTimeout: 5 * time.Second, Clock: clk, Logger: slog.New(rec)})
 	advance := func() { clk.Advance(4 * time.Second) }
+
+	// The producer's Writer, on the same clock, and the producer.
+	w2 := startWriter(t, s, WriterConfig{QueueSize: 100, BatchSize: 20, FlushInterval: time.Second,
+		RetryMin: time.Second, RetryMax: 4 * time.Second, WriteTimeout: 5 * time.Second, Clock: clk})
+	produce, produced := make(chan struct{}), make(chan int)
+	go func() {
+		tick := time.NewTicker(200 * time.Microsecond)
+		defer tick.Stop()
+		n := 0
+		for {
+			select {
+			case <-produce:
+				produced <- n
+				return
+			case <-tick.C:
+				w2.Enqueue(newExec("dispatch", n%4, t0.Add(time.Duration(n)*time.Millisecond)))
+				n++
+			}
+		}
+	}()
+	stopProducer := sync.OnceValue(func() int { close(produce); return <-produced })
+	t.Cleanup(func() { stopProducer() }) // also when the test fails early
 
 	before := execs(50, "outage")
 	enqueueAll(w, before)
@@ -399,14 +423,21 @@ func TestWriterSurvivesPostgresOutage(t *testing.T) {
 	if h := w.Health(); h.State != HealthOK {
 		t.Errorf("health %+v after the restart", h)
 	}
-	c, err := s.CountsSince(ctx, []string{"outage"}, t0)
+	if st := w.Stats(); st.Backlog != 0 || st.Dropped != 320 {
+		t.Errorf("stats %+v", st)
+	}
+
+	n := stopProducer()
+	eventually(t, "the producer's Writer to drain", func() bool { return w2.Stats().Backlog == 0 }, advance)
+	st2 := w2.Stats()
+	if st2.Written+st2.Dropped != int64(n) || st2.Dropped == 0 || st2.Written == 0 {
+		t.Errorf("producer made %d records; its Writer: %+v (want written + dropped = produced, both > 0)", n, st2)
+	}
+	c, err := s.CountsSince(ctx, []string{"outage", "dispatch"}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c["outage"].Success != 250 {
-		t.Errorf("the store holds %+v, want 250 executions", c["outage"])
-	}
-	if st := w.Stats(); st.Backlog != 0 || st.Dropped != 320 {
-		t.Errorf("stats %+v", st)
+	if c["outage"].Success != 250 || c["dispatch"].Success != st2.Written {
+		t.Errorf("the store holds %+v, want 250 outage and %d dispatch executions", c, st2.Written)
 	}
 }
