@@ -290,7 +290,7 @@ func (w *Writer) flush(ctx context.Context) error {
 			n := min(len(w.pendExecs), w.cfg.BatchSize)
 			kept, err := writeBatch(w, ctx, w.pendExecs[:n], w.sink.WriteExecutions, func(e ejserver.Execution) string { return e.ID })
 			if err != nil {
-				w.pendExecs = append(kept, w.pendExecs[n:]...)
+				w.pendExecs = w.pendExecs[n-len(kept):] // kept is the batch's unwritten tail
 				return err
 			}
 			w.pendExecs = w.pendExecs[n:]
@@ -299,7 +299,7 @@ func (w *Writer) flush(ctx context.Context) error {
 			n := min(len(w.pendTraces), w.cfg.BatchSize)
 			kept, err := writeBatch(w, ctx, w.pendTraces[:n], w.sink.WriteTraces, func(t ejserver.StatusTrace) string { return t.ID })
 			if err != nil {
-				w.pendTraces = append(kept, w.pendTraces[n:]...)
+				w.pendTraces = w.pendTraces[n-len(kept):] // kept is the batch's unwritten tail
 				return err
 			}
 			w.pendTraces = w.pendTraces[n:]
