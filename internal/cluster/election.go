@@ -142,3 +142,6 @@ func (r *Registry) leaderGuard(job string) (any, error) {
 
 // ErrNotLeader is returned by leader-only writes when this peer does not (or may no longer) lead the job.
 var ErrNotLeader = errors.New("not the job's leader")
+
+// Lease reports whether the session is sound enough to start work on (see Session.Lease).
+func (r *Registry) Lease() bool { return r.s.Lease() }

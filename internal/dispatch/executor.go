@@ -1,0 +1,646 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/webhook"
+)
+
+// Registry is what the executor needs from the ZooKeeper registry (cluster.Registry satisfies it).
+type Registry interface {
+	Job(name string) *cluster.JobSnapshot
+	Wait(ctx context.Context, name string, cond func(*cluster.JobSnapshot) bool) (*cluster.JobSnapshot, error)
+	BeginItem(job string, item int, ownerVersion int32, run cluster.Running, persistent bool) error
+	EndItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) error
+	SetMisfire(job string, item int) error
+	ClearMisfire(job string, item int) error
+	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
+	ClearStaleRunning(job string, item int, version int32) error
+	TakeTrigger(job string) (cluster.TriggerRequest, bool, error)
+	ClockOffset() (time.Duration, bool)
+	Lease() bool
+	Me() cluster.Identity
+}
+
+// Sender delivers one item to its webhook (webhook.Sender satisfies it).
+type Sender interface {
+	Deliver(ctx context.Context, d webhook.Delivery) webhook.Result
+}
+
+// Recorder keeps execution history without blocking (history.Writer satisfies it).
+type Recorder interface {
+	Enqueue(e ejserver.Execution) bool
+	EnqueueTrace(t ejserver.StatusTrace) bool
+}
+
+// Resharder runs the leader's side of resharding (sharding.Coordinator satisfies it).
+type Resharder interface {
+	Reshard(ctx context.Context, job string) error
+}
+
+// Observer is told what the executor does, for metrics. Methods must be cheap and safe for concurrent use.
+type Observer interface {
+	Fired(job string, source ejserver.Source)
+	Skipped(job string, reason string)
+	ItemDone(job string, source ejserver.Source, success bool, lateness, duration time.Duration)
+	Misfired(job string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Fired(string, ejserver.Source)                                        {}
+func (nopObserver) Skipped(string, string)                                               {}
+func (nopObserver) ItemDone(string, ejserver.Source, bool, time.Duration, time.Duration) {}
+func (nopObserver) Misfired(string)                                                      {}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Enqueue(ejserver.Execution) bool        { return true }
+func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool { return true }
+
+// ExecutorConfig configures an Executor.
+type ExecutorConfig struct {
+	Registry  Registry
+	Sender    Sender
+	Recorder  Recorder
+	Resharder Resharder
+	Observer  Observer
+	// NextFire returns a job's next scheduled time (retries never run into it); nil: no bound.
+	NextFire func(job string) time.Time
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// ReshardWait bounds how long a fire waits for its job's resharding (default 30 s, and never past the
+	// job's next fire).
+	ReshardWait time.Duration
+}
+
+// Executor runs fires: for each item this peer owns it records the item as running in the registry,
+// POSTs it, records the outcome, and follows up with a misfire catch-up or a queued manual trigger. Every
+// item run is a goroutine tracked by the executor; Drain waits for them.
+type Executor struct {
+	cfg ExecutorConfig
+	reg Registry
+	log *slog.Logger
+	clk clock.Clock
+	me  cluster.Identity
+
+	mu      sync.Mutex
+	running map[itemKey]*itemRun
+	jobCtx  map[string]jobContext
+	status  map[string]*JobStatus
+	closed  bool
+
+	wg         sync.WaitGroup
+	soft       context.Context // cancelled when draining starts: start nothing new
+	softCancel context.CancelFunc
+	hard       context.Context // cancelled when the drain bound is reached: abort requests
+	hardCancel context.CancelFunc
+}
+
+type itemKey struct {
+	job  string
+	item int
+}
+
+// itemRun is an item in flight on this peer and what must follow it.
+type itemRun struct {
+	misfireAt time.Time // a fire found it running: one catch-up for the latest such fire
+	triggers  []fireRequest
+}
+
+type jobContext struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// JobStatus is what this peer knows of a job's firing that the registry does not hold.
+type JobStatus struct {
+	LastFireAt  time.Time
+	ClockError  string // set while the clock check refuses to fire
+	SkipReason  string // why the last fire did nothing here, if it did nothing
+	Misfires    int64
+	SkippedRuns int64 // fires skipped because an item still ran and misfire is off
+}
+
+// fireRequest is one fire of one job on this peer.
+type fireRequest struct {
+	job         string
+	scheduledAt time.Time
+	source      ejserver.Source
+	param       *string // manual trigger's jobParameter override
+	items       []int   // manual trigger's subset; nil = all of this peer's items
+	taskID      string
+}
+
+// NewExecutor returns an executor; it needs no Start.
+func NewExecutor(cfg ExecutorConfig) *Executor {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = nopRecorder{}
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.ReshardWait <= 0 {
+		cfg.ReshardWait = 30 * time.Second
+	}
+	e := &Executor{
+		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
+		running: map[itemKey]*itemRun{}, jobCtx: map[string]jobContext{}, status: map[string]*JobStatus{},
+	}
+	e.hard, e.hardCancel = context.WithCancel(context.Background())
+	e.soft, e.softCancel = context.WithCancel(e.hard)
+	return e
+}
+
+// Fire starts a scheduled fire of job in the background.
+func (e *Executor) Fire(job string, scheduledAt time.Time, _ int) {
+	e.spawn(func() { e.fire(fireRequest{job: job, scheduledAt: scheduledAt, source: ejserver.SourceNormal}) })
+}
+
+// Trigger picks up this peer's trigger/{instanceId} node of job, if any, and runs the job once (MANUAL).
+func (e *Executor) Trigger(job string) {
+	e.spawn(func() {
+		req, ok, err := e.reg.TakeTrigger(job)
+		if err != nil {
+			e.log.Warn("could not read a manual trigger", "job", job, "err", err)
+			return
+		}
+		if !ok {
+			return
+		}
+		e.log.Info("manual trigger", "job", job, "trigger", req.ID, "items", req.Items)
+		e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceManual, param: req.JobParameter, items: req.Items})
+	})
+}
+
+// RunFailover re-runs an item this peer claimed from a crashed peer, with the interrupted execution's id.
+func (e *Executor) RunFailover(job string, item int, run cluster.Running, runningVersion int32) {
+	e.spawn(func() {
+		snap := e.reg.Job(job)
+		if snap == nil {
+			return
+		}
+		key := itemKey{job, item}
+		e.mu.Lock()
+		if _, busy := e.running[key]; busy || e.closed {
+			e.mu.Unlock()
+			e.log.Warn("failover item already running here; leaving it to that run", "job", job, "item", item)
+			return
+		}
+		e.running[key] = &itemRun{}
+		e.mu.Unlock()
+		req := fireRequest{job: job, scheduledAt: run.ScheduledAt, source: ejserver.SourceFailover,
+			taskID: ejserver.TaskID(job, []int{item}, true, e.me.InstanceID)}
+		if run.JobParameter != "" {
+			p := run.JobParameter
+			req.param = &p
+		}
+		e.runItem(snap, req, item, run.ExecutionID, runningVersion)
+	})
+}
+
+// CancelJob aborts the job's in-flight streaming and retries (the job was disabled or deleted).
+func (e *Executor) CancelJob(job string) {
+	e.mu.Lock()
+	jc, ok := e.jobCtx[job]
+	delete(e.jobCtx, job)
+	e.mu.Unlock()
+	if ok {
+		jc.cancel()
+	}
+}
+
+// Status returns this peer's firing status of job.
+func (e *Executor) Status(job string) JobStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if st := e.status[job]; st != nil {
+		return *st
+	}
+	return JobStatus{}
+}
+
+// Running lists the items of job in flight on this peer.
+func (e *Executor) Running(job string) []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []int
+	for k := range e.running {
+		if k.job == job {
+			out = append(out, k.item)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Drain stops starting work, waits up to bound for in-flight items to finish, then aborts the rest and
+// waits for them to record their outcome.
+func (e *Executor) Drain(bound time.Duration) {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.softCancel()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	if clock.Sleep(e.clk, bound, done) { // the bound passed first
+		e.log.Warn("in-flight webhooks did not finish within the shutdown bound; aborting them", "bound", bound)
+		e.hardCancel()
+		<-done
+	}
+	e.hardCancel()
+}
+
+func (e *Executor) spawn(fn func()) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.wg.Done()
+		fn()
+	}()
+}
+
+func (e *Executor) jobStatus(job string) *JobStatus {
+	st := e.status[job]
+	if st == nil {
+		st = &JobStatus{}
+		e.status[job] = st
+	}
+	return st
+}
+
+func (e *Executor) skip(job, reason string, args ...any) {
+	e.mu.Lock()
+	e.jobStatus(job).SkipReason = reason
+	e.mu.Unlock()
+	e.cfg.Observer.Skipped(job, reason)
+	e.log.Info("fire skipped: "+reason, append([]any{"job", job}, args...)...)
+}
+
+// fire runs one fire of a job on this peer.
+func (e *Executor) fire(req fireRequest) {
+	job := req.job
+	snap := e.reg.Job(job)
+	if snap == nil {
+		return
+	}
+	cfg := snap.Config
+	switch {
+	case snap.ConfigErr != nil:
+		e.skip(job, "config can't be parsed", "err", snap.ConfigErr)
+		return
+	case cfg.Disabled:
+		e.skip(job, "job disabled")
+		return
+	case !e.reg.Lease():
+		e.skip(job, "ZooKeeper session in doubt: starting nothing that another peer may take over")
+		return
+	case !snap.Registered:
+		e.skip(job, "this peer's instance node is not registered on the job")
+		return
+	case snap.ServerDisabled(snap.MyIP):
+		e.skip(job, "this peer's server is disabled for the job")
+		return
+	}
+	if msg := e.clockCheck(cfg.MaxTimeDiffSeconds); msg != "" {
+		e.mu.Lock()
+		e.jobStatus(job).ClockError = msg
+		e.mu.Unlock()
+		e.skip(job, "clock check failed", "detail", msg)
+		return
+	}
+	e.mu.Lock()
+	st := e.jobStatus(job)
+	st.ClockError, st.SkipReason, st.LastFireAt = "", "", req.scheduledAt
+	e.mu.Unlock()
+
+	snap, err := e.ensureSharded(job, snap)
+	if err != nil {
+		e.skip(job, "no sharding to fire with", "err", err)
+		return
+	}
+	items := snap.MyItems()
+	if req.items != nil {
+		items = slices.DeleteFunc(items, func(i int) bool { return !slices.Contains(req.items, i) })
+	}
+	if len(items) == 0 {
+		return
+	}
+	req.taskID = ejserver.TaskID(job, items, false, e.me.InstanceID)
+	e.cfg.Observer.Fired(job, req.source)
+	for _, item := range items {
+		e.startItem(snap, req, item)
+	}
+}
+
+// clockCheck compares this peer's clock with ZooKeeper's, when the job asks for it.
+func (e *Executor) clockCheck(maxDiffSeconds int) string {
+	if maxDiffSeconds < 0 {
+		return ""
+	}
+	off, ok := e.reg.ClockOffset()
+	if !ok {
+		return "the clock difference with ZooKeeper is not measured yet"
+	}
+	if off.Abs() > time.Duration(maxDiffSeconds)*time.Second {
+		return fmt.Sprintf("this peer's clock differs from ZooKeeper's by %s, more than maxTimeDiffSeconds=%d", off.Round(time.Millisecond), maxDiffSeconds)
+	}
+	return ""
+}
+
+// ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
+// wait for it, never past the job's next fire.
+func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
+	ready := func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }
+	if ready(snap) {
+		return snap, nil
+	}
+	wait := e.cfg.ReshardWait
+	if e.cfg.NextFire != nil {
+		if next := e.cfg.NextFire(job); !next.IsZero() {
+			wait = min(wait, next.Sub(e.clk.Now()))
+		}
+	}
+	ctx, cancel := context.WithTimeout(e.soft, max(wait, 100*time.Millisecond))
+	defer cancel()
+	if snap.IsLeader() && (snap.Necessary || !snap.Sharded()) && e.cfg.Resharder != nil {
+		if snap.Necessary || !snap.Sharded() {
+			if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
+				return nil, fmt.Errorf("resharding as leader: %w", err)
+			}
+		}
+	}
+	got, err := e.reg.Wait(ctx, job, ready)
+	if err != nil {
+		leader := "none"
+		if got != nil && got.Leader != "" {
+			leader = got.Leader
+		}
+		return nil, fmt.Errorf("waited %s for the leader (%s) to reshard: %w", wait.Round(time.Millisecond), leader, err)
+	}
+	return got, nil
+}
+
+// startItem runs item unless it is still in flight here: then a scheduled fire becomes a misfire (one
+// catch-up follows) and a manual trigger is queued to run right after.
+func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item int) {
+	key := itemKey{req.job, item}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	if r, busy := e.running[key]; busy {
+		switch {
+		case req.source == ejserver.SourceManual:
+			r.triggers = append(r.triggers, req)
+			e.mu.Unlock()
+			e.log.Info("manual trigger queued behind the running item", "job", req.job, "item", item)
+		case snap.Config.Misfire:
+			first := r.misfireAt.IsZero()
+			r.misfireAt = req.scheduledAt
+			e.jobStatus(req.job).Misfires++
+			e.mu.Unlock()
+			e.cfg.Observer.Misfired(req.job)
+			if first {
+				if err := e.reg.SetMisfire(req.job, item); err != nil {
+					e.log.Warn("could not record a misfire", "job", req.job, "item", item, "err", err)
+				}
+			}
+			e.log.Info("item still running: misfire recorded, one catch-up will follow", "job", req.job, "item", item)
+		default:
+			e.jobStatus(req.job).SkippedRuns++
+			e.mu.Unlock()
+			e.cfg.Observer.Skipped(req.job, "item still running (misfire off)")
+			e.log.Info("item still running and misfire is off: fire skipped", "job", req.job, "item", item)
+		}
+		return
+	}
+	e.running[key] = &itemRun{}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.wg.Done()
+		e.runItem(snap, req, item, "", -2)
+	}()
+}
+
+// runItem runs one item: executionID and runningVersion are given for a failover run (already claimed),
+// otherwise a new execution begins here (runningVersion -2).
+func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int, executionID string, runningVersion int32) {
+	defer e.finishItem(req.job, item)
+	cfg := snap.Config
+	param := cfg.JobParameter
+	if req.param != nil {
+		param = *req.param
+	}
+	if executionID == "" {
+		executionID = ejserver.NewExecutionID()
+	}
+	if runningVersion == -2 {
+		runningVersion = -1
+		if cfg.MonitorExecution {
+			ok := e.begin(snap, req, item, executionID, param)
+			if !ok {
+				return
+			}
+			runningVersion = 0 // created by us
+		}
+	}
+	params, _ := ejserver.ParseShardingItemParameters(cfg.ShardingItemParameters, cfg.ShardingTotalCount)
+	started := e.clk.Now()
+	rec := ejserver.Execution{
+		ID: executionID, JobName: req.job, TaskID: req.taskID, ShardingItem: item,
+		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,
+		IP: e.me.ServerIP, Hostname: e.me.Hostname, ScheduledAt: req.scheduledAt, StartedAt: started,
+	}
+	e.cfg.Recorder.Enqueue(rec)
+	var deadline time.Time
+	if e.cfg.NextFire != nil && req.source != ejserver.SourceManual {
+		deadline = e.cfg.NextFire(req.job)
+	}
+	res := e.cfg.Sender.Deliver(e.ctxFor(req.job), webhook.Delivery{
+		Payload: webhook.Payload{
+			JobName: req.job, TaskID: req.taskID, ExecutionID: executionID, ShardingItem: item,
+			ShardingParameter: params[item], ShardingTotalCount: cfg.ShardingTotalCount, JobParameter: param,
+			Source: req.source, ScheduledAt: req.scheduledAt, InstanceID: e.me.InstanceID,
+		},
+		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
+		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
+	})
+	done := e.clk.Now()
+	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
+	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent
+	e.cfg.Recorder.Enqueue(rec)
+	if cfg.MonitorExecution || req.source == ejserver.SourceFailover {
+		err := e.reg.EndItem(req.job, item, runningVersion, cluster.Completed{
+			ExecutionID: executionID, InstanceID: e.me.InstanceID, Source: req.source, Success: res.Success,
+			StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done, Permanent: res.Permanent,
+		}, req.source == ejserver.SourceFailover)
+		if err != nil {
+			e.log.Warn("could not record the item's end in the registry", "job", req.job, "item", item, "execution_id", executionID, "err", err)
+		}
+	}
+	lateness := started.Sub(req.scheduledAt)
+	e.cfg.Observer.ItemDone(req.job, req.source, res.Success, lateness, res.Duration)
+	status := "success"
+	level := slog.LevelInfo
+	if !res.Success {
+		status, level = "failure", slog.LevelWarn
+	}
+	attrs := []any{"job", req.job, "item", item, "execution_id", executionID, "status", status,
+		"http_status", res.StatusCode, "attempts", res.Attempts, "duration_ms", res.Duration.Milliseconds(), "source", string(req.source)}
+	if !res.Success {
+		attrs = append(attrs, "cause", res.FailureCause)
+	}
+	if res.Permanent {
+		attrs = append(attrs, "permanent", true)
+	}
+	e.log.Log(context.Background(), level, "item "+status, attrs...)
+}
+
+// begin creates the item's running node, fenced by ownership; it reports whether the item may run.
+func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) bool {
+	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: executionID, TaskID: req.taskID,
+		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param}
+	version := snap.Item(item).OwnerVersion
+	for attempt := 0; attempt < 2; attempt++ {
+		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover)
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, cluster.ErrNotOwner):
+			// our view may lag a resharding by a moment: let the registry settle and look again
+			ctx, cancel := context.WithTimeout(e.soft, time.Second)
+			fresh, werr := e.reg.Wait(ctx, req.job, func(s *cluster.JobSnapshot) bool { return s.Settled })
+			cancel()
+			if werr != nil || fresh == nil || !slices.Contains(fresh.MyItems(), item) || fresh.Item(item).OwnerVersion == version {
+				e.log.Info("item is no longer this peer's: not run", "job", req.job, "item", item)
+				return false
+			}
+			version = fresh.Item(item).OwnerVersion
+		case errors.Is(err, cluster.ErrItemRunning):
+			cur, v, ok, rerr := e.reg.ReadRunning(req.job, item)
+			if rerr != nil {
+				e.log.Warn("could not read a running item", "job", req.job, "item", item, "err", rerr)
+				return false
+			}
+			stale := ok && (cur.InstanceID == e.me.InstanceID || !e.online(req.job, cur.InstanceID))
+			if !ok || stale {
+				// left by this instance id before (not in flight here), or by a peer that is gone
+				if stale {
+					e.log.Warn("clearing a stale running node", "job", req.job, "item", item, "instance", cur.InstanceID)
+					if err := e.reg.ClearStaleRunning(req.job, item, v); err != nil {
+						return false
+					}
+				}
+				continue
+			}
+			if snap.Config.Misfire && req.source != ejserver.SourceManual {
+				_ = e.reg.SetMisfire(req.job, item)
+			}
+			e.log.Info("item is running on another instance: not run", "job", req.job, "item", item, "instance", cur.InstanceID)
+			return false
+		default:
+			e.log.Warn("could not record the item as running: not run", "job", req.job, "item", item, "err", err)
+			return false
+		}
+	}
+	return false
+}
+
+func (e *Executor) online(job, instance string) bool {
+	snap := e.reg.Job(job)
+	return snap != nil && snap.Online(instance)
+}
+
+// finishItem ends an item's run here and starts what waited for it: one misfire catch-up, or the next
+// queued manual trigger.
+func (e *Executor) finishItem(job string, item int) {
+	key := itemKey{job, item}
+	e.mu.Lock()
+	r := e.running[key]
+	delete(e.running, key)
+	closed := e.closed
+	e.mu.Unlock()
+	if r == nil || closed {
+		return
+	}
+	snap := e.reg.Job(job)
+	if snap == nil {
+		return
+	}
+	if !r.misfireAt.IsZero() {
+		if err := e.reg.ClearMisfire(job, item); err != nil {
+			e.log.Warn("could not clear a misfire", "job", job, "item", item, "err", err)
+		}
+		if snap.Config.Misfire && !snap.Necessary && slices.Contains(snap.MyItems(), item) && !snap.Config.Disabled {
+			req := fireRequest{job: job, scheduledAt: r.misfireAt, source: ejserver.SourceMisfire,
+				taskID: ejserver.TaskID(job, []int{item}, false, e.me.InstanceID)}
+			e.startFollowUp(snap, req, item, r.triggers)
+			return
+		}
+	}
+	if len(r.triggers) > 0 {
+		next := r.triggers[0]
+		next.taskID = ejserver.TaskID(job, []int{item}, false, e.me.InstanceID)
+		e.startFollowUp(snap, next, item, r.triggers[1:])
+	}
+}
+
+// startFollowUp runs item again at once, carrying the triggers still queued.
+func (e *Executor) startFollowUp(snap *cluster.JobSnapshot, req fireRequest, item int, queued []fireRequest) {
+	if !e.reg.Lease() {
+		e.log.Info("follow-up run dropped: ZooKeeper session in doubt", "job", req.job, "item", item, "source", string(req.source))
+		return
+	}
+	key := itemKey{req.job, item}
+	e.mu.Lock()
+	if _, busy := e.running[key]; busy || e.closed {
+		if busy {
+			e.running[key].triggers = append(e.running[key].triggers, queued...)
+		}
+		e.mu.Unlock()
+		return
+	}
+	e.running[key] = &itemRun{triggers: queued}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.wg.Done()
+		e.runItem(snap, req, item, "", -2)
+	}()
+}
+
+// ctxFor returns the context of a job's requests: cancelled by CancelJob or at the end of a drain.
+func (e *Executor) ctxFor(job string) context.Context {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	jc, ok := e.jobCtx[job]
+	if !ok {
+		ctx, cancel := context.WithCancel(e.hard)
+		jc = jobContext{ctx, cancel}
+		e.jobCtx[job] = jc
+	}
+	return jc.ctx
+}

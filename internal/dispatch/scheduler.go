@@ -1,0 +1,216 @@
+package dispatch
+
+import (
+	"container/heap"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
+// Schedule computes fire times (cronexpr.Schedule and robfig/cron's cron.Schedule satisfy it).
+type Schedule interface {
+	Next(t time.Time) time.Time
+}
+
+// FireFunc is called by the scheduler for each due fire; it must return quickly (hand the fire off).
+// missed counts the scheduled times that passed without a fire (the peer was frozen or overloaded);
+// they collapse into this one.
+type FireFunc func(job string, scheduledAt time.Time, missed int)
+
+// Scheduler is the one timer loop for all jobs: a min-heap of next fire times, so a fire costs O(log n)
+// and nothing scans or sorts every job. It fires each due job once per scheduled time; times that passed
+// while the peer could not fire (frozen, overloaded) collapse into one fire.
+type Scheduler struct {
+	clk  clock.Clock
+	log  *slog.Logger
+	fire FireFunc
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	h       entryHeap
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	started bool
+	stopped bool
+}
+
+type entry struct {
+	job   string
+	sched Schedule
+	next  time.Time
+	index int
+}
+
+// NewScheduler returns a stopped scheduler that calls fire.
+func NewScheduler(clk clock.Clock, log *slog.Logger, fire FireFunc) *Scheduler {
+	return &Scheduler{
+		clk: clk, log: log, fire: fire, entries: map[string]*entry{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// Set schedules job with sched from now on, replacing any earlier schedule. A nil schedule, or one with
+// no future fire, unschedules it.
+func (s *Scheduler) Set(job string, sched Schedule) {
+	var next time.Time
+	if sched != nil {
+		next = sched.Next(s.clk.Now())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[job]; e != nil {
+		heap.Remove(&s.h, e.index)
+		delete(s.entries, job)
+	}
+	if next.IsZero() {
+		return
+	}
+	e := &entry{job: job, sched: sched, next: next}
+	s.entries[job] = e
+	heap.Push(&s.h, e)
+	s.signal()
+}
+
+// Remove unschedules job at once.
+func (s *Scheduler) Remove(job string) { s.Set(job, nil) }
+
+// Next returns the job's next fire time, or zero when it is not scheduled.
+func (s *Scheduler) Next(job string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[job]; e != nil {
+		return e.next
+	}
+	return time.Time{}
+}
+
+// Len is the number of scheduled jobs.
+func (s *Scheduler) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.entries)
+}
+
+func (s *Scheduler) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the loop until Stop.
+func (s *Scheduler) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.stopped {
+		return
+	}
+	s.started = true
+	go s.loop()
+}
+
+// Stop ends the loop and waits for it; no fire starts afterwards. Safe twice and before Start.
+func (s *Scheduler) Stop() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		if s.started {
+			<-s.done
+		}
+		return
+	}
+	s.stopped = true
+	started := s.started
+	s.mu.Unlock()
+	close(s.stop)
+	if started {
+		<-s.done
+	}
+}
+
+func (s *Scheduler) loop() {
+	defer close(s.done)
+	timer := s.clk.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := s.clk.Now()
+		var due []fireCall
+		s.mu.Lock()
+		for len(s.h) > 0 && !s.h[0].next.After(now) {
+			e := s.h[0]
+			at, missed := e.next, 0
+			next := e.sched.Next(at)
+			// collapse the times that passed while we could not fire
+			for !next.IsZero() && !next.After(now) {
+				at, missed = next, missed+1
+				next = e.sched.Next(next)
+			}
+			due = append(due, fireCall{e.job, at, missed})
+			if next.IsZero() {
+				heap.Pop(&s.h)
+				delete(s.entries, e.job)
+				continue
+			}
+			e.next = next
+			heap.Fix(&s.h, 0)
+		}
+		wait := time.Hour
+		if len(s.h) > 0 {
+			wait = s.h[0].next.Sub(now)
+		}
+		s.mu.Unlock()
+		for _, f := range due {
+			if f.missed > 0 {
+				s.log.Warn("fires were missed while the peer could not fire; firing once", "job", f.job, "missed", f.missed)
+			}
+			s.fire(f.job, f.at, f.missed)
+		}
+		if len(due) > 0 {
+			continue // fires may have taken a moment: look at the clock again
+		}
+		timer.Reset(wait)
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+			timer.Stop()
+		case <-timer.C():
+		}
+	}
+}
+
+type fireCall struct {
+	job    string
+	at     time.Time
+	missed int
+}
+
+type entryHeap []*entry
+
+func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Less(i, j int) bool {
+	if h[i].next.Equal(h[j].next) {
+		return h[i].job < h[j].job
+	}
+	return h[i].next.Before(h[j].next)
+}
+func (h entryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *entryHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}

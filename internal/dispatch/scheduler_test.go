@@ -1,0 +1,134 @@
+package dispatch
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
+// every fires on multiples of d.
+type every time.Duration
+
+func (e every) Next(t time.Time) time.Time {
+	d := time.Duration(e)
+	return t.Truncate(d).Add(d)
+}
+
+type never struct{}
+
+func (never) Next(time.Time) time.Time { return time.Time{} }
+
+type fireLog struct {
+	mu    sync.Mutex
+	fires []string
+	ch    chan struct{}
+}
+
+func (f *fireLog) fire(job string, at time.Time, missed int) {
+	f.mu.Lock()
+	f.fires = append(f.fires, fmt.Sprintf("%s@%d/%d", job, at.Unix(), missed))
+	f.mu.Unlock()
+	f.ch <- struct{}{}
+}
+
+func (f *fireLog) wait(t *testing.T, n int) []string {
+	t.Helper()
+	for range n {
+		select {
+		case <-f.ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("waited for %d fires; have %v", n, f.fires)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.fires
+	f.fires = nil
+	return out
+}
+
+func newTestScheduler(t *testing.T) (*Scheduler, *clock.Fake, *fireLog) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	log := &fireLog{ch: make(chan struct{}, 100)}
+	s := NewScheduler(clk, slog.New(slog.NewTextHandler(io.Discard, nil)), log.fire)
+	t.Cleanup(s.Stop)
+	return s, clk, log
+}
+
+// advance moves the fake clock once the scheduler loop is waiting on its timer.
+func advance(t *testing.T, clk *clock.Fake, d time.Duration) {
+	t.Helper()
+	clk.Advance(d)
+}
+
+func TestSchedulerFiresDueJobsInOrder(t *testing.T) {
+	s, clk, log := newTestScheduler(t)
+	created := clk.TimerCreated()
+	s.Start()
+	<-created
+	s.Set("b", every(10*time.Second))
+	s.Set("a", every(5*time.Second))
+	if got := s.Next("a"); !got.Equal(time.Unix(1005, 0)) {
+		t.Fatalf("next of a = %v", got)
+	}
+	advance(t, clk, 5*time.Second)
+	if got := log.wait(t, 1); got[0] != "a@1005/0" {
+		t.Fatalf("fires %v", got)
+	}
+	advance(t, clk, 5*time.Second)
+	got := log.wait(t, 2)
+	if got[0] != "a@1010/0" || got[1] != "b@1010/0" {
+		t.Fatalf("fires %v", got)
+	}
+	if s.Len() != 2 {
+		t.Fatalf("len %d", s.Len())
+	}
+}
+
+func TestSchedulerCollapsesMissedFires(t *testing.T) {
+	s, clk, log := newTestScheduler(t)
+	created := clk.TimerCreated()
+	s.Start()
+	<-created
+	s.Set("a", every(time.Second))
+	// the peer was frozen for 10.5 s: one fire, for the latest scheduled time, counting 9 missed
+	advance(t, clk, 10500*time.Millisecond)
+	if got := log.wait(t, 1); got[0] != "a@1010/9" {
+		t.Fatalf("fires %v", got)
+	}
+	if next := s.Next("a"); !next.Equal(time.Unix(1011, 0)) {
+		t.Fatalf("next %v", next)
+	}
+}
+
+func TestSchedulerRemoveAndReschedule(t *testing.T) {
+	s, clk, log := newTestScheduler(t)
+	created := clk.TimerCreated()
+	s.Start()
+	<-created
+	s.Set("a", every(5*time.Second))
+	s.Set("gone", every(time.Second))
+	s.Remove("gone")
+	s.Set("never", never{})
+	if s.Len() != 1 || !s.Next("gone").IsZero() || !s.Next("never").IsZero() {
+		t.Fatalf("len %d", s.Len())
+	}
+	s.Set("a", every(2*time.Second)) // a changed cron takes effect at once
+	advance(t, clk, 2*time.Second)
+	if got := log.wait(t, 1); got[0] != "a@1002/0" {
+		t.Fatalf("fires %v", got)
+	}
+}
+
+func TestSchedulerStopIsSafe(t *testing.T) {
+	s, _, _ := newTestScheduler(t)
+	s.Stop() // before Start
+	s.Start()
+	s.Stop()
+	s.Stop()
+}
