@@ -1,0 +1,380 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
+)
+
+// Registry is what the coordinator needs from the ZooKeeper registry (cluster.Registry satisfies it).
+type Registry interface {
+	Job(name string) *cluster.JobSnapshot
+	Jobs() []string
+	IsLeader(job string) bool
+	OnEvent(fn func(cluster.Event))
+	SetNecessary(job string) error
+	BeginResharding(job string) error
+	CommitSharding(job string, owners []string) error
+	RunningItems(job string, n int) (map[int]cluster.Running, error)
+	WaitGone(ctx context.Context, paths []string) error
+	DeleteServer(job, ip string) error
+	Paths() cluster.Paths
+}
+
+// Observer counts reshardings for metrics.
+type Observer interface {
+	Resharded(job string, items int, took time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Resharded(string, int, time.Duration) {}
+
+// CoordinatorConfig configures a Coordinator.
+type CoordinatorConfig struct {
+	Registry Registry
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	Observer Observer
+	// ServerGC: a servers/{ip} node that is ENABLED (or empty) and has had no online instance for this long is
+	// removed by the job's leader at reconcile (default 1 h; 0 keeps them forever). DISABLED nodes are kept:
+	// they record an operator's decision.
+	ServerGC time.Duration
+	// ReconcileTick is how often the reconcile loop looks at the jobs this peer leads (default 1 min); each
+	// job is reconciled every reconcileIntervalMinutes.
+	ReconcileTick time.Duration
+}
+
+// Coordinator is the leader's side of elastic sharding: it flags resharding when the cluster changes, runs
+// ElasticJob's resharding protocol at the next fire, and reconciles (ElasticJob's self-repair).
+type Coordinator struct {
+	cfg CoordinatorConfig
+	reg Registry
+	log *slog.Logger
+	clk clock.Clock
+
+	flags  chan string // jobs whose necessary flag the leader must set
+	mu     sync.Mutex
+	queued map[string]bool
+	// inflight single-flights Reshard per job
+	inflight map[string]*reshardCall
+	// lastReconcile and offlineSince are leader memory; a new leader starts afresh.
+	lastReconcile map[string]time.Time
+	offlineSince  map[string]time.Time // job + "\x00" + ip
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+	run  bool
+}
+
+type reshardCall struct {
+	done chan struct{}
+	err  error
+}
+
+// NewCoordinator returns a coordinator; Start subscribes it to the registry.
+func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.ReconcileTick <= 0 {
+		cfg.ReconcileTick = time.Minute
+	}
+	return &Coordinator{
+		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock,
+		flags: make(chan string, 1), queued: map[string]bool{}, inflight: map[string]*reshardCall{},
+		lastReconcile: map[string]time.Time{}, offlineSince: map[string]time.Time{}, stop: make(chan struct{}),
+	}
+}
+
+// Start subscribes to registry events and starts the flag and reconcile loops.
+func (c *Coordinator) Start(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.run {
+		return nil
+	}
+	c.run = true
+	c.reg.OnEvent(c.onEvent)
+	c.wg.Add(2)
+	go c.flagLoop()
+	go c.reconcileLoop()
+	return nil
+}
+
+// Stop ends the loops and waits for them. Safe twice and before Start.
+func (c *Coordinator) Stop() {
+	c.once.Do(func() { close(c.stop) })
+	c.wg.Wait()
+}
+
+// onEvent runs on registry workers: it only queues work.
+func (c *Coordinator) onEvent(ev cluster.Event) {
+	switch ev.Kind {
+	case cluster.InstancesChanged, cluster.ServersChanged:
+		c.queueFlag(ev.Job)
+	case cluster.LeaderChanged:
+		if snap := c.reg.Job(ev.Job); snap != nil && snap.IsLeader() {
+			c.queueFlag(ev.Job) // a new leader reshards before its first fire
+		}
+	case cluster.JobUpdated:
+		snap := c.reg.Job(ev.Job)
+		if snap == nil || ev.PrevConfig == nil {
+			return
+		}
+		if ev.PrevConfig.ShardingTotalCount != snap.Config.ShardingTotalCount ||
+			ev.PrevConfig.JobShardingStrategyType != snap.Config.JobShardingStrategyType {
+			c.queueFlag(ev.Job)
+		}
+	}
+}
+
+func (c *Coordinator) queueFlag(job string) {
+	c.mu.Lock()
+	c.queued[job] = true
+	c.mu.Unlock()
+	select {
+	case c.flags <- job:
+	default:
+	}
+}
+
+// flagLoop sets leader/sharding/necessary for the jobs this peer leads whose cluster changed.
+func (c *Coordinator) flagLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.flags:
+		}
+		c.mu.Lock()
+		jobs := slices.Collect(maps.Keys(c.queued))
+		clear(c.queued)
+		c.mu.Unlock()
+		for _, job := range jobs {
+			if !c.reg.IsLeader(job) {
+				continue
+			}
+			snap := c.reg.Job(job)
+			if snap == nil || snap.Necessary {
+				continue
+			}
+			if err := c.reg.SetNecessary(job); err != nil {
+				c.log.Warn("could not flag resharding", "job", job, "err", err)
+				c.queueFlag(job)
+				if !clock.Sleep(c.clk, time.Second, c.stop) {
+					return
+				}
+				continue
+			}
+			c.log.Info("resharding flagged: the cluster changed", "job", job)
+		}
+	}
+}
+
+// Reshard runs ElasticJob's resharding protocol for job as its leader: wait until no item runs, create
+// the ephemeral processing node, compute the assignment and commit it with necessary's deletion. Concurrent
+// calls for one job share one run.
+func (c *Coordinator) Reshard(ctx context.Context, job string) error {
+	c.mu.Lock()
+	if call := c.inflight[job]; call != nil {
+		c.mu.Unlock()
+		select {
+		case <-call.done:
+			return call.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	call := &reshardCall{done: make(chan struct{})}
+	c.inflight[job] = call
+	c.mu.Unlock()
+	call.err = c.reshard(ctx, job)
+	c.mu.Lock()
+	delete(c.inflight, job)
+	c.mu.Unlock()
+	close(call.done)
+	return call.err
+}
+
+func (c *Coordinator) reshard(ctx context.Context, job string) error {
+	start := c.clk.Now()
+	snap := c.reg.Job(job)
+	if snap == nil {
+		return fmt.Errorf("job %q is gone", job)
+	}
+	if !c.reg.IsLeader(job) {
+		return cluster.ErrNotLeader
+	}
+	total := snap.Config.ShardingTotalCount
+	// nothing is resharded while items run: wait for every running node to go
+	running, err := c.reg.RunningItems(job, max(total, len(snap.Items)))
+	if err != nil {
+		return err
+	}
+	if len(running) > 0 {
+		var paths []string
+		for i := range running {
+			paths = append(paths, c.reg.Paths().ItemNode(job, i, cluster.NodeRunning))
+		}
+		c.log.Info("resharding waits for running items", "job", job, "running", len(running))
+		if err := c.reg.WaitGone(ctx, paths); err != nil {
+			return fmt.Errorf("items still running: %w", err)
+		}
+		snap = c.reg.Job(job)
+		if snap == nil {
+			return fmt.Errorf("job %q is gone", job)
+		}
+		total = snap.Config.ShardingTotalCount
+	}
+	var candidates []Instance
+	for id, ip := range snap.Instances {
+		if !snap.ServerDisabled(ip) {
+			candidates = append(candidates, Instance{ID: id, ServerIP: ip})
+		}
+	}
+	if len(candidates) == 0 {
+		return fmt.Errorf("no available instance: every server of the job is disabled or offline")
+	}
+	Sort(candidates)
+	strategy, err := StrategyFor(snap.Config.JobShardingStrategyType)
+	if err != nil {
+		return err
+	}
+	owners := make([]string, total)
+	for id, items := range strategy(candidates, job, total) {
+		for _, i := range items {
+			owners[i] = id
+		}
+	}
+	if err := c.reg.BeginResharding(job); err != nil {
+		return fmt.Errorf("create processing: %w", err)
+	}
+	if err := c.reg.CommitSharding(job, owners); err != nil {
+		return err
+	}
+	took := c.clk.Since(start)
+	c.cfg.Observer.Resharded(job, total, took)
+	c.log.Info("resharded", "job", job, "items", total, "instances", len(candidates), "took_ms", took.Milliseconds())
+	// an instance that joined or left while we computed must not be forgotten
+	if now := c.reg.Job(job); now != nil && !sameInstances(now, candidates) {
+		c.queueFlag(job)
+	}
+	return nil
+}
+
+func sameInstances(snap *cluster.JobSnapshot, used []Instance) bool {
+	var avail []string
+	for id, ip := range snap.Instances {
+		if !snap.ServerDisabled(ip) {
+			avail = append(avail, id)
+		}
+	}
+	if len(avail) != len(used) {
+		return false
+	}
+	for _, in := range used {
+		if !slices.Contains(avail, in.ID) {
+			return false
+		}
+	}
+	return true
+}
+
+// reconcileLoop is ElasticJob's self-repair, done by one loop for every job this peer leads: every
+// reconcileIntervalMinutes a job whose item belongs to an offline instance is flagged for resharding, and
+// servers/{ip} nodes of IPs that have been offline for ServerGC are removed.
+func (c *Coordinator) reconcileLoop() {
+	defer c.wg.Done()
+	for {
+		if !clock.Sleep(c.clk, c.cfg.ReconcileTick, c.stop) {
+			return
+		}
+		c.ReconcileOnce()
+	}
+}
+
+// ReconcileOnce runs one reconcile pass over the jobs this peer leads.
+func (c *Coordinator) ReconcileOnce() {
+	now := c.clk.Now()
+	for _, job := range c.reg.Jobs() {
+		snap := c.reg.Job(job)
+		if snap == nil || !c.reg.IsLeader(job) {
+			continue
+		}
+		interval := time.Duration(snap.Config.ReconcileIntervalMinutes) * time.Minute
+		c.mu.Lock()
+		last := c.lastReconcile[job]
+		due := interval > 0 && now.Sub(last) >= interval
+		if due {
+			c.lastReconcile[job] = now
+		}
+		c.mu.Unlock()
+		if due && !snap.Necessary && c.ownerOffline(snap) {
+			c.log.Info("reconcile: an item belongs to an offline instance; resharding flagged", "job", job)
+			c.queueFlag(job)
+		}
+		c.collectServers(snap, now)
+	}
+}
+
+func (c *Coordinator) ownerOffline(snap *cluster.JobSnapshot) bool {
+	for i := range snap.Config.ShardingTotalCount {
+		it := snap.Item(i)
+		if !it.Exists || it.Owner == "" || !snap.Online(it.Owner) {
+			return true
+		}
+	}
+	return false
+}
+
+// collectServers removes servers/{ip} nodes whose IP has had no online instance for ServerGC.
+func (c *Coordinator) collectServers(snap *cluster.JobSnapshot, now time.Time) {
+	if c.cfg.ServerGC <= 0 {
+		return
+	}
+	online := map[string]bool{}
+	for _, ip := range snap.Instances {
+		online[ip] = true
+	}
+	for ip, state := range snap.Servers {
+		key := snap.Name + "\x00" + ip
+		if online[ip] || state == cluster.ServerDisabled {
+			c.mu.Lock()
+			delete(c.offlineSince, key)
+			c.mu.Unlock()
+			continue
+		}
+		c.mu.Lock()
+		since, seen := c.offlineSince[key]
+		if !seen {
+			c.offlineSince[key] = now
+		}
+		c.mu.Unlock()
+		if seen && now.Sub(since) >= c.cfg.ServerGC {
+			if err := c.reg.DeleteServer(snap.Name, ip); err != nil {
+				c.log.Warn("could not remove an offline server node", "job", snap.Name, "ip", ip, "err", err)
+				continue
+			}
+			c.mu.Lock()
+			delete(c.offlineSince, key)
+			c.mu.Unlock()
+			c.log.Info("removed the node of a server offline for longer than the server GC age", "job", snap.Name, "ip", ip, "offline_since", since)
+		}
+	}
+}
