@@ -1,0 +1,249 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
+)
+
+// Registry is what failover needs from the ZooKeeper registry (cluster.Registry satisfies it).
+type Registry interface {
+	Job(name string) *cluster.JobSnapshot
+	IsLeader(job string) bool
+	Lease() bool
+	OnEvent(fn func(cluster.Event))
+	RunningItems(job string, n int) (map[int]cluster.Running, error)
+	AddFailoverItems(job string, items []int) error
+	ClearFailoverItems(job string, n int) error
+	ClaimFailover(job string, item int) (cluster.Running, int32, error)
+}
+
+// Runner re-runs a claimed item (dispatch.Executor satisfies it).
+type Runner interface {
+	RunFailover(job string, item int, run cluster.Running, runningVersion int32)
+}
+
+// Observer counts failovers for metrics.
+type Observer interface {
+	FailedOver(job string, items int)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) FailedOver(string, int) {}
+
+// ManagerConfig configures a Manager.
+type ManagerConfig struct {
+	Registry Registry
+	Runner   Runner
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	Observer Observer
+}
+
+// Manager detects orphaned items (as a job's leader) and claims failover items (as any peer).
+type Manager struct {
+	cfg ManagerConfig
+	reg Registry
+	log *slog.Logger
+	clk clock.Clock
+
+	mu      sync.Mutex
+	detect  map[string]bool // jobs whose running items the leader must scan
+	claim   map[string]bool // jobs with failover items to claim
+	clear   map[string]bool // jobs whose failover was switched off
+	wake    chan struct{}
+	stop    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+	started bool
+}
+
+// NewManager returns a manager; Start subscribes it to the registry.
+func NewManager(cfg ManagerConfig) *Manager {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	return &Manager{cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock,
+		detect: map[string]bool{}, claim: map[string]bool{}, clear: map[string]bool{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// Start subscribes to registry events and starts the manager's loop.
+func (m *Manager) Start(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return nil
+	}
+	m.started = true
+	m.reg.OnEvent(m.onEvent)
+	m.wg.Add(1)
+	go m.loop()
+	return nil
+}
+
+// Stop ends the loop and waits for it. Safe twice and before Start.
+func (m *Manager) Stop() {
+	m.once.Do(func() { close(m.stop) })
+	m.wg.Wait()
+}
+
+// onEvent runs on registry workers: it only queues work.
+func (m *Manager) onEvent(ev cluster.Event) {
+	snap := m.reg.Job(ev.Job)
+	if snap == nil {
+		return
+	}
+	switch ev.Kind {
+	case cluster.InstancesChanged:
+		if len(ev.Removed) > 0 && snap.Config.Failover {
+			m.queue(m.detect, ev.Job)
+		}
+	case cluster.LeaderChanged:
+		// a new leader looks for orphans the old one (perhaps dead with the others) left
+		if snap.IsLeader() && snap.Config.Failover {
+			m.queue(m.detect, ev.Job)
+		}
+	case cluster.FailoverItemsChanged, cluster.JobAdded:
+		if len(snap.FailoverItems) > 0 && snap.Config.Failover {
+			m.queue(m.claim, ev.Job)
+		}
+	case cluster.JobUpdated:
+		if ev.PrevConfig != nil && ev.PrevConfig.Failover && !snap.Config.Failover {
+			m.queue(m.clear, ev.Job)
+		}
+	}
+}
+
+func (m *Manager) queue(set map[string]bool, job string) {
+	m.mu.Lock()
+	set[job] = true
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) take(set map[string]bool) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	jobs := slices.Sorted(maps.Keys(set))
+	clear(set)
+	return jobs
+}
+
+func (m *Manager) loop() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.wake:
+		}
+		retry := false
+		for _, job := range m.take(m.clear) {
+			if err := m.clearJob(job); err != nil {
+				m.log.Warn("could not clear failover state", "job", job, "err", err)
+				m.queue(m.clear, job)
+				retry = true
+			}
+		}
+		for _, job := range m.take(m.detect) {
+			if err := m.detectJob(job); err != nil {
+				m.log.Warn("could not look for orphaned items", "job", job, "err", err)
+				m.queue(m.detect, job)
+				retry = true
+			}
+		}
+		for _, job := range m.take(m.claim) {
+			if err := m.claimJob(job); err != nil {
+				m.log.Warn("could not claim failover items", "job", job, "err", err)
+				m.queue(m.claim, job)
+				retry = true
+			}
+		}
+		if retry && !clock.Sleep(m.clk, 500*time.Millisecond, m.stop) {
+			return
+		}
+	}
+}
+
+// detectJob (leader only) queues every item whose running node names an instance that is not online.
+func (m *Manager) detectJob(job string) error {
+	snap := m.reg.Job(job)
+	if snap == nil || !snap.Config.Failover || !m.reg.IsLeader(job) {
+		return nil
+	}
+	running, err := m.reg.RunningItems(job, max(snap.Config.ShardingTotalCount, len(snap.Items)))
+	if err != nil {
+		return err
+	}
+	var orphans []int
+	for i, run := range running {
+		if run.InstanceID != "" && !snap.Online(run.InstanceID) && !slices.Contains(snap.FailoverItems, i) {
+			orphans = append(orphans, i)
+		}
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	slices.Sort(orphans)
+	if err := m.reg.AddFailoverItems(job, orphans); err != nil {
+		if errors.Is(err, cluster.ErrNotLeader) {
+			return nil
+		}
+		return err
+	}
+	m.log.Info("items of a vanished instance queued for failover", "job", job, "items", orphans)
+	return nil
+}
+
+// claimJob claims the job's failover items one at a time and hands each to the runner. Items queued
+// meanwhile change leader/failover/items, whose event queues the job again.
+func (m *Manager) claimJob(job string) error {
+	snap := m.reg.Job(job)
+	if snap == nil || !snap.Config.Failover || len(snap.FailoverItems) == 0 {
+		return nil
+	}
+	if !snap.Registered || snap.ServerDisabled(snap.MyIP) || snap.Config.Disabled || !m.reg.Lease() {
+		return nil // not eligible: another peer takes them
+	}
+	for _, item := range snap.FailoverItems {
+		run, version, err := m.reg.ClaimFailover(job, item)
+		if errors.Is(err, cluster.ErrNothingToClaim) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		m.cfg.Observer.FailedOver(job, 1)
+		m.log.Info("took over an item of a vanished instance", "job", job, "item", item,
+			"execution_id", run.ExecutionID, "from", run.InstanceID)
+		m.cfg.Runner.RunFailover(job, item, run, version)
+	}
+	return nil
+}
+
+// clearJob removes pending failover state of a job whose failover was switched off.
+func (m *Manager) clearJob(job string) error {
+	snap := m.reg.Job(job)
+	if snap == nil || snap.Config.Failover || !m.reg.IsLeader(job) {
+		return nil
+	}
+	return m.reg.ClearFailoverItems(job, max(snap.Config.ShardingTotalCount, len(snap.Items)))
+}
