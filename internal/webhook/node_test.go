@@ -1,0 +1,127 @@
+package webhook
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver"
+)
+
+// nodeExample is the Node receiver of examples/webhooks/node, which verifies with the official
+// "standardwebhooks" npm package.
+var nodeExample = filepath.Join("..", "..", "examples", "webhooks", "node")
+
+// startNodeReceiver runs the Node example with secret and returns its base URL. It fails (never skips) when
+// node or the example's modules are missing.
+func startNodeReceiver(t *testing.T, secret string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: `make test` installs it and the example's modules (npm ci in %s)", nodeExample)
+	}
+	if _, err := os.Stat(filepath.Join(nodeExample, "node_modules", "standardwebhooks", "package.json")); err != nil {
+		t.Fatalf("the Node example's modules are missing: `make test` installs them (or run `npm ci` in %s)", nodeExample)
+	}
+	cmd := exec.Command(node, "server.js")
+	cmd.Dir = nodeExample
+	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret, "HOST=127.0.0.1", "PORT=0")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan string, 1)
+	drained := make(chan struct{})
+	var lines []string
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if len(lines) == 0 {
+				first <- sc.Text()
+			}
+			lines = append(lines, sc.Text())
+		}
+		close(first)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // the process this test started, by its handle
+		<-drained
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("node receiver output:\n%s", strings.Join(lines, "\n"))
+		}
+	})
+	guard := SystemClock().NewTimer(20 * time.Second)
+	defer guard.Stop()
+	select {
+	case line, ok := <-first:
+		base, found := strings.CutPrefix(line, "listening on ")
+		if !ok || !found {
+			t.Fatalf("the node receiver did not start: first line %q", line)
+		}
+		return base
+	case <-guard.C():
+		t.Fatal("the node receiver did not say it was listening within 20s")
+	}
+	return ""
+}
+
+// TestNodeReceiverVerifiesTheSender: the official Standard Webhooks library (JavaScript) verifies what the
+// Sender signs, including the old secret's signature during a rotation, and rejects a wrong secret.
+func TestNodeReceiverVerifiesTheSender(t *testing.T) {
+	nodeSecret := GenerateSecret()
+	base := startNodeReceiver(t, nodeSecret)
+	s := New(Config{}) // the real clock: the library checks webhook-timestamp against its own
+	t.Cleanup(s.Close)
+
+	deliver := func(id string, w ejserver.Webhook) Result {
+		d := testDelivery(base + "/hooks/settle")
+		d.Payload.ExecutionID = id
+		d.Payload.ShardingParameter = "广州" // non-ASCII in body and shardingContext header
+		d.Payload.ScheduledAt = time.Now()
+		d.Webhook.Secret, d.Webhook.PreviousSecret, d.Webhook.PreviousSecretExpiresAt = w.Secret, w.PreviousSecret, w.PreviousSecretExpiresAt
+		return s.Deliver(context.Background(), d)
+	}
+	if res := deliver("exec-current", ejserver.Webhook{Secret: nodeSecret}); !res.Success {
+		t.Fatalf("signed with the receiver's secret: %+v", res)
+	}
+	rotating := ejserver.Webhook{Secret: GenerateSecret(), PreviousSecret: nodeSecret, PreviousSecretExpiresAt: time.Now().Add(time.Hour)}
+	if res := deliver("exec-rotating", rotating); !res.Success {
+		t.Fatalf("during a rotation (the receiver still has the old secret): %+v", res)
+	}
+	if res := deliver("exec-wrong", ejserver.Webhook{Secret: GenerateSecret()}); res.Success || res.StatusCode != 401 || res.Attempts != 1 {
+		t.Fatalf("signed with another secret: %+v", res)
+	}
+
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(base + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var stats struct {
+		Verified int      `json:"verified"`
+		Failed   int      `json:"failed"`
+		IDs      []string `json:"ids"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats.Verified != 2 || stats.Failed != 1 ||
+		!slices.Equal(stats.IDs, []string{"exec-current", "exec-rotating"}) {
+		t.Fatalf("node receiver stats = %+v", stats)
+	}
+}
