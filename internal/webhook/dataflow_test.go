@@ -173,3 +173,32 @@ func TestPayloadMatchesReceiver(t *testing.T) {
 		t.Fatalf("fields differ:\n%v\n%v", a, b)
 	}
 }
+
+// FuzzShardingContextHeader: the header is printable ASCII and decodes to the payload's values.
+func FuzzShardingContextHeader(f *testing.F) {
+	f.Add("settle", "Guangzhou", "batch=500")
+	f.Add("j", "广州 😀\n\"", "\x00\xff")
+	f.Add("j", "\xff\xfe", "")
+	f.Fuzz(func(t *testing.T, job, param, jobParam string) {
+		p := Payload{JobName: job, ShardingParameter: param, JobParameter: jobParam, ShardingTotalCount: 3}
+		h, err := p.shardingContextHeader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(h); i++ {
+			if h[i] < 0x20 || h[i] > 0x7e {
+				t.Fatalf("byte %#x at %d in %q", h[i], i, h)
+			}
+		}
+		var back shardingContext
+		if err := json.Unmarshal([]byte(h), &back); err != nil {
+			t.Fatalf("%q: %v", h, err)
+		}
+		var want string // encoding/json's own treatment of invalid UTF-8 (one U+FFFD per bad byte)
+		b, _ := json.Marshal(param)
+		_ = json.Unmarshal(b, &want)
+		if back.ShardingParameter != want {
+			t.Fatalf("shardingParameter %q, want %q", back.ShardingParameter, want)
+		}
+	})
+}

@@ -66,11 +66,12 @@ func (p Payload) shardingContextHeader() (string, error) {
 	return asciiJSON(b), nil
 }
 
-// asciiJSON rewrites valid JSON so that every rune above 0x7f is a \u escape (surrogate pairs above the BMP).
+// asciiJSON rewrites JSON from encoding/json so that every rune from 0x7f (DEL, which HTTP forbids in a
+// header value and encoding/json leaves raw) up is a \u escape (surrogate pairs above the BMP).
 func asciiJSON(b []byte) string {
 	ascii := true
 	for _, c := range b {
-		if c >= utf8.RuneSelf {
+		if c >= 0x7f {
 			ascii = false
 			break
 		}
@@ -86,7 +87,7 @@ func asciiJSON(b []byte) string {
 	for len(b) > 0 {
 		r, size := utf8.DecodeRune(b)
 		switch {
-		case r < utf8.RuneSelf:
+		case r < 0x7f:
 			out = append(out, byte(r))
 		case r > 0xffff:
 			r -= 0x10000

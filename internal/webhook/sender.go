@@ -79,13 +79,19 @@ type Delivery struct {
 	Deadline time.Time
 }
 
+// LogValue keeps secrets and headers out of logs: a Delivery logs as its job, item, execution id and URL.
+func (d Delivery) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("job", d.Payload.JobName), slog.Int("item", d.Payload.ShardingItem),
+		slog.String("execution_id", d.Payload.ExecutionID), slog.String("url", d.Webhook.URL))
+}
+
 // Result is the outcome of a Delivery.
 type Result struct {
 	// Success: the last request got a 2xx (for streaming: every iteration did).
 	Success bool
 	// StatusCode of the last response; 0 if none arrived.
 	StatusCode int
-	// Attempts is the number of requests sent, over all iterations.
+	// Attempts is the number of requests attempted over all iterations (one refused when dialling counts).
 	Attempts int
 	// Duration from Deliver's start to its end, back-off included.
 	Duration time.Duration
@@ -302,9 +308,13 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 	}
 	p.header = make(http.Header, len(d.Webhook.Headers)+8)
 	for k, v := range d.Webhook.Headers {
-		if !ForbiddenHeader(k) { // validation rejects these; a stored config that has one just loses it
-			p.header.Set(k, v)
+		if ForbiddenHeader(k) {
+			continue // validation rejects these; a stored config that has one just loses it
 		}
+		if err := CheckHeaders(map[string]string{k: v}); err != nil {
+			return nil, err // HTTP would refuse to send it, at every attempt
+		}
+		p.header.Set(k, v)
 	}
 	p.header["Content-Type"] = []string{"application/json"}
 	p.header["User-Agent"] = []string{s.cfg.UserAgent}
@@ -341,7 +351,11 @@ func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, 
 
 		res.Attempts++
 		res.StatusCode, res.ResponseExcerpt = a.status, a.excerpt
-		log.Debug("webhook attempt", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
+		if a.ok {
+			log.Debug("webhook attempt succeeded", "attempt", n, "iteration", it, "status", a.status)
+		} else {
+			log.Debug("webhook attempt failed", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
+		}
 		if a.ok {
 			res.Success, res.FailureCause = true, ""
 			return a.more

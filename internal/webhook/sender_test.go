@@ -639,8 +639,13 @@ func TestMethodAndBadConfig(t *testing.T) {
 		{"http://user:pw@example.com/", "credentials in the URL"},
 		{"http://169.254.169.254/latest/meta-data", "link-local"},
 		{"http://%zz", "does not parse"},
+		{"header", `header "X-Token": value contains a control character`},
 	} {
 		d := testDelivery(tc.url)
+		if tc.url == "header" {
+			d = testDelivery(rec.URL)
+			d.Webhook.Headers = map[string]string{"X-Token": "abc\x7f"}
+		}
 		res := s.Deliver(context.Background(), d)
 		if res.Success || !res.Permanent || res.Attempts != 0 || !strings.Contains(res.FailureCause, tc.cause) {
 			t.Errorf("%s: result = %+v", tc.url, res)

@@ -156,3 +156,21 @@ func TestSecretsAreNeverLogged(t *testing.T) {
 		}
 	}
 }
+
+func TestDeliveryLogValueHidesSecrets(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	d := testDelivery("http://127.0.0.1:1/hook")
+	d.Webhook.Secret = GenerateSecret()
+	d.Webhook.PreviousSecret = GenerateSecret()
+	d.Webhook.Headers = map[string]string{"Authorization": "Bearer hunter2"}
+	logger.Info("delivering", "delivery", d)
+	for _, leak := range []string{d.Webhook.Secret[6:], d.Webhook.PreviousSecret[6:], "hunter2"} {
+		if strings.Contains(logs.String(), leak) {
+			t.Fatalf("log line leaks %q: %s", leak, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), `"execution_id":"`+testExecutionID+`"`) {
+		t.Fatalf("log line lacks the execution id: %s", logs.String())
+	}
+}

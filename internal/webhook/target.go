@@ -226,9 +226,9 @@ func (p *TargetPolicy) control(host string) func(network, address string, c sysc
 
 func normalizeHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
 
-// validHostname accepts letters, digits, '-', '_' and dots, up to 253 characters.
+// validHostname accepts letters, digits, '-', '_' and inner dots, up to 253 characters.
 func validHostname(h string) bool {
-	if h == "" || len(h) > 253 || strings.HasPrefix(h, ".") || strings.Contains(h, "..") {
+	if h == "" || len(h) > 253 || strings.HasPrefix(h, ".") || strings.HasSuffix(h, ".") || strings.Contains(h, "..") {
 		return false
 	}
 	for i := 0; i < len(h); i++ {

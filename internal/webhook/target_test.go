@@ -280,3 +280,20 @@ func TestCheckIP(t *testing.T) {
 		t.Error("169.254.1.1 is not covered by the allow-list entry")
 	}
 }
+
+// FuzzParseAllowList: never panics, and what it accepts prints back to an equivalent list.
+func FuzzParseAllowList(f *testing.F) {
+	for _, s := range []string{"", "hooks.example.com,*.example.org,10.0.0.0/8,::1", "[fd00::1],169.254.0.0/16", "*.", "a..b", "1.2.3.4/40"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseAllowList(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseAllowList(p.String())
+		if err != nil || again.String() != p.String() {
+			t.Fatalf("ParseAllowList(%q).String() = %q does not parse back the same: %q, %v", s, p.String(), again.String(), err)
+		}
+	})
+}
