@@ -353,16 +353,14 @@ func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, 
 		res.StatusCode, res.ResponseExcerpt = a.status, a.excerpt
 		if a.ok {
 			log.Debug("webhook attempt succeeded", "attempt", n, "iteration", it, "status", a.status)
-		} else {
-			log.Debug("webhook attempt failed", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
-		}
-		if a.ok {
 			res.Success, res.FailureCause = true, ""
 			return a.more
 		}
 		res.FailureCause, res.Permanent = a.cause, a.permanent
 		if a.permanent {
-			log.Warn("webhook failed permanently", "attempt", n, "status", a.status, "err", a.cause)
+			log.Warn("webhook failed permanently", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
+		} else {
+			log.Debug("webhook attempt failed", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
 		}
 		if !a.retryable || n >= maxAttempts {
 			return false
