@@ -1,0 +1,106 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// sourceCollector reads Sources at scrape time. It describes and collects only the series whose source
+// is set.
+type sourceCollector struct {
+	metrics []scrapeMetric
+	history func() (backlog, written, dropped, failures int64)
+	// history's four series, in the order of its results
+	historyDescs [4]*prometheus.Desc
+}
+
+// scrapeMetric is one series read from one func.
+type scrapeMetric struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	value func() float64
+}
+
+// newSourceCollector returns nil when no source is set.
+func newSourceCollector(s Sources) *sourceCollector {
+	c := &sourceCollector{history: s.HistoryStats}
+	gauge := func(name, help string, f func() float64) {
+		c.metrics = append(c.metrics, scrapeMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, f})
+	}
+	counter := func(name, help string, f func() float64) {
+		c.metrics = append(c.metrics, scrapeMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, f})
+	}
+	if f := s.InFlight; f != nil {
+		gauge("ejserver_webhook_requests_in_flight", "Webhook requests being sent now.", intf(f))
+	}
+	if f := s.Waiting; f != nil {
+		gauge("ejserver_webhook_requests_waiting", "Deliveries waiting for a free request slot.", intf(f))
+	}
+	if f := s.Leaderships; f != nil {
+		gauge("ejserver_leaderships", "Jobs this peer is the leader of.", intf(f))
+	}
+	if f := s.ScheduledJobs; f != nil {
+		gauge("ejserver_scheduled_jobs", "Jobs in this peer's scheduler.", intf(f))
+	}
+	if f := s.SessionHealthy; f != nil {
+		gauge("ejserver_zookeeper_session_up", "1 while the ZooKeeper session is connected and healthy, else 0.", boolf(f))
+	}
+	if f := s.SessionLease; f != nil {
+		gauge("ejserver_zookeeper_lease_valid", "1 while this peer may start work (its session lease holds), else 0.", boolf(f))
+	}
+	if f := s.Reconnects; f != nil {
+		counter("ejserver_zookeeper_reconnects_total", "ZooKeeper reconnections.", int64f(f))
+	}
+	if f := s.Expirations; f != nil {
+		counter("ejserver_zookeeper_session_expirations_total", "ZooKeeper session expirations.", int64f(f))
+	}
+	if f := s.HistoryDegraded; f != nil {
+		gauge("ejserver_history_degraded", "1 while the last history write failed, else 0.", boolf(f))
+	}
+	if c.history != nil {
+		c.historyDescs = [4]*prometheus.Desc{
+			prometheus.NewDesc("ejserver_history_backlog", "History records queued, being written or waiting for a retry.", nil, nil),
+			prometheus.NewDesc("ejserver_history_written_total", "History records written.", nil, nil),
+			prometheus.NewDesc("ejserver_history_dropped_total", "History records lost: queue full, rejected by the store, or left at stop.", nil, nil),
+			prometheus.NewDesc("ejserver_history_write_failures_total", "Failed history writes.", nil, nil),
+		}
+	}
+	if len(c.metrics) == 0 && c.history == nil {
+		return nil
+	}
+	return c
+}
+
+func intf(f func() int) func() float64     { return func() float64 { return float64(f()) } }
+func int64f(f func() int64) func() float64 { return func() float64 { return float64(f()) } }
+func boolf(f func() bool) func() float64 {
+	return func() float64 {
+		if f() {
+			return 1
+		}
+		return 0
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+	if c.history != nil {
+		for _, d := range c.historyDescs {
+			ch <- d
+		}
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value())
+	}
+	if c.history != nil {
+		backlog, written, dropped, failures := c.history() // once: the four come from one snapshot
+		ch <- prometheus.MustNewConstMetric(c.historyDescs[0], prometheus.GaugeValue, float64(backlog))
+		ch <- prometheus.MustNewConstMetric(c.historyDescs[1], prometheus.CounterValue, float64(written))
+		ch <- prometheus.MustNewConstMetric(c.historyDescs[2], prometheus.CounterValue, float64(dropped))
+		ch <- prometheus.MustNewConstMetric(c.historyDescs[3], prometheus.CounterValue, float64(failures))
+	}
+}
