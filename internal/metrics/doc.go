@@ -8,30 +8,30 @@
 // Per-job labels are off by default, so that 10,000 jobs do not make 10,000 series per metric. With
 // Config.PerJobLabels the series marked "job?" below gain a job label; without it they have none.
 //
-//	| Metric                                        | Type      | Labels                  | Meaning                                                              |
-//	|-----------------------------------------------|-----------|-------------------------|----------------------------------------------------------------------|
-//	| ejserver_fires_total                          | counter   | job?, source            | fires that started at least one item on this peer                    |
-//	| ejserver_fires_skipped_total                  | counter   | job?, reason            | fires (or an item of a fire) this peer skipped, by bounded reason    |
-//	| ejserver_item_executions_total                | counter   | job?, source, outcome   | items delivered to their webhook; outcome is success or failure      |
-//	| ejserver_misfires_total                       | counter   | job?                    | fires that found their item still running and queued a catch-up      |
-//	| ejserver_failovers_total                      | counter   | job?                    | items of a vanished instance this peer took over                     |
-//	| ejserver_reshardings_total                    | counter   | job?                    | reshardings this peer ran as the job's leader                        |
-//	| ejserver_resharding_duration_seconds          | histogram |                         | time one resharding took                                             |
-//	| ejserver_webhook_duration_seconds             | histogram | outcome                 | one item's delivery: every attempt and back-off, 1 ms to 60 s        |
-//	| ejserver_fire_lateness_seconds                | histogram | source                  | an item's start minus its scheduled time, 0.5 ms to 30 s             |
-//	| ejserver_webhook_requests_in_flight           | gauge     |                         | webhook requests being sent now                                      |
-//	| ejserver_webhook_requests_waiting             | gauge     |                         | deliveries waiting for a free request slot                           |
-//	| ejserver_leaderships                          | gauge     |                         | jobs this peer is the leader of                                      |
-//	| ejserver_scheduled_jobs                       | gauge     |                         | jobs in this peer's scheduler                                        |
-//	| ejserver_zookeeper_session_up                 | gauge     |                         | 1 while the ZooKeeper session is connected and healthy, else 0       |
-//	| ejserver_zookeeper_lease_valid                | gauge     |                         | 1 while this peer may start work (its session lease holds), else 0   |
-//	| ejserver_zookeeper_reconnects_total           | counter   |                         | ZooKeeper reconnections                                              |
-//	| ejserver_zookeeper_session_expirations_total  | counter   |                         | ZooKeeper session expirations                                        |
-//	| ejserver_history_backlog                      | gauge     |                         | history records queued, being written or waiting for a retry         |
-//	| ejserver_history_written_total                | counter   |                         | history records written                                              |
-//	| ejserver_history_dropped_total                | counter   |                         | history records lost (queue full, rejected, or left at stop)         |
-//	| ejserver_history_write_failures_total         | counter   |                         | failed history writes                                                |
-//	| ejserver_history_degraded                     | gauge     |                         | 1 while the last history write failed, else 0                        |
+//	| Metric                                       | Type      | Labels                | Meaning                                                            |
+//	|----------------------------------------------|-----------|-----------------------|--------------------------------------------------------------------|
+//	| ejserver_fires_total                         | counter   | job?, source          | fires that started at least one item on this peer                  |
+//	| ejserver_fires_skipped_total                 | counter   | job?, reason          | fires (or an item of a fire) this peer skipped, by bounded reason  |
+//	| ejserver_item_executions_total               | counter   | job?, source, outcome | items delivered to their webhook; outcome is success or failure    |
+//	| ejserver_misfires_total                      | counter   | job?                  | items a fire found still running (a catch-up follows)              |
+//	| ejserver_failovers_total                     | counter   | job?                  | items of a vanished instance this peer took over                   |
+//	| ejserver_reshardings_total                   | counter   | job?                  | reshardings this peer ran as the job's leader                      |
+//	| ejserver_resharding_duration_seconds         | histogram |                       | time one resharding took                                           |
+//	| ejserver_webhook_duration_seconds            | histogram | outcome               | one item's delivery: every attempt and back-off, 1 ms to 60 s      |
+//	| ejserver_fire_lateness_seconds               | histogram | source                | an item's start minus its scheduled time, 0.5 ms to 30 s           |
+//	| ejserver_webhook_requests_in_flight          | gauge     |                       | webhook requests being sent now                                    |
+//	| ejserver_webhook_requests_waiting            | gauge     |                       | deliveries waiting for a free request slot                         |
+//	| ejserver_leaderships                         | gauge     |                       | jobs this peer is the leader of                                    |
+//	| ejserver_scheduled_jobs                      | gauge     |                       | jobs in this peer's scheduler                                      |
+//	| ejserver_zookeeper_session_up                | gauge     |                       | 1 while the ZooKeeper session is connected and healthy, else 0     |
+//	| ejserver_zookeeper_lease_valid               | gauge     |                       | 1 while this peer may start work (its session lease holds), else 0 |
+//	| ejserver_zookeeper_reconnects_total          | counter   |                       | ZooKeeper reconnections                                            |
+//	| ejserver_zookeeper_session_expirations_total | counter   |                       | ZooKeeper session expirations                                      |
+//	| ejserver_history_backlog                     | gauge     |                       | history records queued, being written or waiting for a retry       |
+//	| ejserver_history_written_total               | counter   |                       | history records written                                            |
+//	| ejserver_history_dropped_total               | counter   |                       | history records lost (queue full, rejected, or left at stop)       |
+//	| ejserver_history_write_failures_total        | counter   |                       | failed history writes                                              |
+//	| ejserver_history_degraded                    | gauge     |                       | 1 while the last history write failed, else 0                      |
 //
 // Label values:
 //

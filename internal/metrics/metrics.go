@@ -53,10 +53,8 @@ var sourceLabels = [...]string{
 	"other",
 }
 
-const (
-	srcKnown = len(sourceLabels) - 1 // the sources pre-resolved without job labels
-	srcOther = srcKnown              // index of "other"
-)
+// srcOther is the index of "other", and the number of sources that are not other.
+const srcOther = len(sourceLabels) - 1
 
 func sourceIndex(s ejserver.Source) int {
 	switch s {
@@ -98,9 +96,9 @@ type Metrics struct {
 	reshardings *prometheus.CounterVec // [job]
 
 	// Pre-resolved series, nil with PerJobLabels (the job label is only known per call then).
-	firesBy       [srcKnown]prometheus.Counter
+	firesBy       [srcOther]prometheus.Counter
 	skippedBy     [len(reasonLabels)]prometheus.Counter
-	itemsBy       [srcKnown][2]prometheus.Counter // [source][0 success, 1 failure]
+	itemsBy       [srcOther][2]prometheus.Counter // [source][0 success, 1 failure]
 	misfire       prometheus.Counter
 	failover      prometheus.Counter
 	resharding    prometheus.Counter
@@ -133,7 +131,7 @@ func New(cfg Config) *Metrics {
 	m.items = counter("ejserver_item_executions_total",
 		"Items delivered to their webhook, by source and outcome.", "source", "outcome")
 	m.misfires = counter("ejserver_misfires_total",
-		"Fires that found their item still running and queued a catch-up.")
+		"Items a fire found still running, so that a catch-up follows.")
 	m.failovers = counter("ejserver_failovers_total",
 		"Items of a vanished instance that this peer took over.")
 	m.reshardings = counter("ejserver_reshardings_total",
@@ -168,7 +166,7 @@ func New(cfg Config) *Metrics {
 	}
 	m.reshardTiming = reshard
 	if !m.perJob {
-		for i, src := range sourceLabels[:srcKnown] {
+		for i, src := range sourceLabels[:srcOther] {
 			m.firesBy[i] = m.fires.WithLabelValues(src)
 			m.itemsBy[i] = [2]prometheus.Counter{
 				m.items.WithLabelValues(src, outcomeSuccess),
@@ -233,7 +231,7 @@ func (m *Metrics) ItemDone(job string, source ejserver.Source, success bool, lat
 	m.latenessBy[i].Observe(max(lateness, 0).Seconds())
 }
 
-// Misfired counts a fire that found its item still running and queued a catch-up (dispatch.Observer).
+// Misfired counts an item a fire found still running, so that a catch-up follows (dispatch.Observer).
 func (m *Metrics) Misfired(job string) {
 	if m.perJob {
 		inc(m.misfires, job, true)
