@@ -95,13 +95,15 @@ type Metrics struct {
 	failovers   *prometheus.CounterVec // [job]
 	reshardings *prometheus.CounterVec // [job]
 
-	// Pre-resolved series, nil with PerJobLabels (the job label is only known per call then).
-	firesBy       [srcOther]prometheus.Counter
-	skippedBy     [len(reasonLabels)]prometheus.Counter
-	itemsBy       [srcOther][2]prometheus.Counter // [source][0 success, 1 failure]
-	misfire       prometheus.Counter
-	failover      prometheus.Counter
-	resharding    prometheus.Counter
+	// Their series resolved at New; nil with PerJobLabels, where the job is only known per call.
+	firesBy    [srcOther]prometheus.Counter
+	skippedBy  [len(reasonLabels)]prometheus.Counter
+	itemsBy    [srcOther][2]prometheus.Counter // [source][0 success, 1 failure]
+	misfire    prometheus.Counter
+	failover   prometheus.Counter
+	resharding prometheus.Counter
+
+	// The histograms' series, resolved at New in both modes (they never carry a job label).
 	webhookBy     [2]prometheus.Observer                 // [0 success, 1 failure]
 	latenessBy    [len(sourceLabels)]prometheus.Observer // by sourceIndex
 	reshardTiming prometheus.Observer
