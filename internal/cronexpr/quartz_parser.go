@@ -150,6 +150,10 @@ func parseDayOfMonthForm(f *fieldInfo, upper, text string, field *quartzField) (
 		if !ok || n > 30 {
 			return false, errorf(text, `the offset in "L-n" must be a number from 0 to 30`)
 		}
+		if n > 27 && field.nearestWeekday {
+			// February has no such day: Quartz then moves between January and February forever.
+			return false, errorf(text, `the offset in "L-nW" must be a number from 0 to 27`)
+		}
 		field.lastDayOffset = n
 		return true, nil
 	}
@@ -186,7 +190,7 @@ func parseDayOfWeekForm(f *fieldInfo, upper, text string, field *quartzField) (d
 		}
 		return false, nil
 	}
-	if strings.ContainsAny(day, ",-/*L#") || strings.ContainsAny(nth, "#") {
+	if strings.ContainsAny(day, ",-/*L#") || strings.ContainsAny(nth, ",-/*L#") {
 		if isNth {
 			return false, errorf(text, `"#" is written n#k (such as 6#3 or FRI#3), alone in its field`)
 		}

@@ -97,3 +97,11 @@ func TestQuartzVectors(t *testing.T) {
 	t.Parallel()
 	replayVectors(t, filepath.Join("testdata", "quartz-vectors.jsonl"))
 }
+
+// TestQuartzExtraVectors replays vectors produced with the same oracle for this package: random expressions
+// in zones with awkward DST (Lord Howe, Chatham, Santiago and Havana at midnight, Casablanca, Gaza), from
+// times near their transitions, and expressions Quartz rejects, fails on, or never returns from.
+func TestQuartzExtraVectors(t *testing.T) {
+	t.Parallel()
+	replayVectors(t, filepath.Join("testdata", "quartz-extra.jsonl"))
+}
