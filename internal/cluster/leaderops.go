@@ -8,13 +8,17 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// SetNecessary creates leader/sharding/necessary: reshard before the next fire.
-func (r *Registry) SetNecessary(job string) error {
+// SetNecessary creates leader/sharding/necessary: reshard before the next fire. It reports whether this
+// call created it.
+func (r *Registry) SetNecessary(job string) (bool, error) {
 	err := r.s.create(r.p.Necessary(job), nil, 0)
-	if err == nil || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
-		return nil
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode):
+		return false, nil
 	}
-	return err
+	return false, err
 }
 
 // BeginResharding creates the ephemeral leader/sharding/processing node (it dies with the leader).

@@ -296,7 +296,8 @@ func (r *Registry) Job(name string) *JobSnapshot {
 	return e.snapshotLocked(r.me)
 }
 
-// Wait blocks until the job's snapshot satisfies cond, ctx ends, or the job goes away (nil snapshot).
+// Wait blocks until the job's snapshot satisfies cond or ctx ends. A job still loading on this peer is waited
+// for; a job that does not exist, or was deleted, is ENOTFOUND.
 func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot) bool) (*JobSnapshot, error) {
 	for {
 		r.mu.RLock()
@@ -307,15 +308,16 @@ func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot
 		}
 		e.mu.Lock()
 		var snap *JobSnapshot
+		gone := e.st.loaded && !e.st.hasConfig
 		if e.st.loaded && e.st.hasConfig {
 			snap = e.snapshotLocked(r.me)
 		}
 		ch := e.changed
 		e.mu.Unlock()
-		if snap == nil {
+		if gone {
 			return nil, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", name)
 		}
-		if cond(snap) {
+		if snap != nil && cond(snap) {
 			return snap, nil
 		}
 		select {

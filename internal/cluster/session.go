@@ -71,6 +71,7 @@ type Session struct {
 	queue eventQueue
 
 	mu        sync.Mutex
+	closing   bool
 	healthy   bool
 	sessionID int64
 	expired   bool // an expiry was seen and no new session yet
@@ -159,6 +160,9 @@ func (s *Session) Close() {
 	default:
 	}
 	close(s.stop)
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	if s.conn != nil {
 		s.conn.Close()
 	}
@@ -268,6 +272,9 @@ func (s *Session) handleState(state zk.State) {
 		s.log.Error("ZooKeeper authentication failed: check --zk-digest")
 	}
 	listeners := s.listeners
+	if s.closing {
+		fire = nil // our own Close: nothing to report
+	}
 	s.mu.Unlock()
 	for _, ev := range fire {
 		s.log.Info("ZooKeeper session "+ev.String(), "session", fmt.Sprintf("0x%x", s.conn.SessionID()))

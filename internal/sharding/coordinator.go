@@ -19,7 +19,7 @@ type Registry interface {
 	Jobs() []string
 	IsLeader(job string) bool
 	OnEvent(fn func(cluster.Event))
-	SetNecessary(job string) error
+	SetNecessary(job string) (bool, error)
 	BeginResharding(job string) error
 	CommitSharding(job string, owners []string) error
 	RunningItems(job string, n int) (map[int]cluster.Running, error)
@@ -174,7 +174,8 @@ func (c *Coordinator) flagLoop() {
 			if snap == nil || snap.Necessary {
 				continue
 			}
-			if err := c.reg.SetNecessary(job); err != nil {
+			created, err := c.reg.SetNecessary(job)
+			if err != nil {
 				c.log.Warn("could not flag resharding", "job", job, "err", err)
 				c.queueFlag(job)
 				if !clock.Sleep(c.clk, time.Second, c.stop) {
@@ -182,7 +183,9 @@ func (c *Coordinator) flagLoop() {
 				}
 				continue
 			}
-			c.log.Info("resharding flagged: the cluster changed", "job", job)
+			if created {
+				c.log.Info("resharding flagged: the cluster changed", "job", job)
+			}
 		}
 	}
 }
