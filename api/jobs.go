@@ -1,0 +1,434 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/service"
+)
+
+type handlers struct {
+	svc     Service
+	health  Health
+	maxBody int64
+}
+
+// JobResponse is a job with, after a create or replace that generated one, its new secret (shown once).
+type JobResponse struct {
+	service.JobView
+	// GeneratedSecret is the webhook secret ejserver generated for this request. It is never shown again.
+	GeneratedSecret string `json:"generatedSecret,omitempty"`
+}
+
+// JobList is a page of jobs.
+type JobList struct {
+	Items []service.JobView `json:"items"`
+	// NextCursor fetches the next page (pass it as cursor); absent on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+	// Total counts the jobs matching the filter on every page.
+	Total int `json:"total"`
+}
+
+// ItemList is a job's sharding view.
+type ItemList struct {
+	JobName string             `json:"jobName"`
+	Items   []service.ItemView `json:"items"`
+}
+
+func etag(version int32) string { return fmt.Sprintf(`"%d"`, version) }
+
+// ifMatch parses If-Match: -1 when absent or "*", else the version it names.
+func ifMatch(c echo.Context) (int32, error) {
+	h := strings.TrimSpace(c.Request().Header.Get("If-Match"))
+	if h == "" || h == "*" {
+		return -1, nil
+	}
+	h = strings.TrimPrefix(h, "W/")
+	v, err := strconv.ParseInt(strings.Trim(h, `"`), 10, 32)
+	if err != nil || v < 0 {
+		return 0, ejserver.Invalid("If-Match", "must be an ETag this API returned, such as \"3\"")
+	}
+	return int32(v), nil
+}
+
+// readBody reads the whole request body (bounded by the BodyLimit middleware).
+func readBody(c echo.Context) ([]byte, error) {
+	b, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return nil, he
+		}
+		return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge)
+	}
+	return b, nil
+}
+
+func decodeJob(c echo.Context) (ejserver.JobConfig, error) {
+	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" && !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
+		return ejserver.JobConfig{}, echo.NewHTTPError(http.StatusUnsupportedMediaType, "send application/json")
+	}
+	b, err := readBody(c)
+	if err != nil {
+		return ejserver.JobConfig{}, err
+	}
+	return ejserver.DecodeJobConfig(bytes.NewReader(b))
+}
+
+// createJob godoc
+//
+//	@Summary		Create a job
+//	@Description	Registers a job. Fields left out take ElasticJob's defaults. With "webhook": {"generateSecret": true} the response carries the generated secret once, in generatedSecret.
+//	@Tags			jobs
+//	@Accept			json
+//	@Produce		json
+//	@Param			job	body		ejserver.JobConfig	true	"the job"
+//	@Success		201	{object}	JobResponse
+//	@Header			201	{string}	ETag		"the job's version"
+//	@Header			201	{string}	Location	"the job's URL"
+//	@Failure		400	{object}	Problem	"invalid field (field names it)"
+//	@Failure		409	{object}	Problem	"a job with this name exists"
+//	@Failure		413	{object}	Problem
+//	@Failure		503	{object}	Problem
+//	@Security		BearerAuth
+//	@Router			/jobs [post]
+func (h *handlers) createJob(c echo.Context) error {
+	cfg, err := decodeJob(c)
+	if err != nil {
+		return err
+	}
+	v, secret, err := h.svc.CreateJob(c.Request().Context(), cfg)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(v.Version))
+	c.Response().Header().Set("Location", "/api/v1/jobs/"+url.PathEscape(v.JobName))
+	return c.JSON(http.StatusCreated, JobResponse{JobView: v, GeneratedSecret: secret})
+}
+
+// listJobs godoc
+//
+//	@Summary	List jobs
+//	@Description	Jobs by name, with status, instance count, next fire time and (with a history store) the last hour's and day's success and failure counts.
+//	@Tags		jobs
+//	@Produce	json
+//	@Param		q		query		string	false	"substring of the name, description or label"
+//	@Param		status	query		string	false	"OK, CRASHED, DISABLED or SHARDING_FLAG"
+//	@Param		cursor	query		string	false	"nextCursor of the previous page"
+//	@Param		limit	query		int		false	"page size, 1-1000 (default 100)"
+//	@Success	200		{object}	JobList
+//	@Failure	400		{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs [get]
+func (h *handlers) listJobs(c echo.Context) error {
+	limit, err := intParam(c, "limit", 0)
+	if err != nil {
+		return err
+	}
+	page, err := h.svc.ListJobs(c.Request().Context(), service.JobFilter{
+		Query: c.QueryParam("q"), Status: c.QueryParam("status"), After: c.QueryParam("cursor"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, JobList{Items: page.Items, NextCursor: page.NextCursor, Total: page.Total})
+}
+
+// getJob godoc
+//
+//	@Summary	Get a job
+//	@Description	The job's config (secrets never included: hasSecret says whether one is set) and state. The ETag header is its version, for If-Match on replace.
+//	@Tags		jobs
+//	@Produce	json
+//	@Param		jobName	path		string	true	"job name"
+//	@Success	200		{object}	service.JobView
+//	@Header		200		{string}	ETag	"the job's version"
+//	@Failure	404		{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName} [get]
+func (h *handlers) getJob(c echo.Context) error {
+	v, err := h.svc.GetJob(c.Request().Context(), c.Param("jobName"))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(v.Version))
+	return c.JSON(http.StatusOK, v)
+}
+
+// replaceJob godoc
+//
+//	@Summary		Replace a job
+//	@Description	Replaces the job's config. Send If-Match with the ETag you read so a concurrent change is not overwritten (412 if it was). webhook.secret: absent keeps the stored secret, "" removes it, a new value rotates to it (the old one keeps signing for secretGracePeriodSeconds).
+//	@Tags			jobs
+//	@Accept			json
+//	@Produce		json
+//	@Param			jobName		path		string				true	"job name"
+//	@Param			If-Match	header		string				false	"the ETag of the version you edited"
+//	@Param			job			body		ejserver.JobConfig	true	"the job"
+//	@Success		200			{object}	JobResponse
+//	@Header			200			{string}	ETag	"the new version"
+//	@Failure		400			{object}	Problem
+//	@Failure		404			{object}	Problem
+//	@Failure		412			{object}	Problem	"the job changed since the ETag you sent"
+//	@Security		BearerAuth
+//	@Router			/jobs/{jobName} [put]
+func (h *handlers) replaceJob(c echo.Context) error {
+	version, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	cfg, err := decodeJob(c)
+	if err != nil {
+		return err
+	}
+	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, version)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(v.Version))
+	return c.JSON(http.StatusOK, JobResponse{JobView: v, GeneratedSecret: secret})
+}
+
+// deleteJob godoc
+//
+//	@Summary	Delete a job
+//	@Description	Removes the job and its registry subtree; every peer stops firing it at once.
+//	@Tags		jobs
+//	@Param		jobName	path	string	true	"job name"
+//	@Success	204
+//	@Failure	404	{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName} [delete]
+func (h *handlers) deleteJob(c echo.Context) error {
+	if err := h.svc.DeleteJob(c.Request().Context(), c.Param("jobName")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// triggerJob godoc
+//
+//	@Summary		Trigger a job now
+//	@Description	Every online instance runs its items once with source MANUAL, optionally with a jobParameter override and only some items. An item still running runs again right after its current run. The response says which instances and items the trigger reached.
+//	@Tags			jobs
+//	@Accept			json
+//	@Produce		json
+//	@Param			jobName	path		string					true	"job name"
+//	@Param			trigger	body		service.TriggerRequest	false	"override and subset"
+//	@Success		202		{object}	service.TriggerResult
+//	@Failure		400		{object}	Problem
+//	@Failure		404		{object}	Problem
+//	@Failure		409		{object}	Problem	"disabled job, no instance online, or a trigger still pending"
+//	@Security		BearerAuth
+//	@Router			/jobs/{jobName}/trigger [post]
+func (h *handlers) triggerJob(c echo.Context) error {
+	var req service.TriggerRequest
+	b, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := strictJSON(b, &req); err != nil {
+			return err
+		}
+	}
+	res, err := h.svc.TriggerJob(c.Request().Context(), c.Param("jobName"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, res)
+}
+
+// disableJob godoc
+//
+//	@Summary	Disable a job
+//	@Description	The job stops firing on every peer (its config's disabled field).
+//	@Tags		jobs
+//	@Produce	json
+//	@Param		jobName	path		string	true	"job name"
+//	@Success	200		{object}	service.JobView
+//	@Failure	404		{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName}/disable [post]
+func (h *handlers) disableJob(c echo.Context) error { return h.setJobDisabled(c, true) }
+
+// enableJob godoc
+//
+//	@Summary	Enable a job
+//	@Description	The job fires again; this peer also re-registers on it if an operator had removed its instance node.
+//	@Tags		jobs
+//	@Produce	json
+//	@Param		jobName	path		string	true	"job name"
+//	@Success	200		{object}	service.JobView
+//	@Failure	404		{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName}/enable [post]
+func (h *handlers) enableJob(c echo.Context) error { return h.setJobDisabled(c, false) }
+
+func (h *handlers) setJobDisabled(c echo.Context, disabled bool) error {
+	v, err := h.svc.SetJobDisabled(c.Request().Context(), c.Param("jobName"), disabled)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(v.Version))
+	return c.JSON(http.StatusOK, v)
+}
+
+// sharding godoc
+//
+//	@Summary	A job's items
+//	@Description	Per item: owner instance and server IP, status (DISABLED > RUNNING > SHARDING_FLAG > MISFIRE > COMPLETED > PENDING), failover taker, parameter, the running execution and the last outcome.
+//	@Tags		sharding
+//	@Produce	json
+//	@Param		jobName	path		string	true	"job name"
+//	@Success	200		{object}	ItemList
+//	@Failure	404		{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName}/sharding [get]
+func (h *handlers) sharding(c echo.Context) error {
+	items, err := h.svc.Sharding(c.Request().Context(), c.Param("jobName"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ItemList{JobName: c.Param("jobName"), Items: items})
+}
+
+// disableItem godoc
+//
+//	@Summary	Disable an item
+//	@Description	The item is not run until enabled (sharding/{item}/disabled).
+//	@Tags		sharding
+//	@Param		jobName	path	string	true	"job name"
+//	@Param		item	path	int		true	"item number"
+//	@Success	204
+//	@Failure	404	{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName}/sharding/{item}/disable [post]
+func (h *handlers) disableItem(c echo.Context) error { return h.setItemDisabled(c, true) }
+
+// enableItem godoc
+//
+//	@Summary	Enable an item
+//	@Tags		sharding
+//	@Param		jobName	path	string	true	"job name"
+//	@Param		item	path	int		true	"item number"
+//	@Success	204
+//	@Failure	404	{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName}/sharding/{item}/enable [post]
+func (h *handlers) enableItem(c echo.Context) error { return h.setItemDisabled(c, false) }
+
+func (h *handlers) setItemDisabled(c echo.Context, disabled bool) error {
+	item, err := strconv.Atoi(c.Param("item"))
+	if err != nil || item < 0 {
+		return ejserver.Invalid("item", "%q is not an item number", c.Param("item"))
+	}
+	if err := h.svc.SetItemDisabled(c.Request().Context(), c.Param("jobName"), item, disabled); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// disableJobServer godoc
+//
+//	@Summary	Disable a server for one job
+//	@Description	Instances on this IP stop running the job (servers/{ip} = DISABLED); its items move at the next resharding.
+//	@Tags		servers
+//	@Param		jobName	path	string	true	"job name"
+//	@Param		ip		path	string	true	"server IP"
+//	@Success	204
+//	@Failure	400	{object}	Problem
+//	@Failure	404	{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName}/servers/{ip}/disable [post]
+func (h *handlers) disableJobServer(c echo.Context) error { return h.setJobServer(c, true) }
+
+// enableJobServer godoc
+//
+//	@Summary	Enable a server for one job
+//	@Tags		servers
+//	@Param		jobName	path	string	true	"job name"
+//	@Param		ip		path	string	true	"server IP"
+//	@Success	204
+//	@Failure	400	{object}	Problem
+//	@Failure	404	{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName}/servers/{ip}/enable [post]
+func (h *handlers) enableJobServer(c echo.Context) error { return h.setJobServer(c, false) }
+
+func (h *handlers) setJobServer(c echo.Context, disabled bool) error {
+	if err := h.svc.SetJobServerDisabled(c.Request().Context(), c.Param("jobName"), c.Param("ip"), disabled); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// dump godoc
+//
+//	@Summary	Dump a job's registry subtree
+//	@Description	ElasticJob's dump: one "path | value" line per ZooKeeper node of the job (secrets masked).
+//	@Tags		jobs
+//	@Produce	plain
+//	@Param		jobName	path		string	true	"job name"
+//	@Success	200		{string}	string
+//	@Failure	404		{object}	Problem
+//	@Security	BearerAuth
+//	@Router		/jobs/{jobName}/dump [get]
+func (h *handlers) dump(c echo.Context) error {
+	text, err := h.svc.Dump(c.Request().Context(), c.Param("jobName"))
+	if err != nil {
+		return err
+	}
+	return c.String(http.StatusOK, text)
+}
+
+// strictJSON decodes one JSON value, rejecting unknown fields, with field-level errors.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			return ejserver.Invalid(te.Field, "has the wrong type (%s)", te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return ejserver.Invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown field")
+		}
+		return ejserver.Invalid("body", "malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return ejserver.Invalid("body", "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func intParam(c echo.Context, name string, def int) (int, error) {
+	s := c.QueryParam(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, ejserver.Invalid(name, "%q is not a whole number", s)
+	}
+	return n, nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "M"
+	case n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "K"
+	}
+	return strconv.FormatInt(n, 10)
+}

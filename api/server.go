@@ -1,0 +1,146 @@
+// Package api is ejserver's REST API on echo: routes, request and response types, error mapping (RFC 9457
+// problem+json) and the swag annotations the OpenAPI spec is generated from. Echo's types stay inside this
+// package so a move to echo v5 touches one folder.
+//
+//	@title						ejserver API
+//	@version					1
+//	@description				Distributed, HTTP-first scheduled jobs: register a job with a cron schedule and a webhook; at each fire every shard item is POSTed to the webhook by one live peer.
+//	@BasePath					/api/v1
+//	@securityDefinitions.apikey	BearerAuth
+//	@in							header
+//	@name						Authorization
+//	@description				"Bearer <token>" (admin or viewer role); not needed when the server runs without tokens.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/history"
+	"github.com/ejserver/ejserver/internal/service"
+)
+
+// Service is what the API needs (service.Service satisfies it).
+type Service interface {
+	CreateJob(ctx context.Context, cfg ejserver.JobConfig) (service.JobView, string, error)
+	GetJob(ctx context.Context, name string) (service.JobView, error)
+	ListJobs(ctx context.Context, f service.JobFilter) (service.JobPage, error)
+	ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, version int32) (service.JobView, string, error)
+	DeleteJob(ctx context.Context, name string) error
+	SetJobDisabled(ctx context.Context, name string, disabled bool) (service.JobView, error)
+	TriggerJob(ctx context.Context, name string, req service.TriggerRequest) (service.TriggerResult, error)
+	Sharding(ctx context.Context, name string) ([]service.ItemView, error)
+	SetItemDisabled(ctx context.Context, name string, item int, disabled bool) error
+	SetJobServerDisabled(ctx context.Context, job, ip string, disabled bool) error
+	Dump(ctx context.Context, name string) (string, error)
+	Servers(ctx context.Context) ([]service.ServerView, error)
+	SetServerDisabled(ctx context.Context, ip string, disabled bool) (int, error)
+	Instances(ctx context.Context) ([]service.InstanceView, error)
+	CronNext(expr, timeZone string, from time.Time, count int) ([]time.Time, string, error)
+	Executions(ctx context.Context, f history.ExecutionFilter) (history.ExecutionPage, error)
+	Execution(ctx context.Context, id string) (ejserver.Execution, error)
+	Traces(ctx context.Context, f history.TraceFilter) ([]ejserver.StatusTrace, error)
+}
+
+// Health reports readiness for /readyz.
+type Health interface {
+	// Ready returns whether this peer can serve and fire, and a report of each dependency.
+	Ready(ctx context.Context) (bool, map[string]any)
+}
+
+// Config configures the API.
+type Config struct {
+	Service Service
+	Health  Health
+	Logger  *slog.Logger
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// Metrics serves /metrics when set.
+	Metrics http.Handler
+	// Console serves the web console at / when set.
+	Console http.Handler
+	// Middleware runs on /api routes (authentication).
+	Middleware []echo.MiddlewareFunc
+}
+
+// New returns the HTTP handler of the API.
+func New(cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.HTTPErrorHandler = errorHandler(cfg.Logger)
+	e.Use(middleware.Recover())
+	e.Use(middleware.RequestID())
+	e.Use(requestLogger(cfg.Logger))
+
+	h := &handlers{svc: cfg.Service, health: cfg.Health, maxBody: cfg.MaxBodyBytes}
+	e.GET("/healthz", h.healthz)
+	e.GET("/readyz", h.readyz)
+
+	v1 := e.Group("/api/v1", middleware.BodyLimit(bodyLimit(cfg.MaxBodyBytes)))
+	for _, mw := range cfg.Middleware {
+		v1.Use(mw)
+	}
+	v1.POST("/jobs", h.createJob)
+	v1.GET("/jobs", h.listJobs)
+	v1.GET("/jobs/:jobName", h.getJob)
+	v1.PUT("/jobs/:jobName", h.replaceJob)
+	v1.DELETE("/jobs/:jobName", h.deleteJob)
+	v1.POST("/jobs/:jobName/trigger", h.triggerJob)
+	v1.POST("/jobs/:jobName/disable", h.disableJob)
+	v1.POST("/jobs/:jobName/enable", h.enableJob)
+	v1.GET("/jobs/:jobName/sharding", h.sharding)
+	v1.POST("/jobs/:jobName/sharding/:item/disable", h.disableItem)
+	v1.POST("/jobs/:jobName/sharding/:item/enable", h.enableItem)
+	v1.POST("/jobs/:jobName/servers/:ip/disable", h.disableJobServer)
+	v1.POST("/jobs/:jobName/servers/:ip/enable", h.enableJobServer)
+	v1.GET("/jobs/:jobName/executions", h.jobExecutions)
+	v1.GET("/jobs/:jobName/traces", h.jobTraces)
+	v1.GET("/jobs/:jobName/dump", h.dump)
+	v1.GET("/executions", h.executions)
+	v1.GET("/executions/:id", h.execution)
+	v1.GET("/servers", h.servers)
+	v1.POST("/servers/:ip/disable", h.disableServer)
+	v1.POST("/servers/:ip/enable", h.enableServer)
+	v1.GET("/instances", h.instances)
+	v1.GET("/cron/next", h.cronNext)
+	if cfg.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(cfg.Metrics))
+	}
+	if cfg.Console != nil {
+		e.GET("/*", echo.WrapHandler(cfg.Console))
+	}
+	return e
+}
+
+func bodyLimit(n int64) string {
+	return formatBytes(n)
+}
+
+// requestLogger logs one line per API request (never the Authorization header or bodies).
+func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRequestID: true, LogRemoteIP: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			if v.URIPath == "/healthz" || v.URIPath == "/readyz" || v.URIPath == "/metrics" {
+				level = slog.LevelDebug
+			}
+			log.Log(context.Background(), level, "api request", "method", v.Method, "path", v.URIPath,
+				"status", v.Status, "duration_ms", v.Latency.Milliseconds(), "request_id", v.RequestID, "remote", v.RemoteIP)
+			return nil
+		},
+	})
+}
