@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+	_ "time/tzdata" // IANA zones for jobs even on machines without tzdata
+
+	"github.com/ejserver/ejserver/api"
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/cronexpr"
+	"github.com/ejserver/ejserver/internal/dispatch"
+	"github.com/ejserver/ejserver/internal/failover"
+	"github.com/ejserver/ejserver/internal/history"
+	"github.com/ejserver/ejserver/internal/metrics"
+	"github.com/ejserver/ejserver/internal/service"
+	"github.com/ejserver/ejserver/internal/sharding"
+	"github.com/ejserver/ejserver/internal/webhook"
+)
+
+// serveConfig is everything `ejserver serve` is told.
+type serveConfig struct {
+	zk               string
+	namespace        string
+	sessionTimeout   time.Duration
+	listen           string
+	instanceID       string
+	serverIP         string
+	dataDir          string
+	logLevel         string
+	logFormat        string
+	historyDSN       string
+	historyRetention time.Duration
+	maxConcurrent    int
+	webhookAllow     string
+	shutdownTimeout  time.Duration
+	serverGC         time.Duration
+	zkDigest         string
+	metricsPerJob    bool
+}
+
+func parseServe(args []string) (serveConfig, error) {
+	var c serveConfig
+	f := newEnvFlags("ejserver serve", "Run an ejserver peer: it shares jobs with every peer on the same ZooKeeper namespace.")
+	zk := f.String("zk", "127.0.0.1:2181", "ZooKeeper connect string, host:port[,host:port...]")
+	ns := f.String("namespace", "ejserver", "registry namespace: the ZooKeeper node holding the jobs (ElasticJob's namespace)")
+	st := f.Duration("session-timeout", 10*time.Second, "ZooKeeper session timeout: a peer that dies is noticed after this; a cut-off peer stops dispatching before it")
+	listen := f.String("listen", "127.0.0.1:8080", "HTTP address of the API")
+	id := f.String("instance-id", "", "this peer's ElasticJob instance id (default {ip}@-@{pid})")
+	ip := f.String("server-ip", "", "this peer's server IP for servers/{ip} (default: the first non-loopback IPv4)")
+	dataDir := f.String("data-dir", "data", "directory for local state (the SQLite history)")
+	level := f.String("log-level", "info", "debug, info, warn or error")
+	format := f.String("log-format", "text", "text or json")
+	dsn := f.String("history-dsn", "", "execution history store: a postgres:// DSN shared by every peer (default: SQLite in the data directory)")
+	retention := f.Duration("history-retention", history.DefaultRetention, "how long execution history is kept")
+	maxConc := f.Int("max-concurrent-requests", webhook.DefaultMaxConcurrent, "bound on webhook requests in flight on this peer")
+	allow := f.String("webhook-allow", "", "allow-list of webhook targets: host names, *.suffixes, IPs and CIDRs, comma-separated (default: anything but link-local and metadata addresses)")
+	shutdown := f.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM, how long in-flight webhooks may finish")
+	gc := f.Duration("server-gc", time.Hour, "remove a job's servers/{ip} node after its IP has had no instance online this long (0: never); DISABLED nodes are kept")
+	digest := f.String("zk-digest", "", "user:password: nodes ejserver creates are writable only with this ZooKeeper digest (readable by all)")
+	perJob := f.Bool("metrics-per-job", false, "label per-job metrics with the job name (one series per job: mind the cardinality)")
+	if err := f.Parse(args); err != nil {
+		return c, err
+	}
+	c = serveConfig{zk: *zk, namespace: *ns, sessionTimeout: *st, listen: *listen, instanceID: *id, serverIP: *ip,
+		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
+		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, zkDigest: *digest, metricsPerJob: *perJob}
+	switch {
+	case c.sessionTimeout < time.Second || c.sessionTimeout > 60*time.Second:
+		return c, fmt.Errorf("--session-timeout: must be between 1s and 60s, got %s", c.sessionTimeout)
+	case c.logFormat != "text" && c.logFormat != "json":
+		return c, fmt.Errorf("--log-format: must be text or json, got %q", c.logFormat)
+	case c.maxConcurrent < 1:
+		return c, fmt.Errorf("--max-concurrent-requests: must be at least 1")
+	case c.shutdownTimeout < 0:
+		return c, fmt.Errorf("--shutdown-timeout: must not be negative")
+	}
+	if err := cluster.ValidNamespace(c.namespace); err != nil {
+		return c, fmt.Errorf("--namespace: %v", err)
+	}
+	if _, err := parseLevel(c.logLevel); err != nil {
+		return c, fmt.Errorf("--log-level: %v", err)
+	}
+	if c.serverIP == "" {
+		c.serverIP = detectIP()
+	} else if net.ParseIP(c.serverIP) == nil {
+		return c, fmt.Errorf("--server-ip: %q is not an IP address", c.serverIP)
+	}
+	if c.instanceID == "" {
+		c.instanceID = defaultInstanceID(c.serverIP)
+	} else if strings.ContainsAny(c.instanceID, "/\n\r\t ") || len(c.instanceID) > 128 {
+		return c, fmt.Errorf("--instance-id: %q must be at most 128 characters without '/' or spaces", c.instanceID)
+	}
+	return c, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+func newLogger(c serveConfig) *slog.Logger {
+	level, _ := parseLevel(c.logLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+func serve(args []string) int {
+	c, err := parseServe(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ejserver serve:", err)
+		return 2
+	}
+	log := newLogger(c)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := runPeer(ctx, c, log); err != nil {
+		log.Error("ejserver stopped", "err", err)
+		return 1
+	}
+	log.Info("ejserver stopped")
+	return 0
+}
+
+// runPeer runs one peer until ctx ends, then shuts down in order: no new fires, in-flight webhooks finish
+// (bounded), the ZooKeeper session closes (its ephemeral nodes go at once, so the others reshard and fail
+// over without waiting for the session timeout), history is flushed, the API stops.
+func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
+	clk := clock.Real{}
+	host, _ := os.Hostname()
+	me := cluster.Identity{InstanceID: c.instanceID, ServerIP: c.serverIP, Hostname: host, APIAddress: c.listen,
+		Version: version, StartedAt: clk.Now().UTC()}
+	log = log.With("instance", c.instanceID)
+
+	allow, err := webhook.ParseAllowList(c.webhookAllow)
+	if err != nil {
+		return fmt.Errorf("--webhook-allow: %w", err)
+	}
+	store, err := openHistory(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	writer := history.NewWriter(store, history.WriterConfig{Logger: log})
+	if err := writer.Start(context.Background()); err != nil {
+		return err
+	}
+	defer writer.Stop()
+	pruner := history.NewPruner(store, history.PrunerConfig{Retention: c.historyRetention, Logger: log})
+	if err := pruner.Start(context.Background()); err != nil {
+		return err
+	}
+	defer pruner.Stop()
+
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", c.listen, err)
+	}
+	log.Info("connecting to ZooKeeper", "zk", c.zk, "namespace", c.namespace)
+	sess, err := dialZK(ctx, c, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer sess.Close()
+	reg, err := cluster.NewRegistry(sess, cluster.RegistryConfig{Namespace: c.namespace, Identity: me, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+
+	sender := webhook.New(webhook.Config{MaxConcurrent: c.maxConcurrent, Allow: allow, UserAgent: "ejserver/" + version, Logger: log})
+	defer sender.Close()
+	var sched *dispatch.Scheduler
+	mets := metrics.New(metrics.Config{PerJobLabels: c.metricsPerJob, Logger: log, Sources: metrics.Sources{
+		InFlight: sender.InFlight, Waiting: sender.Waiting,
+		HistoryStats: func() (int64, int64, int64, int64) {
+			st := writer.Stats()
+			return int64(st.Backlog), st.Written, st.Dropped, st.Failures
+		},
+		HistoryDegraded: func() bool { return writer.Health().State == history.HealthDegraded },
+		SessionHealthy:  sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
+		Leaderships:   func() int { return leaderships(reg) },
+		ScheduledJobs: func() int { return sched.Len() },
+	}})
+	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
+	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
+		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
+		NextFire: func(job string) time.Time { return sched.Next(job) },
+	})
+	sched = dispatch.NewScheduler(clk, log, exec.Fire)
+	fo := failover.NewManager(failover.ManagerConfig{Registry: reg, Runner: exec, Logger: log, Observer: mets})
+	reg.OnEvent(scheduleOn(reg, sched, exec, log))
+	reg.OnEvent(func(ev cluster.Event) {
+		if ev.Kind == cluster.JobRemoved {
+			mets.ForgetJob(ev.Job)
+		}
+	})
+	if err := coord.Start(ctx); err != nil {
+		return err
+	}
+	defer coord.Stop()
+	if err := fo.Start(ctx); err != nil {
+		return err
+	}
+	defer fo.Stop()
+	sched.Start()
+	if err := reg.Start(ctx); err != nil {
+		sched.Stop()
+		ln.Close()
+		return fmt.Errorf("load the registry: %w", err)
+	}
+
+	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
+		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
+	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer}, Logger: log,
+		Metrics: mets.Handler()})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	log.Info("ejserver serving", "listen", ln.Addr().String(), "jobs", len(reg.Jobs()), "server_ip", c.serverIP)
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: no new fires; waiting for in-flight webhooks", "bound", c.shutdownTimeout)
+	case err := <-srvErr:
+		log.Error("API server failed", "err", err)
+	}
+	sched.Stop()
+	exec.Drain(c.shutdownTimeout)
+	fo.Stop()
+	coord.Stop()
+	reg.Stop()
+	sess.Close() // removes this peer's ephemeral nodes now: the others reshard and fail over at once
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	return nil
+}
+
+// scheduleOn keeps the scheduler in step with the registry: a job is scheduled when it is loaded, re-scheduled
+// when its config changes, and unscheduled at once when it is deleted or disabled.
+func scheduleOn(reg *cluster.Registry, sched *dispatch.Scheduler, exec *dispatch.Executor, log *slog.Logger) func(cluster.Event) {
+	return func(ev cluster.Event) {
+		switch ev.Kind {
+		case cluster.JobAdded, cluster.JobUpdated:
+			snap := reg.Job(ev.Job)
+			if snap == nil {
+				return
+			}
+			if ev.Kind == cluster.JobUpdated && ev.PrevConfig != nil && snap.Config.Cron == ev.PrevConfig.Cron &&
+				snap.Config.TimeZone == ev.PrevConfig.TimeZone && snap.Config.Disabled == ev.PrevConfig.Disabled &&
+				sched.Next(ev.Job) != (time.Time{}) {
+				return // the schedule did not change
+			}
+			if snap.Config.Disabled || snap.ConfigErr != nil || snap.Config.Cron == "" {
+				sched.Remove(ev.Job)
+				if snap.Config.Disabled {
+					exec.CancelJob(ev.Job)
+				}
+				return
+			}
+			loc, err := cronexpr.LoadLocation(snap.Config.TimeZone)
+			if err != nil {
+				log.Error("job not scheduled: bad time zone", "job", ev.Job, "err", err)
+				sched.Remove(ev.Job)
+				return
+			}
+			s, err := cronexpr.Parse(snap.Config.Cron, loc)
+			if err != nil {
+				log.Error("job not scheduled: bad cron", "job", ev.Job, "err", err)
+				sched.Remove(ev.Job)
+				return
+			}
+			sched.Set(ev.Job, s)
+		case cluster.JobRemoved:
+			sched.Remove(ev.Job)
+			exec.CancelJob(ev.Job)
+		case cluster.TriggerRequested:
+			exec.Trigger(ev.Job)
+		}
+	}
+}
+
+func dialZK(ctx context.Context, c serveConfig, log *slog.Logger) (*cluster.Session, error) {
+	servers := strings.Split(c.zk, ",")
+	for attempt := 1; ; attempt++ {
+		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		sess, err := cluster.Dial(dctx, cluster.SessionConfig{Servers: servers, SessionTimeout: c.sessionTimeout, Digest: c.zkDigest, Logger: log})
+		cancel()
+		if err == nil {
+			return sess, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped while connecting to ZooKeeper: %w", err)
+		}
+		log.Warn("ZooKeeper not reachable yet; retrying", "zk", c.zk, "attempt", attempt, "err", err)
+	}
+}
+
+func openHistory(ctx context.Context, c serveConfig, log *slog.Logger) (history.Store, error) {
+	dsn := c.historyDSN
+	if dsn == "" {
+		if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--data-dir: %w", err)
+		}
+		dsn = filepath.Join(c.dataDir, "history.db")
+	}
+	store, err := history.Open(ctx, dsn, history.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("open the history store: %w", err)
+	}
+	return store, nil
+}
+
+// leaderships counts the jobs this peer leads.
+func leaderships(reg *cluster.Registry) int {
+	n := 0
+	for _, job := range reg.Jobs() {
+		if snap := reg.Job(job); snap != nil && snap.IsLeader() {
+			n++
+		}
+	}
+	return n
+}
+
+// urlChecker adapts the webhook target policy to the service.
+type urlChecker struct{ p *webhook.TargetPolicy }
+
+func (u urlChecker) CheckURL(s string) error {
+	parsed, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	return u.p.CheckURL(parsed)
+}
+
+// readiness answers /readyz: ready while the ZooKeeper session is held; the history store's state is
+// reported (degraded means dispatch goes on while records are held or dropped).
+type readiness struct {
+	sess   *cluster.Session
+	writer *history.Writer
+}
+
+func (r readiness) Ready(ctx context.Context) (bool, map[string]any) {
+	zkOK := r.sess.Healthy()
+	zk := map[string]any{"status": "ok", "lease": r.sess.Lease()}
+	if !zkOK {
+		zk["status"] = "no session"
+	}
+	h := r.writer.Health()
+	return zkOK, map[string]any{"zookeeper": zk, "history": h}
+}
