@@ -1,0 +1,41 @@
+# ejserver: `make run` starts a demo cluster of one; `make test` installs and runs every test.
+.DEFAULT_GOAL := help
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: help run test test-race test-unit test-integration lint build bench generate clean
+
+help: ## show the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+run: ## start ZooKeeper, ejserver, the demo receiver and a demo job; webhooks print here (Ctrl-C stops all)
+	@scripts/run.sh
+
+test: ## install test dependencies, then gofmt, vet, unit+race, fuzz seeds, integration, OpenAPI check
+	@scripts/test.sh
+
+test-race: ## unit tests with the race detector
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /integration)
+
+test-unit: ## unit tests without the race detector (quick)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+
+test-integration: ## the integration tests only
+	$(GO) test -count=1 -timeout 12m ./integration/...
+
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+build: ## build bin/ejserver
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ejserver ./cmd/ejserver
+
+bench: ## run the benchmark harness (real ZooKeeper and peers; minutes)
+	@scripts/bench.sh
+
+generate: ## regenerate the OpenAPI spec in openapi/
+	@scripts/openapi.sh generate
+
+clean: ## remove build output and local run data
+	rm -rf bin .run

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make test: installs what the tests need, then gofmt, vet, unit tests with -race (fuzz seed corpora run as
+# part of them), the integration tests against real ZooKeeper/PostgreSQL/receivers, and the OpenAPI
+# freshness check. Every server a test needs is started by the test itself and stopped by PID.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:$(go env GOPATH)/bin
+start=$SECONDS
+step() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - start)); }
+
+step "installing test dependencies"
+scripts/deps.sh zookeeper java postgresql node
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^openapi/') 2>/dev/null || true)
+if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
+
+step "go vet"
+go vet ./...
+
+step "unit tests with -race (fuzz seeds included)"
+go test -race -count=1 -timeout 10m $(go list ./... | grep -v /integration)
+
+step "integration tests (real ZooKeeper, real ejserver processes, real receivers)"
+go test -count=1 -timeout 12m ./integration/...
+
+if [ -f scripts/openapi.sh ]; then
+  step "OpenAPI spec is fresh and valid"
+  scripts/openapi.sh check
+fi
+step "all tests passed"
