@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -12,14 +13,18 @@ import (
 	"github.com/ejserver/ejserver/internal/service"
 )
 
-// ServerList lists server IPs.
+// ServerList is a page of server IPs, in address order.
 type ServerList struct {
 	Items []service.ServerView `json:"items"`
+	// NextCursor fetches the next page (pass it as cursor); absent on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
-// InstanceList lists ejserver peers.
+// InstanceList is a page of ejserver peers, by instance id.
 type InstanceList struct {
 	Items []service.InstanceView `json:"items"`
+	// NextCursor fetches the next page (pass it as cursor); absent on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // ServerChange reports a server disable/enable across jobs.
@@ -53,18 +58,27 @@ type CronPreview struct {
 // servers godoc
 //
 //	@Summary	List servers
-//	@Description	Every server IP of the namespace: its instances, how many jobs it serves and which jobs disabled it.
+//	@Description	Every server IP of the namespace, in address order: its instances, how many jobs it serves and which jobs disabled it.
 //	@Tags		servers
 //	@Produce	json
-//	@Success	200	{object}	ServerList
+//	@Param		cursor	query		string	false	"nextCursor of the previous page"
+//	@Param		limit	query		int		false	"page size, 1-1000 (default 100)"
+//	@Success	200		{object}	ServerList
+//	@Failure	400		{object}	Problem	"a bad limit"
+//	@Failure	401		{object}	Problem	"no or unknown token"
 //	@Security	BearerAuth
-//	@Router		/servers [get]
+//	@Router		/api/v1/servers [get]
 func (h *handlers) servers(c echo.Context) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
 	list, err := h.svc.Servers(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ServerList{Items: list})
+	items, next := pageAfter(list, func(v service.ServerView) string { return v.IP }, compareIPs, c.QueryParam("cursor"), limit)
+	return c.JSON(http.StatusOK, ServerList{Items: items, NextCursor: next})
 }
 
 // disableServer godoc
@@ -75,21 +89,26 @@ func (h *handlers) servers(c echo.Context) error {
 //	@Produce	json
 //	@Param		ip	path		string	true	"server IP"
 //	@Success	200	{object}	ServerChange
-//	@Failure	400	{object}	Problem
+//	@Failure	400	{object}	Problem	"ip is not an IP address"
+//	@Failure	401	{object}	Problem	"no or unknown token"
+//	@Failure	403	{object}	Problem	"a viewer token"
 //	@Security	BearerAuth
-//	@Router		/servers/{ip}/disable [post]
+//	@Router		/api/v1/servers/{ip}/disable [post]
 func (h *handlers) disableServer(c echo.Context) error { return h.setServer(c, true) }
 
 // enableServer godoc
 //
 //	@Summary	Enable a server for every job
+//	@Description	Writes ENABLED to servers/{ip} of every job: its instances run them again from the next resharding.
 //	@Tags		servers
 //	@Produce	json
 //	@Param		ip	path		string	true	"server IP"
 //	@Success	200	{object}	ServerChange
-//	@Failure	400	{object}	Problem
+//	@Failure	400	{object}	Problem	"ip is not an IP address"
+//	@Failure	401	{object}	Problem	"no or unknown token"
+//	@Failure	403	{object}	Problem	"a viewer token"
 //	@Security	BearerAuth
-//	@Router		/servers/{ip}/enable [post]
+//	@Router		/api/v1/servers/{ip}/enable [post]
 func (h *handlers) enableServer(c echo.Context) error { return h.setServer(c, false) }
 
 func (h *handlers) setServer(c echo.Context, disabled bool) error {
@@ -103,18 +122,27 @@ func (h *handlers) setServer(c echo.Context, disabled bool) error {
 // instances godoc
 //
 //	@Summary	List ejserver instances
-//	@Description	The peers of the namespace, with how many jobs each runs and leads.
+//	@Description	The peers of the namespace by instance id, with how many jobs each runs and leads.
 //	@Tags		servers
 //	@Produce	json
-//	@Success	200	{object}	InstanceList
+//	@Param		cursor	query		string	false	"nextCursor of the previous page"
+//	@Param		limit	query		int		false	"page size, 1-1000 (default 100)"
+//	@Success	200		{object}	InstanceList
+//	@Failure	400		{object}	Problem	"a bad limit"
+//	@Failure	401		{object}	Problem	"no or unknown token"
 //	@Security	BearerAuth
-//	@Router		/instances [get]
+//	@Router		/api/v1/instances [get]
 func (h *handlers) instances(c echo.Context) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
 	list, err := h.svc.Instances(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, InstanceList{Items: list})
+	items, next := pageAfter(list, func(v service.InstanceView) string { return v.InstanceID }, strings.Compare, c.QueryParam("cursor"), limit)
+	return c.JSON(http.StatusOK, InstanceList{Items: items, NextCursor: next})
 }
 
 // executions godoc
@@ -133,10 +161,11 @@ func (h *handlers) instances(c echo.Context) error {
 //	@Param		cursor	query		string	false	"nextCursor of the previous page"
 //	@Param		limit	query		int		false	"page size, 1-500 (default 50)"
 //	@Success	200		{object}	ExecutionList
-//	@Failure	400		{object}	Problem
+//	@Failure	400		{object}	Problem	"a bad filter, cursor or limit"
+//	@Failure	401		{object}	Problem	"no or unknown token"
 //	@Failure	503		{object}	Problem	"no history store"
 //	@Security	BearerAuth
-//	@Router		/executions [get]
+//	@Router		/api/v1/executions [get]
 func (h *handlers) executions(c echo.Context) error {
 	return h.listExecutions(c, c.QueryParam("job"))
 }
@@ -144,6 +173,7 @@ func (h *handlers) executions(c echo.Context) error {
 // jobExecutions godoc
 //
 //	@Summary	List a job's executions
+//	@Description	The job's executions, newest first, filtered and paged with a cursor (the same as /api/v1/executions?job=).
 //	@Tags		executions
 //	@Produce	json
 //	@Param		jobName	path		string	true	"job name"
@@ -156,10 +186,11 @@ func (h *handlers) executions(c echo.Context) error {
 //	@Param		cursor	query		string	false	"nextCursor of the previous page"
 //	@Param		limit	query		int		false	"page size, 1-500 (default 50)"
 //	@Success	200		{object}	ExecutionList
-//	@Failure	400		{object}	Problem
+//	@Failure	400		{object}	Problem	"a bad filter, cursor or limit"
+//	@Failure	401		{object}	Problem	"no or unknown token"
 //	@Failure	503		{object}	Problem	"no history store"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/executions [get]
+//	@Router		/api/v1/jobs/{jobName}/executions [get]
 func (h *handlers) jobExecutions(c echo.Context) error {
 	return h.listExecutions(c, c.Param("jobName"))
 }
@@ -205,14 +236,16 @@ func (h *handlers) listExecutions(c echo.Context, job string) error {
 // execution godoc
 //
 //	@Summary	Get an execution
+//	@Description	One item of one fire: where and when it ran, the HTTP outcome, attempts and the start of the receiver's answer.
 //	@Tags		executions
 //	@Produce	json
 //	@Param		id	path		string	true	"execution id (the webhook-id)"
 //	@Success	200	{object}	ejserver.Execution
-//	@Failure	404	{object}	Problem
+//	@Failure	401	{object}	Problem	"no or unknown token"
+//	@Failure	404	{object}	Problem	"no such execution"
 //	@Failure	503	{object}	Problem	"no history store"
 //	@Security	BearerAuth
-//	@Router		/executions/{id} [get]
+//	@Router		/api/v1/executions/{id} [get]
 func (h *handlers) execution(c echo.Context) error {
 	e, err := h.svc.Execution(c.Request().Context(), c.Param("id"))
 	if err != nil {
@@ -231,10 +264,11 @@ func (h *handlers) execution(c echo.Context) error {
 //	@Param		taskId	query		string	false	"one task"
 //	@Param		limit	query		int		false	"how many, 1-500 (default 50)"
 //	@Success	200		{object}	TraceList
-//	@Failure	400		{object}	Problem
+//	@Failure	400		{object}	Problem	"a bad limit"
+//	@Failure	401		{object}	Problem	"no or unknown token"
 //	@Failure	503		{object}	Problem	"no history store"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/traces [get]
+//	@Router		/api/v1/jobs/{jobName}/traces [get]
 func (h *handlers) jobTraces(c echo.Context) error {
 	limit, err := intParam(c, "limit", 0)
 	if err != nil {
@@ -261,9 +295,10 @@ func (h *handlers) jobTraces(c echo.Context) error {
 //	@Param		from		query		string	false	"RFC 3339 start (default now)"
 //	@Param		count		query		int		false	"how many, 1-100 (default 5)"
 //	@Success	200			{object}	CronPreview
-//	@Failure	400			{object}	Problem
+//	@Failure	400			{object}	Problem	"a bad expression, time zone, from or count (field names it)"
+//	@Failure	401			{object}	Problem	"no or unknown token"
 //	@Security	BearerAuth
-//	@Router		/cron/next [get]
+//	@Router		/api/v1/cron/next [get]
 func (h *handlers) cronNext(c echo.Context) error {
 	from, err := timeParam(c, "from")
 	if err != nil {
@@ -296,7 +331,7 @@ func timeParam(c echo.Context, name string) (time.Time, error) {
 	return t, nil
 }
 
-// Health is the /readyz body.
+// HealthReport is the /readyz body.
 type HealthReport struct {
 	Ready  bool           `json:"ready"`
 	Checks map[string]any `json:"checks"`
@@ -305,6 +340,7 @@ type HealthReport struct {
 // healthz godoc
 //
 //	@Summary	Liveness
+//	@Description	200 while the process serves HTTP; never needs a token.
 //	@Tags		health
 //	@Produce	json
 //	@Success	200	{object}	map[string]string
@@ -316,7 +352,7 @@ func (h *handlers) healthz(c echo.Context) error {
 // readyz godoc
 //
 //	@Summary	Readiness
-//	@Description	Ready when this peer holds a ZooKeeper session; the history store's state (ok, or degraded while dispatch goes on) is reported in the body.
+//	@Description	Ready when this peer holds a ZooKeeper session; the history store's state (ok, or degraded while dispatch goes on) is reported in the body. Never needs a token.
 //	@Tags		health
 //	@Produce	json
 //	@Success	200	{object}	HealthReport

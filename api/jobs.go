@@ -23,28 +23,6 @@ type handlers struct {
 	maxBody int64
 }
 
-// JobResponse is a job with, after a create or replace that generated one, its new secret (shown once).
-type JobResponse struct {
-	service.JobView
-	// GeneratedSecret is the webhook secret ejserver generated for this request. It is never shown again.
-	GeneratedSecret string `json:"generatedSecret,omitempty"`
-}
-
-// JobList is a page of jobs.
-type JobList struct {
-	Items []service.JobView `json:"items"`
-	// NextCursor fetches the next page (pass it as cursor); absent on the last page.
-	NextCursor string `json:"nextCursor,omitempty"`
-	// Total counts the jobs matching the filter on every page.
-	Total int `json:"total"`
-}
-
-// ItemList is a job's sharding view.
-type ItemList struct {
-	JobName string             `json:"jobName"`
-	Items   []service.ItemView `json:"items"`
-}
-
 func etag(version int32) string { return fmt.Sprintf(`"%d"`, version) }
 
 // ifMatch parses If-Match: -1 when absent or "*", else the version it names.
@@ -96,12 +74,15 @@ func decodeJob(c echo.Context) (ejserver.JobConfig, error) {
 //	@Success		201	{object}	JobResponse
 //	@Header			201	{string}	ETag		"the job's version"
 //	@Header			201	{string}	Location	"the job's URL"
-//	@Failure		400	{object}	Problem	"invalid field (field names it)"
+//	@Failure		400	{object}	Problem	"invalid field, unknown field or wrong type (field names it)"
+//	@Failure		401	{object}	Problem	"no or unknown token"
+//	@Failure		403	{object}	Problem	"a viewer token"
 //	@Failure		409	{object}	Problem	"a job with this name exists"
-//	@Failure		413	{object}	Problem
-//	@Failure		503	{object}	Problem
+//	@Failure		413	{object}	Problem	"the body is larger than the limit"
+//	@Failure		415	{object}	Problem	"the body is not application/json"
+//	@Failure		503	{object}	Problem	"ZooKeeper unavailable"
 //	@Security		BearerAuth
-//	@Router			/jobs [post]
+//	@Router			/api/v1/jobs [post]
 func (h *handlers) createJob(c echo.Context) error {
 	cfg, err := decodeJob(c)
 	if err != nil {
@@ -113,7 +94,7 @@ func (h *handlers) createJob(c echo.Context) error {
 	}
 	c.Response().Header().Set("ETag", etag(v.Version))
 	c.Response().Header().Set("Location", "/api/v1/jobs/"+url.PathEscape(v.JobName))
-	return c.JSON(http.StatusCreated, JobResponse{JobView: v, GeneratedSecret: secret})
+	return c.JSON(http.StatusCreated, JobResponse{Job: jobOf(v), GeneratedSecret: secret})
 }
 
 // listJobs godoc
@@ -127,9 +108,10 @@ func (h *handlers) createJob(c echo.Context) error {
 //	@Param		cursor	query		string	false	"nextCursor of the previous page"
 //	@Param		limit	query		int		false	"page size, 1-1000 (default 100)"
 //	@Success	200		{object}	JobList
-//	@Failure	400		{object}	Problem
+//	@Failure	400		{object}	Problem	"a bad filter or limit"
+//	@Failure	401		{object}	Problem	"no or unknown token"
 //	@Security	BearerAuth
-//	@Router		/jobs [get]
+//	@Router		/api/v1/jobs [get]
 func (h *handlers) listJobs(c echo.Context) error {
 	limit, err := intParam(c, "limit", 0)
 	if err != nil {
@@ -140,7 +122,7 @@ func (h *handlers) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, JobList{Items: page.Items, NextCursor: page.NextCursor, Total: page.Total})
+	return c.JSON(http.StatusOK, JobList{Items: jobsOf(page.Items), NextCursor: page.NextCursor, Total: page.Total})
 }
 
 // getJob godoc
@@ -150,18 +132,19 @@ func (h *handlers) listJobs(c echo.Context) error {
 //	@Tags		jobs
 //	@Produce	json
 //	@Param		jobName	path		string	true	"job name"
-//	@Success	200		{object}	service.JobView
+//	@Success	200		{object}	Job
 //	@Header		200		{string}	ETag	"the job's version"
-//	@Failure	404		{object}	Problem
+//	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"no such job"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName} [get]
+//	@Router		/api/v1/jobs/{jobName} [get]
 func (h *handlers) getJob(c echo.Context) error {
 	v, err := h.svc.GetJob(c.Request().Context(), c.Param("jobName"))
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("ETag", etag(v.Version))
-	return c.JSON(http.StatusOK, v)
+	return c.JSON(http.StatusOK, jobOf(v))
 }
 
 // replaceJob godoc
@@ -176,11 +159,16 @@ func (h *handlers) getJob(c echo.Context) error {
 //	@Param			job			body		ejserver.JobConfig	true	"the job"
 //	@Success		200			{object}	JobResponse
 //	@Header			200			{string}	ETag	"the new version"
-//	@Failure		400			{object}	Problem
-//	@Failure		404			{object}	Problem
+//	@Failure		400			{object}	Problem	"invalid field, unknown field, wrong type, a rename or a malformed If-Match"
+//	@Failure		401			{object}	Problem	"no or unknown token"
+//	@Failure		403			{object}	Problem	"a viewer token"
+//	@Failure		404			{object}	Problem	"no such job"
 //	@Failure		412			{object}	Problem	"the job changed since the ETag you sent"
+//	@Failure		413			{object}	Problem	"the body is larger than the limit"
+//	@Failure		415			{object}	Problem	"the body is not application/json"
+//	@Failure		503			{object}	Problem	"ZooKeeper unavailable"
 //	@Security		BearerAuth
-//	@Router			/jobs/{jobName} [put]
+//	@Router			/api/v1/jobs/{jobName} [put]
 func (h *handlers) replaceJob(c echo.Context) error {
 	version, err := ifMatch(c)
 	if err != nil {
@@ -195,7 +183,7 @@ func (h *handlers) replaceJob(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("ETag", etag(v.Version))
-	return c.JSON(http.StatusOK, JobResponse{JobView: v, GeneratedSecret: secret})
+	return c.JSON(http.StatusOK, JobResponse{Job: jobOf(v), GeneratedSecret: secret})
 }
 
 // deleteJob godoc
@@ -205,9 +193,11 @@ func (h *handlers) replaceJob(c echo.Context) error {
 //	@Tags		jobs
 //	@Param		jobName	path	string	true	"job name"
 //	@Success	204
-//	@Failure	404	{object}	Problem
+//	@Failure	401	{object}	Problem	"no or unknown token"
+//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	404	{object}	Problem	"no such job"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName} [delete]
+//	@Router		/api/v1/jobs/{jobName} [delete]
 func (h *handlers) deleteJob(c echo.Context) error {
 	if err := h.svc.DeleteJob(c.Request().Context(), c.Param("jobName")); err != nil {
 		return err
@@ -225,11 +215,14 @@ func (h *handlers) deleteJob(c echo.Context) error {
 //	@Param			jobName	path		string					true	"job name"
 //	@Param			trigger	body		service.TriggerRequest	false	"override and subset"
 //	@Success		202		{object}	service.TriggerResult
-//	@Failure		400		{object}	Problem
-//	@Failure		404		{object}	Problem
-//	@Failure		409		{object}	Problem	"disabled job, no instance online, or a trigger still pending"
+//	@Failure		400		{object}	Problem	"an item outside the job, given twice, or an unknown field"
+//	@Failure		401		{object}	Problem	"no or unknown token"
+//	@Failure		403		{object}	Problem	"a viewer token"
+//	@Failure		404		{object}	Problem	"no such job"
+//	@Failure		409		{object}	Problem	"disabled job, or no instance online"
+//	@Failure		413		{object}	Problem	"the body is larger than the limit"
 //	@Security		BearerAuth
-//	@Router			/jobs/{jobName}/trigger [post]
+//	@Router			/api/v1/jobs/{jobName}/trigger [post]
 func (h *handlers) triggerJob(c echo.Context) error {
 	var req service.TriggerRequest
 	b, err := readBody(c)
@@ -255,10 +248,13 @@ func (h *handlers) triggerJob(c echo.Context) error {
 //	@Tags		jobs
 //	@Produce	json
 //	@Param		jobName	path		string	true	"job name"
-//	@Success	200		{object}	service.JobView
-//	@Failure	404		{object}	Problem
+//	@Success	200		{object}	Job
+//	@Header		200		{string}	ETag	"the job's new version"
+//	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	403		{object}	Problem	"a viewer token"
+//	@Failure	404		{object}	Problem	"no such job"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/disable [post]
+//	@Router		/api/v1/jobs/{jobName}/disable [post]
 func (h *handlers) disableJob(c echo.Context) error { return h.setJobDisabled(c, true) }
 
 // enableJob godoc
@@ -268,10 +264,13 @@ func (h *handlers) disableJob(c echo.Context) error { return h.setJobDisabled(c,
 //	@Tags		jobs
 //	@Produce	json
 //	@Param		jobName	path		string	true	"job name"
-//	@Success	200		{object}	service.JobView
-//	@Failure	404		{object}	Problem
+//	@Success	200		{object}	Job
+//	@Header		200		{string}	ETag	"the job's new version"
+//	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	403		{object}	Problem	"a viewer token"
+//	@Failure	404		{object}	Problem	"no such job"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/enable [post]
+//	@Router		/api/v1/jobs/{jobName}/enable [post]
 func (h *handlers) enableJob(c echo.Context) error { return h.setJobDisabled(c, false) }
 
 func (h *handlers) setJobDisabled(c echo.Context, disabled bool) error {
@@ -280,7 +279,7 @@ func (h *handlers) setJobDisabled(c echo.Context, disabled bool) error {
 		return err
 	}
 	c.Response().Header().Set("ETag", etag(v.Version))
-	return c.JSON(http.StatusOK, v)
+	return c.JSON(http.StatusOK, jobOf(v))
 }
 
 // sharding godoc
@@ -291,9 +290,10 @@ func (h *handlers) setJobDisabled(c echo.Context, disabled bool) error {
 //	@Produce	json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	ItemList
-//	@Failure	404		{object}	Problem
+//	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"no such job"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/sharding [get]
+//	@Router		/api/v1/jobs/{jobName}/sharding [get]
 func (h *handlers) sharding(c echo.Context) error {
 	items, err := h.svc.Sharding(c.Request().Context(), c.Param("jobName"))
 	if err != nil {
@@ -310,21 +310,28 @@ func (h *handlers) sharding(c echo.Context) error {
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		item	path	int		true	"item number"
 //	@Success	204
-//	@Failure	404	{object}	Problem
+//	@Failure	400	{object}	Problem	"item is not a number"
+//	@Failure	401	{object}	Problem	"no or unknown token"
+//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	404	{object}	Problem	"no such job, or no such item"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/sharding/{item}/disable [post]
+//	@Router		/api/v1/jobs/{jobName}/sharding/{item}/disable [post]
 func (h *handlers) disableItem(c echo.Context) error { return h.setItemDisabled(c, true) }
 
 // enableItem godoc
 //
 //	@Summary	Enable an item
+//	@Description	The item runs again from its next fire.
 //	@Tags		sharding
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		item	path	int		true	"item number"
 //	@Success	204
-//	@Failure	404	{object}	Problem
+//	@Failure	400	{object}	Problem	"item is not a number"
+//	@Failure	401	{object}	Problem	"no or unknown token"
+//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	404	{object}	Problem	"no such job, or no such item"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/sharding/{item}/enable [post]
+//	@Router		/api/v1/jobs/{jobName}/sharding/{item}/enable [post]
 func (h *handlers) enableItem(c echo.Context) error { return h.setItemDisabled(c, false) }
 
 func (h *handlers) setItemDisabled(c echo.Context, disabled bool) error {
@@ -346,23 +353,28 @@ func (h *handlers) setItemDisabled(c echo.Context, disabled bool) error {
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		ip		path	string	true	"server IP"
 //	@Success	204
-//	@Failure	400	{object}	Problem
-//	@Failure	404	{object}	Problem
+//	@Failure	400	{object}	Problem	"ip is not an IP address"
+//	@Failure	401	{object}	Problem	"no or unknown token"
+//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	404	{object}	Problem	"no such job"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/servers/{ip}/disable [post]
+//	@Router		/api/v1/jobs/{jobName}/servers/{ip}/disable [post]
 func (h *handlers) disableJobServer(c echo.Context) error { return h.setJobServer(c, true) }
 
 // enableJobServer godoc
 //
 //	@Summary	Enable a server for one job
+//	@Description	Instances on this IP run the job again (servers/{ip} = ENABLED); items move to them at the next resharding.
 //	@Tags		servers
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		ip		path	string	true	"server IP"
 //	@Success	204
-//	@Failure	400	{object}	Problem
-//	@Failure	404	{object}	Problem
+//	@Failure	400	{object}	Problem	"ip is not an IP address"
+//	@Failure	401	{object}	Problem	"no or unknown token"
+//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	404	{object}	Problem	"no such job"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/servers/{ip}/enable [post]
+//	@Router		/api/v1/jobs/{jobName}/servers/{ip}/enable [post]
 func (h *handlers) enableJobServer(c echo.Context) error { return h.setJobServer(c, false) }
 
 func (h *handlers) setJobServer(c echo.Context, disabled bool) error {
@@ -380,9 +392,10 @@ func (h *handlers) setJobServer(c echo.Context, disabled bool) error {
 //	@Produce	plain
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{string}	string
-//	@Failure	404		{object}	Problem
+//	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"no such job"
 //	@Security	BearerAuth
-//	@Router		/jobs/{jobName}/dump [get]
+//	@Router		/api/v1/jobs/{jobName}/dump [get]
 func (h *handlers) dump(c echo.Context) error {
 	text, err := h.svc.Dump(c.Request().Context(), c.Param("jobName"))
 	if err != nil {

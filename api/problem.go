@@ -53,6 +53,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		p := problemFor(err)
 		p.Instance = c.Request().URL.Path
+		var ae *authError
+		if errors.As(err, &ae) {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, ae.challenge)
+		}
 		if p.Status >= 500 {
 			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", p.Status, "err", err)
 		}
@@ -66,13 +70,28 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 }
 
 func problemFor(err error) Problem {
+	var ae *authError
+	if errors.As(err, &ae) {
+		typ := "unauthorized"
+		if ae.status == http.StatusForbidden {
+			typ = "forbidden"
+		}
+		return Problem{Type: problemType + typ, Title: http.StatusText(ae.status), Status: ae.status, Detail: ae.detail}
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		title := http.StatusText(he.Code)
 		detail := fmt.Sprint(he.Message)
 		typ := "http-" + fmt.Sprint(he.Code)
-		if he.Code == http.StatusRequestEntityTooLarge {
+		switch he.Code {
+		case http.StatusRequestEntityTooLarge:
 			detail, typ = "the request body is larger than the limit", "too-large"
+		case http.StatusUnsupportedMediaType:
+			typ = "unsupported-media-type"
+		case http.StatusNotFound:
+			detail, typ = "no such API path: see /openapi/openapi3.json", "no-route"
+		case http.StatusMethodNotAllowed:
+			typ = "method-not-allowed"
 		}
 		return Problem{Type: problemType + typ, Title: title, Status: he.Code, Detail: detail}
 	}

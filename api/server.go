@@ -5,25 +5,30 @@
 //	@title						ejserver API
 //	@version					1
 //	@description				Distributed, HTTP-first scheduled jobs: register a job with a cron schedule and a webhook; at each fire every shard item is POSTed to the webhook by one live peer.
-//	@BasePath					/api/v1
+//	@BasePath					/
+//	@accept						json
+//	@produce					json
 //	@securityDefinitions.apikey	BearerAuth
 //	@in							header
 //	@name						Authorization
-//	@description				"Bearer <token>" (admin or viewer role); not needed when the server runs without tokens.
+//	@description				"Bearer <token>": an admin token may do everything, a viewer token only GET. Not needed when the server runs without tokens (then it listens on loopback only).
 package api
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	echoSwagger "github.com/swaggo/echo-swagger"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/history"
 	"github.com/ejserver/ejserver/internal/service"
+	"github.com/ejserver/ejserver/openapi"
 )
 
 // Service is what the API needs (service.Service satisfies it).
@@ -63,6 +68,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// Metrics serves /metrics when set.
 	Metrics http.Handler
+	// Tokens are the bearer tokens /api/v1 accepts; with none, the API is open (cmd then listens on loopback
+	// only unless told --insecure). /healthz, /readyz, the spec and the docs page are always open.
+	Tokens []Token
+	// MetricsAuth makes /metrics need a token too (any role).
+	MetricsAuth bool
 	// Console serves the web console at / when set.
 	Console http.Handler
 	// Middleware runs on /api routes (authentication).
@@ -89,7 +99,17 @@ func New(cfg Config) http.Handler {
 	e.GET("/healthz", h.healthz)
 	e.GET("/readyz", h.readyz)
 
+	e.GET("/openapi/swagger.json", blob("application/json", openapi.SwaggerJSON))
+	e.GET("/openapi/swagger.yaml", blob("application/yaml", openapi.SwaggerYAML))
+	e.GET("/openapi/openapi3.json", blob("application/json", openapi.OpenAPI3JSON))
+	docs := echoSwagger.EchoWrapHandler(echoSwagger.URL("/openapi/openapi3.json"), echoSwagger.URL("/openapi/swagger.json"))
+	e.GET("/swagger/*", docs)
+	e.GET("/docs", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/swagger/index.html") })
+
 	v1 := e.Group("/api/v1", middleware.BodyLimit(bodyLimit(cfg.MaxBodyBytes)))
+	if len(cfg.Tokens) > 0 {
+		v1.Use(requireToken(cfg.Tokens, apiRoles))
+	}
 	for _, mw := range cfg.Middleware {
 		v1.Use(mw)
 	}
@@ -117,7 +137,11 @@ func New(cfg Config) http.Handler {
 	v1.GET("/instances", h.instances)
 	v1.GET("/cron/next", h.cronNext)
 	if cfg.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(cfg.Metrics))
+		var mws []echo.MiddlewareFunc
+		if cfg.MetricsAuth && len(cfg.Tokens) > 0 {
+			mws = append(mws, requireToken(cfg.Tokens, anyRole))
+		}
+		e.GET("/metrics", echo.WrapHandler(cfg.Metrics), mws...)
 	}
 	if cfg.Console != nil {
 		e.GET("/*", echo.WrapHandler(cfg.Console))
@@ -129,17 +153,27 @@ func bodyLimit(n int64) string {
 	return formatBytes(n)
 }
 
-// requestLogger logs one line per API request (never the Authorization header or bodies).
+func blob(contentType string, b []byte) echo.HandlerFunc {
+	return func(c echo.Context) error { return c.Blob(http.StatusOK, contentType, b) }
+}
+
+// requestLogger logs one line per API request (never the Authorization header or bodies). Writes are the
+// audit log: "api write" at info with the name of the token that made them (user), never the token.
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRequestID: true, LogRemoteIP: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			level := slog.LevelInfo
-			if v.URIPath == "/healthz" || v.URIPath == "/readyz" || v.URIPath == "/metrics" {
+			level, msg := slog.LevelInfo, "api request"
+			switch {
+			case v.URIPath == "/healthz" || v.URIPath == "/readyz" || v.URIPath == "/metrics" ||
+				strings.HasPrefix(v.URIPath, "/swagger/") || strings.HasPrefix(v.URIPath, "/openapi/"):
 				level = slog.LevelDebug
+			case v.Method != http.MethodGet && v.Method != http.MethodHead:
+				msg = "api write"
 			}
-			log.Log(context.Background(), level, "api request", "method", v.Method, "path", v.URIPath,
-				"status", v.Status, "duration_ms", v.Latency.Milliseconds(), "request_id", v.RequestID, "remote", v.RemoteIP)
+			user, _ := c.Get(userKey).(string)
+			log.Log(context.Background(), level, msg, "method", v.Method, "path", v.URIPath, "status", v.Status,
+				"user", user, "duration_ms", v.Latency.Milliseconds(), "request_id", v.RequestID, "remote", v.RemoteIP)
 			return nil
 		},
 	})

@@ -1,0 +1,170 @@
+package api
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver"
+)
+
+// fakeService answers the few calls these tests make; any other call panics (a nil interface).
+type fakeService struct {
+	Service
+}
+
+func (f *fakeService) CronNext(expr, tz string, from time.Time, count int) ([]time.Time, string, error) {
+	return []time.Time{time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}, "", nil
+}
+
+const (
+	adminSecret  = "admin-token-0123456789"
+	viewerSecret = "viewer-token-0123456789"
+)
+
+func testTokens(t *testing.T) []Token {
+	t.Helper()
+	file := "# role name token\nadmin ops " + HashToken(adminSecret) + "\n\nviewer grafana " + viewerSecret + "\n"
+	toks, err := ParseTokens(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toks
+}
+
+func TestParseTokens(t *testing.T) {
+	toks := testTokens(t)
+	if len(toks) != 2 || toks[0].Name != "ops" || toks[0].Role != RoleAdmin || toks[1].Role != RoleViewer {
+		t.Fatalf("tokens %+v", toks)
+	}
+	if tok, ok := lookup(toks, adminSecret); !ok || tok.Name != "ops" {
+		t.Fatalf("admin secret: %v %v", tok, ok)
+	}
+	if tok, ok := lookup(toks, viewerSecret); !ok || tok.Name != "grafana" {
+		t.Fatalf("viewer secret: %v %v", tok, ok)
+	}
+	if _, ok := lookup(toks, adminSecret+"x"); ok {
+		t.Fatal("a wrong secret matched")
+	}
+	bad := []struct{ name, file, want string }{
+		{"two fields", "admin ops", "line 1: want"},
+		{"bad role", "root ops " + adminSecret, "line 1: token \"ops\": role \"root\""},
+		{"short", "admin ops short", "line 1: token \"ops\" is shorter"},
+		{"bad hash", "admin ops sha256:abc", "line 1: token \"ops\": sha256: must be"},
+		{"duplicate", "admin ops " + adminSecret + "\nviewer ops " + viewerSecret, "line 2: token name \"ops\" is used twice"},
+		{"bad name", "admin a/b " + adminSecret, "line 1: token name \"a/b\""},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseTokens(strings.NewReader(tt.file))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("error %v, want prefix %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), adminSecret) || strings.Contains(err.Error(), viewerSecret) {
+				t.Fatalf("the error shows the token: %v", err)
+			}
+		})
+	}
+}
+
+func TestAuthRoles(t *testing.T) {
+	h := New(Config{Service: &fakeService{}, Tokens: testTokens(t), MetricsAuth: true,
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up 1\n") })})
+	tests := []struct {
+		name, method, path, auth string
+		status                   int
+		challenge                string
+	}{
+		{"no token", "GET", "/api/v1/cron/next?cron=@hourly", "", 401, `Bearer realm="ejserver"`},
+		{"not bearer", "GET", "/api/v1/cron/next?cron=@hourly", "Basic b3BzOng=", 401, `Bearer realm="ejserver", error="invalid_request"`},
+		{"wrong token", "GET", "/api/v1/cron/next?cron=@hourly", "Bearer " + adminSecret + "x", 401, `Bearer realm="ejserver", error="invalid_token"`},
+		{"viewer reads", "GET", "/api/v1/cron/next?cron=@hourly", "Bearer " + viewerSecret, 200, ""},
+		{"admin reads", "GET", "/api/v1/cron/next?cron=@hourly", "bearer " + adminSecret, 200, ""},
+		{"viewer writes", "DELETE", "/api/v1/jobs/x", "Bearer " + viewerSecret, 403, `Bearer realm="ejserver", error="insufficient_scope"`},
+		{"viewer triggers", "POST", "/api/v1/jobs/x/trigger", "Bearer " + viewerSecret, 403, `Bearer realm="ejserver", error="insufficient_scope"`},
+		{"healthz open", "GET", "/healthz", "", 200, ""},
+		{"readyz open", "GET", "/readyz", "", 200, ""},
+		{"spec open", "GET", "/openapi/openapi3.json", "", 200, ""},
+		{"docs open", "GET", "/swagger/index.html", "", 200, ""},
+		{"metrics needs a token", "GET", "/metrics", "", 401, `Bearer realm="ejserver"`},
+		{"metrics with a viewer token", "GET", "/metrics", "Bearer " + viewerSecret, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, tt.path, nil)
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+			if got := rec.Header().Get("WWW-Authenticate"); got != tt.challenge {
+				t.Fatalf("WWW-Authenticate %q, want %q", got, tt.challenge)
+			}
+			if tt.status >= 400 {
+				var p Problem
+				if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Status != tt.status || p.Type == "" || p.Detail == "" {
+					t.Fatalf("not a problem: %s", rec.Body)
+				}
+				if rec.Header().Get("Content-Type") != "application/problem+json" {
+					t.Fatalf("content type %q", rec.Header().Get("Content-Type"))
+				}
+				if strings.Contains(rec.Body.String(), adminSecret) || strings.Contains(rec.Body.String(), viewerSecret) {
+					t.Fatalf("the answer shows a token: %s", rec.Body)
+				}
+			}
+		})
+	}
+}
+
+func TestNoTokensMeansOpen(t *testing.T) {
+	h := New(Config{Service: &fakeService{}})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/cron/next?cron=@hourly", nil))
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+}
+
+// The documented WebhookView must be exactly what ejserver.Webhook's MarshalJSON writes.
+func TestWebhookViewIsWhatWebhookMarshals(t *testing.T) {
+	cases := []ejserver.Webhook{
+		{URL: "http://h/x", Method: "POST", TimeoutMs: 5000, ConnectTimeoutMs: 3000, SecretGracePeriodSeconds: 60},
+		{URL: "http://h/x", Method: "PUT", Headers: map[string]string{"a": "b"}, Secret: "whsec_x"},
+		{URL: "http://h/x", Secret: "whsec_x", PreviousSecret: "whsec_y", PreviousSecretExpiresAt: time.Now()},
+	}
+	for _, w := range cases {
+		want, _ := json.Marshal(w)
+		got, _ := json.Marshal(webhookView(w))
+		if string(got) != string(want) {
+			t.Fatalf("WebhookView %s, Webhook %s", got, want)
+		}
+	}
+}
+
+func TestPageAfter(t *testing.T) {
+	ips := []string{"10.0.0.10", "10.0.0.9", "127.0.0.1", "10.0.0.1"}
+	id := func(s string) string { return s }
+	var all []string
+	cursor := ""
+	for range 10 {
+		page, next := pageAfter(ips, id, compareIPs, cursor, 3)
+		all = append(all, page...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if strings.Join(all, " ") != "10.0.0.1 10.0.0.9 10.0.0.10 127.0.0.1" {
+		t.Fatalf("pages %v", all)
+	}
+	if page, next := pageAfter(ips, id, compareIPs, "", 4); len(page) != 4 || next != "" {
+		t.Fatalf("a full last page %v, next %q", page, next)
+	}
+}
