@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -235,15 +237,58 @@ func (r *Registry) dropWaiter(pth string, ch chan struct{}) {
 
 // RunningItems returns the items below n whose running node exists, with their content.
 func (r *Registry) RunningItems(job string, n int) (map[int]Running, error) {
-	out := map[int]Running{}
-	for i := range n {
+	runs := make([]*Running, n)
+	err := concurrently(n, func(i int) error {
 		run, _, ok, err := r.ReadRunning(job, i)
-		if err != nil {
-			return nil, err
-		}
 		if ok {
-			out[i] = run
+			runs[i] = &run
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]Running{}
+	for i, run := range runs {
+		if run != nil {
+			out[i] = *run
 		}
 	}
 	return out, nil
+}
+
+// readers bounds the concurrent reads of one bulk read: go-zookeeper pipelines concurrent requests on its
+// one connection, so n reads cost about n/readers round trips instead of n.
+const readers = 32
+
+// concurrently runs fn(0..n-1) on up to readers goroutines and returns the first error.
+func concurrently(n int, fn func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		errMu sync.Mutex
+		first error
+	)
+	for range min(n, readers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					errMu.Lock()
+					if first == nil {
+						first = err
+					}
+					errMu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }

@@ -304,11 +304,11 @@ type ItemDetail struct {
 // exist).
 func (r *Registry) ItemDetails(job string, n int) ([]ItemDetail, error) {
 	out := make([]ItemDetail, n)
-	for i := range n {
+	err := concurrently(n, func(i int) error {
 		d := ItemDetail{Item: i}
 		kids, _, err := r.s.children(r.p.Item(job, i))
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return nil, ejserver.Unavailable(err, "registry unavailable")
+			return err
 		}
 		d.Exists = err == nil
 		for _, k := range kids {
@@ -317,7 +317,7 @@ func (r *Registry) ItemDetails(job string, n int) ([]ItemDetail, error) {
 				continue
 			}
 			if err != nil {
-				return nil, ejserver.Unavailable(err, "registry unavailable")
+				return err
 			}
 			v := strings.TrimSpace(string(data))
 			switch k {
@@ -342,6 +342,10 @@ func (r *Registry) ItemDetails(job string, n int) ([]ItemDetail, error) {
 			}
 		}
 		out[i] = d
+		return nil
+	})
+	if err != nil {
+		return nil, ejserver.Unavailable(err, "registry unavailable")
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -45,20 +44,31 @@ func (r *Registry) CommitSharding(job string, owners []string) error {
 		return err
 	}
 	items := itemNumbers(existing)
-	var ops []any
-	for i, owner := range owners {
-		if !slices.Contains(items, i) {
-			ops = append(ops, r.s.opCreate(r.p.Item(job, i), nil, 0),
-				r.s.opCreate(r.p.ItemNode(job, i, NodeInstance), []byte(owner), 0))
-			continue
+	present := make(map[int]bool, len(items))
+	for _, i := range items {
+		present[i] = true
+	}
+	hasInstance := make([]bool, len(owners))
+	err = concurrently(len(owners), func(i int) error {
+		if !present[i] {
+			return nil
 		}
 		ok, _, err := r.s.exists(r.p.ItemNode(job, i, NodeInstance))
-		if err != nil {
-			return err
-		}
-		if ok {
+		hasInstance[i] = ok
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var ops []any
+	for i, owner := range owners {
+		switch {
+		case !present[i]:
+			ops = append(ops, r.s.opCreate(r.p.Item(job, i), nil, 0),
+				r.s.opCreate(r.p.ItemNode(job, i, NodeInstance), []byte(owner), 0))
+		case hasInstance[i]:
 			ops = append(ops, opSet(r.p.ItemNode(job, i, NodeInstance), []byte(owner), -1))
-		} else {
+		default:
 			ops = append(ops, r.s.opCreate(r.p.ItemNode(job, i, NodeInstance), []byte(owner), 0))
 		}
 	}
