@@ -1,0 +1,248 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+)
+
+func TestMain(m *testing.M) {
+	if _, err := zktest.Shared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	zktest.StopShared()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type node struct {
+	s *cluster.Session
+	r *cluster.Registry
+	c *Coordinator
+}
+
+func startNode(t *testing.T, ns, ip string, clk clock.Clock) *node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := cluster.Dial(ctx, cluster.SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 4 * time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cluster.NewRegistry(s, cluster.RegistryConfig{Namespace: ns, Logger: quiet,
+		Identity: cluster.Identity{InstanceID: ip + "@-@1", ServerIP: ip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCoordinator(CoordinatorConfig{Registry: r, Logger: quiet, Clock: clk, ServerGC: time.Hour, ReconcileTick: time.Hour})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := &node{s: s, r: r, c: c}
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *node) stop() {
+	n.c.Stop()
+	n.r.Stop()
+	n.s.Close()
+}
+
+func waitFor(t *testing.T, n *node, job, what string, cond func(*cluster.JobSnapshot) bool) *cluster.JobSnapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	snap, err := n.r.Wait(ctx, job, cond)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (snapshot %+v)", what, err, snap)
+	}
+	return snap
+}
+
+func newJob(t *testing.T, n *node, name string, total int) {
+	t.Helper()
+	cfg := ejserver.DefaultJobConfig()
+	cfg.JobName, cfg.ShardingTotalCount, cfg.Webhook.URL = name, total, "http://127.0.0.1:9/x"
+	if _, err := n.r.CreateJob(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResharding(t *testing.T) {
+	ns := zktest.Namespace("coord")
+	a := startNode(t, ns, "10.1.0.1", clock.Real{})
+	newJob(t, a, "j", 5)
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	b := startNode(t, ns, "10.1.0.2", clock.Real{})
+	waitFor(t, a, "j", "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 && s.Necessary })
+	if err := a.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	snap := waitFor(t, b, "j", "sharded", func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled })
+	if got := snap.MyItems(); fmt.Sprint(got) != "[2 3]" { // 5 over 2: [0 1 4] and [2 3]
+		t.Fatalf("b's items %v", got)
+	}
+	if err := b.c.Reshard(context.Background(), "j"); err == nil {
+		t.Fatal("a follower resharded")
+	}
+}
+
+// A leader that dies after creating processing leaves necessary set and no processing node; the next
+// leader reshards.
+func TestLeaderDyingMidReshardingLeavesNoStuckFlag(t *testing.T) {
+	ns := zktest.Namespace("stuck")
+	a := startNode(t, ns, "10.2.0.1", clock.Real{})
+	newJob(t, a, "j", 4)
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered && s.Necessary })
+	b := startNode(t, ns, "10.2.0.2", clock.Real{})
+	waitFor(t, b, "j", "b registered", func(s *cluster.JobSnapshot) bool { return s.Registered && s.Leader != "" })
+	if err := a.r.BeginResharding("j"); err != nil {
+		t.Fatal(err)
+	}
+	a.stop() // dies between processing and the commit
+	waitFor(t, b, "j", "b leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && len(s.Instances) == 1 })
+	if err := b.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	snap := waitFor(t, b, "j", "sharded", func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled })
+	if fmt.Sprint(snap.MyItems()) != "[0 1 2 3]" {
+		t.Fatalf("items %v", snap.MyItems())
+	}
+}
+
+func TestReconcileFlagsOfflineOwnersAndCollectsServers(t *testing.T) {
+	ns := zktest.Namespace("recon")
+	clk := clock.NewFake(time.Now())
+	a := startNode(t, ns, "10.3.0.1", clk)
+	newJob(t, a, "j", 2)
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && len(s.Instances) == 1 })
+	if err := a.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "sharded", func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() })
+	// an item owned by an instance that is not online (as if its departure went unnoticed)
+	if err := a.r.CommitSharding("j", []string{"10.3.0.1@-@1", "10.3.0.9@-@9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.r.SetServerState("j", "10.3.0.9", cluster.ServerEnabled); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "ghost owner", func(s *cluster.JobSnapshot) bool {
+		return s.Item(1).Owner == "10.3.0.9@-@9" && s.Servers["10.3.0.9"] != "" && s.Settled
+	})
+	clk.Advance(10 * time.Minute) // reconcileIntervalMinutes defaults to 10
+	a.c.ReconcileOnce()
+	waitFor(t, a, "j", "necessary flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary })
+	// the offline server's node goes after ServerGC (first seen offline now, then an hour later)
+	clk.Advance(61 * time.Minute)
+	a.c.ReconcileOnce()
+	waitFor(t, a, "j", "server collected", func(s *cluster.JobSnapshot) bool { _, ok := s.Servers["10.3.0.9"]; return !ok })
+	// a DISABLED server node is kept
+	if err := a.r.SetServerState("j", "10.3.0.8", cluster.ServerDisabled); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "disabled server", func(s *cluster.JobSnapshot) bool { return s.Servers["10.3.0.8"] == cluster.ServerDisabled })
+	a.c.ReconcileOnce()
+	clk.Advance(2 * time.Hour)
+	a.c.ReconcileOnce()
+	if _, ok := a.r.Job("j").Servers["10.3.0.8"]; !ok {
+		t.Fatal("a DISABLED server node was removed")
+	}
+}
+
+// BenchmarkReshard1000ItemsOver3Peers measures one resharding of a 1,000-item job over 3 peers: from the
+// leader starting it to every peer holding the new assignment (real ZooKeeper, three sessions).
+//
+//	go test -run '^$' -bench Reshard -benchtime 10x ./internal/sharding/
+func BenchmarkReshard1000ItemsOver3Peers(b *testing.B) {
+	ns := zktest.Namespace("bench")
+	var nodes []*node
+	for i := range 3 {
+		nodes = append(nodes, startNodeB(b, ns, fmt.Sprintf("10.9.0.%d", i+1)))
+	}
+	cfg := ejserver.DefaultJobConfig()
+	cfg.JobName, cfg.ShardingTotalCount, cfg.Webhook.URL = "big", 1000, "http://127.0.0.1:9/x"
+	if _, err := nodes[0].r.CreateJob(cfg); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	snap, err := nodes[0].r.Wait(ctx, "big", func(s *cluster.JobSnapshot) bool { return s.Leader != "" && len(s.Instances) == 3 })
+	if err != nil {
+		b.Fatal(err)
+	}
+	var leader *node
+	for _, n := range nodes {
+		if n.r.Me().InstanceID == snap.Leader {
+			leader = n
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := leader.r.SetNecessary("big"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := leader.r.Wait(ctx, "big", func(s *cluster.JobSnapshot) bool { return s.Necessary }); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := leader.c.Reshard(ctx, "big"); err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range nodes {
+			if _, err := n.r.Wait(ctx, "big", func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/reshard")
+	}
+}
+
+func startNodeB(b *testing.B, ns, ip string) *node {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr, err := zktest.Shared()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := cluster.Dial(ctx, cluster.SessionConfig{Servers: []string{addr}, SessionTimeout: 4 * time.Second, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := cluster.NewRegistry(s, cluster.RegistryConfig{Namespace: ns, Logger: quiet,
+		Identity: cluster.Identity{InstanceID: ip + "@-@1", ServerIP: ip}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := NewCoordinator(CoordinatorConfig{Registry: r, Logger: quiet, ReconcileTick: time.Hour})
+	if err := r.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	n := &node{s: s, r: r, c: c}
+	b.Cleanup(n.stop)
+	return n
+}
