@@ -1,0 +1,509 @@
+// Package client is the Go client of ejserver's REST API (/api/v1): one typed method per endpoint, errors
+// that carry the server's RFC 9457 problem details (*Error), built on go-resty.
+//
+//	c := client.New("http://127.0.0.1:8080", client.WithToken(os.Getenv("EJ_TOKEN")))
+//	job, err := c.GetJob(ctx, "settle")
+//	if client.IsNotFound(err) { ... }
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-resty/resty/v2"
+)
+
+// Client calls one ejserver (any peer serves the whole cluster). It is safe for concurrent use.
+type Client struct {
+	r *resty.Client
+}
+
+// Option configures a Client.
+type Option func(*settings)
+
+type settings struct {
+	token, userAgent string
+	hc               *http.Client
+	timeout          time.Duration
+	retries          int
+}
+
+// WithToken sends "Authorization: Bearer token" (an admin or viewer token); "" sends none.
+func WithToken(token string) Option { return func(s *settings) { s.token = token } }
+
+// WithHTTPClient makes the client send through hc (its transport and TLS config).
+func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.hc = hc } }
+
+// WithTimeout bounds each request (default 30 s).
+func WithTimeout(d time.Duration) Option { return func(s *settings) { s.timeout = d } }
+
+// WithUserAgent sets the User-Agent header (default ejserver-go-client).
+func WithUserAgent(ua string) Option { return func(s *settings) { s.userAgent = ua } }
+
+// WithRetries retries GET requests that failed to connect or got 502, 503 or 504, up to n more times with
+// back-off (default 0). Writes are never retried: a retried create or trigger could apply twice.
+func WithRetries(n int) Option { return func(s *settings) { s.retries = n } }
+
+// New returns a client of the ejserver at baseURL (scheme, host and port, e.g. http://127.0.0.1:8080).
+func New(baseURL string, opts ...Option) *Client {
+	s := settings{userAgent: "ejserver-go-client", timeout: 30 * time.Second}
+	for _, o := range opts {
+		o(&s)
+	}
+	r := resty.New()
+	if s.hc != nil {
+		r = resty.NewWithClient(s.hc)
+	}
+	r.SetBaseURL(strings.TrimRight(baseURL, "/")).SetTimeout(s.timeout).SetDisableWarn(true).
+		SetHeader("User-Agent", s.userAgent).SetHeader("Accept", "application/json, application/problem+json")
+	if s.token != "" {
+		r.SetAuthToken(s.token)
+	}
+	if s.retries > 0 {
+		r.SetRetryCount(s.retries).SetRetryWaitTime(200 * time.Millisecond).SetRetryMaxWaitTime(3 * time.Second)
+		r.AddRetryCondition(func(resp *resty.Response, err error) bool {
+			if resp == nil || resp.Request == nil || resp.Request.Method != http.MethodGet {
+				return false
+			}
+			if err != nil {
+				return true
+			}
+			switch resp.StatusCode() {
+			case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+				return true
+			}
+			return false
+		})
+	}
+	return &Client{r: r}
+}
+
+// FieldError names one offending field of an invalid request.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is an error answer of ejserver: its RFC 9457 problem details.
+type Error struct {
+	// Type identifies the kind of problem, e.g. https://ejserver.dev/problems/invalid.
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	// Instance is the request path.
+	Instance string `json:"instance,omitempty"`
+	// Field is the first offending field of an invalid request (a JSON path such as webhook.url).
+	Field string `json:"field,omitempty"`
+	// Errors lists every offending field.
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("ejserver: %d %s: %s", e.Status, e.Title, e.Detail)
+	}
+	return fmt.Sprintf("ejserver: %d %s", e.Status, e.Title)
+}
+
+// StatusOf returns the HTTP status of an *Error in err's chain, or 0.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+// IsNotFound reports whether err is a 404 (no such job, item or execution).
+func IsNotFound(err error) bool { return StatusOf(err) == http.StatusNotFound }
+
+// IsConflict reports whether err is a 409 (the job exists; a disabled job can't be triggered...).
+func IsConflict(err error) bool { return StatusOf(err) == http.StatusConflict }
+
+// IsPreconditionFailed reports whether err is a 412: the job changed since the ETag sent with If-Match.
+func IsPreconditionFailed(err error) bool { return StatusOf(err) == http.StatusPreconditionFailed }
+
+// request is one call: method, path (with its parameters escaped), query, JSON body and where the JSON
+// answer goes.
+type request struct {
+	method, path string
+	query        url.Values
+	body         any
+	header       map[string]string
+	out          any
+}
+
+func (c *Client) do(ctx context.Context, rq request) (*resty.Response, error) {
+	req := c.r.R().SetContext(ctx).SetQueryParamsFromValues(rq.query).SetHeaders(rq.header)
+	if rq.body != nil {
+		req.SetHeader("Content-Type", "application/json")
+		if raw, ok := rq.body.([]byte); ok {
+			req.SetBody(raw)
+		} else {
+			b, err := json.Marshal(rq.body)
+			if err != nil {
+				return nil, err
+			}
+			req.SetBody(b)
+		}
+	}
+	resp, err := req.Execute(rq.method, rq.path)
+	if err != nil {
+		return nil, fmt.Errorf("ejserver: %s %s: %w", rq.method, rq.path, err)
+	}
+	if resp.IsError() {
+		return resp, problemOf(resp)
+	}
+	if rq.out != nil {
+		if s, ok := rq.out.(*string); ok {
+			*s = resp.String()
+		} else if err := json.Unmarshal(resp.Body(), rq.out); err != nil {
+			return resp, fmt.Errorf("ejserver: %s %s: decode the answer: %w", rq.method, rq.path, err)
+		}
+	}
+	return resp, nil
+}
+
+func problemOf(resp *resty.Response) error {
+	e := &Error{}
+	if json.Unmarshal(resp.Body(), e) != nil || e.Status == 0 {
+		detail := strings.TrimSpace(resp.String())
+		if len(detail) > 200 {
+			detail = detail[:200] + "..."
+		}
+		e = &Error{Status: resp.StatusCode(), Title: http.StatusText(resp.StatusCode()), Detail: detail}
+	}
+	return e
+}
+
+func jobPath(name string, rest ...string) string {
+	p := "/api/v1/jobs/" + url.PathEscape(name)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// CreateJob registers a job (201). A job of that name existing is a 409 (IsConflict).
+func (c *Client) CreateJob(ctx context.Context, spec JobSpec) (*JobResult, error) {
+	return c.CreateJobJSON(ctx, spec)
+}
+
+// CreateJobJSON is CreateJob with a body of your own: a JobSpec, or raw JSON as []byte or json.RawMessage.
+func (c *Client) CreateJobJSON(ctx context.Context, body any) (*JobResult, error) {
+	var out JobResult
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/jobs", body: rawBody(body), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func rawBody(body any) any {
+	if r, ok := body.(json.RawMessage); ok {
+		return []byte(r)
+	}
+	return body
+}
+
+// ListJobs returns one page of jobs.
+func (c *Client) ListJobs(ctx context.Context, opts ListJobsOptions) (*JobList, error) {
+	q := url.Values{}
+	set(q, "q", opts.Query)
+	set(q, "status", opts.Status)
+	set(q, "cursor", opts.Cursor)
+	setInt(q, "limit", opts.Limit)
+	var out JobList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/jobs", query: q, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AllJobs iterates over every job matching opts, fetching page after page.
+func (c *Client) AllJobs(ctx context.Context, opts ListJobsOptions) iter.Seq2[Job, error] {
+	return func(yield func(Job, error) bool) {
+		for {
+			page, err := c.ListJobs(ctx, opts)
+			if err != nil {
+				yield(Job{}, err)
+				return
+			}
+			for _, j := range page.Items {
+				if !yield(j, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" {
+				return
+			}
+			opts.Cursor = page.NextCursor
+		}
+	}
+}
+
+// GetJob reads a job; Job.ETag() is its version for ReplaceJob.
+func (c *Client) GetJob(ctx context.Context, name string) (*Job, error) {
+	var out Job
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: jobPath(name), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ReplaceJob replaces a job's config. With ifMatch (a Job.ETag()) the replace fails with 412
+// (IsPreconditionFailed) if someone changed the job since; "" replaces unconditionally.
+func (c *Client) ReplaceJob(ctx context.Context, name string, spec JobSpec, ifMatch string) (*JobResult, error) {
+	return c.ReplaceJobJSON(ctx, name, spec, ifMatch)
+}
+
+// ReplaceJobJSON is ReplaceJob with a body of your own: a JobSpec, or raw JSON as []byte or json.RawMessage.
+func (c *Client) ReplaceJobJSON(ctx context.Context, name string, body any, ifMatch string) (*JobResult, error) {
+	var out JobResult
+	rq := request{method: http.MethodPut, path: jobPath(name), body: rawBody(body), out: &out}
+	if ifMatch != "" {
+		rq.header = map[string]string{"If-Match": ifMatch}
+	}
+	if _, err := c.do(ctx, rq); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteJob deletes a job; every peer stops firing it at once.
+func (c *Client) DeleteJob(ctx context.Context, name string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: jobPath(name)})
+	return err
+}
+
+// TriggerJob runs the job now (202), optionally with another jobParameter and only some items.
+func (c *Client) TriggerJob(ctx context.Context, name string, req TriggerRequest) (*TriggerResult, error) {
+	var out TriggerResult
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: jobPath(name, "trigger"), body: req, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DisableJob stops the job firing on every peer.
+func (c *Client) DisableJob(ctx context.Context, name string) (*Job, error) {
+	return c.jobVerb(ctx, name, "disable")
+}
+
+// EnableJob lets the job fire again.
+func (c *Client) EnableJob(ctx context.Context, name string) (*Job, error) {
+	return c.jobVerb(ctx, name, "enable")
+}
+
+func (c *Client) jobVerb(ctx context.Context, name, verb string) (*Job, error) {
+	var out Job
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: jobPath(name, verb), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Sharding returns the job's items: owner, status, failover and last outcome of each.
+func (c *Client) Sharding(ctx context.Context, name string) (*ItemList, error) {
+	var out ItemList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: jobPath(name, "sharding"), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DisableItem keeps one item of the job from running.
+func (c *Client) DisableItem(ctx context.Context, name string, item int) error {
+	_, err := c.do(ctx, request{method: http.MethodPost, path: jobPath(name, "sharding", itoa(item), "disable")})
+	return err
+}
+
+// EnableItem lets the item run again.
+func (c *Client) EnableItem(ctx context.Context, name string, item int) error {
+	_, err := c.do(ctx, request{method: http.MethodPost, path: jobPath(name, "sharding", itoa(item), "enable")})
+	return err
+}
+
+// DisableJobServer keeps the instances on ip from running the job.
+func (c *Client) DisableJobServer(ctx context.Context, name, ip string) error {
+	_, err := c.do(ctx, request{method: http.MethodPost, path: jobPath(name, "servers", url.PathEscape(ip), "disable")})
+	return err
+}
+
+// EnableJobServer lets the instances on ip run the job again.
+func (c *Client) EnableJobServer(ctx context.Context, name, ip string) error {
+	_, err := c.do(ctx, request{method: http.MethodPost, path: jobPath(name, "servers", url.PathEscape(ip), "enable")})
+	return err
+}
+
+// Dump returns the job's registry subtree, one "path | value" line per node (secrets masked).
+func (c *Client) Dump(ctx context.Context, name string) (string, error) {
+	var out string
+	_, err := c.do(ctx, request{method: http.MethodGet, path: jobPath(name, "dump"), out: &out})
+	return out, err
+}
+
+func executionQuery(f ExecutionFilter, withJob bool) url.Values {
+	q := url.Values{}
+	if withJob {
+		set(q, "job", f.Job)
+	}
+	if f.Item != nil {
+		q.Set("item", itoa(*f.Item))
+	}
+	if f.Success != nil {
+		q.Set("success", strconv.FormatBool(*f.Success))
+	}
+	set(q, "source", f.Source)
+	set(q, "instance", f.InstanceID)
+	if !f.From.IsZero() {
+		q.Set("from", f.From.Format(time.RFC3339Nano))
+	}
+	if !f.To.IsZero() {
+		q.Set("to", f.To.Format(time.RFC3339Nano))
+	}
+	set(q, "cursor", f.Cursor)
+	setInt(q, "limit", f.Limit)
+	return q
+}
+
+// Executions returns one page of executions (of every job, or of f.Job), newest first.
+func (c *Client) Executions(ctx context.Context, f ExecutionFilter) (*ExecutionList, error) {
+	var out ExecutionList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/executions", query: executionQuery(f, true), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// JobExecutions returns one page of a job's executions, newest first (f.Job is ignored).
+func (c *Client) JobExecutions(ctx context.Context, name string, f ExecutionFilter) (*ExecutionList, error) {
+	var out ExecutionList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: jobPath(name, "executions"), query: executionQuery(f, false), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Execution reads one execution by id (the webhook-id its receiver got).
+func (c *Client) Execution(ctx context.Context, id string) (*Execution, error) {
+	var out Execution
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/executions/" + url.PathEscape(id), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Traces returns a job's status traces (of one task if taskID is set), at most limit (0: 50).
+func (c *Client) Traces(ctx context.Context, name, taskID string, limit int) (*TraceList, error) {
+	q := url.Values{}
+	set(q, "taskId", taskID)
+	setInt(q, "limit", limit)
+	var out TraceList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: jobPath(name, "traces"), query: q, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Servers returns one page of the namespace's server IPs.
+func (c *Client) Servers(ctx context.Context, opts PageOptions) (*ServerList, error) {
+	var out ServerList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/servers", query: pageQuery(opts), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DisableServer disables ip for every job it runs.
+func (c *Client) DisableServer(ctx context.Context, ip string) (*ServerChange, error) {
+	return c.serverVerb(ctx, ip, "disable")
+}
+
+// EnableServer enables ip for every job.
+func (c *Client) EnableServer(ctx context.Context, ip string) (*ServerChange, error) {
+	return c.serverVerb(ctx, ip, "enable")
+}
+
+func (c *Client) serverVerb(ctx context.Context, ip, verb string) (*ServerChange, error) {
+	var out ServerChange
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/servers/" + url.PathEscape(ip) + "/" + verb, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Instances returns one page of the ejserver peers.
+func (c *Client) Instances(ctx context.Context, opts PageOptions) (*InstanceList, error) {
+	var out InstanceList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/instances", query: pageQuery(opts), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CronNext returns the next fire times of an expression, computed by the scheduler's own code. A bad
+// expression is a 400 whose Field says "cron", "timeZone", "from" or "count".
+func (c *Client) CronNext(ctx context.Context, cq CronQuery) (*CronPreview, error) {
+	q := url.Values{"cron": {cq.Cron}}
+	set(q, "timeZone", cq.TimeZone)
+	if !cq.From.IsZero() {
+		q.Set("from", cq.From.Format(time.RFC3339Nano))
+	}
+	setInt(q, "count", cq.Count)
+	var out CronPreview
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/cron/next", query: q, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Healthy reports /healthz: nil while the process serves.
+func (c *Client) Healthy(ctx context.Context) error {
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/healthz"})
+	return err
+}
+
+// Ready returns /readyz's report; a peer without a ZooKeeper session answers 503, returned as the report
+// (Ready false) and an *Error.
+func (c *Client) Ready(ctx context.Context) (*HealthReport, error) {
+	var out HealthReport
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/readyz", out: &out})
+	if err != nil && resp != nil && resp.StatusCode() == http.StatusServiceUnavailable {
+		_ = json.Unmarshal(resp.Body(), &out)
+		return &out, &Error{Status: resp.StatusCode(), Title: http.StatusText(resp.StatusCode()), Detail: "not ready"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func pageQuery(o PageOptions) url.Values {
+	q := url.Values{}
+	set(q, "cursor", o.Cursor)
+	setInt(q, "limit", o.Limit)
+	return q
+}
+
+func set(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}
+
+func setInt(q url.Values, k string, v int) {
+	if v != 0 {
+		q.Set(k, itoa(v))
+	}
+}

@@ -1,0 +1,386 @@
+package client
+
+import "time"
+
+// JobSpec is a job as you send it (create, replace). Fields left at their zero value take ejserver's
+// defaults, which are ElasticJob's; the pointer fields are the ones whose default is not the zero value.
+type JobSpec struct {
+	JobName string `json:"jobName"`
+	// Cron is 5-field Unix cron, 6/7-field Quartz, or a descriptor (@hourly, @every 30s); "" runs the job
+	// only when triggered.
+	Cron     string `json:"cron,omitempty"`
+	TimeZone string `json:"timeZone,omitempty"`
+	// ShardingTotalCount is the number of items, 1-10000.
+	ShardingTotalCount     int         `json:"shardingTotalCount"`
+	ShardingItemParameters string      `json:"shardingItemParameters,omitempty"`
+	JobParameter           string      `json:"jobParameter,omitempty"`
+	Description            string      `json:"description,omitempty"`
+	Disabled               bool        `json:"disabled,omitempty"`
+	JobType                string      `json:"jobType,omitempty"` // SIMPLE (default) or DATAFLOW
+	StreamingProcess       bool        `json:"streamingProcess,omitempty"`
+	Webhook                WebhookSpec `json:"webhook"`
+	// Retry is the retry policy; nil keeps the defaults (3 attempts, 1 s initial back-off, 30 s at most).
+	Retry                                 *RetryPolicy      `json:"retry,omitempty"`
+	MaxConcurrentRequests                 int               `json:"maxConcurrentRequests,omitempty"`
+	ReplayMissedFires                     bool              `json:"replayMissedFires,omitempty"`
+	MonitorExecution                      *bool             `json:"monitorExecution,omitempty"` // default true
+	Failover                              bool              `json:"failover,omitempty"`
+	Misfire                               *bool             `json:"misfire,omitempty"`                  // default true
+	MaxTimeDiffSeconds                    *int              `json:"maxTimeDiffSeconds,omitempty"`       // default -1 (no check)
+	ReconcileIntervalMinutes              *int              `json:"reconcileIntervalMinutes,omitempty"` // default 10
+	JobShardingStrategyType               string            `json:"jobShardingStrategyType,omitempty"`
+	JobExecutorThreadPoolSizeProviderType string            `json:"jobExecutorThreadPoolSizeProviderType,omitempty"`
+	JobErrorHandlerType                   string            `json:"jobErrorHandlerType,omitempty"`
+	Label                                 string            `json:"label,omitempty"`
+	StaticSharding                        bool              `json:"staticSharding,omitempty"`
+	Overwrite                             bool              `json:"overwrite,omitempty"`
+	Props                                 map[string]string `json:"props,omitempty"`
+}
+
+// WebhookSpec says where and how items are delivered.
+type WebhookSpec struct {
+	URL              string            `json:"url"`
+	Method           string            `json:"method,omitempty"` // POST (default), PUT or PATCH
+	Headers          map[string]string `json:"headers,omitempty"`
+	TimeoutMs        int               `json:"timeoutMs,omitempty"`
+	ConnectTimeoutMs int               `json:"connectTimeoutMs,omitempty"`
+	// SecretGracePeriodSeconds: after a rotation the previous secret still signs this long (default 86400).
+	SecretGracePeriodSeconds *int `json:"secretGracePeriodSeconds,omitempty"`
+	// Secret ("whsec_..."): nil keeps the stored one on replace, "" removes it, a value sets or rotates it.
+	Secret *string `json:"secret,omitempty"`
+	// GenerateSecret has ejserver generate a secret, returned once in JobResult.GeneratedSecret.
+	GenerateSecret bool `json:"generateSecret,omitempty"`
+}
+
+// RetryPolicy bounds the attempts of one item of one fire; a zero field keeps its default.
+type RetryPolicy struct {
+	MaxAttempts      int `json:"maxAttempts,omitempty"`
+	InitialBackoffMs int `json:"initialBackoffMs,omitempty"`
+	MaxBackoffMs     int `json:"maxBackoffMs,omitempty"`
+}
+
+// Job is a job as ejserver returns it: its config (the webhook without secrets) and its state.
+type Job struct {
+	JobName                               string            `json:"jobName"`
+	Cron                                  string            `json:"cron"`
+	TimeZone                              string            `json:"timeZone,omitempty"`
+	ShardingTotalCount                    int               `json:"shardingTotalCount"`
+	ShardingItemParameters                string            `json:"shardingItemParameters,omitempty"`
+	JobParameter                          string            `json:"jobParameter,omitempty"`
+	Description                           string            `json:"description,omitempty"`
+	Disabled                              bool              `json:"disabled"`
+	JobType                               string            `json:"jobType"`
+	StreamingProcess                      bool              `json:"streamingProcess"`
+	Webhook                               Webhook           `json:"webhook"`
+	Retry                                 RetryPolicy       `json:"retry"`
+	MaxConcurrentRequests                 int               `json:"maxConcurrentRequests,omitempty"`
+	ReplayMissedFires                     bool              `json:"replayMissedFires,omitempty"`
+	MonitorExecution                      bool              `json:"monitorExecution"`
+	Failover                              bool              `json:"failover"`
+	Misfire                               bool              `json:"misfire"`
+	MaxTimeDiffSeconds                    int               `json:"maxTimeDiffSeconds"`
+	ReconcileIntervalMinutes              int               `json:"reconcileIntervalMinutes"`
+	JobShardingStrategyType               string            `json:"jobShardingStrategyType"`
+	JobExecutorThreadPoolSizeProviderType string            `json:"jobExecutorThreadPoolSizeProviderType"`
+	JobErrorHandlerType                   string            `json:"jobErrorHandlerType"`
+	Label                                 string            `json:"label,omitempty"`
+	StaticSharding                        bool              `json:"staticSharding"`
+	Overwrite                             bool              `json:"overwrite"`
+	Props                                 map[string]string `json:"props,omitempty"`
+
+	// Status is OK, CRASHED (no instance online), DISABLED or SHARDING_FLAG (resharding pending).
+	Status          string     `json:"status"`
+	InstanceCount   int        `json:"instanceCount"`
+	Leader          string     `json:"leader,omitempty"`
+	CronDescription string     `json:"cronDescription,omitempty"`
+	NextFireTime    *time.Time `json:"nextFireTime,omitempty"`
+	LastFireTime    *time.Time `json:"lastFireTime,omitempty"`
+	// Version is the config's version; ETag() is what If-Match takes.
+	Version    int32      `json:"version"`
+	Stats      *JobStats  `json:"stats,omitempty"`
+	LastResult *Execution `json:"lastResult,omitempty"`
+	Problems   []string   `json:"problems,omitempty"`
+}
+
+// ETag is the job's entity tag, for ReplaceJob's If-Match.
+func (j *Job) ETag() string { return `"` + itoa(int(j.Version)) + `"` }
+
+// Spec returns the job's config as a JobSpec, to change and send back with ReplaceJob: its secret is left
+// out, which keeps the stored one.
+func (j *Job) Spec() JobSpec {
+	retry := j.Retry
+	monitor, misfire := j.MonitorExecution, j.Misfire
+	diff, reconcile, grace := j.MaxTimeDiffSeconds, j.ReconcileIntervalMinutes, j.Webhook.SecretGracePeriodSeconds
+	return JobSpec{JobName: j.JobName, Cron: j.Cron, TimeZone: j.TimeZone, ShardingTotalCount: j.ShardingTotalCount,
+		ShardingItemParameters: j.ShardingItemParameters, JobParameter: j.JobParameter, Description: j.Description,
+		Disabled: j.Disabled, JobType: j.JobType, StreamingProcess: j.StreamingProcess,
+		Webhook: WebhookSpec{URL: j.Webhook.URL, Method: j.Webhook.Method, Headers: j.Webhook.Headers,
+			TimeoutMs: j.Webhook.TimeoutMs, ConnectTimeoutMs: j.Webhook.ConnectTimeoutMs, SecretGracePeriodSeconds: &grace},
+		Retry: &retry, MaxConcurrentRequests: j.MaxConcurrentRequests, ReplayMissedFires: j.ReplayMissedFires,
+		MonitorExecution: &monitor, Failover: j.Failover, Misfire: &misfire, MaxTimeDiffSeconds: &diff,
+		ReconcileIntervalMinutes: &reconcile, JobShardingStrategyType: j.JobShardingStrategyType,
+		JobExecutorThreadPoolSizeProviderType: j.JobExecutorThreadPoolSizeProviderType,
+		JobErrorHandlerType:                   j.JobErrorHandlerType, Label: j.Label, StaticSharding: j.StaticSharding,
+		Overwrite: j.Overwrite, Props: j.Props}
+}
+
+// Webhook is a job's webhook as ejserver returns it: secrets are write-only.
+type Webhook struct {
+	URL                      string            `json:"url"`
+	Method                   string            `json:"method"`
+	Headers                  map[string]string `json:"headers,omitempty"`
+	TimeoutMs                int               `json:"timeoutMs"`
+	ConnectTimeoutMs         int               `json:"connectTimeoutMs"`
+	SecretGracePeriodSeconds int               `json:"secretGracePeriodSeconds"`
+	HasSecret                bool              `json:"hasSecret"`
+	// SecretRotating: a previous secret still signs too, until its grace period ends.
+	SecretRotating bool `json:"secretRotating,omitempty"`
+}
+
+// JobStats are the execution counts of the last hour and day.
+type JobStats struct {
+	LastHourSuccess int64 `json:"lastHourSuccess"`
+	LastHourFailure int64 `json:"lastHourFailure"`
+	LastDaySuccess  int64 `json:"lastDaySuccess"`
+	LastDayFailure  int64 `json:"lastDayFailure"`
+}
+
+// JobResult is the answer to a create or replace: the job, its ETag, and a secret ejserver generated on
+// request (shown this once).
+type JobResult struct {
+	Job
+	GeneratedSecret string `json:"generatedSecret,omitempty"`
+}
+
+// JobList is a page of jobs, by name.
+type JobList struct {
+	Items      []Job  `json:"items"`
+	NextCursor string `json:"nextCursor,omitempty"`
+	Total      int    `json:"total"`
+}
+
+// ListJobsOptions filters and pages ListJobs.
+type ListJobsOptions struct {
+	// Query matches a substring of the name, description or label.
+	Query string
+	// Status is OK, CRASHED, DISABLED or SHARDING_FLAG.
+	Status string
+	Cursor string
+	// Limit is the page size, 1-1000 (0: 100).
+	Limit int
+}
+
+// TriggerRequest is a manual trigger: optionally another jobParameter and only some items.
+type TriggerRequest struct {
+	JobParameter *string `json:"jobParameter,omitempty"`
+	Items        []int   `json:"items,omitempty"`
+}
+
+// TriggerResult says which instances and items a trigger reached.
+type TriggerResult struct {
+	TriggerID    string              `json:"triggerId"`
+	JobName      string              `json:"jobName"`
+	JobParameter string              `json:"jobParameter"`
+	Instances    []TriggeredInstance `json:"instances"`
+	Items        []int               `json:"items"`
+	Message      string              `json:"message"`
+}
+
+// TriggeredInstance is one instance a trigger reached and the items it owns.
+type TriggeredInstance struct {
+	InstanceID string `json:"instanceId"`
+	Items      []int  `json:"items"`
+	Running    []int  `json:"running,omitempty"`
+}
+
+// ItemList is a job's sharding view.
+type ItemList struct {
+	JobName string `json:"jobName"`
+	Items   []Item `json:"items"`
+}
+
+// Item is one item of a job: its owner and state.
+type Item struct {
+	Item      int    `json:"item"`
+	Parameter string `json:"parameter"`
+	Instance  string `json:"instance,omitempty"`
+	ServerIP  string `json:"serverIp,omitempty"`
+	// Status is DISABLED, RUNNING, SHARDING_FLAG, MISFIRE, COMPLETED or PENDING.
+	Status      string       `json:"status"`
+	Disabled    bool         `json:"disabled"`
+	Misfire     bool         `json:"misfire"`
+	Failover    string       `json:"failover,omitempty"`
+	Running     *RunningItem `json:"running,omitempty"`
+	LastOutcome *Outcome     `json:"lastOutcome,omitempty"`
+	OwnerOnline bool         `json:"ownerOnline"`
+}
+
+// RunningItem is an item's execution in flight.
+type RunningItem struct {
+	InstanceID  string    `json:"instanceId"`
+	ExecutionID string    `json:"executionId"`
+	Source      string    `json:"source"`
+	ScheduledAt time.Time `json:"scheduledAt"`
+}
+
+// Outcome is how an item's last run ended.
+type Outcome struct {
+	ExecutionID string    `json:"executionId"`
+	InstanceID  string    `json:"instanceId"`
+	Source      string    `json:"source"`
+	Success     bool      `json:"success"`
+	StatusCode  int       `json:"statusCode,omitempty"`
+	ScheduledAt time.Time `json:"scheduledAt"`
+	FinishedAt  time.Time `json:"finishedAt"`
+	Permanent   bool      `json:"permanent,omitempty"`
+}
+
+// Execution is one item of one fire on one instance.
+type Execution struct {
+	ID                 string    `json:"id"`
+	JobName            string    `json:"jobName"`
+	TaskID             string    `json:"taskId"`
+	ShardingItem       int       `json:"shardingItem"`
+	ShardingTotalCount int       `json:"shardingTotalCount"`
+	Source             string    `json:"source"`
+	InstanceID         string    `json:"instanceId"`
+	IP                 string    `json:"ip"`
+	Hostname           string    `json:"hostname"`
+	ScheduledAt        time.Time `json:"scheduledAt"`
+	StartedAt          time.Time `json:"startedAt"`
+	// CompletedAt is zero while the item runs.
+	CompletedAt     time.Time `json:"completedAt,omitzero"`
+	Success         bool      `json:"success"`
+	StatusCode      int       `json:"statusCode,omitempty"`
+	Attempts        int       `json:"attempts"`
+	DurationMs      int64     `json:"durationMs"`
+	FailureCause    string    `json:"failureCause,omitempty"`
+	ResponseExcerpt string    `json:"responseExcerpt,omitempty"`
+	Permanent       bool      `json:"permanent,omitempty"`
+}
+
+// ExecutionList is a page of executions, newest first.
+type ExecutionList struct {
+	Items      []Execution `json:"items"`
+	NextCursor string      `json:"nextCursor,omitempty"`
+}
+
+// ExecutionFilter selects and pages executions.
+type ExecutionFilter struct {
+	Job  string
+	Item *int
+	// Success selects ended executions that succeeded (true) or failed (false).
+	Success *bool
+	// Source is NORMAL_TRIGGER, MISFIRE, FAILOVER or MANUAL.
+	Source     string
+	InstanceID string
+	// From and To bound the start time: From <= startedAt < To.
+	From, To time.Time
+	Cursor   string
+	// Limit is the page size, 1-500 (0: 50).
+	Limit int
+}
+
+// Trace is one state change of a task (ElasticJob's JOB_STATUS_TRACE_LOG).
+type Trace struct {
+	ID             string    `json:"id"`
+	JobName        string    `json:"jobName"`
+	OriginalTaskID string    `json:"originalTaskId"`
+	TaskID         string    `json:"taskId"`
+	InstanceID     string    `json:"instanceId"`
+	ExecutionType  string    `json:"executionType"`
+	ShardingItems  string    `json:"shardingItems"`
+	Source         string    `json:"source"`
+	State          string    `json:"state"`
+	Message        string    `json:"message,omitempty"`
+	CreationTime   time.Time `json:"creationTime"`
+}
+
+// TraceList lists status traces.
+type TraceList struct {
+	Items []Trace `json:"items"`
+}
+
+// Server is one server IP across the namespace.
+type Server struct {
+	IP           string   `json:"ip"`
+	Instances    []string `json:"instances"`
+	JobCount     int      `json:"jobCount"`
+	DisabledJobs []string `json:"disabledJobs"`
+	Online       bool     `json:"online"`
+}
+
+// ServerList is a page of servers, in address order.
+type ServerList struct {
+	Items      []Server `json:"items"`
+	NextCursor string   `json:"nextCursor,omitempty"`
+}
+
+// ServerChange reports a server disabled or enabled across jobs.
+type ServerChange struct {
+	IP       string `json:"ip"`
+	Disabled bool   `json:"disabled"`
+	// Jobs counts the jobs whose servers/{ip} node was written.
+	Jobs int `json:"jobs"`
+}
+
+// Instance is one ejserver peer.
+type Instance struct {
+	InstanceID string    `json:"instanceId"`
+	ServerIP   string    `json:"serverIp"`
+	Hostname   string    `json:"hostname"`
+	APIAddress string    `json:"apiAddress,omitempty"`
+	Version    string    `json:"version,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
+	JobCount   int       `json:"jobCount"`
+	LeaderOf   int       `json:"leaderOf"`
+	// Self marks the peer that answered.
+	Self bool `json:"self"`
+}
+
+// InstanceList is a page of instances, by id.
+type InstanceList struct {
+	Items      []Instance `json:"items"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// PageOptions pages the server and instance lists.
+type PageOptions struct {
+	Cursor string
+	// Limit is the page size, 1-1000 (0: 100).
+	Limit int
+}
+
+// CronQuery asks for the next fire times of an expression.
+type CronQuery struct {
+	Cron string
+	// TimeZone is an IANA name or GMT+8 form ("": UTC).
+	TimeZone string
+	// From is the start (zero: now).
+	From time.Time
+	// Count is how many, 1-100 (0: 5).
+	Count int
+}
+
+// CronPreview is the next fire times of an expression.
+type CronPreview struct {
+	Cron        string      `json:"cron"`
+	TimeZone    string      `json:"timeZone"`
+	Description string      `json:"description,omitempty"`
+	Next        []time.Time `json:"next"`
+}
+
+// HealthReport is /readyz's answer.
+type HealthReport struct {
+	Ready  bool           `json:"ready"`
+	Checks map[string]any `json:"checks"`
+}
+
+// Bool returns a pointer to b, for JobSpec's optional fields.
+func Bool(b bool) *bool { return &b }
+
+// Int returns a pointer to n, for JobSpec's optional fields.
+func Int(n int) *int { return &n }
+
+// String returns a pointer to s, for WebhookSpec.Secret.
+func String(s string) *string { return &s }
