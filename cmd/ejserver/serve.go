@@ -49,6 +49,10 @@ type serveConfig struct {
 	serverGC         time.Duration
 	zkDigest         string
 	metricsPerJob    bool
+	apiTokens        string // tokens file; EJ_API_TOKEN adds one admin token
+	insecure         bool
+	metricsAuth      bool
+	jobsFile         string
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -71,12 +75,17 @@ func parseServe(args []string) (serveConfig, error) {
 	gc := f.Duration("server-gc", time.Hour, "remove a job's servers/{ip} node after its IP has had no instance online this long (0: never); DISABLED nodes are kept")
 	digest := f.String("zk-digest", "", "user:password: nodes ejserver creates are writable only with this ZooKeeper digest (readable by all)")
 	perJob := f.Bool("metrics-per-job", false, "label per-job metrics with the job name (one series per job: mind the cardinality)")
+	tokens := f.String("api-tokens", "", "file of API bearer tokens, one \"ROLE NAME TOKEN\" a line (roles admin, viewer; TOKEN or sha256:HEX); EJ_API_TOKEN adds one admin token")
+	insecure := f.Bool("insecure", false, "allow an API without tokens to listen beyond loopback")
+	metricsAuth := f.Bool("metrics-auth", false, "/metrics needs a bearer token too (any role)")
+	jobsFile := f.String("jobs", "", "YAML file of jobs applied at start-up: missing jobs are created, existing ones replaced only with overwrite: true")
 	if err := f.Parse(args); err != nil {
 		return c, err
 	}
 	c = serveConfig{zk: *zk, namespace: *ns, sessionTimeout: *st, listen: *listen, instanceID: *id, serverIP: *ip,
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
-		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, zkDigest: *digest, metricsPerJob: *perJob}
+		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, zkDigest: *digest, metricsPerJob: *perJob,
+		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile}
 	switch {
 	case c.sessionTimeout < time.Second || c.sessionTimeout > 60*time.Second:
 		return c, fmt.Errorf("--session-timeout: must be between 1s and 60s, got %s", c.sessionTimeout)
@@ -171,6 +180,19 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	defer pruner.Stop()
 
+	tokens, err := loadTokens(c.apiTokens)
+	if err != nil {
+		return err
+	}
+	if err := checkExposure(c.listen, tokens, c.insecure, log); err != nil {
+		return err
+	}
+	var jobs []jobEntry
+	if c.jobsFile != "" {
+		if jobs, err = readJobsFile(c.jobsFile); err != nil {
+			return fmt.Errorf("--jobs: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)
@@ -232,8 +254,14 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
+	if err := applyJobs(ctx, svc, jobs, log); err != nil {
+		sched.Stop()
+		reg.Stop()
+		ln.Close()
+		return err
+	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer}, Logger: log,
-		Metrics: mets.Handler()})
+		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/service"
+)
+
+// jobEntry is one job of a declarative jobs file.
+type jobEntry struct {
+	// Pos names the entry in errors: "jobs.yaml:12 (job 2, settle)".
+	Pos string
+	// JSON is the entry as the API's JSON: what `job apply` sends.
+	JSON []byte
+	// Config is the entry decoded and validated exactly as the API does it.
+	Config ejserver.JobConfig
+}
+
+// maxJobsFile bounds a jobs file (10,000 jobs of a typical size fit).
+const maxJobsFile = 64 << 20
+
+// readJobsFile reads a YAML (or JSON) list of jobs in the API's JSON shape. Each entry is converted to JSON
+// and decoded by ejserver.DecodeJobConfig, so defaults, unknown-field and type errors are the API's own;
+// errors name the file, line, entry and field.
+func readJobsFile(path string) ([]jobEntry, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxJobsFile {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxJobsFile>>20)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseJobsFile(path, b)
+}
+
+func parseJobsFile(path string, b []byte) ([]jobEntry, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: not YAML: %v", path, err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, nil // an empty file: no jobs
+	}
+	list := doc.Content[0]
+	if list.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("%s:%d: want a list of jobs (each starting with \"- jobName: ...\")", path, list.Line)
+	}
+	out := make([]jobEntry, 0, len(list.Content))
+	seen := map[string]string{}
+	for i, node := range list.Content {
+		pos := fmt.Sprintf("%s:%d (job %d)", path, node.Line, i+1)
+		var v any
+		if err := node.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s: %v", pos, err)
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: a job must be a mapping of fields (jobName, cron, ...)", pos)
+		}
+		if name, ok := m["jobName"].(string); ok && name != "" {
+			pos = fmt.Sprintf("%s:%d (job %d, %s)", path, node.Line, i+1, name)
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", pos, err)
+		}
+		cfg, err := ejserver.DecodeJobConfig(bytes.NewReader(js))
+		if err == nil {
+			cfg.Normalize()
+			err = cfg.Validate()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s", pos, fieldMessage(err))
+		}
+		if prev, dup := seen[cfg.JobName]; dup {
+			return nil, fmt.Errorf("%s: jobName: %q is also at %s", pos, cfg.JobName, prev)
+		}
+		seen[cfg.JobName] = pos
+		out = append(out, jobEntry{Pos: pos, JSON: js, Config: cfg})
+	}
+	return out, nil
+}
+
+// fieldMessage is "field: message" for every offending field of an *ejserver.Error.
+func fieldMessage(err error) string {
+	var e *ejserver.Error
+	if !errors.As(err, &e) || len(e.Fields) == 0 {
+		return err.Error()
+	}
+	var buf bytes.Buffer
+	for i, f := range e.Fields {
+		if i > 0 {
+			buf.WriteString("; ")
+		}
+		fmt.Fprintf(&buf, "%s: %s", f.Field, f.Message)
+	}
+	return buf.String()
+}
+
+// applyJobs applies `serve --jobs` at start-up with ElasticJob's overwrite semantics (service.ApplyJob).
+func applyJobs(ctx context.Context, svc *service.Service, jobs []jobEntry, log *slog.Logger) error {
+	counts := map[string]int{}
+	for _, j := range jobs {
+		what, err := svc.ApplyJob(ctx, j.Config)
+		if err != nil {
+			return fmt.Errorf("--jobs: %s: %s", j.Pos, fieldMessage(err))
+		}
+		counts[what]++
+		log.Info("jobs file: job "+what, "job", j.Config.JobName)
+	}
+	if len(jobs) > 0 {
+		log.Info("jobs file applied", "jobs", len(jobs), "created", counts[service.ApplyCreated], "replaced", counts[service.ApplyReplaced],
+			"unchanged", counts[service.ApplyUnchanged], "kept", counts[service.ApplyKept])
+	}
+	return nil
+}
