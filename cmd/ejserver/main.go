@@ -1,6 +1,10 @@
 // Command ejserver is the ejserver daemon and its command-line client.
 //
 //	ejserver serve [flags]      run a peer (see ejserver serve --help)
+//	ejserver job ...            list, get, apply, delete, trigger, disable/enable jobs; sharding, history
+//	ejserver server ...         list, disable/enable servers; ejserver instance list
+//	ejserver cron next EXPR     the next fire times of an expression
+//	ejserver token new|hash     make API tokens
 //	ejserver version            print the version
 package main
 
@@ -24,6 +28,16 @@ func run(args []string) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:])
+	case "job", "jobs":
+		return jobCmd(args[1:], os.Stdout, os.Stderr)
+	case "server", "servers":
+		return serverCmd(args[1:], os.Stdout, os.Stderr)
+	case "instance", "instances":
+		return instanceCmd(args[1:], os.Stdout, os.Stderr)
+	case "cron":
+		return cronCmd(args[1:], os.Stdout, os.Stderr)
+	case "token":
+		return tokenCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "version", "--version":
 		fmt.Println("ejserver", version)
 		return 0
@@ -40,9 +54,15 @@ func usage() {
 	fmt.Fprint(os.Stderr, `ejserver: distributed, HTTP-first scheduled jobs on ZooKeeper.
 
 Usage:
-  ejserver serve [flags]   run a peer; every flag also reads an EJ_* environment variable
-  ejserver version         print the version
+  ejserver serve [flags]              run a peer; every flag also reads an EJ_* environment variable
+  ejserver job list|get|apply|delete|trigger|disable|enable|sharding|history|dump ...
+  ejserver server list|disable|enable ...
+  ejserver instance list
+  ejserver cron next 'EXPR' [--tz ZONE] [--count N]
+  ejserver token new|hash [--role admin|viewer] [--name NAME]
+  ejserver version                    print the version
 
-Run "ejserver serve --help" for the peer's flags.
+Run "ejserver serve --help" for the peer's flags, "ejserver job" for the job commands. The client commands
+reach the server at --server [EJ_SERVER] (http://127.0.0.1:8080) with --token [EJ_TOKEN, else EJ_API_TOKEN].
 `)
 }
