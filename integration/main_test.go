@@ -68,7 +68,16 @@ func withZK(addr string) clusterOpt {
 // newCluster starts n peers with server IPs 127.0.0.1, 127.0.0.2, ...
 func newCluster(t *testing.T, n int, opts ...clusterOpt) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, ns: zktest.Namespace(strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))), zk: zktest.Addr(t), dir: t.TempDir()}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
+	if len(name) > 40 {
+		name = name[:20] + name[len(name)-20:] // the namespace is at most 64 characters
+	}
+	c := &testCluster{t: t, ns: zktest.Namespace(name), zk: zktest.Addr(t), dir: t.TempDir()}
 	t.Cleanup(c.stopAll)
 	for range n {
 		c.add(opts...)
