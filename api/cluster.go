@@ -219,7 +219,7 @@ func (h *handlers) listExecutions(c echo.Context, job string) error {
 	if f.To, err = timeParam(c, "to"); err != nil {
 		return err
 	}
-	if f.Limit, err = intParam(c, "limit", 0); err != nil {
+	if f.Limit, err = limitParamOf(c, history.DefaultLimit, history.MaxLimit); err != nil {
 		return err
 	}
 	page, err := h.svc.Executions(c.Request().Context(), f)
@@ -270,7 +270,7 @@ func (h *handlers) execution(c echo.Context) error {
 //	@Security	BearerAuth
 //	@Router		/api/v1/jobs/{jobName}/traces [get]
 func (h *handlers) jobTraces(c echo.Context) error {
-	limit, err := intParam(c, "limit", 0)
+	limit, err := limitParamOf(c, history.DefaultLimit, history.MaxLimit)
 	if err != nil {
 		return err
 	}

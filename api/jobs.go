@@ -113,7 +113,7 @@ func (h *handlers) createJob(c echo.Context) error {
 //	@Security	BearerAuth
 //	@Router		/api/v1/jobs [get]
 func (h *handlers) listJobs(c echo.Context) error {
-	limit, err := intParam(c, "limit", 0)
+	limit, err := limitParam(c)
 	if err != nil {
 		return err
 	}

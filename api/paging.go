@@ -16,13 +16,16 @@ const (
 	maxPageSize     = 1000
 )
 
-func limitParam(c echo.Context) (int, error) {
-	n, err := intParam(c, "limit", defaultPageSize)
+func limitParam(c echo.Context) (int, error) { return limitParamOf(c, defaultPageSize, maxPageSize) }
+
+// limitParamOf reads the limit query parameter: def when absent, else 1..max.
+func limitParamOf(c echo.Context, def, max int) (int, error) {
+	n, err := intParam(c, "limit", def)
 	if err != nil {
 		return 0, err
 	}
-	if n < 1 || n > maxPageSize {
-		return 0, ejserver.Invalid("limit", "must be between 1 and %d, got %d", maxPageSize, n)
+	if n < 1 || n > max {
+		return 0, ejserver.Invalid("limit", "must be between 1 and %d, got %d", max, n)
 	}
 	return n, nil
 }

@@ -106,10 +106,11 @@ func New(cfg Config) http.Handler {
 	e.GET("/swagger/*", docs)
 	e.GET("/docs", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/swagger/index.html") })
 
-	v1 := e.Group("/api/v1", middleware.BodyLimit(bodyLimit(cfg.MaxBodyBytes)))
+	v1 := e.Group("/api/v1")
 	if len(cfg.Tokens) > 0 {
-		v1.Use(requireToken(cfg.Tokens, apiRoles))
+		v1.Use(requireToken(cfg.Tokens, apiRoles)) // first: a stranger gets 401 whatever it sends
 	}
+	v1.Use(middleware.BodyLimit(bodyLimit(cfg.MaxBodyBytes)))
 	for _, mw := range cfg.Middleware {
 		v1.Use(mw)
 	}
@@ -162,6 +163,7 @@ func blob(contentType string, b []byte) echo.HandlerFunc {
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRequestID: true, LogRemoteIP: true,
+		HandleError: true, // log the status the error handler sends, not 200
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level, msg := slog.LevelInfo, "api request"
 			switch {
