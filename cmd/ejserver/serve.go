@@ -227,7 +227,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
-		NextFire: func(job string) time.Time { return sched.Next(job) },
+		NextFire:   func(job string) time.Time { return sched.Next(job) },
+		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
 	sched = dispatch.NewScheduler(clk, log, exec.Fire)
 	fo := failover.NewManager(failover.ManagerConfig{Registry: reg, Runner: exec, Logger: log, Observer: mets})

@@ -156,6 +156,22 @@ func (r *Registry) ReadRunning(job string, item int) (Running, int32, bool, erro
 	return decodeRunning(data), st.Version, true, nil
 }
 
+// LastCompleted reads sharding/{i}/completed: the item's last recorded outcome, from any peer.
+func (r *Registry) LastCompleted(job string, item int) (Completed, bool, error) {
+	data, _, err := r.s.get(r.p.ItemNode(job, item, NodeCompleted))
+	if errors.Is(err, zk.ErrNoNode) {
+		return Completed{}, false, nil
+	}
+	if err != nil {
+		return Completed{}, false, err
+	}
+	var c Completed
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Completed{}, false, nil // unreadable: as if never completed
+	}
+	return c, true, nil
+}
+
 // ClearStaleRunning deletes a running node left by an instance that is no longer online (version-checked,
 // so a node rewritten meanwhile stays).
 func (r *Registry) ClearStaleRunning(job string, item int, version int32) error {

@@ -26,6 +26,7 @@ type Registry interface {
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
 	ClearStaleRunning(job string, item int, version int32) error
 	TakeTrigger(job string) (cluster.TriggerRequest, bool, error)
+	LastCompleted(job string, item int) (cluster.Completed, bool, error)
 	ClockOffset() (time.Duration, bool)
 	Lease() bool
 	Me() cluster.Identity
@@ -76,8 +77,10 @@ type ExecutorConfig struct {
 	Observer  Observer
 	// NextFire returns a job's next scheduled time (retries never run into it); nil: no bound.
 	NextFire func(job string) time.Time
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	// ScheduleOf returns a job's schedule (for replayMissedFires); nil disables replaying.
+	ScheduleOf func(job string) Schedule
+	Clock      clock.Clock
+	Logger     *slog.Logger
 	// ReshardWait bounds how long a fire waits for its job's resharding (default 30 s, and never past the
 	// job's next fire).
 	ReshardWait time.Duration
@@ -97,7 +100,10 @@ type Executor struct {
 	running map[itemKey]*itemRun
 	jobCtx  map[string]jobContext
 	status  map[string]*JobStatus
-	closed  bool
+	// replayed holds the jobs whose first fire on this peer has looked for fires missed while the whole
+	// cluster was down (replayMissedFires).
+	replayed map[string]bool
+	closed   bool
 
 	wg         sync.WaitGroup
 	soft       context.Context // cancelled when draining starts: start nothing new
@@ -161,6 +167,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	e := &Executor{
 		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
 		running: map[itemKey]*itemRun{}, jobCtx: map[string]jobContext{}, status: map[string]*JobStatus{},
+		replayed: map[string]bool{},
 	}
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
 	e.soft, e.softCancel = context.WithCancel(e.hard)
@@ -348,9 +355,54 @@ func (e *Executor) fire(req fireRequest) {
 	}
 	req.taskID = ejserver.TaskID(job, items, false, e.me.InstanceID)
 	e.cfg.Observer.Fired(job, req.source)
+	replay := e.missedFires(snap, req, items)
 	for _, item := range items {
 		e.startItem(snap, req, item)
+		if at, ok := replay[item]; ok {
+			e.mu.Lock()
+			if r := e.running[itemKey{job, item}]; r != nil && r.misfireAt.IsZero() {
+				r.misfireAt = at // one MISFIRE catch-up follows this run
+			}
+			e.mu.Unlock()
+		}
 	}
+}
+
+// missedFires implements replayMissedFires: on this peer's first scheduled fire of the job, each of its
+// items whose last recorded run (from any peer) is older than the previous scheduled time missed fires
+// nobody ran (the whole cluster was down). It returns, per such item, the latest missed time.
+func (e *Executor) missedFires(snap *cluster.JobSnapshot, req fireRequest, items []int) map[int]time.Time {
+	if req.source != ejserver.SourceNormal || e.cfg.ScheduleOf == nil {
+		return nil
+	}
+	e.mu.Lock()
+	first := !e.replayed[req.job]
+	e.replayed[req.job] = true
+	e.mu.Unlock()
+	if !first || !snap.Config.ReplayMissedFires {
+		return nil
+	}
+	sched := e.cfg.ScheduleOf(req.job)
+	if sched == nil {
+		return nil
+	}
+	out := map[int]time.Time{}
+	for _, item := range items {
+		last, ok, err := e.reg.LastCompleted(req.job, item)
+		if err != nil || !ok {
+			continue // never ran: nothing was missed
+		}
+		var latest time.Time
+		for t := sched.Next(last.ScheduledAt); !t.IsZero() && t.Before(req.scheduledAt); t = sched.Next(t) {
+			latest = t
+		}
+		if !latest.IsZero() {
+			out[item] = latest
+			e.log.Info("fires were missed while the cluster was down: one catch-up follows", "job", req.job, "item", item,
+				"last_run", last.ScheduledAt, "latest_missed", latest)
+		}
+	}
+	return out
 }
 
 // clockCheck compares this peer's clock with ZooKeeper's, when the job asks for it.
@@ -418,7 +470,9 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 			e.log.Info("manual trigger queued behind the running item", "job", req.job, "item", item)
 		case snap.Config.Misfire:
 			first := r.misfireAt.IsZero()
-			r.misfireAt = req.scheduledAt
+			if req.scheduledAt.After(r.misfireAt) { // fires may be handled out of order: keep the latest
+				r.misfireAt = req.scheduledAt
+			}
 			e.jobStatus(req.job).Misfires++
 			e.mu.Unlock()
 			e.cfg.Observer.Misfired(req.job)
@@ -594,7 +648,8 @@ func (e *Executor) finishItem(job string, item int) {
 		if err := e.reg.ClearMisfire(job, item); err != nil {
 			e.log.Warn("could not clear a misfire", "job", job, "item", item, "err", err)
 		}
-		if snap.Config.Misfire && !snap.Necessary && slices.Contains(snap.MyItems(), item) && !snap.Config.Disabled {
+		wanted := snap.Config.Misfire || snap.Config.ReplayMissedFires // replay sets misfireAt itself
+		if wanted && !snap.Necessary && slices.Contains(snap.MyItems(), item) && !snap.Config.Disabled {
 			req := fireRequest{job: job, scheduledAt: r.misfireAt, source: ejserver.SourceMisfire,
 				taskID: ejserver.TaskID(job, []int{item}, false, e.me.InstanceID)}
 			e.startFollowUp(snap, req, item, r.triggers)

@@ -87,6 +87,16 @@ func (s *Scheduler) Next(job string) time.Time {
 	return time.Time{}
 }
 
+// Schedule returns the job's schedule, or nil when it is not scheduled.
+func (s *Scheduler) Schedule(job string) Schedule {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[job]; e != nil {
+		return e.sched
+	}
+	return nil
+}
+
 // Len is the number of scheduled jobs.
 func (s *Scheduler) Len() int {
 	s.mu.Lock()

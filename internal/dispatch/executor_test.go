@@ -1,0 +1,376 @@
+package dispatch
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/webhook"
+)
+
+// fakeRegistry is an in-memory registry for the executor: one job whose items all belong to "me".
+type fakeRegistry struct {
+	mu        sync.Mutex
+	snap      *cluster.JobSnapshot
+	running   map[int]cluster.Running
+	misfires  map[int]bool
+	ended     []cluster.Completed
+	notOwner  map[int]bool
+	offset    time.Duration
+	lease     bool
+	trigger   *cluster.TriggerRequest
+	completed map[int]cluster.Completed
+}
+
+func newFakeRegistry(total int) *fakeRegistry {
+	cfg := ejserver.DefaultJobConfig()
+	cfg.JobName, cfg.ShardingTotalCount, cfg.Cron = "j", total, "* * * * * ?"
+	items := make([]cluster.ItemState, total)
+	for i := range items {
+		items[i] = cluster.ItemState{Exists: true, Owner: "me", OwnerVersion: 1}
+	}
+	return &fakeRegistry{
+		snap: &cluster.JobSnapshot{Name: "j", Config: cfg, Instances: map[string]string{"me": "10.0.0.1"},
+			Servers: map[string]string{}, Leader: "me", Items: items, Me: "me", MyIP: "10.0.0.1", Registered: true, Settled: true},
+		running: map[int]cluster.Running{}, misfires: map[int]bool{}, notOwner: map[int]bool{}, lease: true,
+		completed: map[int]cluster.Completed{},
+	}
+}
+
+func (f *fakeRegistry) Job(string) *cluster.JobSnapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.snap
+}
+
+func (f *fakeRegistry) Wait(ctx context.Context, _ string, cond func(*cluster.JobSnapshot) bool) (*cluster.JobSnapshot, error) {
+	if s := f.Job(""); cond(s) {
+		return s, nil
+	}
+	<-ctx.Done()
+	return f.Job(""), ctx.Err()
+}
+
+func (f *fakeRegistry) BeginItem(_ string, item int, _ int32, run cluster.Running, _ bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.notOwner[item] {
+		return cluster.ErrNotOwner
+	}
+	if _, ok := f.running[item]; ok {
+		return cluster.ErrItemRunning
+	}
+	f.running[item] = run
+	return nil
+}
+
+func (f *fakeRegistry) EndItem(_ string, item int, _ int32, done cluster.Completed, _ bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.running, item)
+	f.ended = append(f.ended, done)
+	return nil
+}
+
+func (f *fakeRegistry) SetMisfire(_ string, item int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.misfires[item] = true
+	return nil
+}
+
+func (f *fakeRegistry) ClearMisfire(_ string, item int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.misfires, item)
+	return nil
+}
+
+func (f *fakeRegistry) ReadRunning(_ string, item int) (cluster.Running, int32, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.running[item]
+	return r, 0, ok, nil
+}
+
+func (f *fakeRegistry) ClearStaleRunning(_ string, item int, _ int32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.running, item)
+	return nil
+}
+
+func (f *fakeRegistry) TakeTrigger(string) (cluster.TriggerRequest, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.trigger == nil {
+		return cluster.TriggerRequest{}, false, nil
+	}
+	t := *f.trigger
+	f.trigger = nil
+	return t, true, nil
+}
+
+func (f *fakeRegistry) LastCompleted(_ string, item int) (cluster.Completed, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.completed[item]
+	return c, ok, nil
+}
+
+func (f *fakeRegistry) ClockOffset() (time.Duration, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.offset, true
+}
+
+// set changes the fake under its lock.
+func (f *fakeRegistry) set(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
+}
+
+func (f *fakeRegistry) Lease() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lease
+}
+
+func (f *fakeRegistry) Me() cluster.Identity { return cluster.Identity{InstanceID: "me", ServerIP: "10.0.0.1"} }
+
+// fakeSender records deliveries; a delivery of an item listed in hold blocks until released.
+type fakeSender struct {
+	mu      sync.Mutex
+	got     []webhook.Payload
+	hold    map[int]chan struct{}
+	arrived chan webhook.Payload
+}
+
+func newFakeSender() *fakeSender {
+	return &fakeSender{hold: map[int]chan struct{}{}, arrived: make(chan webhook.Payload, 100)}
+}
+
+func (s *fakeSender) Deliver(ctx context.Context, d webhook.Delivery) webhook.Result {
+	s.mu.Lock()
+	s.got = append(s.got, d.Payload)
+	h := s.hold[d.Payload.ShardingItem]
+	s.mu.Unlock()
+	s.arrived <- d.Payload
+	if h != nil {
+		select {
+		case <-h:
+		case <-ctx.Done():
+			return webhook.Result{FailureCause: "cancelled"}
+		}
+	}
+	return webhook.Result{Success: true, StatusCode: 200, Attempts: 1}
+}
+
+func (s *fakeSender) holdItem(item int) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	s.hold[item] = ch
+	return ch
+}
+
+func (s *fakeSender) next(t *testing.T) webhook.Payload {
+	t.Helper()
+	select {
+	case p := <-s.arrived:
+		return p
+	case <-time.After(5 * time.Second):
+		t.Fatal("no delivery")
+		return webhook.Payload{}
+	}
+}
+
+func (s *fakeSender) none(t *testing.T) {
+	t.Helper()
+	select {
+	case p := <-s.arrived:
+		t.Fatalf("unexpected delivery %+v", p)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func newTestExecutor(reg *fakeRegistry, send *fakeSender) *Executor {
+	return NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+func TestExecutorRunsEachItemOnce(t *testing.T) {
+	reg, send := newFakeRegistry(3), newFakeSender()
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	at := time.Unix(100, 0)
+	e.Fire("j", at, 0)
+	seen := map[int]bool{}
+	for range 3 {
+		p := send.next(t)
+		if p.Source != ejserver.SourceNormal || !p.ScheduledAt.Equal(at) || seen[p.ShardingItem] || p.ExecutionID == "" {
+			t.Fatalf("payload %+v", p)
+		}
+		seen[p.ShardingItem] = true
+	}
+	send.none(t)
+}
+
+func TestExecutorMisfiresCollapseIntoOneCatchUp(t *testing.T) {
+	reg, send := newFakeRegistry(1), newFakeSender()
+	release := send.holdItem(0)
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	e.Fire("j", time.Unix(100, 0), 0)
+	first := send.next(t)
+	for s := int64(101); s <= 104; s++ { // four fires find the item running
+		e.Fire("j", time.Unix(s, 0), 0)
+	}
+	waitFor(t, func() bool { return e.Status("j").Misfires == 4 })
+	reg.mu.Lock()
+	marked := reg.misfires[0]
+	reg.mu.Unlock()
+	if !marked {
+		t.Fatal("no misfire node")
+	}
+	send.mu.Lock()
+	delete(send.hold, 0)
+	send.mu.Unlock()
+	close(release)
+	catchUp := send.next(t)
+	if catchUp.Source != ejserver.SourceMisfire || !catchUp.ScheduledAt.Equal(time.Unix(104, 0)) || catchUp.ExecutionID == first.ExecutionID {
+		t.Fatalf("catch-up %+v", catchUp)
+	}
+	send.none(t)
+	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return !reg.misfires[0] })
+}
+
+func TestExecutorMisfireOffSkips(t *testing.T) {
+	reg, send := newFakeRegistry(1), newFakeSender()
+	reg.snap.Config.Misfire = false
+	release := send.holdItem(0)
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	e.Fire("j", time.Unix(101, 0), 0)
+	waitFor(t, func() bool { return e.Status("j").SkippedRuns == 1 })
+	send.mu.Lock()
+	delete(send.hold, 0)
+	send.mu.Unlock()
+	close(release)
+	send.none(t)
+}
+
+func TestExecutorQueuesATriggerBehindARunningItem(t *testing.T) {
+	reg, send := newFakeRegistry(2), newFakeSender()
+	release := send.holdItem(0)
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	send.next(t) // item 1 finishes at once
+	param := "override"
+	reg.mu.Lock()
+	reg.trigger = &cluster.TriggerRequest{ID: "t1", JobParameter: &param, Items: []int{0}}
+	reg.mu.Unlock()
+	e.Trigger("j")
+	send.none(t) // item 0 still runs: the trigger waits
+	send.mu.Lock()
+	delete(send.hold, 0)
+	send.mu.Unlock()
+	close(release)
+	p := send.next(t)
+	if p.Source != ejserver.SourceManual || p.ShardingItem != 0 || p.JobParameter != "override" {
+		t.Fatalf("queued trigger ran as %+v", p)
+	}
+}
+
+func TestExecutorNeverPostsAnItemItNoLongerOwns(t *testing.T) {
+	reg, send := newFakeRegistry(2), newFakeSender()
+	reg.notOwner[1] = true
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	e.Fire("j", time.Unix(100, 0), 0)
+	if p := send.next(t); p.ShardingItem != 0 {
+		t.Fatalf("posted item %d", p.ShardingItem)
+	}
+	send.none(t)
+}
+
+func TestExecutorRefusesWithoutALeaseOrWithABadClock(t *testing.T) {
+	reg, send := newFakeRegistry(1), newFakeSender()
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	reg.set(func() { reg.lease = false })
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.none(t)
+	reg.set(func() {
+		reg.lease = true
+		reg.offset = 1500 * time.Millisecond
+		snap := *reg.snap
+		snap.Config.MaxTimeDiffSeconds = 1
+		reg.snap = &snap
+	})
+	e.Fire("j", time.Unix(101, 0), 0)
+	send.none(t)
+	if st := e.Status("j"); st.ClockError == "" {
+		t.Fatal("no clock error in the status")
+	}
+	reg.set(func() { reg.offset = 500 * time.Millisecond })
+	e.Fire("j", time.Unix(102, 0), 0)
+	send.next(t)
+	waitFor(t, func() bool { return e.Status("j").ClockError == "" })
+}
+
+func TestExecutorClearsAStaleRunningNode(t *testing.T) {
+	reg, send := newFakeRegistry(1), newFakeSender()
+	reg.running[0] = cluster.Running{InstanceID: "gone@-@1", ExecutionID: "old"}
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	e.Fire("j", time.Unix(100, 0), 0)
+	if p := send.next(t); p.ExecutionID == "old" {
+		t.Fatal("reused the stale execution")
+	}
+}
+
+func TestExecutorDrainAbortsAfterTheBound(t *testing.T) {
+	reg, send := newFakeRegistry(1), newFakeSender()
+	send.holdItem(0)
+	e := newTestExecutor(reg, send)
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	done := make(chan struct{})
+	go func() { e.Drain(50 * time.Millisecond); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Drain did not abort the hung request")
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(reg.ended) != 1 || reg.ended[0].Success {
+		t.Fatalf("the aborted item's end was not recorded as a failure: %+v", reg.ended)
+	}
+	e.Fire("j", time.Unix(101, 0), 0) // after a drain nothing starts
+}
+
+// waitFor polls cond until it holds, failing after a deadline.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatal("condition not met")
+		case <-tick.C:
+		}
+	}
+}
