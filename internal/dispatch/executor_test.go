@@ -142,7 +142,9 @@ func (f *fakeRegistry) Lease() bool {
 	return f.lease
 }
 
-func (f *fakeRegistry) Me() cluster.Identity { return cluster.Identity{InstanceID: "me", ServerIP: "10.0.0.1"} }
+func (f *fakeRegistry) Me() cluster.Identity {
+	return cluster.Identity{InstanceID: "me", ServerIP: "10.0.0.1"}
+}
 
 // fakeSender records deliveries; a delivery of an item listed in hold blocks until released.
 type fakeSender struct {
