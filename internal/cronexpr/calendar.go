@@ -1,10 +1,5 @@
 package cronexpr
 
-import (
-	"math"
-	"time"
-)
-
 // calendar is the small part of java.util.GregorianCalendar that Quartz's CronExpression.getTimeAfter leans
 // on, reproduced so that ejserver fires when Quartz does, DST quirks included. It holds wall-clock fields
 // and the instant they stand for. Setting a field only marks the instant stale; reading any field first
@@ -19,6 +14,11 @@ type calendar struct {
 	year, month, day, hour, minute, second int
 	unix                                   int64 // the instant, in seconds, when not stale
 	stale                                  bool
+
+	// The last date converted to or from a day number: most recomputations stay on the same day.
+	cachedYear, cachedMonth, cachedDay int
+	cachedDays                         int64
+	cached                             bool
 }
 
 func newCalendar(zone *zoneCache, unix int64) calendar {
@@ -32,16 +32,28 @@ func (c *calendar) setInstant(unix int64) {
 	local := unix + c.zone.offsetAt(unix)
 	days := floorDiv(local, secondsPerDay)
 	sod := int(local - days*secondsPerDay)
-	c.year, c.month, c.day = civilFromDays(days)
+	if !c.cached || days != c.cachedDays {
+		c.cachedYear, c.cachedMonth, c.cachedDay = civilFromDays(days)
+		c.cachedDays, c.cached = days, true
+	}
+	c.year, c.month, c.day = c.cachedYear, c.cachedMonth, c.cachedDay
 	c.hour, c.minute, c.second = sod/3600, sod/60%60, sod%60
 	c.stale = false
 }
 
 // complete recomputes the instant from the fields, and the fields from the instant, if a field was set.
 func (c *calendar) complete() {
-	if c.stale {
-		c.setInstant(c.zone.instantOf(wallSeconds(c.year, c.month, c.day, c.hour, c.minute, c.second)))
+	if !c.stale {
+		return
 	}
+	var days int64
+	if c.cached && c.year == c.cachedYear && c.month == c.cachedMonth && c.day == c.cachedDay {
+		days = c.cachedDays
+	} else {
+		days = dayNumber(c.year, c.month, c.day)
+	}
+	wall := days*secondsPerDay + int64(c.hour)*3600 + int64(c.minute)*60 + int64(c.second)
+	c.setInstant(c.zone.instantOf(wall))
 }
 
 func (c *calendar) Year() int   { c.complete(); return c.year }
@@ -55,7 +67,7 @@ func (c *calendar) Unix() int64 { c.complete(); return c.unix }
 // Weekday returns the day of the week as Java numbers it: 1 is Sunday, 7 is Saturday.
 func (c *calendar) Weekday() int {
 	c.complete()
-	return javaWeekday(daysFromCivil(c.year, c.month, c.day))
+	return javaWeekday(c.cachedDays) // complete leaves the current date in the cache
 }
 
 func (c *calendar) SetYear(v int)   { c.year, c.stale = v, true }
@@ -84,84 +96,14 @@ func (c *calendar) AddYear(n int) {
 	}
 }
 
-// zoneCache answers offset questions for one location, remembering the last zone period it looked up: a
-// Next call almost always stays within one period, and then needs no call into package time.
-type zoneCache struct {
-	loc        *time.Location
-	start, end int64 // the period [start, end) in Unix seconds; math.MinInt64 or math.MaxInt64 when open
-	offset     int64 // seconds east of UTC within the period
-	nextOffset int64 // the offset from end on, when end is not open
-	loaded     bool
-}
-
-func newZoneCache(loc *time.Location) *zoneCache {
-	return &zoneCache{loc: loc}
-}
-
-// load remembers the period that contains the instant unix.
-func (z *zoneCache) load(unix int64) {
-	t := time.Unix(unix, 0).In(z.loc)
-	_, offset := t.Zone()
-	z.offset = int64(offset)
-	start, end := t.ZoneBounds()
-	z.start, z.end = math.MinInt64, math.MaxInt64
-	if !start.IsZero() {
-		z.start = start.Unix()
-	}
-	if !end.IsZero() {
-		z.end = end.Unix()
-		_, next := end.Zone()
-		z.nextOffset = int64(next)
-	}
-	z.loaded = true
-}
-
-// offsetAt returns the offset in force at the instant unix.
-func (z *zoneCache) offsetAt(unix int64) int64 {
-	if !z.loaded || unix < z.start || unix >= z.end {
-		z.load(unix)
-	}
-	return z.offset
-}
-
-// instantOf converts wall-clock seconds (seconds since 1970-01-01 00:00 as shown on the zone's clocks) to an
-// instant as java.util.GregorianCalendar does: a period owns the wall times from its own start, shown in its
-// own offset, up to the start of the next period, shown in the next offset. So a wall time in a gap belongs
-// to the period before the gap, and a repeated wall time to the period after the repeat began.
-func (z *zoneCache) instantOf(wall int64) int64 {
-	if !z.loaded {
-		z.load(wall)
-	}
-	if !z.ownsWall(wall) {
-		z.load(wall - z.offset) // near the answer: at most a transition or two away
-	}
-	for range 4 {
-		switch {
-		case z.start != math.MinInt64 && wall < z.start+z.offset:
-			z.load(z.start - 1)
-		case z.end != math.MaxInt64 && wall >= z.end+z.nextOffset:
-			z.load(z.end)
-		default:
-			return wall - z.offset
-		}
-	}
-	return wall - z.offset // transitions hours apart: not in the time-zone database
-}
-
-func (z *zoneCache) ownsWall(wall int64) bool {
-	return (z.start == math.MinInt64 || wall >= z.start+z.offset) &&
-		(z.end == math.MaxInt64 || wall < z.end+z.nextOffset)
-}
-
 const secondsPerDay = 86400
 
-// wallSeconds converts possibly out-of-range fields to wall-clock seconds since 1970-01-01 00:00, carrying
-// over as java.util.GregorianCalendar does when lenient: month 13 is January of the next year, day 0 the last
-// day of the month before, second 60 the next minute.
-func wallSeconds(year, month, day, hour, minute, second int) int64 {
+// dayNumber returns the days since 1970-01-01 of a possibly out-of-range date, carrying over as
+// java.util.GregorianCalendar does when lenient: month 13 is January of the next year, day 0 the last day of
+// the month before. (Hours, minutes and seconds out of range carry over in the sum that follows.)
+func dayNumber(year, month, day int) int64 {
 	y, m := int64(year)+floorDiv(int64(month)-1, 12), int(floorMod(int64(month)-1, 12))+1
-	days := daysFromCivil(int(y), m, 1) + int64(day) - 1
-	return days*secondsPerDay + int64(hour)*3600 + int64(minute)*60 + int64(second)
+	return daysFromCivil(int(y), m, 1) + int64(day) - 1
 }
 
 // daysFromCivil returns the number of days from 1970-01-01 to the given date of the proleptic Gregorian

@@ -12,22 +12,18 @@ import (
 // best effort: it returns "" for an expression that does not parse, and never panics.
 func Describe(expr string) string {
 	expr = strings.TrimSpace(expr)
-	if strings.HasPrefix(expr, "@") {
-		return describeDescriptor(expr)
-	}
 	s, err := Parse(expr, time.UTC)
 	if err != nil {
 		return ""
 	}
 	var v specView
 	switch s := s.(type) {
-	case *quartzSchedule:
-		v = specView{
-			seconds: s.fields[0].items, minutes: s.fields[1].items, hours: s.fields[2].items,
-			dom: s.fields[3], months: s.fields[4].items, dow: s.fields[5], years: s.fields[6].items,
-			dayNames: quartzDayNameList,
-		}
+	case everySchedule:
+		return describeDescriptor(expr)
 	case *unixSchedule:
+		if s.descriptor != "" {
+			return describeDescriptor(expr)
+		}
 		v = specView{
 			seconds: []fieldItem{{kind: itemValue}}, minutes: s.fields[0], hours: s.fields[1],
 			dom: quartzField{items: s.fields[2]}, months: s.fields[3], dow: quartzField{items: s.fields[4]},
@@ -38,6 +34,12 @@ func Describe(expr string) string {
 		v.dow.unspecified = isEvery(v.dow.items)
 		if v.dom.unspecified && v.dow.unspecified {
 			v.dow.unspecified = false
+		}
+	case *quartzSchedule:
+		v = specView{
+			seconds: s.fields[0].items, minutes: s.fields[1].items, hours: s.fields[2].items,
+			dom: s.fields[3], months: s.fields[4].items, dow: s.fields[5], years: s.fields[6].items,
+			dayNames: quartzDayNameList,
 		}
 	default:
 		return ""
@@ -53,6 +55,7 @@ var (
 	ordinals = []string{"", "first", "second", "third", "fourth", "fifth"}
 )
 
+// describeDescriptor describes a descriptor that parses.
 func describeDescriptor(expr string) string {
 	switch expr {
 	case "@yearly", "@annually":
@@ -326,9 +329,7 @@ func listItems(items []fieldItem, f *fieldInfo, name func(int) string, limit int
 		case it.kind == itemRange && it.step == 0 && it.start != it.end:
 			out = append(out, name(it.start)+" through "+name(it.end))
 		default:
-			var set valueSet
-			it.addTo(f, &set, 0)
-			values := set.values()
+			values := it.values(f)
 			if len(values) > limit {
 				return ""
 			}

@@ -71,15 +71,15 @@ func (it fieldItem) bounds(f *fieldInfo) (start, stop, step int) {
 	return it.start, it.end, step
 }
 
-// addTo adds the item's values to set, as Quartz's addToSet does; a range written high-low wraps.
-// Values are stored less offset (minYear for years, 0 otherwise).
-func (it fieldItem) addTo(f *fieldInfo, set *valueSet, offset int) {
+// values lists the item's values as Quartz's addToSet computes them; a range written high-low wraps.
+func (it fieldItem) values(f *fieldInfo) []int {
 	start, stop, step := it.bounds(f)
 	wrap := 0
 	if stop < start {
 		wrap = f.wrap
 		stop += wrap
 	}
+	var out []int
 	for i := start; i <= stop; i += step {
 		v := i
 		if wrap > 0 {
@@ -88,6 +88,14 @@ func (it fieldItem) addTo(f *fieldInfo, set *valueSet, offset int) {
 				v = wrap
 			}
 		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// addTo adds the item's values, less offset (minYear for years, 0 otherwise), to set.
+func (it fieldItem) addTo(f *fieldInfo, set *valueSet, offset int) {
+	for _, v := range it.values(f) {
 		set.add(v - offset)
 	}
 }

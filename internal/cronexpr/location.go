@@ -3,6 +3,7 @@ package cronexpr
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -41,7 +42,28 @@ var javaShortIDs = map[string]string{
 // custom id as ElasticJob users write it ("GMT+8", "GMT+08:00", "GMT-0530", "GMT"), "UTC", or one of Java's
 // three-letter ids ("CTT", "PST"). Java silently falls back to GMT for an id it does not know; LoadLocation
 // returns an error instead, so a typo cannot move a job's schedule by hours.
+//
+// Jobs with the same timeZone share one *time.Location, and schedules parsed for a location LoadLocation
+// returned compute in it without asking package time.
 func LoadLocation(tz string) (*time.Location, error) {
+	if loc, ok := locations.Load(tz); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := loadLocation(tz)
+	if err != nil {
+		return nil, err
+	}
+	if loc != time.UTC {
+		zoneTables.LoadOrStore(loc, newZoneTable(loc))
+	}
+	stored, _ := locations.LoadOrStore(tz, loc)
+	return stored.(*time.Location), nil
+}
+
+// locations holds what LoadLocation returned, by name; errors are not kept.
+var locations sync.Map // string -> *time.Location
+
+func loadLocation(tz string) (*time.Location, error) {
 	switch tz {
 	case "", "UTC":
 		return time.UTC, nil

@@ -24,7 +24,7 @@ type quartzField struct {
 
 // parseQuartz parses the 6 or 7 fields of a Quartz expression.
 func parseQuartz(expr string, texts []string, loc *time.Location) (*quartzSchedule, error) {
-	s := &quartzSchedule{loc: loc}
+	s := &quartzSchedule{loc: loc, zones: zoneTableOf(loc)}
 	if len(texts) == 6 {
 		texts = append(texts, "*")
 	}

@@ -9,6 +9,12 @@ const (
 	maxYear = 2099
 )
 
+// The instants a day before minYear begins and a day after maxYear ends anywhere.
+var (
+	firstYearStart = time.Date(minYear, time.January, 1, 0, 0, 0, 0, time.UTC).Unix() - secondsPerDay
+	lastYearEnd    = time.Date(maxYear+1, time.January, 1, 0, 0, 0, 0, time.UTC).Unix() + secondsPerDay
+)
+
 // maxIterations bounds one Next call. Quartz's own loop ends when it passes its last year; the bound is a
 // second guard, far above what any expression needs (a year of impossible days costs about fifty).
 const maxIterations = 100_000
@@ -31,21 +37,23 @@ type quartzSchedule struct {
 	nthDayOfWeek   int  // k of "n#k" in day-of-week: the k-th weekday n of the month; 0 if none
 
 	fields [7]quartzField // as parsed, for Describe
+
+	zones *zoneTable // the location's periods; nil for a location LoadLocation did not return
 }
 
 // Next returns the first fire time strictly after t, in the schedule's location, or the zero time if there
 // is none before the end of maxYear.
 func (s *quartzSchedule) Next(t time.Time) time.Time {
-	if t.Year() > maxYear {
-		return time.Time{}
-	}
-	if t.Year() < minYear-1 {
-		t = time.Date(minYear-1, time.January, 1, 0, 0, 0, 0, time.UTC)
-	}
-	// Quartz starts one second after t, at a whole second.
+	// Quartz starts one second after t, at a whole second. Before the first year any time will do that is
+	// before it in every zone; after the last there is nothing to find.
 	start := t.Unix() + 1
-	zone := newZoneCache(s.loc)
-	unix, ok := s.next(zone, start)
+	switch {
+	case start > lastYearEnd:
+		return time.Time{}
+	case start < firstYearStart:
+		start = firstYearStart
+	}
+	unix, ok := s.next(newZoneCache(s.loc, s.zones), start)
 	if !ok {
 		return time.Time{}
 	}

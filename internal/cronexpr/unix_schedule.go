@@ -105,8 +105,8 @@ func parseUnixField(f *fieldInfo, text string) ([]fieldItem, *itemError) {
 		case c == '?' && isDay:
 		case c == '?':
 			return nil, errorf(text, `"?" is only allowed in day-of-month and day-of-week`)
-		case c == 'L' || c == 'W' || c == '#':
-			return nil, errorf(text, "%q is Quartz syntax: write the expression with 6 fields, seconds first", text[i:i+1])
+		case c == '#':
+			return nil, errorf(text, quartzSyntax)
 		default:
 			return nil, errorf(text, "unexpected character %q", text[i:i+1])
 		}
@@ -121,11 +121,27 @@ func parseUnixField(f *fieldInfo, text string) ([]fieldItem, *itemError) {
 	for i, s := range strings.Split(upper, ",") {
 		it, err := parseItem(f, s, origItems[i])
 		if err != nil {
+			if isDay && isQuartzDayForm(f.name, upper) {
+				return nil, errorf(text, quartzSyntax)
+			}
 			return nil, err
 		}
 		items = append(items, it)
 	}
 	return items, nil
+}
+
+const quartzSyntax = `this is Quartz syntax: write the expression with 6 fields, seconds first, such as "0 0 12 L * ?"`
+
+// isQuartzDayForm reports whether a day field is one of Quartz's L, W or # forms.
+func isQuartzDayForm(field, upper string) bool {
+	var q quartzField
+	if field == FieldDayOfMonth {
+		done, err := parseDayOfMonthForm(&quartzFieldInfos[3], upper, upper, &q)
+		return done && err == nil
+	}
+	done, err := parseDayOfWeekForm(&quartzFieldInfos[5], upper, upper, &q)
+	return done && err == nil
 }
 
 // robfigField writes a parsed field the way robfig/cron reads it: "*" for a field that is every value (robfig
