@@ -1,0 +1,209 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+)
+
+func TestMain(m *testing.M) {
+	if _, err := zktest.Shared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	zktest.StopShared()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// runner records what the manager hands over.
+type runner struct {
+	mu   sync.Mutex
+	runs map[int]cluster.Running
+	ch   chan int
+}
+
+func (r *runner) RunFailover(_ string, item int, run cluster.Running, _ int32) {
+	r.mu.Lock()
+	r.runs[item] = run
+	r.mu.Unlock()
+	r.ch <- item
+}
+
+type peer struct {
+	s   *cluster.Session
+	r   *cluster.Registry
+	m   *Manager
+	run *runner
+}
+
+func startPeer(t *testing.T, ns, ip string) *peer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := cluster.Dial(ctx, cluster.SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 4 * time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cluster.NewRegistry(s, cluster.RegistryConfig{Namespace: ns, Logger: quiet,
+		Identity: cluster.Identity{InstanceID: ip + "@-@1", ServerIP: ip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &runner{runs: map[int]cluster.Running{}, ch: make(chan int, 16)}
+	m := NewManager(ManagerConfig{Registry: r, Runner: run, Logger: quiet})
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := &peer{s: s, r: r, m: m, run: run}
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *peer) stop() {
+	p.m.Stop()
+	p.r.Stop()
+	p.s.Close()
+}
+
+func waitSnap(t *testing.T, p *peer, what string, cond func(*cluster.JobSnapshot) bool) *cluster.JobSnapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	snap, err := p.r.Wait(ctx, "j", cond)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return snap
+}
+
+func TestOrphansOfAVanishedPeerAreClaimedWithTheirExecutionID(t *testing.T) {
+	ns := zktest.Namespace("fo")
+	a := startPeer(t, ns, "10.4.0.1")
+	cfg := ejserver.DefaultJobConfig()
+	cfg.JobName, cfg.ShardingTotalCount, cfg.Failover, cfg.Webhook.URL = "j", 3, true, "http://127.0.0.1:9/x"
+	if _, err := a.r.CreateJob(cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitSnap(t, a, "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && len(s.Instances) == 1 })
+	b := startPeer(t, ns, "10.4.0.2")
+	waitSnap(t, a, "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 })
+	if err := a.r.CommitSharding("j", []string{"10.4.0.1@-@1", "10.4.0.2@-@1", "10.4.0.2@-@1"}); err != nil {
+		t.Fatal(err)
+	}
+	snap := waitSnap(t, b, "sharded", func(s *cluster.JobSnapshot) bool { return s.Sharded() && !s.Necessary && s.Settled })
+	// b runs item 1 (in flight) but not item 2 when it dies
+	if err := b.r.BeginItem("j", 1, snap.Item(1).OwnerVersion, cluster.Running{InstanceID: "10.4.0.2@-@1", ExecutionID: "exec-b1",
+		Source: ejserver.SourceNormal, ScheduledAt: time.Unix(50, 0)}, true); err != nil {
+		t.Fatal(err)
+	}
+	b.stop()
+	select {
+	case item := <-a.run.ch:
+		if item != 1 {
+			t.Fatalf("claimed item %d", item)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the orphan was not claimed")
+	}
+	a.run.mu.Lock()
+	run := a.run.runs[1]
+	a.run.mu.Unlock()
+	if run.ExecutionID != "exec-b1" || !run.ScheduledAt.Equal(time.Unix(50, 0)) {
+		t.Fatalf("claimed %+v", run)
+	}
+	select {
+	case item := <-a.run.ch:
+		t.Fatalf("item %d was not running but was failed over", item)
+	case <-time.After(500 * time.Millisecond):
+	}
+	after := waitSnap(t, a, "claimed", func(s *cluster.JobSnapshot) bool { return s.Item(1).FailoverTo == "10.4.0.1@-@1" })
+	if len(after.FailoverItems) != 0 {
+		t.Fatalf("failover items left: %v", after.FailoverItems)
+	}
+}
+
+// fakeRegistry feeds the manager events and records what it asks.
+type fakeRegistry struct {
+	mu      sync.Mutex
+	snap    *cluster.JobSnapshot
+	leader  bool
+	onEvent func(cluster.Event)
+	cleared chan int
+}
+
+func (f *fakeRegistry) Job(string) *cluster.JobSnapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.snap
+}
+func (f *fakeRegistry) IsLeader(string) bool           { f.mu.Lock(); defer f.mu.Unlock(); return f.leader }
+func (f *fakeRegistry) Lease() bool                    { return true }
+func (f *fakeRegistry) OnEvent(fn func(cluster.Event)) { f.onEvent = fn }
+func (f *fakeRegistry) RunningItems(string, int) (map[int]cluster.Running, error) {
+	return map[int]cluster.Running{}, nil
+}
+func (f *fakeRegistry) AddFailoverItems(string, []int) error { return nil }
+func (f *fakeRegistry) ClearFailoverItems(_ string, n int) error {
+	f.cleared <- n
+	return nil
+}
+func (f *fakeRegistry) ClaimFailover(string, int) (cluster.Running, int32, error) {
+	return cluster.Running{}, -1, cluster.ErrNothingToClaim
+}
+
+func TestSwitchingFailoverOffClearsPendingState(t *testing.T) {
+	prev := ejserver.DefaultJobConfig()
+	prev.Failover, prev.ShardingTotalCount = true, 4
+	cur := prev
+	cur.Failover = false
+	reg := &fakeRegistry{snap: &cluster.JobSnapshot{Name: "j", Config: cur, Me: "me", Leader: "me", FailoverItems: []int{1, 2}},
+		leader: true, cleared: make(chan int, 1)}
+	m := NewManager(ManagerConfig{Registry: reg, Runner: &runner{runs: map[int]cluster.Running{}, ch: make(chan int, 1)}, Logger: quiet})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	reg.onEvent(cluster.Event{Kind: cluster.JobUpdated, Job: "j", PrevConfig: &prev})
+	select {
+	case n := <-reg.cleared:
+		if n != 4 {
+			t.Fatalf("cleared %d items", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("switching failover off did not clear its state")
+	}
+	// only the leader clears, and only on the on->off change
+	reg.mu.Lock()
+	reg.leader = false
+	reg.mu.Unlock()
+	reg.onEvent(cluster.Event{Kind: cluster.JobUpdated, Job: "j", PrevConfig: &prev})
+	reg.onEvent(cluster.Event{Kind: cluster.JobUpdated, Job: "j", PrevConfig: &cur})
+	select {
+	case <-reg.cleared:
+		t.Fatal("cleared without leading")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
