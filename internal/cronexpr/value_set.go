@@ -16,8 +16,6 @@ func (s valueSet) has(v int) bool {
 	return v >= 0 && v < valueSetLimit && s[v/64]&(1<<(v%64)) != 0
 }
 
-
-
 // next returns the smallest value in the set that is at least v.
 func (s valueSet) next(v int) (int, bool) {
 	if v < 0 {
