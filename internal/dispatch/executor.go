@@ -145,6 +145,7 @@ type fireRequest struct {
 	param       *string // manual trigger's jobParameter override
 	items       []int   // manual trigger's subset; nil = all of this peer's items
 	taskID      string
+	task        *task // the fire's task on this peer, for status traces
 }
 
 // NewExecutor returns an executor; it needs no Start.
@@ -354,6 +355,7 @@ func (e *Executor) fire(req fireRequest) {
 		return
 	}
 	req.taskID = ejserver.TaskID(job, items, false, e.me.InstanceID)
+	req.task = newTask(req.taskID, job, req.source, items)
 	e.cfg.Observer.Fired(job, req.source)
 	replay := e.missedFires(snap, req, items)
 	for _, item := range items {
@@ -460,12 +462,16 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
+		e.taskItemEnded(req.task, item, false, false)
 		return
 	}
 	if r, busy := e.running[key]; busy {
+		defer e.taskItemEnded(req.task, item, false, false)
 		switch {
 		case req.source == ejserver.SourceManual:
-			r.triggers = append(r.triggers, req)
+			queued := req
+			queued.task = nil // it runs later as a task of its own
+			r.triggers = append(r.triggers, queued)
 			e.mu.Unlock()
 			e.log.Info("manual trigger queued behind the running item", "job", req.job, "item", item)
 		case snap.Config.Misfire:
@@ -511,16 +517,21 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if executionID == "" {
 		executionID = ejserver.NewExecutionID()
 	}
+	if req.task == nil { // a follow-up or failover run is a task of its own
+		req.task = newTask(req.taskID, req.job, req.source, []int{item})
+	}
 	if runningVersion == -2 {
 		runningVersion = -1
 		if cfg.MonitorExecution {
 			ok := e.begin(snap, req, item, executionID, param)
 			if !ok {
+				e.taskItemEnded(req.task, item, false, false)
 				return
 			}
 			runningVersion = 0 // created by us
 		}
 	}
+	e.taskStarted(req.task)
 	params, _ := ejserver.ParseShardingItemParameters(cfg.ShardingItemParameters, cfg.ShardingTotalCount)
 	started := e.clk.Now()
 	rec := ejserver.Execution{
@@ -555,6 +566,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 			e.log.Warn("could not record the item's end in the registry", "job", req.job, "item", item, "execution_id", executionID, "err", err)
 		}
 	}
+	e.taskItemEnded(req.task, item, true, res.Success)
 	lateness := started.Sub(req.scheduledAt)
 	e.cfg.Observer.ItemDone(req.job, req.source, res.Success, lateness, res.Duration)
 	status := "success"

@@ -2,8 +2,10 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -374,5 +376,73 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met")
 		case <-tick.C:
 		}
+	}
+}
+
+// recorder captures history records.
+type recorder struct {
+	mu     sync.Mutex
+	execs  []ejserver.Execution
+	traces []ejserver.StatusTrace
+}
+
+func (r *recorder) Enqueue(e ejserver.Execution) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.execs = append(r.execs, e)
+	return true
+}
+
+func (r *recorder) EnqueueTrace(t ejserver.StatusTrace) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.traces = append(r.traces, t)
+	return true
+}
+
+// failingSender fails item 1 and succeeds otherwise.
+type failingSender struct{ fakeSender }
+
+func (s *failingSender) Deliver(ctx context.Context, d webhook.Delivery) webhook.Result {
+	res := s.fakeSender.Deliver(ctx, d)
+	if d.Payload.ShardingItem == 1 {
+		return webhook.Result{StatusCode: 500, Attempts: 1, FailureCause: "HTTP 500"}
+	}
+	return res
+}
+
+func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
+	reg := newFakeRegistry(2)
+	send := &failingSender{*newFakeSender()}
+	rec := &recorder{}
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	send.next(t)
+	e.Drain(5 * time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var states []ejserver.TaskState
+	for _, tr := range rec.traces {
+		states = append(states, tr.State)
+		if tr.ShardingItems != "0,1" || tr.ExecutionType != "READY" || tr.InstanceID != "me" || tr.TaskID == "" {
+			t.Fatalf("trace %+v", tr)
+		}
+	}
+	if fmt.Sprint(states) != "[TASK_STAGING TASK_RUNNING TASK_ERROR]" {
+		t.Fatalf("states %v", states)
+	}
+	if !strings.Contains(rec.traces[2].Message, "[1]") {
+		t.Fatalf("error trace %q does not name item 1", rec.traces[2].Message)
+	}
+	// each item: a start record, then an end record with the outcome
+	ends := map[int]ejserver.Execution{}
+	for _, x := range rec.execs {
+		if x.Done() {
+			ends[x.ShardingItem] = x
+		}
+	}
+	if len(rec.execs) != 4 || !ends[0].Success || ends[1].Success || ends[1].StatusCode != 500 || ends[1].FailureCause == "" {
+		t.Fatalf("executions %+v", rec.execs)
 	}
 }

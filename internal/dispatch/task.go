@@ -1,0 +1,105 @@
+package dispatch
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ejserver/ejserver"
+)
+
+// task is one fire on this peer (ElasticJob's task): the items it covers, traced to JOB_STATUS_TRACE_LOG as
+// TASK_STAGING and TASK_RUNNING when its first item starts and TASK_FINISHED or TASK_ERROR when its last
+// item ends.
+type task struct {
+	id       string
+	job      string
+	source   ejserver.Source
+	failover bool
+	items    []int
+
+	mu        sync.Mutex
+	remaining int
+	started   bool
+	failed    []int
+}
+
+func newTask(id, job string, source ejserver.Source, items []int) *task {
+	return &task{id: id, job: job, source: source, failover: source == ejserver.SourceFailover,
+		items: slices.Clone(items), remaining: len(items)}
+}
+
+func (t *task) itemList() string {
+	parts := make([]string, len(t.items))
+	for i, it := range t.items {
+		parts[i] = strconv.Itoa(it)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (t *task) executionType() string {
+	if t.failover {
+		return "FAILOVER"
+	}
+	return "READY"
+}
+
+// begin reports whether this is the task's first item to start.
+func (t *task) begin() bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first := !t.started
+	t.started = true
+	return first
+}
+
+// end records an item's end (ran false: it did not run); it reports whether it was the last, whether any
+// item ran, and the failed items.
+func (t *task) end(item int, ran, success bool) (last, anyRan bool, failed []int) {
+	if t == nil {
+		return false, false, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ran && !success {
+		t.failed = append(t.failed, item)
+	}
+	t.remaining--
+	return t.remaining == 0, t.started, slices.Clone(t.failed)
+}
+
+// trace records one state of the task.
+func (e *Executor) trace(t *task, state ejserver.TaskState, msg string) {
+	e.cfg.Recorder.EnqueueTrace(ejserver.StatusTrace{
+		ID: ejserver.NewExecutionID(), JobName: t.job, TaskID: t.id, InstanceID: e.me.InstanceID,
+		ExecutionType: t.executionType(), ShardingItems: t.itemList(), Source: t.source, State: state,
+		Message: msg, CreationTime: e.clk.Now(),
+	})
+}
+
+// taskStarted traces staging and running when the task's first item starts.
+func (e *Executor) taskStarted(t *task) {
+	if t.begin() {
+		e.trace(t, ejserver.TaskStaging, fmt.Sprintf("Job '%s' execute begin.", t.job))
+		e.trace(t, ejserver.TaskRunning, "")
+	}
+}
+
+// taskItemEnded traces the task's end when its last item ends (if any of its items ran).
+func (e *Executor) taskItemEnded(t *task, item int, ran, success bool) {
+	last, anyRan, failed := t.end(item, ran, success)
+	if !last || !anyRan {
+		return
+	}
+	if len(failed) == 0 {
+		e.trace(t, ejserver.TaskFinished, fmt.Sprintf("Job '%s' execute end.", t.job))
+		return
+	}
+	slices.Sort(failed)
+	e.trace(t, ejserver.TaskError, fmt.Sprintf("Job '%s' items %v failed.", t.job, failed))
+}
