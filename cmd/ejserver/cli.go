@@ -85,7 +85,7 @@ func (k *cli) parse(args []string) ([]string, error) {
 	var err error
 	k.fs.VisitAll(func(fl *flag.Flag) {
 		env := k.envs[fl.Name]
-		if v, ok := os.LookupEnv(env); ok && env != "" && !given[fl.Name] && err == nil {
+		if v := os.Getenv(env); v != "" && env != "" && !given[fl.Name] && err == nil {
 			if e := fl.Value.Set(v); e != nil {
 				err = fmt.Errorf("environment variable %s=%q for -%s: %v", env, v, fl.Name, e)
 			}
