@@ -61,8 +61,8 @@ func (s *quartzSchedule) Next(t time.Time) time.Time {
 }
 
 // next is getTimeAfter's loop: fix the second, then the minute, hour, day, month and year; whenever a field
-// has to move, reset the smaller ones and start over. The comments name the Java variables where the
-// translation is not obvious.
+// has to move, reset the smaller ones and start over. The variables are Java's (sec, hr, day, mon), but for
+// min (minute here) and t and tmon (prev and prevMon: a field's value before the search, -1 once it moved).
 func (s *quartzSchedule) next(zone *zoneCache, start int64) (int64, bool) {
 	c := newCalendar(zone, start)
 	for range maxIterations {
@@ -71,44 +71,44 @@ func (s *quartzSchedule) next(zone *zoneCache, start int64) (int64, bool) {
 		}
 
 		// Second.
-		sec, min := c.Second(), c.Minute()
+		sec, minute := c.Second(), c.Minute()
 		if v, ok := s.seconds.next(sec); ok {
 			sec = v
 		} else {
 			sec = s.seconds.first()
-			min++
-			c.SetMinute(min)
+			minute++
+			c.SetMinute(minute)
 		}
 		c.SetSecond(sec)
 
 		// Minute.
-		min, hr := c.Minute(), c.Hour()
-		t := -1
-		if v, ok := s.minutes.next(min); ok {
-			t, min = min, v
+		minute, hr := c.Minute(), c.Hour()
+		prev := -1
+		if v, ok := s.minutes.next(minute); ok {
+			prev, minute = minute, v
 		} else {
-			min = s.minutes.first()
+			minute = s.minutes.first()
 			hr++
 		}
-		if min != t {
+		if minute != prev {
 			c.SetSecond(0)
-			c.SetMinute(min)
+			c.SetMinute(minute)
 			c.SetHourSkippingGap(hr)
 			continue
 		}
-		c.SetMinute(min)
+		c.SetMinute(minute)
 
 		// Hour.
 		hr = c.Hour()
 		day := c.Day()
-		t = -1
+		prev = -1
 		if v, ok := s.hours.next(hr); ok {
-			t, hr = hr, v
+			prev, hr = hr, v
 		} else {
 			hr = s.hours.first()
 			day++
 		}
-		if hr != t {
+		if hr != prev {
 			c.SetSecond(0)
 			c.SetMinute(0)
 			c.SetDay(day)
@@ -119,41 +119,41 @@ func (s *quartzSchedule) next(zone *zoneCache, start int64) (int64, bool) {
 
 		// Day.
 		day, mon := c.Day(), c.Month()
-		t = -1
-		tmon := mon
+		prev = -1
+		prevMon := mon
 		switch {
 		case !s.domUnspecified && s.dowUnspecified:
 			switch {
 			case s.lastDayOfMonth && !s.nearestWeekday:
-				t = day
+				prev = day
 				day = lastDayOfMonth(mon, c.Year()) - s.lastDayOffset
-				if t > day {
+				if prev > day {
 					mon++
 					if mon > 12 {
 						mon = 1
-						tmon = 3333 // makes the mon != tmon test below true
+						prevMon = 3333 // makes the mon != prevMon test below true
 						c.AddYear(1)
 					}
 					day = 1
 				}
 			case s.lastDayOfMonth: // and nearestWeekday
-				t = day
+				prev = day
 				day = lastDayOfMonth(mon, c.Year()) - s.lastDayOffset
 				var passed bool
-				if day, passed = nearestWeekday(zone, c.Year(), mon, day, hr, min, sec, start); passed {
+				if day, passed = nearestWeekday(zone, c.Year(), mon, day, hr, minute, sec, start); passed {
 					day = 1
 					mon++
 				}
 			case s.nearestWeekday:
-				t = day
+				prev = day
 				var passed bool
-				if day, passed = nearestWeekday(zone, c.Year(), mon, s.daysOfMonth.first(), hr, min, sec, start); passed {
+				if day, passed = nearestWeekday(zone, c.Year(), mon, s.daysOfMonth.first(), hr, minute, sec, start); passed {
 					day = s.daysOfMonth.first()
 					mon++
 				}
 			default:
 				if v, ok := s.daysOfMonth.next(day); ok {
-					t, day = day, v
+					prev, day = day, v
 					if day > lastDayOfMonth(mon, c.Year()) {
 						day = s.daysOfMonth.first()
 						mon++
@@ -163,7 +163,7 @@ func (s *quartzSchedule) next(zone *zoneCache, start int64) (int64, bool) {
 					mon++
 				}
 			}
-			if day != t || mon != tmon {
+			if day != prev || mon != prevMon {
 				c.SetSecond(0)
 				c.SetMinute(0)
 				c.SetHour(0)
@@ -230,17 +230,17 @@ func (s *quartzSchedule) next(zone *zoneCache, start int64) (int64, bool) {
 		// Month.
 		mon = c.Month()
 		year := c.Year()
-		t = -1
+		prev = -1
 		if year > maxYear {
 			return 0, false
 		}
 		if v, ok := s.months.next(mon); ok {
-			t, mon = mon, v
+			prev, mon = mon, v
 		} else {
 			mon = s.months.first()
 			year++
 		}
-		if mon != t {
+		if mon != prev {
 			c.SetSecond(0)
 			c.SetMinute(0)
 			c.SetHour(0)
@@ -253,13 +253,13 @@ func (s *quartzSchedule) next(zone *zoneCache, start int64) (int64, bool) {
 
 		// Year.
 		year = c.Year()
-		t = -1
+		prev = -1
 		v, ok := s.years.next(year - minYear)
 		if !ok {
 			return 0, false // ran out of years
 		}
-		t, year = year, v+minYear
-		if year != t {
+		prev, year = year, v+minYear
+		if year != prev {
 			c.SetSecond(0)
 			c.SetMinute(0)
 			c.SetHour(0)
@@ -302,11 +302,11 @@ func daysUntilWeekday(from, to int) int {
 
 // nearestWeekday is the "W" rule as Quartz computes it: the weekday nearest day of month in year, not
 // leaving the month at its start (Saturday the 1st gives Monday the 3rd) or its end (Sunday the last day
-// gives Friday). passed reports whether that day at hour:min:sec is before start, so that the month is over.
-// day may be out of the month's range (31W in April, L-30 in February), as in Quartz: the day of the week is
+// gives Friday). passed reports whether that day at hour:minute:sec is before start, so that the month is over.
+// day may be past the end of the month (31W in April), as in Quartz: the day of the week is
 // then that of the date it rolls over to. Quartz compares with a calendar that keeps the current
 // millisecond; ejserver takes it as zero, which is what Quartz does for input in whole seconds.
-func nearestWeekday(zone *zoneCache, year, month, day, hour, min, sec int, start int64) (nearest int, passed bool) {
+func nearestWeekday(zone *zoneCache, year, month, day, hour, minute, sec int, start int64) (nearest int, passed bool) {
 	tcal := calendar{zone: zone, year: year, month: month, day: day, stale: true}
 	last := lastDayOfMonth(month, year)
 	switch dow := tcal.Weekday(); {
@@ -320,7 +320,7 @@ func nearestWeekday(zone *zoneCache, year, month, day, hour, min, sec int, start
 		day++
 	}
 	tcal.SetSecond(sec)
-	tcal.SetMinute(min)
+	tcal.SetMinute(minute)
 	tcal.SetHour(hour)
 	tcal.SetDay(day)
 	tcal.SetMonth(month)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Schedule computes fire times. It satisfies github.com/robfig/cron/v3's cron.Schedule.
@@ -12,6 +14,8 @@ type Schedule interface {
 	// the schedule never fires again.
 	Next(t time.Time) time.Time
 }
+
+var _ cron.Schedule = Schedule(nil)
 
 // Parse parses a cron expression for a job whose timeZone is loc (nil means UTC):
 //
