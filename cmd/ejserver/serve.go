@@ -261,7 +261,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer}, Logger: log,
+	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
@@ -346,15 +346,20 @@ func dialZK(ctx context.Context, c serveConfig, log *slog.Logger) (*cluster.Sess
 	}
 }
 
+// openHistory opens the execution history: SQLite in the data directory (a local file that can't be opened
+// is an error), or PostgreSQL, which may be down at start-up: the peer then fires anyway and connects when it
+// can (history.Deferred).
 func openHistory(ctx context.Context, c serveConfig, log *slog.Logger) (history.Store, error) {
-	dsn := c.historyDSN
-	if dsn == "" {
-		if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("--data-dir: %w", err)
+	if c.historyDSN != "" {
+		if !strings.HasPrefix(c.historyDSN, "postgres://") && !strings.HasPrefix(c.historyDSN, "postgresql://") {
+			return nil, fmt.Errorf("--history-dsn: must be a postgres:// URL (SQLite is the default, in --data-dir)")
 		}
-		dsn = filepath.Join(c.dataDir, "history.db")
+		return history.OpenDeferred(ctx, c.historyDSN, log, nil), nil
 	}
-	store, err := history.Open(ctx, dsn, history.WithLogger(log))
+	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	store, err := history.Open(ctx, filepath.Join(c.dataDir, "history.db"), history.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("open the history store: %w", err)
 	}
@@ -388,14 +393,32 @@ func (u urlChecker) CheckURL(s string) error {
 type readiness struct {
 	sess   *cluster.Session
 	writer *history.Writer
+	store  history.Store
 }
 
+// Ready is true while the ZooKeeper session is held. The history store is pinged and its state reported:
+// "degraded" means jobs keep firing while records queue up (and are dropped once the queue is full).
 func (r readiness) Ready(ctx context.Context) (bool, map[string]any) {
 	zkOK := r.sess.Healthy()
 	zk := map[string]any{"status": "ok", "lease": r.sess.Lease()}
 	if !zkOK {
 		zk["status"] = "no session"
 	}
+	hist := map[string]any{"status": "ok"}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err := r.store.Ping(pctx)
 	h := r.writer.Health()
-	return zkOK, map[string]any{"zookeeper": zk, "history": h}
+	st := r.writer.Stats()
+	if err != nil || h.State == history.HealthDegraded {
+		hist["status"] = "degraded"
+		hist["detail"] = "jobs keep firing; execution records queue up and are dropped when the queue is full"
+		if err != nil {
+			hist["error"] = err.Error()
+		} else {
+			hist["error"] = h.LastError
+		}
+	}
+	hist["backlog"], hist["dropped"] = st.Backlog, st.Dropped
+	return zkOK, map[string]any{"zookeeper": zk, "history": hist}
 }
