@@ -3,6 +3,7 @@ package cronexpr
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,7 +50,7 @@ func FuzzParse(f *testing.F) {
 		s, err := Parse(expr, loc)
 		if err != nil {
 			var pe *ParseError
-			if !errors.As(err, &pe) || pe.Field == "" || pe.Msg == "" || pe.Error() == "" {
+			if !errors.As(err, &pe) || !validFields[pe.Field] || pe.Msg == "" || pe.Expr != strings.TrimSpace(expr) {
 				t.Fatalf("Parse(%q) error %#v is not a complete *ParseError", expr, err)
 			}
 			if desc != "" {

@@ -419,8 +419,11 @@ func TestDescribe(t *testing.T) {
 		{"@every", ""},
 	}
 	for _, tt := range tests {
-		if got := Describe(tt.expr); got != tt.want {
-			t.Errorf("Describe(%q) = %q, want %q", tt.expr, got, tt.want)
-		}
+		t.Run(tt.expr, func(t *testing.T) {
+			t.Parallel()
+			if got := Describe(tt.expr); got != tt.want {
+				t.Errorf("Describe(%q) = %q, want %q", tt.expr, got, tt.want)
+			}
+		})
 	}
 }
