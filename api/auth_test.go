@@ -168,3 +168,33 @@ func TestPageAfter(t *testing.T) {
 		t.Fatalf("a full last page %v, next %q", page, next)
 	}
 }
+
+func TestDocsPageUsesTheServedSpecs(t *testing.T) {
+	h := New(Config{Service: &fakeService{}})
+	for path, want := range map[string]string{
+		"/swagger/index.html":     `url: "\/openapi\/openapi3.json"`,
+		"/swagger/swagger-ui.css": ".swagger-ui",
+		"/openapi/swagger.json":   `"swagger": "2.0"`,
+		"/openapi/openapi3.json":  `"openapi": "3.0.3"`,
+		"/openapi/swagger.yaml":   "swagger: \"2.0\"",
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("%s: %d, want %q in %.200s", path, rec.Code, want, rec.Body)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/docs", nil))
+	if rec.Code != http.StatusFound || rec.Header().Get("Location") != "/swagger/index.html" {
+		t.Errorf("/docs: %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+}
+
+func TestDocsPageOffersOnlyTheServedSpecs(t *testing.T) {
+	rec := httptest.NewRecorder()
+	New(Config{Service: &fakeService{}}).ServeHTTP(rec, httptest.NewRequest("GET", "/swagger/index.html", nil))
+	if strings.Contains(rec.Body.String(), "doc.json") {
+		t.Fatal("the docs page offers doc.json, which nothing serves")
+	}
+}

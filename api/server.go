@@ -75,7 +75,7 @@ type Config struct {
 	MetricsAuth bool
 	// Console serves the web console at / when set.
 	Console http.Handler
-	// Middleware runs on /api routes (authentication).
+	// Middleware runs on /api/v1 routes, after the token check and the body limit.
 	Middleware []echo.MiddlewareFunc
 }
 
@@ -102,7 +102,9 @@ func New(cfg Config) http.Handler {
 	e.GET("/openapi/swagger.json", blob("application/json", openapi.SwaggerJSON))
 	e.GET("/openapi/swagger.yaml", blob("application/yaml", openapi.SwaggerYAML))
 	e.GET("/openapi/openapi3.json", blob("application/json", openapi.OpenAPI3JSON))
-	docs := echoSwagger.EchoWrapHandler(echoSwagger.URL("/openapi/openapi3.json"), echoSwagger.URL("/openapi/swagger.json"))
+	docs := echoSwagger.EchoWrapHandler(func(c *echoSwagger.Config) {
+		c.URLs = []string{"/openapi/openapi3.json", "/openapi/swagger.json"} // not its default doc.json: swag's registry is unused
+	}, echoSwagger.PersistAuthorization(true))
 	e.GET("/swagger/*", docs)
 	e.GET("/docs", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/swagger/index.html") })
 
@@ -168,7 +170,7 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 			level, msg := slog.LevelInfo, "api request"
 			switch {
 			case v.URIPath == "/healthz" || v.URIPath == "/readyz" || v.URIPath == "/metrics" ||
-				strings.HasPrefix(v.URIPath, "/swagger/") || strings.HasPrefix(v.URIPath, "/openapi/"):
+				strings.HasPrefix(v.URIPath, "/swagger") || strings.HasPrefix(v.URIPath, "/openapi/"):
 				level = slog.LevelDebug
 			case v.Method != http.MethodGet && v.Method != http.MethodHead:
 				msg = "api write"
