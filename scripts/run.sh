@@ -41,7 +41,8 @@ cleanup() {
   zk_stop "$RUN/zk"
   echo "stopped. (data kept in .run/; delete it for a clean start)"
 }
-trap cleanup INT TERM EXIT
+trap 'cleanup; exit 0' INT TERM
+trap cleanup EXIT
 
 echo "starting ZooKeeper..."
 ZK=$(zk_start "$RUN/zk" "$(free_port 2181)")
