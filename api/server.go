@@ -139,6 +139,7 @@ func New(cfg Config) http.Handler {
 	v1.POST("/servers/:ip/enable", h.enableServer)
 	v1.GET("/instances", h.instances)
 	v1.GET("/cron/next", h.cronNext)
+	v1.GET("/auth/whoami", whoami(cfg.Tokens))
 	if cfg.Metrics != nil {
 		var mws []echo.MiddlewareFunc
 		if cfg.MetricsAuth && len(cfg.Tokens) > 0 {

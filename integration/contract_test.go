@@ -211,6 +211,19 @@ func TestAPIContract(t *testing.T) {
 	k.do(call{method: "GET", path: "/healthz"}, 200)
 	k.do(call{method: "GET", path: "/readyz"}, 200)
 
+	// who am I: the web console shows a viewer no action buttons
+	k.problem(call{method: "GET", path: "/api/v1/auth/whoami"}, 401)
+	for token, want := range map[string]api.Caller{
+		A: {Authenticated: true, Name: "ops", Role: api.RoleAdmin, CanWrite: true},
+		V: {Authenticated: true, Name: "grafana", Role: api.RoleViewer},
+	} {
+		var me api.Caller
+		json.Unmarshal(k.do(call{method: "GET", path: "/api/v1/auth/whoami", token: token}, 200), &me)
+		if me != want {
+			t.Fatalf("whoami %+v, want %+v", me, want)
+		}
+	}
+
 	// create: auth first, then the body
 	alphaJob := job("alpha", "0 0 3 * * ?", 3, recv.URL)
 	alphaJob["webhook"] = map[string]any{"url": recv.URL, "secret": testSecret}
