@@ -169,7 +169,10 @@ func (s *Service) view(cfg ejserver.JobConfig, version int32, snap *cluster.JobS
 		v.CronDescription = "never on its own: run by trigger only"
 	}
 	if snap != nil {
-		v.Status, v.InstanceCount, v.Leader = JobStatus(snap), len(snap.Instances), snap.Leader
+		// the cache may not have seen the write this view answers yet: judge the status by cfg
+		fresh := *snap
+		fresh.Config = cfg
+		v.Status, v.InstanceCount, v.Leader = JobStatus(&fresh), len(snap.Instances), snap.Leader
 	} else {
 		v.Status = StatusShardingFlag // not loaded by this peer yet
 	}
