@@ -144,7 +144,7 @@ func (k *cli) fail(err error) {
 		}
 		return
 	}
-	fmt.Fprintf(k.stderr, "ejserver: %v\n", err)
+	fmt.Fprintf(k.stderr, "ejserver: %s\n", strings.TrimPrefix(err.Error(), "ejserver: "))
 }
 
 func (k *cli) json(v any) error {
