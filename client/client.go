@@ -468,6 +468,15 @@ func (c *Client) CronNext(ctx context.Context, cq CronQuery) (*CronPreview, erro
 	return &out, nil
 }
 
+// WhoAmI returns the name and role of the client's token, as the server sees it.
+func (c *Client) WhoAmI(ctx context.Context) (*Caller, error) {
+	var out Caller
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/auth/whoami", out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Healthy reports /healthz: nil while the process serves.
 func (c *Client) Healthy(ctx context.Context) error {
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/healthz"})

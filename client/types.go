@@ -384,3 +384,13 @@ func Int(n int) *int { return &n }
 
 // String returns a pointer to s, for WebhookSpec.Secret.
 func String(s string) *string { return &s }
+
+// Caller is who the server takes the caller for.
+type Caller struct {
+	// Authenticated is false when the server runs without tokens (then every caller is an admin).
+	Authenticated bool   `json:"authenticated"`
+	Name          string `json:"name,omitempty"`
+	// Role is admin or viewer.
+	Role     string `json:"role"`
+	CanWrite bool   `json:"canWrite"`
+}
