@@ -13,20 +13,28 @@ func (r *Registry) register(e *jobEntry) error {
 	job := e.name
 	e.mu.Lock()
 	skip := !e.st.hasConfig || e.st.registered || e.st.removedByOperator
+	_, serverKnown := e.st.servers[r.me.ServerIP]
 	e.mu.Unlock()
 	if skip || !r.s.Healthy() {
 		return nil
 	}
-	err := r.s.create(r.p.Server(job, r.me.ServerIP), []byte(ServerEnabled), 0)
-	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil // the job is being deleted
+	if !serverKnown { // ENABLED unless an operator already wrote it
+		err := r.s.create(r.p.Server(job, r.me.ServerIP), []byte(ServerEnabled), 0)
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil // the job is being deleted
+			}
+			return err
 		}
-		return err
 	}
-	// the config check keeps a job that is being deleted from getting an instance node again
-	_, err = r.s.multi(opCheck(r.p.Config(job), -1),
+	// the config check keeps a job that is being deleted from getting an instance node again; many jobs
+	// registering at once (start-up, renewal) share multis through the batcher
+	_, err := r.b.submit(opCheck(r.p.Config(job), -1),
 		r.s.opCreate(r.p.Instance(job, r.me.InstanceID), instanceData(r.me), zk.FlagEphemeral))
+	var oe *OpError
+	if errors.As(err, &oe) {
+		err = oe.Err
+	}
 	switch {
 	case err == nil:
 		e.mu.Lock()

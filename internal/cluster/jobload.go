@@ -209,9 +209,6 @@ func (r *Registry) loadJob(e *jobEntry) error {
 		return err
 	}
 	cfg, cfgErr := parseConfig(job, data)
-	if err := r.ensureSkeleton(job); err != nil {
-		return err
-	}
 	servers, err := r.readServers(job, nil)
 	if err != nil {
 		return err
@@ -236,7 +233,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	if err != nil {
 		return err
 	}
-	items, _, err := r.s.childrenW(r.p.Sharding(job))
+	items, err := r.folderW(job, r.p.Sharding(job))
 	if err != nil {
 		return err
 	}
@@ -354,9 +351,29 @@ func (r *Registry) refreshConfig(e *jobEntry) error {
 	return nil
 }
 
+// folderW lists a job folder's children with a watch, creating the folder first if it is missing (a job that
+// ElasticJob or another tool created lazily). A job being deleted (no root) lists nothing.
+func (r *Registry) folderW(job, pth string) ([]string, error) {
+	names, _, err := r.s.childrenW(pth)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return names, err
+	}
+	if ok, _, err := r.s.exists(r.p.Config(job)); err != nil || !ok {
+		return nil, err
+	}
+	if err := r.s.ensurePath(pth); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	names, _, err = r.s.childrenW(pth)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	return names, err
+}
+
 // readInstances lists instances/ with a watch; known gives the server IPs already read.
 func (r *Registry) readInstances(job string, known map[string]string) (map[string]string, error) {
-	ids, _, err := r.s.childrenW(r.p.Instances(job))
+	ids, err := r.folderW(job, r.p.Instances(job))
 	if err != nil {
 		return nil, err
 	}
@@ -400,12 +417,14 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 		}
 	}
 	_, mine := cur[r.me.InstanceID]
-	reregister := false
+	reregister, stepDown := false, false
 	switch {
 	case mine:
 	case e.st.registered && r.s.Healthy():
-		// our node vanished while our session lives: an operator removed it; stay off this job
+		// our node vanished while our session lives: an operator removed it; stay off this job, and stop
+		// leading it so the peers that still run it get a leader that reshards
 		e.st.registered, e.st.removedByOperator = false, true
+		stepDown = e.st.leader == r.me.InstanceID
 		r.log.Warn("this peer's instance node was removed; it no longer runs the job until it is enabled again or restarts",
 			"job", e.name, "instance", r.me.InstanceID)
 	case e.st.pendingRegister:
@@ -421,6 +440,9 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 	if reregister {
 		r.w.kick(refreshKey{kind: kindRegister, job: e.name})
 	}
+	if stepDown {
+		r.abdicate(e.name)
+	}
 	if changed {
 		slices.Sort(added)
 		slices.Sort(removed)
@@ -431,7 +453,7 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 
 // readServers lists servers/ with a watch and reads (and watches) each server node not in known.
 func (r *Registry) readServers(job string, known map[string]string) (map[string]string, error) {
-	ips, _, err := r.s.childrenW(r.p.Servers(job))
+	ips, err := r.folderW(job, r.p.Servers(job))
 	if err != nil {
 		return nil, err
 	}
@@ -584,13 +606,7 @@ func (r *Registry) refreshNecessary(e *jobEntry) error {
 }
 
 func (r *Registry) readFailoverItems(job string) ([]int, error) {
-	names, _, err := r.s.childrenW(r.p.FailoverItems(job))
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := r.s.ensurePath(r.p.FailoverItems(job)); err != nil {
-			return nil, err
-		}
-		names, _, err = r.s.childrenW(r.p.FailoverItems(job))
-	}
+	names, err := r.folderW(job, r.p.FailoverItems(job))
 	if err != nil {
 		return nil, err
 	}
@@ -627,7 +643,7 @@ func (r *Registry) refreshTrigger(e *jobEntry) error {
 }
 
 func (r *Registry) refreshSharding(e *jobEntry) error {
-	names, _, err := r.s.childrenW(r.p.Sharding(e.name))
+	names, err := r.folderW(e.name, r.p.Sharding(e.name))
 	if err != nil {
 		return err
 	}

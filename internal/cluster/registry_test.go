@@ -289,3 +289,19 @@ func TestFailoverClaimKeepsExecutionID(t *testing.T) {
 		t.Fatalf("dump: %v %v", dump, err)
 	}
 }
+
+// A leader whose instance node an operator removes steps down, so the peers still on the job get a leader.
+func TestRemovedLeaderStepsDown(t *testing.T) {
+	ns := zktest.Namespace("rmlead")
+	a := startPeer(t, ns, "10.0.4.1@-@1", "10.0.4.1")
+	if _, err := a.r.CreateJob(testJob("j", 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, a, "j", "a leads", func(s *JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	b := startPeer(t, ns, "10.0.4.2@-@2", "10.0.4.2")
+	waitJob(t, b, "j", "b registered", func(s *JobSnapshot) bool { return s.Registered && s.Leader == "10.0.4.1@-@1" })
+	if err := a.s.del(a.r.p.Instance("j", "10.0.4.1@-@1"), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, b, "j", "b leads", func(s *JobSnapshot) bool { return s.IsLeader() && len(s.Instances) == 1 })
+}
