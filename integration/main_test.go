@@ -44,7 +44,7 @@ func run(m *testing.M) (int, error) {
 
 // testCluster is n peers on one namespace of the shared ZooKeeper.
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	ns    string
 	zk    string
 	peers []*harness.Peer
@@ -66,7 +66,7 @@ func withZK(addr string) clusterOpt {
 }
 
 // newCluster starts n peers with server IPs 127.0.0.1, 127.0.0.2, ...
-func newCluster(t *testing.T, n int, opts ...clusterOpt) *testCluster {
+func newCluster(t testing.TB, n int, opts ...clusterOpt) *testCluster {
 	t.Helper()
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
@@ -117,7 +117,7 @@ func (c *testCluster) stopAll() {
 	}
 }
 
-func newReceiver(t *testing.T) *harness.Receiver {
+func newReceiver(t testing.TB) *harness.Receiver {
 	t.Helper()
 	r, err := harness.NewReceiver()
 	if err != nil {
