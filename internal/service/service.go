@@ -365,6 +365,10 @@ func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobC
 	if version >= 0 && version != curVersion {
 		return JobView{}, "", ejserver.Errorf(ejserver.EPRECONDITION, "job %q was changed by someone else (version %d, yours %d); read it again", name, curVersion, version)
 	}
+	// validate what the user sent, then generate or keep the secret
+	if err := s.checkJob(&cfg); err != nil {
+		return JobView{}, "", err
+	}
 	generated := ""
 	switch {
 	case cfg.Webhook.GenerateSecret:
@@ -372,9 +376,6 @@ func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobC
 		cfg.Webhook.Secret = generated
 	case !cfg.Webhook.SecretGiven():
 		cfg.Webhook.Secret = cur.Webhook.Secret
-	}
-	if err := s.checkJob(&cfg); err != nil {
-		return JobView{}, "", err
 	}
 	cfg.Webhook.GenerateSecret = false
 	now := s.clk.Now()
