@@ -143,4 +143,3 @@ func mustDo(t *testing.T, p *harness.Peer, method, path string, body any, wantSt
 func job(name, cron string, total int, url string) map[string]any {
 	return map[string]any{"jobName": name, "cron": cron, "shardingTotalCount": total, "webhook": map[string]any{"url": url}}
 }
-

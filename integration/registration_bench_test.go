@@ -66,4 +66,3 @@ func BenchmarkCreate1000Jobs(b *testing.B) {
 		b.ReportMetric(float64(rss)/(1<<20), "MiB-RSS")
 	}
 }
-
