@@ -93,6 +93,17 @@ func validHeaderName(name string) bool {
 	return true
 }
 
+// validHeaderValue follows RFC 9110's field-value: visible characters, spaces and tabs (and obs-text bytes),
+// no control characters: HTTP clients refuse to send the rest.
+func validHeaderValue(v string) bool {
+	for _, c := range []byte(v) {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidSecret checks a webhook secret: "whsec_" and the base64 of 24 to 64 random bytes.
 func ValidSecret(secret string) error {
 	raw, ok := strings.CutPrefix(secret, "whsec_")
@@ -218,8 +229,8 @@ func (c *JobConfig) validateWebhook(v *validator) {
 			v.add("webhook.headers."+name, "is not a valid header name")
 		case ForbiddenHeader(name):
 			v.add("webhook.headers."+name, "is set by ejserver and can't be overridden (Host, Content-*, User-Agent, webhook-*, shardingContext and hop-by-hop headers)")
-		case strings.ContainsAny(w.Headers[name], "\r\n\x00") || len(w.Headers[name]) > 8192:
-			v.add("webhook.headers."+name, "value must be one line of at most 8192 bytes")
+		case !validHeaderValue(w.Headers[name]) || len(w.Headers[name]) > 8192:
+			v.add("webhook.headers."+name, "value must be one line of at most 8192 bytes without control characters")
 		}
 	}
 	v.between("webhook.timeoutMs", w.TimeoutMs, 1, MaxTimeoutMs)

@@ -63,6 +63,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"header host", func(c *JobConfig) { c.Webhook.Headers = map[string]string{"Host": "evil"} }, "webhook.headers.Host", "can't be overridden"},
 		{"header webhook-id", func(c *JobConfig) { c.Webhook.Headers = map[string]string{"Webhook-Id": "x"} }, "webhook.headers.Webhook-Id", ""},
 		{"header crlf", func(c *JobConfig) { c.Webhook.Headers = map[string]string{"X-A": "a\r\nB: c"} }, "webhook.headers.X-A", "one line"},
+		{"header del", func(c *JobConfig) { c.Webhook.Headers = map[string]string{"X-A": "a\x7fb"} }, "webhook.headers.X-A", "control characters"},
+		{"header bell", func(c *JobConfig) { c.Webhook.Headers = map[string]string{"X-A": "a\x07b"} }, "webhook.headers.X-A", "control characters"},
 		{"header name", func(c *JobConfig) { c.Webhook.Headers = map[string]string{"X A": "a"} }, "webhook.headers.X A", "not a valid"},
 		{"timeout", func(c *JobConfig) { c.Webhook.TimeoutMs = 0 }, "webhook.timeoutMs", ""},
 		{"secret", func(c *JobConfig) { c.Webhook.Secret = "hunter2" }, "webhook.secret", "whsec_"},
@@ -151,11 +153,11 @@ func TestDecodeJobConfig(t *testing.T) {
 	for body, field := range map[string]string{
 		`{"jobName":"j","sharding":2}`:                    "sharding",
 		`{"jobName":"j","webhook":{"url":"x","uri":"y"}}`: "webhook.uri",
-		`{"jobName":5}`:                                   "jobName",
-		`{"shardingTotalCount":"3"}`:                      "shardingTotalCount",
-		`{"jobName":"j"} {"x":1}`:                         "body",
-		`{"jobName":`:                                     "body",
-		``:                                                "body",
+		`{"jobName":5}`:              "jobName",
+		`{"shardingTotalCount":"3"}`: "shardingTotalCount",
+		`{"jobName":"j"} {"x":1}`:    "body",
+		`{"jobName":`:                "body",
+		``:                           "body",
 	} {
 		_, err := DecodeJobConfig(strings.NewReader(body))
 		e, ok := err.(*Error)
