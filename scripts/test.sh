@@ -9,7 +9,7 @@ start=$SECONDS
 step() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - start)); }
 
 step "installing test dependencies"
-scripts/deps.sh zookeeper java postgresql node
+scripts/deps.sh zookeeper java postgresql node chromium
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^openapi/') 2>/dev/null || true)

@@ -28,6 +28,7 @@ import (
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/internal/sharding"
 	"github.com/ejserver/ejserver/internal/webhook"
+	"github.com/ejserver/ejserver/web"
 )
 
 // serveConfig is everything `ejserver serve` is told.
@@ -262,7 +263,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
-		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth})
+		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler()})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()

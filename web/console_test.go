@@ -1,0 +1,86 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestHandler(t *testing.T) {
+	h := Handler()
+	tests := []struct {
+		path, method string
+		status       int
+		contentType  string
+		contains     string
+	}{
+		{"/", "GET", 200, "text/html; charset=utf-8", `<script src="app.js" defer></script>`},
+		{"/index.html", "GET", 200, "text/html; charset=utf-8", "<main"},
+		{"/app.js", "GET", 200, "text/javascript; charset=utf-8", "/api/v1/auth/whoami"},
+		{"/app.css", "GET", 200, "text/css; charset=utf-8", ":focus-visible"},
+		{"/favicon.svg", "GET", 200, "image/svg+xml", "<svg"},
+		{"/favicon.ico", "GET", 200, "image/svg+xml", "<svg"},
+		{"/", "HEAD", 200, "text/html; charset=utf-8", ""},
+		{"/nope.js", "GET", 404, "text/plain; charset=utf-8", "the console lives at /"},
+		{"/", "POST", 405, "text/plain; charset=utf-8", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d", rec.Code, tt.status)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != tt.contentType {
+				t.Fatalf("Content-Type %q, want %q", ct, tt.contentType)
+			}
+			if csp := rec.Header().Get("Content-Security-Policy"); csp != ContentSecurityPolicy {
+				t.Fatalf("CSP %q", csp)
+			}
+			if rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+				t.Fatal("no nosniff")
+			}
+			if !strings.Contains(rec.Body.String(), tt.contains) {
+				t.Fatalf("body lacks %q", tt.contains)
+			}
+			if tt.status == 200 && rec.Header().Get("Cache-Control") != "no-cache" {
+				t.Fatalf("Cache-Control %q", rec.Header().Get("Cache-Control"))
+			}
+		})
+	}
+}
+
+// A browser revalidates each file on load; an unchanged file costs a 304.
+func TestHandlerRevalidates(t *testing.T) {
+	h := Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/app.js", nil))
+	etag := rec.Header().Get("ETag")
+	if etag == "" {
+		t.Fatal("no ETag")
+	}
+	req := httptest.NewRequest("GET", "/app.js", nil)
+	req.Header.Set("If-None-Match", etag)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotModified {
+		t.Fatalf("status %d, want 304", rec.Code)
+	}
+}
+
+// The CSP forbids inline scripts and styles: the files must not need them.
+func TestNoInlineScriptOrStyle(t *testing.T) {
+	for _, name := range []string{"static/index.html", "static/app.js"} {
+		b, err := static.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		for _, bad := range []string{"<script>", "<style", " style=\"", "onclick=", "onload=", "javascript:", "eval(", "new Function("} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%s contains %q, which the Content-Security-Policy blocks", name, bad)
+			}
+		}
+	}
+}
