@@ -138,6 +138,23 @@ func TestJobFiresAndFollowsItsConfig(t *testing.T) {
 		t.Fatalf("%d manual deliveries", len(manual))
 	}
 
+	// the peer's metrics count what happened (the manual item's outcome is recorded just after it arrives)
+	var metrics string
+	eventually(5*time.Second, func() bool {
+		metrics = string(mustDo(t, p, "GET", "/metrics", nil, http.StatusOK, nil))
+		return strings.Contains(metrics, `ejserver_item_executions_total{outcome="success",source="MANUAL"} 1`)
+	})
+	for _, want := range []string{
+		`ejserver_item_executions_total{outcome="success",source="NORMAL_TRIGGER"}`,
+		`ejserver_item_executions_total{outcome="success",source="MANUAL"} 1`,
+		"ejserver_zookeeper_session_up 1", "ejserver_leaderships 1", "ejserver_scheduled_jobs 1",
+		"ejserver_fire_lateness_seconds_bucket", "ejserver_reshardings_total",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	// a deleted job stops firing at once
 	mustDo(t, p, "DELETE", "/api/v1/jobs/report", nil, http.StatusNoContent, nil)
 	deletedAt := time.Now()
