@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ejserver/ejserver/receiver"
 )
 
 // Delivery is one request a Receiver got.
@@ -20,21 +22,8 @@ type Delivery struct {
 	Payload   Payload
 }
 
-// Payload is the webhook body (the contract of DESIGN.md).
-type Payload struct {
-	JobName            string    `json:"jobName"`
-	TaskID             string    `json:"taskId"`
-	ExecutionID        string    `json:"executionId"`
-	ShardingItem       int       `json:"shardingItem"`
-	ShardingParameter  string    `json:"shardingParameter"`
-	ShardingTotalCount int       `json:"shardingTotalCount"`
-	JobParameter       string    `json:"jobParameter"`
-	Source             string    `json:"source"`
-	ScheduledAt        time.Time `json:"scheduledAt"`
-	Attempt            int       `json:"attempt"`
-	Iteration          int       `json:"iteration"`
-	InstanceID         string    `json:"instanceId"`
-}
+// Payload is the webhook body (the contract's one definition, in the receiver package).
+type Payload = receiver.Payload
 
 // Receiver is a real HTTP server that records every delivery and answers as told.
 type Receiver struct {

@@ -548,7 +548,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		Payload: webhook.Payload{
 			JobName: req.job, TaskID: req.taskID, ExecutionID: executionID, ShardingItem: item,
 			ShardingParameter: params[item], ShardingTotalCount: cfg.ShardingTotalCount, JobParameter: param,
-			Source: req.source, ScheduledAt: req.scheduledAt, InstanceID: e.me.InstanceID,
+			Source: string(req.source), ScheduledAt: req.scheduledAt, InstanceID: e.me.InstanceID,
 		},
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,

@@ -217,7 +217,7 @@ func TestExecutorRunsEachItemOnce(t *testing.T) {
 	seen := map[int]bool{}
 	for range 3 {
 		p := send.next(t)
-		if p.Source != ejserver.SourceNormal || !p.ScheduledAt.Equal(at) || seen[p.ShardingItem] || p.ExecutionID == "" {
+		if p.Source != string(ejserver.SourceNormal) || !p.ScheduledAt.Equal(at) || seen[p.ShardingItem] || p.ExecutionID == "" {
 			t.Fatalf("payload %+v", p)
 		}
 		seen[p.ShardingItem] = true
@@ -247,7 +247,7 @@ func TestExecutorMisfiresCollapseIntoOneCatchUp(t *testing.T) {
 	send.mu.Unlock()
 	close(release)
 	catchUp := send.next(t)
-	if catchUp.Source != ejserver.SourceMisfire || !catchUp.ScheduledAt.Equal(time.Unix(104, 0)) || catchUp.ExecutionID == first.ExecutionID {
+	if catchUp.Source != string(ejserver.SourceMisfire) || !catchUp.ScheduledAt.Equal(time.Unix(104, 0)) || catchUp.ExecutionID == first.ExecutionID {
 		t.Fatalf("catch-up %+v", catchUp)
 	}
 	send.none(t)
@@ -290,7 +290,7 @@ func TestExecutorQueuesATriggerBehindARunningItem(t *testing.T) {
 	send.mu.Unlock()
 	close(release)
 	p := send.next(t)
-	if p.Source != ejserver.SourceManual || p.ShardingItem != 0 || p.JobParameter != "override" {
+	if p.Source != string(ejserver.SourceManual) || p.ShardingItem != 0 || p.JobParameter != "override" {
 		t.Fatalf("queued trigger ran as %+v", p)
 	}
 }

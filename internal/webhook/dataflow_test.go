@@ -142,7 +142,7 @@ func TestPayloadMatchesReceiver(t *testing.T) {
 	p := testDelivery("").Payload
 	p.Attempt, p.Iteration = 2, 3
 	p.ScheduledAt = time.Date(2026, 11, 21, 18, 0, 0, 0, time.FixedZone("CST", 8*3600))
-	body, err := p.body()
+	body, err := payloadBody(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func FuzzShardingContextHeader(f *testing.F) {
 	f.Add("j", "\xff\xfe", "")
 	f.Fuzz(func(t *testing.T, job, param, jobParam string) {
 		p := Payload{JobName: job, ShardingParameter: param, JobParameter: jobParam, ShardingTotalCount: 3}
-		h, err := p.shardingContextHeader()
+		h, err := shardingContextHeader(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,31 +3,16 @@ package webhook
 import (
 	"encoding/json"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
-	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/receiver"
 )
 
-// Payload is the JSON body of a webhook request (DESIGN.md, "The webhook contract"). The caller fills in
-// everything but Attempt and Iteration, which the Sender sets on each request.
-type Payload struct {
-	JobName            string          `json:"jobName"`
-	TaskID             string          `json:"taskId"`
-	ExecutionID        string          `json:"executionId"`
-	ShardingItem       int             `json:"shardingItem"`
-	ShardingParameter  string          `json:"shardingParameter"`
-	ShardingTotalCount int             `json:"shardingTotalCount"`
-	JobParameter       string          `json:"jobParameter"`
-	Source             ejserver.Source `json:"source"`
-	ScheduledAt        time.Time       `json:"scheduledAt"`
-	// Attempt is the 1-based attempt number of this request within its item (or its iteration).
-	Attempt int `json:"attempt"`
-	// Iteration is set only for streaming DATAFLOW jobs: 1 for the first POST of an item, n for its n-th
-	// re-POST. Its webhook-id is the executionId for n = 1 and "{executionId}.{n}" after that.
-	Iteration  int    `json:"iteration,omitempty"`
-	InstanceID string `json:"instanceId"`
-}
+// Payload is the JSON body of a webhook request (DESIGN.md, "The webhook contract"), defined once in the
+// receiver package that receivers import. The caller fills in everything but Attempt and Iteration, which
+// the Sender sets on each request (Iteration only for streaming DATAFLOW jobs: the webhook-id of iteration
+// n > 1 is "{executionId}.{n}").
+type Payload = receiver.Payload
 
 // messageID is the webhook-id of an iteration: the executionId, suffixed ".n" for iterations after the first.
 func messageID(executionID string, iteration int) string {
@@ -38,7 +23,7 @@ func messageID(executionID string, iteration int) string {
 }
 
 // body encodes the payload for one request.
-func (p Payload) body() ([]byte, error) {
+func payloadBody(p Payload) ([]byte, error) {
 	p.ScheduledAt = p.ScheduledAt.UTC()
 	return json.Marshal(p)
 }
@@ -55,7 +40,7 @@ type shardingContext struct {
 
 // shardingContextHeader returns the shardingContext header value: JSON, with every non-ASCII character
 // escaped (\uXXXX) so the header is plain ASCII whatever the parameters hold.
-func (p Payload) shardingContextHeader() (string, error) {
+func shardingContextHeader(p Payload) (string, error) {
 	b, err := json.Marshal(shardingContext{
 		JobName: p.JobName, TaskID: p.TaskID, ShardingTotalCount: p.ShardingTotalCount,
 		JobParameter: p.JobParameter, ShardingItem: p.ShardingItem, ShardingParameter: p.ShardingParameter,

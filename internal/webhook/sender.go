@@ -302,7 +302,7 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 		}
 		p.keys[secret] = key
 	}
-	sc, err := d.Payload.shardingContextHeader()
+	sc, err := shardingContextHeader(d.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("encode shardingContext: %w", err)
 	}
@@ -454,7 +454,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int) attemptResult {
 	payload := d.Payload
 	payload.Attempt, payload.Iteration = n, it
-	body, err := payload.body()
+	body, err := payloadBody(payload)
 	if err != nil {
 		return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
 	}

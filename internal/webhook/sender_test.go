@@ -84,7 +84,7 @@ func testDelivery(url string) Delivery {
 		Payload: Payload{
 			JobName: "settle", TaskID: "settle@-@2@-@READY@-@10.0.0.7@-@4242@-@t1", ExecutionID: testExecutionID,
 			ShardingItem: 2, ShardingParameter: "Guangzhou", ShardingTotalCount: 4, JobParameter: "batch=500",
-			Source: ejserver.SourceNormal, ScheduledAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
+			Source: string(ejserver.SourceNormal), ScheduledAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
 			InstanceID: "10.0.0.7@-@4242",
 		},
 		Webhook: ejserver.Webhook{URL: url, Method: "POST", TimeoutMs: 5000, ConnectTimeoutMs: 3000},
@@ -167,7 +167,7 @@ func TestDeliverSendsTheContract(t *testing.T) {
 func TestShardingContextIsASCII(t *testing.T) {
 	p := testDelivery("").Payload
 	p.ShardingParameter = "广州 😀"
-	h, err := p.shardingContextHeader()
+	h, err := shardingContextHeader(p)
 	if err != nil {
 		t.Fatal(err)
 	}
