@@ -9,29 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
-func TestMain(m *testing.M) {
-	if _, err := zktest.Shared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	zktest.StopShared()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // Classpath of Debian's zookeeper package.
@@ -319,4 +321,24 @@ func Addr(t testing.TB) string {
 		t.Fatalf("ZooKeeper for tests: %v", err)
 	}
 	return addr
+}
+
+// Main is the TestMain of a package whose tests need ZooKeeper: it starts (or finds) the shared server, runs
+// the tests, stops the server, and then fails the run if goroutines leaked. Use it as
+//
+//	func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
+func Main(m *testing.M) int {
+	if _, err := Shared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	StopShared()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	return code
 }
