@@ -445,3 +445,28 @@ func TestConsole(t *testing.T) {
 	}
 	t.Logf("console test took %s", time.Since(start).Round(time.Millisecond))
 }
+
+// Without tokens the API is open on loopback: the console asks for no token, says so, and offers every action.
+func TestConsoleOpenAPI(t *testing.T) {
+	recv := newReceiver(t)
+	c := newCluster(t, 1)
+	p := c.peers[0]
+	mustDo(t, p, "POST", "/api/v1/jobs", job("open-demo", "@hourly", 1, recv.URL), 201, nil)
+	b := newBrowser(t, p.URL("/"))
+	b.do("open the console", 20*time.Second, chromedp.Navigate(p.URL("/")))
+	b.waitText(`#jobs-table tbody tr[data-key="open-demo"]`, "every hour", 10*time.Second)
+	b.waitText("#who", "open API", 5*time.Second)
+	if b.count(`#signin-token, button[data-action="sign-out"]`) != 0 {
+		t.Fatal("an open API needs no sign-in and has no sign-out")
+	}
+	if b.count(`a[href="#/create"], button[data-action="trigger"][data-job="open-demo"]`) != 2 {
+		t.Fatal("an open API's console offers the actions")
+	}
+	b.do("disable it", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-action="disable-job"][data-job="open-demo"]`)),
+		chromedp.Click(chromedp.CSS("#dialog button.danger")))
+	b.waitText(`#jobs-table tbody tr[data-key="open-demo"]`, "DISABLED", 10*time.Second)
+	b.waitText("#result", "Disabled open-demo", 5*time.Second)
+	if probs := b.problems(); len(probs) > 0 {
+		t.Fatalf("the console wrote errors:\n%s", strings.Join(probs, "\n"))
+	}
+}
