@@ -351,6 +351,24 @@ func TestConsole(t *testing.T) {
 		return rows.length > 0 && rows.every(r => r.cells[3].textContent.includes("MANUAL") && r.cells[2].textContent.trim() === "1"); })()`, 10*time.Second)
 	b.set("exec-item", "-3")
 	b.waitText("#exec-item-error", "not an item number", 10*time.Second)
+	b.set("exec-item", "")
+	b.set("exec-source", "")
+	b.set("exec-from", time.Now().Add(time.Hour).Format("2006-01-02T15:04:05"))
+	b.waitFor("nothing started in the future", `!document.getElementById("exec-empty").hidden && document.querySelectorAll("#exec-table tbody tr").length === 0`, 10*time.Second)
+	b.set("exec-from", time.Now().Add(-time.Hour).Format("2006-01-02T15:04:05"))
+	b.waitFor("executions of the last hour", `document.querySelectorAll("#exec-table tbody tr").length > 3`, 10*time.Second)
+
+	// paging: three a page, older and back to newer
+	b.route("#/executions?job=console-demo&limit=3", "Executions")
+	b.waitFor("a first page of three", `document.querySelectorAll("#exec-table tbody tr").length === 3 && !!document.querySelector('#exec-pager [data-cursor]:not([data-cursor="newer"])')`, 10*time.Second)
+	first := eval[string](b, `[...document.querySelectorAll("#exec-table tbody tr")].map(r => r.dataset.key).join()`)
+	b.do("older", 5*time.Second, chromedp.Click(chromedp.CSS(`#exec-pager [data-cursor]:not([data-cursor="newer"])`)))
+	b.waitFor("a second page", `!!document.querySelector('#exec-pager [data-cursor="newer"]') && document.querySelectorAll("#exec-table tbody tr").length > 0`, 10*time.Second)
+	if second := eval[string](b, `[...document.querySelectorAll("#exec-table tbody tr")].map(r => r.dataset.key).join()`); second == first {
+		t.Fatal("the older page shows the same executions")
+	}
+	b.do("newer", 5*time.Second, chromedp.Click(chromedp.CSS(`#exec-pager [data-cursor="newer"]`)))
+	b.waitFor("the first page again", `!document.querySelector('#exec-pager [data-cursor="newer"]')`, 10*time.Second)
 	b.route("#/executions", "Executions")
 	b.waitText("#exec-table tbody", "FAILED 502", 10*time.Second)
 	eval[chromedp.Void](b, `document.querySelectorAll("#exec-table tbody tr.row-failed details").forEach(d => d.open = true)`)

@@ -267,7 +267,7 @@
           <div class="field">
             <label for="signin-token">API token</label>
             <input id="signin-token" name="token" type="password" autocomplete="off" spellcheck="false" required aria-describedby="signin-error">
-            <p class="error" id="signin-error">${message || ''}</p>
+            <p class="error" id="signin-error" role="alert">${message || ''}</p>
           </div>
           <button type="submit" class="primary">Sign in</button>
         </form>
@@ -897,6 +897,7 @@
     const q = r.query;
     let cursors = []; // the cursors of the pages before this one
     let cursor = '';
+    const limit = q.get('limit') || '50'; // the page size (the API bounds it)
     setHTML(main, html`
       <div class="head"><h1 tabindex="-1">Executions</h1></div>
       <form class="filters" id="exec-filters" role="search" novalidate>
@@ -938,7 +939,7 @@
       debounce = setTimeout(() => {
         cursors = [];
         cursor = '';
-        setQuery(values());
+        setQuery({ ...values(), limit: limit === '50' ? '' : limit });
         refreshNow();
       }, 300);
     };
@@ -961,7 +962,7 @@
       },
       async refresh() {
         const v = values();
-        const p = new URLSearchParams({ limit: '50' });
+        const p = new URLSearchParams({ limit });
         ['item', 'success', 'source'].forEach((k) => { if (v[k]) p.set(k, v[k]); });
         ['from', 'to'].forEach((k) => {
           if (!v[k]) return;
