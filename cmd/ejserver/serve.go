@@ -80,6 +80,7 @@ func parseServe(args []string) (serveConfig, error) {
 	insecure := f.Bool("insecure", false, "allow an API without tokens to listen beyond loopback")
 	metricsAuth := f.Bool("metrics-auth", false, "/metrics needs a bearer token too (any role)")
 	jobsFile := f.String("jobs", "", "YAML file of jobs applied at start-up: missing jobs are created, existing ones replaced only with overwrite: true")
+	pprofFlag(f)
 	if err := f.Parse(args); err != nil {
 		return c, err
 	}
