@@ -39,20 +39,27 @@ func RepoRoot() (string, error) {
 
 // Build compiles ./cmd/ejserver into dir and returns the binary's path.
 func Build(dir string, race bool) (string, error) {
+	return BuildPackage(dir, "./cmd/ejserver", race)
+}
+
+// BuildPackage compiles the main package pkg (a path relative to the repository root, e.g.
+// "./integration/cmd/ejbench") into dir, naming the binary after the package's last element, and returns its
+// path.
+func BuildPackage(dir, pkg string, race bool) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "ejserver")
+	bin := filepath.Join(dir, filepath.Base(pkg))
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}
-	args = append(args, "./cmd/ejserver")
+	args = append(args, pkg)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build ejserver: %v\n%s", err, out)
+		return "", fmt.Errorf("build %s: %v\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
