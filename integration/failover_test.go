@@ -11,23 +11,6 @@ import (
 	"github.com/ejserver/ejserver/integration/harness"
 )
 
-// owners reads the sharding view: item -> owner instance.
-func owners(t *testing.T, p *harness.Peer, job string) map[int]string {
-	t.Helper()
-	var v struct {
-		Items []struct {
-			Item     int    `json:"item"`
-			Instance string `json:"instance"`
-		} `json:"items"`
-	}
-	mustDo(t, p, "GET", "/api/v1/jobs/"+job+"/sharding", nil, http.StatusOK, &v)
-	out := map[int]string{}
-	for _, it := range v.Items {
-		out[it.Item] = it.Instance
-	}
-	return out
-}
-
 func leaderOf(t *testing.T, p *harness.Peer, job string) string {
 	t.Helper()
 	var v struct {

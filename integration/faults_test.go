@@ -11,17 +11,6 @@ import (
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
-// firedBy counts, per instance, the normal deliveries that arrived after t.
-func firedBy(ds []harness.Delivery, after time.Time) map[string]int {
-	out := map[string]int{}
-	for _, d := range ds {
-		if d.ArrivedAt.After(after) {
-			out[d.Payload.InstanceID]++
-		}
-	}
-	return out
-}
-
 // A peer frozen past its session timeout has stopped dispatching before the others take its items; after it
 // thaws it rejoins, and no item of any fire is POSTed twice.
 func TestFrozenPeerStopsBeforeOthersTakeOverAndRejoins(t *testing.T) {

@@ -179,12 +179,11 @@ func TestElasticJobTriggerNode(t *testing.T) {
 	}
 	recv.Reset()
 	zkCli(t, c.zk, "create", "/"+c.ns+"/zktrig/trigger/"+c.peers[1].InstanceID(), "")
-	ds, ok := recv.WaitFor(15*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 1 })
-	if !ok {
+	if _, ok := recv.WaitFor(15*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 1 }); !ok {
 		t.Fatal("the trigger node did not run the instance")
 	}
 	recv.WaitFor(2*time.Second, func([]harness.Delivery) bool { return false })
-	ds = recv.Deliveries(nil)
+	ds := recv.Deliveries(nil)
 	if len(ds) != 1 || ds[0].Payload.InstanceID != c.peers[1].InstanceID() || ds[0].Payload.Source != "MANUAL" {
 		t.Fatalf("deliveries %+v", ds)
 	}

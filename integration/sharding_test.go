@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -12,27 +11,6 @@ import (
 
 	"github.com/ejserver/ejserver/integration/harness"
 )
-
-// assignment returns instance -> items of one complete fire at or after `after` (the first such fire).
-func assignment(ds []harness.Delivery, total int, after time.Time) (map[string][]int, time.Time, bool) {
-	byFire := fires(ds)
-	times := slices.SortedFunc(maps.Keys(byFire), func(a, b time.Time) int { return a.Compare(b) })
-	for _, at := range times {
-		group := byFire[at]
-		if at.Before(after) || len(group) != total {
-			continue
-		}
-		out := map[string][]int{}
-		for _, d := range group {
-			out[d.Payload.InstanceID] = append(out[d.Payload.InstanceID], d.Payload.ShardingItem)
-		}
-		for k := range out {
-			slices.Sort(out[k])
-		}
-		return out, at, true
-	}
-	return nil, time.Time{}, false
-}
 
 // waitSpread waits for a complete fire after `after` whose assignment equals want.
 func waitSpread(t *testing.T, recv *harness.Receiver, job string, total int, after time.Time, want map[string][]int) time.Time {

@@ -46,8 +46,6 @@ type batcher struct {
 	wake    chan struct{}
 	closed  bool
 	wg      sync.WaitGroup
-
-	multis sync.Map // counters for tests and metrics: "multis", "ops"
 }
 
 func newBatcher(s *Session) *batcher {

@@ -43,7 +43,7 @@ func TestStreamsTheBacklogWithTheRealSender(t *testing.T) {
 	deliver := func(executionID string) webhook.Result {
 		return s.Deliver(context.Background(), webhook.Delivery{
 			Payload: webhook.Payload{JobName: "sync", ExecutionID: executionID, ShardingItem: 1, ShardingTotalCount: 2,
-				Source: ejserver.SourceNormal, ScheduledAt: time.Now()},
+				Source: string(ejserver.SourceNormal), ScheduledAt: time.Now()},
 			Webhook:   ejserver.Webhook{URL: srv.URL, Secret: secret, TimeoutMs: 5000, ConnectTimeoutMs: 1000},
 			Retry:     ejserver.RetryPolicy{MaxAttempts: 1},
 			Streaming: true,
