@@ -24,9 +24,11 @@ test-unit: ## unit tests without the race detector (quick)
 test-integration: ## the integration tests only
 	$(GO) test -count=1 -timeout 12m ./integration/...
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
+	GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	$$($(GO) env GOPATH)/bin/staticcheck ./...
 
 build: ## build bin/ejserver
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ejserver ./cmd/ejserver

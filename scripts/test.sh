@@ -15,8 +15,10 @@ step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^openapi/') 2>/dev/null || true)
 if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
 
-step "go vet"
+step "go vet and staticcheck"
 go vet ./...
+GOFLAGS= go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+staticcheck ./...
 
 step "unit tests with -race (fuzz seeds included)"
 go test -race -count=1 -timeout 10m $(go list ./... | grep -v /integration)
