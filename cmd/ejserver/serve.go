@@ -249,19 +249,22 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	defer fo.Stop()
 	sched.Start()
-	if err := reg.Start(ctx); err != nil {
+	// abort undoes the start-up when a later step fails (the deferred stops do the rest)
+	abort := func(err error) error {
 		sched.Stop()
+		exec.Drain(0)
+		reg.Stop()
 		ln.Close()
-		return fmt.Errorf("load the registry: %w", err)
+		return err
+	}
+	if err := reg.Start(ctx); err != nil {
+		return abort(fmt.Errorf("load the registry: %w", err))
 	}
 
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
 	if err := applyJobs(ctx, svc, jobs, log); err != nil {
-		sched.Stop()
-		reg.Stop()
-		ln.Close()
-		return err
+		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler()})
