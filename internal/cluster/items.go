@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver/internal/parallel"
 )
 
 // Errors of the item writes.
@@ -278,33 +278,4 @@ func (r *Registry) RunningItems(job string, n int) (map[int]Running, error) {
 const readers = 32
 
 // concurrently runs fn(0..n-1) on up to readers goroutines and returns the first error.
-func concurrently(n int, fn func(i int) error) error {
-	var (
-		wg    sync.WaitGroup
-		next  atomic.Int64
-		errMu sync.Mutex
-		first error
-	)
-	for range min(n, readers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					errMu.Lock()
-					if first == nil {
-						first = err
-					}
-					errMu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
+func concurrently(n int, fn func(i int) error) error { return parallel.For(n, readers, fn) }
