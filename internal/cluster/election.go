@@ -85,12 +85,13 @@ func (r *Registry) campaign(e *jobEntry) error {
 	if !ok || !r.s.Healthy() {
 		return nil
 	}
+	session := r.s.ID()
 	err := r.s.create(r.p.LeaderInstance(job), []byte(r.me.InstanceID), zk.FlagEphemeral)
 	switch {
 	case err == nil:
 		e.mu.Lock()
 		changed := e.st.leader != r.me.InstanceID
-		e.st.leader = r.me.InstanceID
+		e.st.leader, e.st.leaderOwner, e.st.leaderVersion = r.me.InstanceID, session, 0
 		if changed {
 			e.changedLocked()
 		}
@@ -131,21 +132,22 @@ func (r *Registry) IsLeader(job string) bool {
 	return snap != nil && snap.IsLeader() && r.s.Lease()
 }
 
-// leaderGuard returns a multi op that fails unless this session still holds the job's leader node. A deposed
-// leader's write then fails instead of landing. The session id is checked too, because a new leader's node
-// has the same data version as the one it replaced.
+// leaderGuard returns a multi op that fails unless this session still holds the job's leader node, from
+// the registry's cache (no read): a deposed leader's write then fails instead of landing. The owning session
+// is compared too, because a new leader's node has the same data version as the one it replaced.
 func (r *Registry) leaderGuard(job string) (any, error) {
-	_, st, err := r.s.get(r.p.LeaderInstance(job))
-	if errors.Is(err, zk.ErrNoNode) {
+	e := r.entry(job)
+	if e == nil {
 		return nil, ErrNotLeader
 	}
-	if err != nil {
-		return nil, err
-	}
-	if st.EphemeralOwner != r.s.ID() || !r.s.Lease() {
+	e.mu.Lock()
+	held := e.st.leader == r.me.InstanceID && e.st.leaderOwner != 0 && e.st.leaderOwner == r.s.ID()
+	version := e.st.leaderVersion
+	e.mu.Unlock()
+	if !held || !r.s.Lease() {
 		return nil, ErrNotLeader
 	}
-	return opCheck(r.p.LeaderInstance(job), st.Version), nil
+	return opCheck(r.p.LeaderInstance(job), version), nil
 }
 
 // ErrNotLeader is returned by leader-only writes when this peer does not (or may no longer) lead the job.

@@ -243,7 +243,8 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	prev := e.st.cfg
 	e.st.hasConfig, e.st.loaded = true, true
 	e.st.cfg, e.st.cfgVersion, e.st.cfgErr = cfg, st.Version, cfgErr
-	e.st.servers, e.st.instances, e.st.leader = servers, instances, leader
+	e.st.servers, e.st.instances = servers, instances
+	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
 	nums := itemNumbers(items)
 	for i := range e.st.items {
@@ -542,42 +543,49 @@ func (r *Registry) applyServers(e *jobEntry, cur map[string]string) {
 	r.emit(evs)
 }
 
-func (r *Registry) readLeader(job string) (string, error) {
+// leaderNode is leader/election/instance as read: the leader's id, the node's owning session and version.
+type leaderNode struct {
+	id      string
+	owner   int64
+	version int32
+}
+
+func (r *Registry) readLeader(job string) (leaderNode, error) {
 	for {
-		data, _, err := r.s.getW(r.p.LeaderInstance(job))
+		data, st, err := r.s.getW(r.p.LeaderInstance(job))
 		if err == nil {
-			return strings.TrimSpace(string(data)), nil
+			return leaderNode{id: strings.TrimSpace(string(data)), owner: st.EphemeralOwner, version: st.Version}, nil
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
-			return "", err
+			return leaderNode{}, err
 		}
 		ok, _, err := r.s.existsW(r.p.LeaderInstance(job))
 		if err != nil {
-			return "", err
+			return leaderNode{}, err
 		}
 		if !ok {
-			return "", nil
+			return leaderNode{}, nil
 		}
 	}
 }
 
 func (r *Registry) refreshLeader(e *jobEntry) error {
-	leader, err := r.readLeader(e.name)
+	node, err := r.readLeader(e.name)
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
 	prev := e.st.leader
-	e.st.leader = leader
-	if prev != leader {
+	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = node.id, node.owner, node.version
+	if prev != node.id {
 		e.changedLocked()
 	}
 	e.mu.Unlock()
-	if leader == "" {
+	if node.id == "" {
 		r.w.kick(refreshKey{kind: kindCampaign, job: e.name})
 	}
-	if prev != leader {
-		r.emit([]Event{{Kind: LeaderChanged, Job: e.name, Leader: leader}})
+	if prev != node.id {
+		r.emit([]Event{{Kind: LeaderChanged, Job: e.name, Leader: node.id}})
 	}
 	return nil
 }

@@ -20,95 +20,204 @@ func (r *Registry) SetNecessary(job string) (bool, error) {
 	return false, err
 }
 
-// BeginResharding creates the ephemeral leader/sharding/processing node (it dies with the leader).
+// BeginResharding creates the ephemeral leader/sharding/processing node (it dies with the leader). Many jobs
+// resharding at once share multis.
 func (r *Registry) BeginResharding(job string) error {
-	err := r.s.create(r.p.Processing(job), nil, zk.FlagEphemeral)
-	if errors.Is(err, zk.ErrNodeExists) {
-		return nil
+	_, err := r.b.submit(r.s.opCreate(r.p.Processing(job), nil, zk.FlagEphemeral))
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return err
 	}
-	return err
+	if e := r.entry(job); e != nil {
+		e.mu.Lock()
+		e.st.processing = true
+		e.mu.Unlock()
+	}
+	return nil
 }
 
 // CommitSharding writes owners[i] into sharding/{i}/instance for every item, deletes items >= len(owners)
 // and, in the same transaction, deletes necessary and processing: peers act on the new assignment only once
-// necessary is gone, so that deletion is the commit point. Every multi carries the leader guard. A
-// resharding too large for one multi writes the items in earlier multis; they are inert until the last one
-// removes necessary.
+// necessary is gone, so that deletion is the commit point. Every multi carries the leader guard.
+//
+// The ops are built from the registry's cache (which items and instance nodes exist) and sent through the
+// batcher, so the commits of many jobs resharding at once share multis; a cache that proves stale (an op
+// fails on a node's existence) makes it read the registry and try once more. A resharding too large for one
+// multi writes the items in earlier multis; they are inert until the last one removes necessary.
 func (r *Registry) CommitSharding(job string, owners []string) error {
 	guard, err := r.leaderGuard(job)
 	if err != nil {
 		return err
 	}
-	existing, _, err := r.s.children(r.p.Sharding(job))
-	if err != nil {
+	ops, final, err := r.shardingOpsFromCache(job, owners)
+	if err == nil {
+		err = r.commitSharding(job, guard, ops, final)
+		var oe *OpError
+		if !errors.As(err, &oe) || oe.Op == 0 || !(errors.Is(oe.Err, zk.ErrNoNode) || errors.Is(oe.Err, zk.ErrNodeExists) || errors.Is(oe.Err, zk.ErrNotEmpty)) {
+			return r.committed(job, err)
+		}
+		r.log.Debug("sharding cache was stale; reading the registry", "job", job, "err", err)
+	}
+	if ops, final, err = r.shardingOpsFromRegistry(job, owners); err != nil {
 		return err
 	}
-	items := itemNumbers(existing)
-	present := make(map[int]bool, len(items))
-	for _, i := range items {
-		present[i] = true
+	return r.committed(job, r.commitSharding(job, guard, ops, final))
+}
+
+func (r *Registry) committed(job string, err error) error {
+	var oe *OpError
+	if errors.As(err, &oe) && oe.Op == 0 {
+		return ErrNotLeader // the guard failed: deposed
 	}
-	hasInstance := make([]bool, len(owners))
+	if err == nil {
+		if e := r.entry(job); e != nil {
+			e.mu.Lock()
+			e.st.processing = false
+			e.mu.Unlock()
+		}
+		return nil
+	}
+	return fmt.Errorf("commit sharding of job %q: %w", job, err)
+}
+
+// commitSharding sends guard+ops+final as one batched multi, or in chunks when it is too large.
+func (r *Registry) commitSharding(job string, guard any, ops, final []any) error {
+	if 1+len(ops)+len(final) <= maxBatchOps {
+		_, err := r.b.submit(append(append([]any{guard}, ops...), final...)...)
+		return err
+	}
+	for len(ops)+len(final) > maxBatchOps-1 {
+		n := maxBatchOps - 1
+		if _, err := r.s.multi(append([]any{guard}, ops[:n]...)...); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	_, err := r.s.multi(append(append([]any{guard}, ops...), final...)...)
+	return err
+}
+
+// shardingOpsFromCache builds the commit from what the watches last saw. Items to delete need their
+// children listed, which the cache doesn't hold: those are read.
+func (r *Registry) shardingOpsFromCache(job string, owners []string) (ops, final []any, err error) {
+	e := r.entry(job)
+	if e == nil {
+		return nil, nil, fmt.Errorf("job %q is not loaded", job)
+	}
+	e.mu.Lock()
+	exists := make(map[int]bool, len(e.st.items))
+	hasOwner := make(map[int]bool, len(e.st.items))
+	for i, it := range e.st.items {
+		exists[i] = it.Exists
+		hasOwner[i] = it.OwnerVersion >= 0
+	}
+	necessary, processing := e.st.necessary, e.st.processing
+	e.mu.Unlock()
+	ops = r.ownerOps(job, owners, exists, hasOwner)
+	var gone []int
+	for i := range exists {
+		if i >= len(owners) {
+			gone = append(gone, i)
+		}
+	}
+	del, err := r.deleteItemOps(job, gone)
+	if err != nil {
+		return nil, nil, err
+	}
+	ops = append(ops, del...)
+	if necessary {
+		final = append(final, opDelete(r.p.Necessary(job), -1))
+	}
+	if processing {
+		final = append(final, opDelete(r.p.Processing(job), -1))
+	}
+	return ops, final, nil
+}
+
+// shardingOpsFromRegistry builds the commit from fresh reads.
+func (r *Registry) shardingOpsFromRegistry(job string, owners []string) (ops, final []any, err error) {
+	existing, _, err := r.s.children(r.p.Sharding(job))
+	if err != nil {
+		return nil, nil, err
+	}
+	items := itemNumbers(existing)
+	exists := make(map[int]bool, len(items))
+	for _, i := range items {
+		exists[i] = true
+	}
+	owned := make([]bool, len(owners))
 	err = concurrently(len(owners), func(i int) error {
-		if !present[i] {
+		if !exists[i] {
 			return nil
 		}
 		ok, _, err := r.s.exists(r.p.ItemNode(job, i, NodeInstance))
-		hasInstance[i] = ok
+		owned[i] = ok
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	var ops []any
+	hasOwner := make(map[int]bool, len(owners))
+	for i, ok := range owned {
+		hasOwner[i] = ok
+	}
+	ops = r.ownerOps(job, owners, exists, hasOwner)
+	var gone []int
+	for _, i := range items {
+		if i >= len(owners) {
+			gone = append(gone, i)
+		}
+	}
+	del, err := r.deleteItemOps(job, gone)
+	if err != nil {
+		return nil, nil, err
+	}
+	ops = append(ops, del...)
+	for _, flag := range []string{r.p.Necessary(job), r.p.Processing(job)} {
+		ok, _, err := r.s.exists(flag)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			final = append(final, opDelete(flag, -1))
+		}
+	}
+	return ops, final, nil
+}
+
+// ownerOps writes each item's owner, creating the item or its instance node where they don't exist.
+func (r *Registry) ownerOps(job string, owners []string, exists, hasOwner map[int]bool) []any {
+	ops := make([]any, 0, len(owners))
 	for i, owner := range owners {
 		switch {
-		case !present[i]:
+		case !exists[i]:
 			ops = append(ops, r.s.opCreate(r.p.Item(job, i), nil, 0),
 				r.s.opCreate(r.p.ItemNode(job, i, NodeInstance), []byte(owner), 0))
-		case hasInstance[i]:
+		case hasOwner[i]:
 			ops = append(ops, opSet(r.p.ItemNode(job, i, NodeInstance), []byte(owner), -1))
 		default:
 			ops = append(ops, r.s.opCreate(r.p.ItemNode(job, i, NodeInstance), []byte(owner), 0))
 		}
 	}
+	return ops
+}
+
+// deleteItemOps deletes items and their children (read now: the cache doesn't list an item's children).
+func (r *Registry) deleteItemOps(job string, items []int) ([]any, error) {
+	var ops []any
 	for _, i := range items {
-		if i < len(owners) {
-			continue
-		}
 		kids, _, err := r.s.children(r.p.Item(job, i))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, k := range kids {
 			ops = append(ops, opDelete(r.p.ItemNode(job, i, k), -1))
 		}
 		ops = append(ops, opDelete(r.p.Item(job, i), -1))
 	}
-	var final []any
-	for _, flag := range []string{r.p.Necessary(job), r.p.Processing(job)} {
-		ok, _, err := r.s.exists(flag)
-		if err != nil {
-			return err
-		}
-		if ok {
-			final = append(final, opDelete(flag, -1))
-		}
-	}
-	for len(ops)+len(final) > maxBatchOps-1 {
-		n := maxBatchOps - 1
-		if _, err := r.s.multi(append([]any{guard}, ops[:n]...)...); err != nil {
-			return fmt.Errorf("write sharding of job %q: %w", job, err)
-		}
-		ops = ops[n:]
-	}
-	if _, err := r.s.multi(append(append([]any{guard}, ops...), final...)...); err != nil {
-		return fmt.Errorf("commit sharding of job %q: %w", job, err)
-	}
-	return nil
+	return ops, nil
 }
 
 // AddFailoverItems puts items into leader/failover/items, for a surviving peer to take over. Leader only.

@@ -109,6 +109,12 @@ type jobState struct {
 	instances  map[string]string
 	servers    map[string]string
 	leader     string
+	// leaderOwner and leaderVersion describe leader/election/instance when this peer holds it: the session
+	// that created it and its data version, so leader writes are guarded without reading the node first.
+	leaderOwner   int64
+	leaderVersion int32
+	// processing: this peer created leader/sharding/processing and has not committed yet.
+	processing bool
 	necessary  bool
 	failover   []int
 	items      map[int]*ItemState
