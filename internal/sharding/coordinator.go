@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/parallel"
 )
 
 // Registry is what the coordinator needs from the ZooKeeper registry (cluster.Registry satisfies it).
@@ -61,8 +63,12 @@ type Coordinator struct {
 	clk clock.Clock
 
 	flags  chan string // jobs whose necessary flag the leader must set
+	eager  chan struct{}
 	mu     sync.Mutex
 	queued map[string]bool
+	// toReshard holds the jobs this peer leads whose necessary flag is set: they are resharded as soon as no
+	// item runs, instead of waiting for their next fire (which then finds the assignment ready).
+	toReshard map[string]bool
 	// inflight single-flights Reshard per job
 	inflight map[string]*reshardCall
 	// lastReconcile and offlineSince are leader memory; a new leader starts afresh.
@@ -96,7 +102,8 @@ func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
 	}
 	return &Coordinator{
 		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock,
-		flags: make(chan string, 1), queued: map[string]bool{}, inflight: map[string]*reshardCall{},
+		flags: make(chan string, 1), eager: make(chan struct{}, 1), queued: map[string]bool{}, toReshard: map[string]bool{},
+		inflight:      map[string]*reshardCall{},
 		lastReconcile: map[string]time.Time{}, offlineSince: map[string]time.Time{}, stop: make(chan struct{}),
 	}
 }
@@ -110,9 +117,10 @@ func (c *Coordinator) Start(context.Context) error {
 	}
 	c.run = true
 	c.reg.OnEvent(c.onEvent)
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.flagLoop()
 	go c.reconcileLoop()
+	go c.eagerLoop()
 	return nil
 }
 
@@ -130,6 +138,11 @@ func (c *Coordinator) onEvent(ev cluster.Event) {
 	case cluster.LeaderChanged:
 		if snap := c.reg.Job(ev.Job); snap != nil && snap.IsLeader() {
 			c.queueFlag(ev.Job) // a new leader reshards before its first fire
+			c.queueReshard(ev.Job)
+		}
+	case cluster.NecessaryChanged, cluster.JobAdded:
+		if snap := c.reg.Job(ev.Job); snap != nil && snap.Necessary && snap.IsLeader() {
+			c.queueReshard(ev.Job)
 		}
 	case cluster.JobUpdated:
 		snap := c.reg.Job(ev.Job)
@@ -150,6 +163,68 @@ func (c *Coordinator) queueFlag(job string) {
 	select {
 	case c.flags <- job:
 	default:
+	}
+}
+
+func (c *Coordinator) queueReshard(job string) {
+	c.mu.Lock()
+	c.toReshard[job] = true
+	c.mu.Unlock()
+	select {
+	case c.eager <- struct{}{}:
+	default:
+	}
+}
+
+// eagerDebounce lets a burst of changes (peers registering one after another) settle into one resharding.
+const eagerDebounce = 500 * time.Millisecond
+
+// eagerWorkers bounds the jobs resharded at once.
+const eagerWorkers = 16
+
+// eagerLoop reshards the jobs this peer leads as soon as they need it and no item of theirs runs, so fires
+// don't wait for a resharding. A job whose items run is left to its next fire, which waits for them.
+func (c *Coordinator) eagerLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.eager:
+		}
+		if !clock.Sleep(c.clk, eagerDebounce, c.stop) {
+			return
+		}
+		c.mu.Lock()
+		jobs := slices.Sorted(maps.Keys(c.toReshard))
+		clear(c.toReshard)
+		c.mu.Unlock()
+		_ = parallel.For(len(jobs), eagerWorkers, func(i int) error {
+			c.eagerReshard(jobs[i])
+			return nil
+		})
+	}
+}
+
+func (c *Coordinator) eagerReshard(job string) {
+	snap := c.reg.Job(job)
+	if snap == nil || !snap.Necessary || !c.reg.IsLeader(job) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := c.reshardOnce(ctx, job, false)
+	switch {
+	case err == nil, errors.Is(err, errItemsRunning), errors.Is(err, cluster.ErrNotLeader):
+	default:
+		c.log.Info("resharding deferred to the next fire", "job", job, "err", err)
 	}
 }
 
@@ -190,10 +265,12 @@ func (c *Coordinator) flagLoop() {
 	}
 }
 
-// Reshard runs ElasticJob's resharding protocol for job as its leader: wait until no item runs, create
-// the ephemeral processing node, compute the assignment and commit it with necessary's deletion. Concurrent
-// calls for one job share one run.
-func (c *Coordinator) Reshard(ctx context.Context, job string) error {
+// errItemsRunning: an eager resharding found items running and left the job to its next fire.
+var errItemsRunning = errors.New("items are running")
+
+// reshardOnce runs the protocol once per job at a time: a call while another runs waits for it and shares
+// its outcome. Without wait, it returns errItemsRunning instead of waiting for running items (the eager path).
+func (c *Coordinator) reshardOnce(ctx context.Context, job string, wait bool) error {
 	c.mu.Lock()
 	if call := c.inflight[job]; call != nil {
 		c.mu.Unlock()
@@ -207,7 +284,7 @@ func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 	call := &reshardCall{done: make(chan struct{})}
 	c.inflight[job] = call
 	c.mu.Unlock()
-	call.err = c.reshard(ctx, job)
+	call.err = c.reshard(ctx, job, wait)
 	c.mu.Lock()
 	delete(c.inflight, job)
 	c.mu.Unlock()
@@ -215,7 +292,18 @@ func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 	return call.err
 }
 
-func (c *Coordinator) reshard(ctx context.Context, job string) error {
+// Reshard runs ElasticJob's resharding protocol for job as its leader: wait until no item runs, create
+// the ephemeral processing node, compute the assignment and commit it with necessary's deletion. Concurrent
+// calls for one job share one run.
+func (c *Coordinator) Reshard(ctx context.Context, job string) error {
+	err := c.reshardOnce(ctx, job, true)
+	if errors.Is(err, errItemsRunning) { // it shared an eager attempt, which doesn't wait: wait now
+		err = c.reshardOnce(ctx, job, true)
+	}
+	return err
+}
+
+func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error {
 	start := c.clk.Now()
 	snap := c.reg.Job(job)
 	if snap == nil {
@@ -225,10 +313,17 @@ func (c *Coordinator) reshard(ctx context.Context, job string) error {
 		return cluster.ErrNotLeader
 	}
 	total := snap.Config.ShardingTotalCount
-	// nothing is resharded while items run: wait for every running node to go
-	running, err := c.reg.RunningItems(job, max(total, len(snap.Items)))
-	if err != nil {
-		return err
+	// nothing is resharded while items run: wait for every running node to go (a job that has no item yet
+	// can have nothing running)
+	var running map[int]cluster.Running
+	if hasItems(snap) {
+		var err error
+		if running, err = c.reg.RunningItems(job, max(total, len(snap.Items))); err != nil {
+			return err
+		}
+	}
+	if len(running) > 0 && !wait {
+		return errItemsRunning
 	}
 	if len(running) > 0 {
 		var paths []string
@@ -279,6 +374,15 @@ func (c *Coordinator) reshard(ctx context.Context, job string) error {
 		c.queueFlag(job)
 	}
 	return nil
+}
+
+func hasItems(snap *cluster.JobSnapshot) bool {
+	for _, it := range snap.Items {
+		if it.Exists {
+			return true
+		}
+	}
+	return false
 }
 
 func sameInstances(snap *cluster.JobSnapshot, used []Instance) bool {
