@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ejserver/ejserver/integration/harness"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+)
+
+// benchCluster is a ZooKeeper of its own and the peers of one workload.
+type benchCluster struct {
+	e      *env
+	dir    string
+	zk     *zktest.Server
+	zkPID  int
+	peers  []*harness.Peer
+	pprof  []string // each peer's profiler address, if profiling
+	client *http.Client
+}
+
+func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
+	c := &benchCluster{e: e, dir: e.dataDir(name),
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
+	zk, err := zktest.StartStandalone(filepath.Join(c.dir, "zk"))
+	if err != nil {
+		return nil, err
+	}
+	c.zk = zk
+	_, port, _ := strings.Cut(zk.Addr, ":")
+	p, _ := strconv.Atoi(port)
+	c.zkPID = pidListening(p)
+	for range peers {
+		if _, err := c.addPeer(); err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// addPeer starts one more peer (server IP 127.0.0.{n}).
+func (c *benchCluster) addPeer() (*harness.Peer, error) {
+	i := len(c.peers) + 1
+	args := []string{"--log-level", "warn"} // the last --log-level wins over the harness's debug
+	addr := ""
+	if c.e.o.profile != "" {
+		port, err := harness.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+		args = append(args, "--pprof", addr)
+	}
+	p, err := harness.StartPeer(harness.PeerConfig{Binary: c.e.bin, ZK: c.zk.Addr, Namespace: "bench",
+		ServerIP: fmt.Sprintf("127.0.0.%d", i), SessionTimeout: c.e.o.sessionTimeout,
+		DataDir: filepath.Join(c.dir, fmt.Sprintf("peer%d", i)), ExtraArgs: args})
+	if err != nil {
+		return nil, fmt.Errorf("start peer %d: %w", i, err)
+	}
+	c.peers = append(c.peers, p)
+	c.pprof = append(c.pprof, addr)
+	return p, nil
+}
+
+func (c *benchCluster) pids() []int {
+	var out []int
+	for _, p := range c.peers {
+		out = append(out, p.PID())
+	}
+	return out
+}
+
+// stop ends the peers (SIGTERM, then SIGKILL) and ZooKeeper, and removes the data unless -keep.
+func (c *benchCluster) stop() {
+	var wg sync.WaitGroup
+	for _, p := range c.peers {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = p.Stop(20 * time.Second) }()
+	}
+	wg.Wait()
+	for i, p := range c.peers {
+		if n := countLines(p.LogPath, "level=ERROR"); n > 0 {
+			c.e.logf("peer %d logged %d errors (see %s with -keep)", i+1, n, p.LogPath)
+		}
+	}
+	if c.zk != nil {
+		c.zk.Stop()
+	}
+	if !c.e.o.keep {
+		os.RemoveAll(c.dir)
+	}
+}
+
+func countLines(path, substr string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// jobBody is the API's job JSON for job k of the workload.
+func jobBody(w workload, k int, url string) map[string]any {
+	j := map[string]any{"jobName": w.sched.jobName(k), "cron": w.sched.cron(k), "shardingTotalCount": w.sched.items,
+		"jobShardingStrategyType": w.strategy, "webhook": map[string]any{"url": url}}
+	if w.kind == "failover" {
+		j["failover"] = true
+		j["webhook"] = map[string]any{"url": url, "timeoutMs": 60000}
+		j["retry"] = map[string]any{"maxAttempts": 1}
+	}
+	return j
+}
+
+// register creates the workload's jobs through the API, concurrently, spread over the peers.
+func (c *benchCluster) register(w workload, url string) (time.Duration, error) {
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	for range min(c.e.o.regWorkers, w.sched.jobs) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= w.sched.jobs {
+					return
+				}
+				p := c.peers[k%len(c.peers)]
+				if err := c.post(p, "/api/v1/jobs", jobBody(w, k, url)); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), firstErr
+}
+
+func (c *benchCluster) post(p *harness.Peer, path string, body any) error {
+	b, _ := json.Marshal(body)
+	for attempt := 1; ; attempt++ {
+		resp, err := c.client.Post(p.URL(path), "application/json", bytes.NewReader(b))
+		if err == nil {
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusCreated {
+				return nil
+			}
+			err = fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, raw)
+			if resp.StatusCode < 500 {
+				return err
+			}
+		}
+		if attempt == 3 {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitScheduled waits until every peer's scheduler holds n jobs.
+func (c *benchCluster) waitScheduled(n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok := true
+		var got []int
+		for _, p := range c.peers {
+			v := c.metric(p, "ejserver_scheduled_jobs")
+			got = append(got, int(v))
+			ok = ok && int(v) >= n
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("peers still schedule %v of %d jobs after %s", got, n, timeout)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// metric reads one unlabelled gauge or counter from a peer's /metrics (-1 if unreadable).
+func (c *benchCluster) metric(p *harness.Peer, name string) float64 {
+	resp, err := c.client.Get(p.URL("/metrics"))
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return -1
+}
+
+// profile takes a CPU profile of every peer for d (in the background; wait on the returned channel) when
+// -profile is set.
+func (c *benchCluster) profile(name string, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	if c.e.o.profile == "" {
+		close(done)
+		return done
+	}
+	var wg sync.WaitGroup
+	for i, addr := range c.pprof {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := filepath.Join(c.e.o.profile, fmt.Sprintf("%s-peer%d.cpu.pprof", name, i+1))
+			if err := fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), path, d+time.Minute); err != nil {
+				c.e.logf("CPU profile of peer %d: %v", i+1, err)
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
+// heapProfiles saves every peer's heap profile.
+func (c *benchCluster) heapProfiles(name string) {
+	if c.e.o.profile == "" {
+		return
+	}
+	for i, addr := range c.pprof {
+		path := filepath.Join(c.e.o.profile, fmt.Sprintf("%s-peer%d.heap.pprof", name, i+1))
+		if err := fetch("http://"+addr+"/debug/pprof/heap", path, time.Minute); err != nil {
+			c.e.logf("heap profile of peer %d: %v", i+1, err)
+		}
+	}
+}
+
+func fetch(url, path string, timeout time.Duration) error {
+	resp, err := (&http.Client{Timeout: timeout}).Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// counterPrefixes are the peers' own counters the benchmark reports (their change over the window, summed
+// over the peers): they say why a fire was missed (skipped, by reason), late (misfires) or failed.
+var counterPrefixes = []string{"ejserver_fires_skipped_total", "ejserver_item_executions_total", "ejserver_misfires_total",
+	"ejserver_failovers_total", "ejserver_reshardings_total", "ejserver_history_dropped_total"}
+
+// counters reads counterPrefixes' series from every peer's /metrics, summed by series.
+func (c *benchCluster) counters() map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range c.peers {
+		if p.Exited() {
+			continue
+		}
+		resp, err := c.client.Get(p.URL("/metrics"))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			for _, pre := range counterPrefixes {
+				if strings.HasPrefix(line, pre) {
+					i := strings.LastIndexByte(line, ' ')
+					v, err := strconv.ParseFloat(line[i+1:], 64)
+					if err == nil {
+						out[strings.TrimPrefix(line[:i], "ejserver_")] += v
+					}
+				}
+			}
+		}
+		resp.Body.Close()
+	}
+	return out
+}
+
+// counterDelta is after minus before, without the series that did not change.
+func counterDelta(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

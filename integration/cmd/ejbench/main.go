@@ -1,0 +1,313 @@
+// Command ejbench is ejserver's benchmark harness. For each named workload it starts a ZooKeeper of its own,
+// N real ejserver peers and an instant webhook receiver that records every request's arrival, registers the
+// workload's jobs through the API, measures a window of fires, and then fires the same schedule from a bare
+// timer loop (`ejbench loop`, no ZooKeeper and no ejserver) against the same receiver: the baseline, this
+// machine's limit at that moment. It prints one table (or -json) with each figure and its ratio to the
+// baseline.
+//
+//	go run ./integration/cmd/ejbench                       # every workload, 5-minute windows (make bench)
+//	go run ./integration/cmd/ejbench -workload second,fanout -duration 2m
+//	go run ./integration/cmd/ejbench -workload steady-200 -duration 1m -profile /tmp/prof
+//
+// Workloads: steady-1k, steady-10k (1,000 / 10,000 jobs x 1 item every 10 s on 3 peers; steady-N for any N),
+// fanout (1 job x 2,000 items every 10 s, 3 peers), second (200 jobs every second, 1 peer), failover (kill -9
+// one of 3 peers while a slow receiver holds its items: time until every orphaned item is re-POSTed), reshard
+// (a 4th peer joins 3 peers carrying 1,000 jobs: time until fires use it).
+//
+// Only loopback is used. Every process is started by this program and stopped by its PID.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ejserver/ejserver/integration/harness"
+)
+
+type options struct {
+	workloads      []string
+	duration       time.Duration
+	warmup         time.Duration
+	period         time.Duration
+	peers          int
+	jobs           int
+	json           bool
+	out            string
+	keep           bool
+	baseline       bool
+	ejserver       bool
+	bin            string
+	profile        string
+	sessionTimeout time.Duration
+	zkHeap         string
+	regWorkers     int
+	grace          time.Duration
+}
+
+var allWorkloads = []string{"steady-1k", "steady-10k", "fanout", "second", "failover", "reshard"}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "loop" {
+		os.Exit(runLoop(os.Args[2:]))
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	var o options
+	fs := flag.NewFlagSet("ejbench", flag.ContinueOnError)
+	wl := fs.String("workload", strings.Join(allWorkloads, ","), "workloads to run, comma-separated: "+strings.Join(allWorkloads, ", ")+", or steady-N (N jobs)")
+	fs.DurationVar(&o.duration, "duration", 5*time.Minute, "measured window of the steady workloads (steady-*, fanout, second); a multiple of their period")
+	fs.DurationVar(&o.warmup, "warmup", 0, "time between the jobs being scheduled on every peer and the window (default: one period + 5s)")
+	fs.DurationVar(&o.period, "period", 0, "override the jobs' period of steady-* workloads (a divisor of 60s; default 10s)")
+	fs.IntVar(&o.peers, "peers", 0, "override the number of peers of every workload (default: the workload's)")
+	fs.IntVar(&o.jobs, "jobs", 0, "override the number of jobs of every workload (default: the workload's)")
+	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
+	fs.StringVar(&o.out, "out", "", "also write the results as JSON to this file")
+	fs.BoolVar(&o.keep, "keep", false, "keep ZooKeeper's data and the peers' logs and history (the directory is printed)")
+	fs.BoolVar(&o.baseline, "baseline", true, "run the bare-loop baseline after each workload")
+	fs.BoolVar(&o.ejserver, "ejserver", true, "run ejserver (false: the baselines only, to calibrate the machine)")
+	fs.StringVar(&o.bin, "bin", "", "ejserver binary to run (default: build ./cmd/ejserver)")
+	fs.StringVar(&o.profile, "profile", "", "directory: take a CPU profile of every peer during the window (peers run with --pprof) and a heap profile at its end")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "the peers' --session-timeout")
+	fs.StringVar(&o.zkHeap, "zk-heap", "1g", "ZooKeeper's JVM heap (EJ_ZK_HEAP)")
+	fs.IntVar(&o.regWorkers, "register-workers", 32, "concurrent API calls registering jobs")
+	fs.DurationVar(&o.grace, "grace", 3*time.Second, "how long after the window late deliveries are still awaited")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: ejbench [flags]\n\nRuns real ZooKeeper, real ejserver peers and a recording receiver through named workloads, each beside a\nbare-loop baseline, and prints one table.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	for _, w := range strings.Split(*wl, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			if _, err := lookupWorkload(w, o); err != nil {
+				fmt.Fprintln(os.Stderr, "ejbench:", err)
+				return 2
+			}
+			o.workloads = append(o.workloads, w)
+		}
+	}
+	if o.zkHeap != "" && os.Getenv("EJ_ZK_HEAP") == "" {
+		os.Setenv("EJ_ZK_HEAP", o.zkHeap)
+	}
+	e, err := newEnv(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ejbench:", err)
+		return 1
+	}
+	defer e.close()
+	var results []Result
+	failed := false
+	for _, name := range o.workloads {
+		w, _ := lookupWorkload(name, o)
+		e.logf("== %s: %s (load average %s)", w.name, w.describe(), loadAvg())
+		rs, err := e.runWorkload(w)
+		if err != nil {
+			e.logf("%s failed: %v", w.name, err)
+			failed = true
+		}
+		results = append(results, rs...)
+		if len(rs) > 0 {
+			printTable(os.Stderr, rs) // progress: each workload's rows as they come
+		}
+	}
+	if o.out != "" {
+		if err := writeJSON(o.out, results); err != nil {
+			fmt.Fprintln(os.Stderr, "ejbench:", err)
+			failed = true
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(results)
+	} else {
+		fmt.Printf("ejbench %s, %d CPUs, load average %s at the end\n\n", time.Now().Format(time.RFC3339), cpus(), loadAvg())
+		printTable(os.Stdout, results)
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func writeJSON(path string, results []Result) error {
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// env is what every workload shares: the binaries and a scratch directory.
+type env struct {
+	o    options
+	bin  string // ejserver
+	self string // this program, for `ejbench loop`
+	dir  string
+}
+
+func newEnv(o options) (*env, error) {
+	dir, err := os.MkdirTemp("", "ejbench-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{o: o, dir: dir, bin: o.bin}
+	if e.bin == "" {
+		e.logf("building ejserver")
+		if e.bin, err = harness.Build(dir, false); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	if e.self, err = os.Executable(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	if e.o.keep {
+		e.logf("kept %s", e.dir)
+		return
+	}
+	os.RemoveAll(e.dir)
+}
+
+func (e *env) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s ejbench: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func cpus() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\nprocessor") + btoi(strings.HasPrefix(string(b), "processor"))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// workload is one named benchmark.
+type workload struct {
+	name     string
+	kind     string // steady, fanout, second, failover, reshard
+	peers    int
+	sched    schedule
+	strategy string
+	duration time.Duration
+}
+
+func (w workload) describe() string {
+	return fmt.Sprintf("%d jobs x %d items every %s on %d peers, window %s", w.sched.jobs, w.sched.items, w.sched.period, w.peers, w.duration)
+}
+
+func lookupWorkload(name string, o options) (workload, error) {
+	w := workload{name: name, kind: name, peers: 3, strategy: "ROUND_ROBIN", duration: o.duration,
+		sched: schedule{prefix: "bench", jobs: 1000, items: 1, period: 10 * time.Second, spread: true}}
+	switch {
+	case name == "steady-1k":
+		w.kind = "steady"
+	case name == "steady-10k":
+		w.kind, w.sched.jobs = "steady", 10000
+	case strings.HasPrefix(name, "steady-"):
+		n, err := strconv.Atoi(strings.TrimPrefix(name, "steady-"))
+		if err != nil || n < 1 {
+			return w, fmt.Errorf("workload %q: steady-N takes a number of jobs", name)
+		}
+		w.kind, w.sched.jobs = "steady", n
+	case name == "fanout":
+		w.sched.jobs, w.sched.items, w.sched.spread, w.strategy = 1, 2000, false, "AVG_ALLOCATION"
+	case name == "second":
+		w.peers, w.sched.jobs, w.sched.period = 1, 200, time.Second
+	case name == "failover":
+		// every job has one item on each peer; all fire together, and the receiver holds NORMAL_TRIGGER
+		// requests for 25 s, so the victim's items are in flight when it is killed
+		w.sched.jobs, w.sched.items, w.sched.period, w.sched.spread, w.strategy = 100, 3, 30*time.Second, false, "AVG_ALLOCATION"
+		w.duration = 60 * time.Second
+	case name == "reshard":
+		w.duration = 60 * time.Second
+	default:
+		return w, fmt.Errorf("unknown workload %q (have %s, steady-N)", name, strings.Join(allWorkloads, ", "))
+	}
+	if o.period > 0 && w.kind == "steady" {
+		if o.period%time.Second != 0 || (60*time.Second)%o.period != 0 {
+			return w, fmt.Errorf("-period %s: must be whole seconds dividing a minute", o.period)
+		}
+		w.sched.period = o.period
+	}
+	if o.peers > 0 {
+		w.peers = o.peers
+	}
+	if o.jobs > 0 {
+		w.sched.jobs = o.jobs
+	}
+	switch w.kind {
+	case "steady", "fanout", "second":
+		if w.duration%w.sched.period != 0 {
+			return w, fmt.Errorf("-duration %s: must be a multiple of %s's period %s", w.duration, name, w.sched.period)
+		}
+	}
+	return w, nil
+}
+
+func (e *env) runWorkload(w workload) ([]Result, error) {
+	capacity := w.sched.expected(time.Unix(0, 0), time.Unix(0, 0).Add(w.duration+2*time.Minute))
+	rec, err := newRecorder(capacity + capacity/4 + 1024)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Close()
+	var out []Result
+	var r Result
+	if e.o.ejserver {
+		switch w.kind {
+		case "steady", "fanout", "second":
+			r, err = e.runPeriodic(w, rec)
+		case "failover":
+			r, err = e.runFailover(w, rec)
+		case "reshard":
+			r, err = e.runReshard(w, rec)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if e.o.baseline {
+		rec.reset()
+		b, err := e.runBaseline(w, rec)
+		if err != nil {
+			return out, fmt.Errorf("baseline: %w", err)
+		}
+		out = append(out, b)
+		if e.o.ejserver {
+			out = append(out, ratio(r, b))
+		}
+	}
+	return out, nil
+}
+
+// dataDir is a fresh directory for one run of a workload.
+func (e *env) dataDir(name string) string {
+	return filepath.Join(e.dir, fmt.Sprintf("%s-%d", name, time.Now().UnixNano()))
+}

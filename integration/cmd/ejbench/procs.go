@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ejserver/ejserver/integration/harness"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+)
+
+// usage measures processes over a window: CPU time used (from /proc/{pid}/stat) and the highest RSS seen
+// (sampled twice a second), plus the whole machine's busy share (/proc/stat).
+type usage struct {
+	pids     []int
+	cpu0     []time.Duration
+	host0    hostCPU
+	start    time.Time
+	mu       sync.Mutex
+	maxRSS   []int64
+	stop     chan struct{}
+	finished chan struct{}
+}
+
+func startUsage(pids []int) *usage {
+	u := &usage{pids: pids, cpu0: make([]time.Duration, len(pids)), maxRSS: make([]int64, len(pids)),
+		stop: make(chan struct{}), finished: make(chan struct{}), host0: readHostCPU(), start: time.Now()}
+	for i, pid := range pids {
+		u.cpu0[i], _ = harness.CPUTime(pid)
+	}
+	u.sample()
+	go func() {
+		defer close(u.finished)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-u.stop:
+				return
+			case <-t.C:
+				u.sample()
+			}
+		}
+	}()
+	return u
+}
+
+func (u *usage) sample() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for i, pid := range u.pids {
+		if rss, err := harness.RSS(pid); err == nil && rss > u.maxRSS[i] {
+			u.maxRSS[i] = rss
+		}
+	}
+}
+
+// Usage is what the window used.
+type Usage struct {
+	CPUPercent []float64 `json:"cpuPercent"` // per process, of one core
+	RSSMB      []float64 `json:"maxRssMB"`   // per process
+	HostCPU    float64   `json:"hostCpuPercent"`
+	// HostSteal is the share of the machine's CPU time the hypervisor gave to other guests (the "st" of
+	// top): high steal means every figure is slowed down by a neighbour, the baseline's too.
+	HostSteal float64 `json:"hostStealPercent"`
+}
+
+// end stops sampling and returns the figures (a process that exited counts up to its last sample).
+func (u *usage) end() Usage {
+	wall := time.Since(u.start)
+	host := readHostCPU()
+	var out Usage
+	for i, pid := range u.pids {
+		c, err := harness.CPUTime(pid)
+		pct := 0.0
+		if err == nil {
+			pct = round1(100 * float64(c-u.cpu0[i]) / float64(wall))
+		}
+		out.CPUPercent = append(out.CPUPercent, pct)
+	}
+	close(u.stop)
+	<-u.finished
+	u.mu.Lock()
+	for _, r := range u.maxRSS {
+		out.RSSMB = append(out.RSSMB, round1(float64(r)/(1<<20)))
+	}
+	u.mu.Unlock()
+	if busy, total := host.busy-u.host0.busy, host.total-u.host0.total; total > 0 {
+		out.HostCPU = round1(100 * float64(busy) / float64(total))
+		out.HostSteal = round1(100 * float64(host.steal-u.host0.steal) / float64(total))
+	}
+	return out
+}
+
+func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+type hostCPU struct{ busy, total, steal int64 }
+
+// readHostCPU reads the machine's CPU counters (all cores) from /proc/stat.
+func readHostCPU() hostCPU {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return hostCPU{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var h hostCPU
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i >= 8 { // guest times are already in user
+			break
+		}
+		h.total += n
+		switch i {
+		case 3, 4: // idle, iowait
+		case 7:
+			h.steal += n
+		default:
+			h.busy += n
+		}
+	}
+	return h
+}
+
+// loadAvg is /proc/loadavg's first three fields.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// zkCounter reads one counter of ZooKeeper's `mntr` (e.g. zk_packets_received).
+func zkCounter(addr, name string) (int64, error) {
+	out, err := zktest.FourLetter(addr, "mntr")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "\t")
+		if ok && k == name {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("mntr has no %s: %q", name, out)
+}
+
+// pidListening finds the process listening on 127.0.0.1:port (ZooKeeper's JVM, which zktest starts but does
+// not name), by the socket's inode in /proc/net/tcp and the processes' descriptors. 0 if not found.
+func pidListening(port int) int {
+	want := fmt.Sprintf(":%04X", port)
+	inode := ""
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} { // a JVM listens on a dual-stack socket
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 9 && strings.HasSuffix(f[1], want) && f[3] == "0A" { // 0A: LISTEN
+				inode = f[9]
+				break
+			}
+		}
+	}
+	if inode == "" {
+		return 0
+	}
+	target := "socket:[" + inode + "]"
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			continue // not ours
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && l == target {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// zkFloat reads one figure of ZooKeeper's `mntr` that may have decimals (zk_avg_latency).
+func zkFloat(addr, name string) (float64, error) {
+	out, err := zktest.FourLetter(addr, "mntr")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "\t")
+		if ok && k == name {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("mntr has no %s", name)
+}

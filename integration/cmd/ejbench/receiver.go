@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Source of a delivery, as the webhook body names it.
+type source uint8
+
+const (
+	srcNormal source = iota
+	srcMisfire
+	srcFailover
+	srcManual
+	srcOther
+)
+
+func parseSource(s string) source {
+	switch s {
+	case "NORMAL_TRIGGER":
+		return srcNormal
+	case "MISFIRE":
+		return srcMisfire
+	case "FAILOVER":
+		return srcFailover
+	case "MANUAL":
+		return srcManual
+	}
+	return srcOther
+}
+
+// record is one request the receiver got: when it arrived and what the body said.
+type record struct {
+	arrived   int64 // Unix ns
+	scheduled int64 // Unix ns of scheduledAt
+	job       string
+	instance  string
+	execID    string
+	item      int32
+	src       source
+}
+
+// fireKey names one item of one fire.
+type fireKey struct {
+	job       string
+	item      int32
+	scheduled int64
+}
+
+func (r *record) key() fireKey { return fireKey{r.job, r.item, r.scheduled} }
+
+// recorder is the benchmark's webhook receiver: it answers 200 at once (or, for NORMAL_TRIGGER requests, after
+// a set delay) and records each request into storage allocated up front, so it is never the bottleneck.
+type recorder struct {
+	URL string
+	ln  net.Listener
+	srv *http.Server
+
+	mu   sync.Mutex
+	recs []record
+
+	delayNormal atomic.Int64 // ns: answer NORMAL_TRIGGER requests this late (the failover workload's slow receiver)
+	bufs        sync.Pool
+}
+
+// newRecorder listens on a free loopback port with room for capacity records before it grows.
+func newRecorder(capacity int) (*recorder, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &recorder{URL: "http://" + ln.Addr().String() + "/hook", ln: ln, recs: make([]record, 0, capacity)}
+	r.bufs.New = func() any { return new(bytes.Buffer) }
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+func (r *recorder) Close() { _ = r.srv.Close() }
+
+// body is the part of the webhook payload the benchmark reads.
+type body struct {
+	JobName      string `json:"jobName"`
+	ExecutionID  string `json:"executionId"`
+	ShardingItem int32  `json:"shardingItem"`
+	Source       string `json:"source"`
+	ScheduledAt  string `json:"scheduledAt"`
+	InstanceID   string `json:"instanceId"`
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	arrived := time.Now()
+	buf := r.bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	_, _ = io.Copy(buf, io.LimitReader(req.Body, 1<<20))
+	var b body
+	rec := record{arrived: arrived.UnixNano(), src: srcOther}
+	if json.Unmarshal(buf.Bytes(), &b) == nil {
+		rec.job, rec.item, rec.instance, rec.execID = b.JobName, b.ShardingItem, b.InstanceID, b.ExecutionID
+		rec.src = parseSource(b.Source)
+		if t, err := time.Parse(time.RFC3339Nano, b.ScheduledAt); err == nil {
+			rec.scheduled = t.UnixNano()
+		}
+	}
+	r.bufs.Put(buf)
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+	if d := time.Duration(r.delayNormal.Load()); d > 0 && rec.src == srcNormal {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// records returns the records so far (the slice is shared: read it only).
+func (r *recorder) records() []record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.recs[:len(r.recs):len(r.recs)]
+}
+
+// count is the number of records so far.
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.recs)
+}
+
+// reset forgets the records, keeping the storage.
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = make([]record, 0, cap(r.recs))
+}
