@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
@@ -155,32 +156,54 @@ func (m *Manager) loop() {
 			return
 		case <-m.wake:
 		}
-		retry := false
-		for _, job := range m.take(m.clear) {
-			if err := m.clearJob(job); err != nil {
-				m.log.Warn("could not clear failover state", "job", job, "err", err)
-				m.queue(m.clear, job)
-				retry = true
-			}
-		}
-		for _, job := range m.take(m.detect) {
-			if err := m.detectJob(job); err != nil {
-				m.log.Warn("could not look for orphaned items", "job", job, "err", err)
-				m.queue(m.detect, job)
-				retry = true
-			}
-		}
-		for _, job := range m.take(m.claim) {
-			if err := m.claimJob(job); err != nil {
-				m.log.Warn("could not claim failover items", "job", job, "err", err)
-				m.queue(m.claim, job)
-				retry = true
-			}
-		}
+		retry := m.each(m.clear, m.clearJob, "could not clear failover state")
+		retry = m.each(m.detect, m.detectJob, "could not look for orphaned items") || retry
+		retry = m.each(m.claim, m.claimJob, "could not claim failover items") || retry
 		if retry && !clock.Sleep(m.clk, 500*time.Millisecond, m.stop) {
 			return
 		}
 	}
+}
+
+// workers bounds the jobs (and a job's items) handled at once. Detecting and claiming cost a few ZooKeeper
+// round trips each; go-zookeeper pipelines concurrent requests on its one connection and the registry merges
+// concurrent claims into one multi, so when a peer that held items of a thousand jobs dies, its orphans are
+// re-POSTed after a few round trips instead of a few round trips per job, one job after another.
+const workers = 32
+
+// each runs fn for the jobs queued in set, up to workers at once, and returns once all are done. A job that
+// fails is queued again; each reports whether any did.
+func (m *Manager) each(set map[string]bool, fn func(job string) error, msg string) bool {
+	var failed atomic.Bool
+	jobs := m.take(set)
+	concurrently(len(jobs), func(i int) {
+		if err := fn(jobs[i]); err != nil {
+			m.log.Warn(msg, "job", jobs[i], "err", err)
+			m.queue(set, jobs[i])
+			failed.Store(true)
+		}
+	})
+	return failed.Load()
+}
+
+// concurrently runs fn(0..n-1) on up to workers goroutines and returns when every call has.
+func concurrently(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // detectJob (leader only) queues every item whose running node names an instance that is not online.
@@ -213,8 +236,8 @@ func (m *Manager) detectJob(job string) error {
 	return nil
 }
 
-// claimJob claims the job's failover items one at a time and hands each to the runner. Items queued
-// meanwhile change leader/failover/items, whose event queues the job again.
+// claimJob claims the job's failover items (concurrently, each in its own transaction) and hands each to
+// the runner. Items queued meanwhile change leader/failover/items, whose event queues the job again.
 func (m *Manager) claimJob(job string) error {
 	snap := m.reg.Job(job)
 	if snap == nil || !snap.Config.Failover || len(snap.FailoverItems) == 0 {
@@ -223,20 +246,24 @@ func (m *Manager) claimJob(job string) error {
 	if !snap.Registered || snap.ServerDisabled(snap.MyIP) || snap.Config.Disabled || !m.reg.Lease() {
 		return nil // not eligible: another peer takes them
 	}
-	for _, item := range snap.FailoverItems {
+	items := snap.FailoverItems
+	errs := make([]error, len(items))
+	concurrently(len(items), func(k int) {
+		item := items[k]
 		run, version, err := m.reg.ClaimFailover(job, item)
 		if errors.Is(err, cluster.ErrNothingToClaim) {
-			continue
+			return
 		}
 		if err != nil {
-			return err
+			errs[k] = err
+			return
 		}
 		m.cfg.Observer.FailedOver(job, 1)
 		m.log.Info("took over an item of a vanished instance", "job", job, "item", item,
 			"execution_id", run.ExecutionID, "from", run.InstanceID)
 		m.cfg.Runner.RunFailover(job, item, run, version)
-	}
-	return nil
+	})
+	return errors.Join(errs...)
 }
 
 // clearJob removes pending failover state of a job whose failover was switched off.

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -188,5 +189,58 @@ func TestSwitchingFailoverOffClearsPendingState(t *testing.T) {
 	case <-reg.cleared:
 		t.Fatal("cleared without leading")
 	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// barrierRegistry's claims wait until the test releases them.
+type barrierRegistry struct {
+	fakeRegistry
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func (b *barrierRegistry) ClaimFailover(job string, item int) (cluster.Running, int32, error) {
+	b.arrived <- struct{}{}
+	select {
+	case <-b.release:
+		return cluster.Running{InstanceID: "me", ExecutionID: job}, 1, nil
+	case <-time.After(10 * time.Second):
+		return cluster.Running{}, -1, cluster.ErrNothingToClaim
+	}
+}
+
+// A peer that vanished with items of many jobs has them claimed together, not one job after another: the
+// claims of 8 jobs are all in flight at once (handled one at a time, the first would wait for the others
+// forever).
+func TestOrphansOfManyJobsAreClaimedTogether(t *testing.T) {
+	cfg := ejserver.DefaultJobConfig()
+	cfg.Failover, cfg.ShardingTotalCount = true, 1
+	const jobs = 8
+	reg := &barrierRegistry{arrived: make(chan struct{}, jobs), release: make(chan struct{})}
+	reg.snap = &cluster.JobSnapshot{Name: "j", Config: cfg, Me: "me", Registered: true, FailoverItems: []int{0}}
+	run := &runner{runs: map[int]cluster.Running{}, ch: make(chan int, jobs)}
+	m := NewManager(ManagerConfig{Registry: reg, Runner: run, Logger: quiet})
+	for i := range jobs { // queued before the loop starts, as a burst of events would be
+		m.queue(m.claim, fmt.Sprintf("job%d", i))
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	for i := range jobs {
+		select {
+		case <-reg.arrived:
+		case <-time.After(5 * time.Second):
+			close(reg.release)
+			t.Fatalf("only %d of %d claims in flight together", i, jobs)
+		}
+	}
+	close(reg.release)
+	for range jobs {
+		select {
+		case <-run.ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a claimed item was not handed to the runner")
+		}
 	}
 }
