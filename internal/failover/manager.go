@@ -12,6 +12,7 @@ import (
 
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/parallel"
 )
 
 // Registry is what failover needs from the ZooKeeper registry (cluster.Registry satisfies it).
@@ -176,34 +177,15 @@ const workers = 32
 func (m *Manager) each(set map[string]bool, fn func(job string) error, msg string) bool {
 	var failed atomic.Bool
 	jobs := m.take(set)
-	concurrently(len(jobs), func(i int) {
+	_ = parallel.For(len(jobs), workers, func(i int) error {
 		if err := fn(jobs[i]); err != nil {
 			m.log.Warn(msg, "job", jobs[i], "err", err)
 			m.queue(set, jobs[i])
 			failed.Store(true)
 		}
+		return nil // the other jobs go on
 	})
 	return failed.Load()
-}
-
-// concurrently runs fn(0..n-1) on up to workers goroutines and returns when every call has.
-func concurrently(n int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(n, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // detectJob (leader only) queues every item whose running node names an instance that is not online.
@@ -248,20 +230,21 @@ func (m *Manager) claimJob(job string) error {
 	}
 	items := snap.FailoverItems
 	errs := make([]error, len(items))
-	concurrently(len(items), func(k int) {
+	_ = parallel.For(len(items), workers, func(k int) error {
 		item := items[k]
 		run, version, err := m.reg.ClaimFailover(job, item)
 		if errors.Is(err, cluster.ErrNothingToClaim) {
-			return
+			return nil
 		}
 		if err != nil {
 			errs[k] = err
-			return
+			return nil // the other items go on
 		}
 		m.cfg.Observer.FailedOver(job, 1)
 		m.log.Info("took over an item of a vanished instance", "job", job, "item", item,
 			"execution_id", run.ExecutionID, "from", run.InstanceID)
 		m.cfg.Runner.RunFailover(job, item, run, version)
+		return nil
 	})
 	return errors.Join(errs...)
 }

@@ -258,6 +258,10 @@ func (c *benchCluster) heapProfiles(name string) {
 		if err := fetch("http://"+addr+"/debug/pprof/heap", path, time.Minute); err != nil {
 			c.e.logf("heap profile of peer %d: %v", i+1, err)
 		}
+		// the text form ends with runtime.MemStats: how the RSS splits into heap, stacks and the runtime's own
+		if err := fetch("http://"+addr+"/debug/pprof/heap?debug=1", strings.TrimSuffix(path, ".pprof")+".txt", time.Minute); err != nil {
+			c.e.logf("heap stats of peer %d: %v", i+1, err)
+		}
 	}
 }
 

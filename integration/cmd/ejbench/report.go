@@ -97,8 +97,11 @@ func printTable(w io.Writer, results []Result) {
 		}
 		var parts []string
 		if r.RegisterMs > 0 {
-			parts = append(parts, fmt.Sprintf("registered %d jobs in %.1f s (every peer scheduled them %.1f s later, and every job had fired once %.1f s after that)",
-				r.Jobs, r.RegisterMs/1000, r.ReadyMs/1000, r.FirstFiresMs/1000))
+			reg := fmt.Sprintf("registered %d jobs in %.1f s (every peer scheduled them %.1f s later", r.Jobs, r.RegisterMs/1000, r.ReadyMs/1000)
+			if r.FirstFiresMs > 0 {
+				reg += fmt.Sprintf(", and every job had fired once %.1f s after that", r.FirstFiresMs/1000)
+			}
+			parts = append(parts, reg+")")
 		}
 		if r.FireSpan.N > 0 && r.ItemsPerJob > 1 {
 			parts = append(parts, fmt.Sprintf("%d complete fires: last item arrived p50 %s ms, p99 %s ms, max %s ms after the scheduled time",
