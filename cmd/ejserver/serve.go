@@ -48,6 +48,7 @@ type serveConfig struct {
 	webhookAllow     string
 	shutdownTimeout  time.Duration
 	serverGC         time.Duration
+	fireLead         time.Duration
 	zkDigest         string
 	metricsPerJob    bool
 	apiTokens        string // tokens file; EJ_API_TOKEN adds one admin token
@@ -74,6 +75,7 @@ func parseServe(args []string) (serveConfig, error) {
 	allow := f.String("webhook-allow", "", "allow-list of webhook targets: host names, *.suffixes, IPs and CIDRs, comma-separated (default: anything but link-local and metadata addresses)")
 	shutdown := f.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM, how long in-flight webhooks may finish")
 	gc := f.Duration("server-gc", time.Hour, "remove a job's servers/{ip} node after its IP has had no instance online this long (0: never); DISABLED nodes are kept")
+	lead := f.Duration("fire-lead", time.Second, "prepare each fire (fence its items in ZooKeeper) up to this long before its scheduled time, and at most a tenth of the job's period before it, so the webhooks leave on time (0: prepare at the scheduled time)")
 	digest := f.String("zk-digest", "", "user:password: nodes ejserver creates are writable only with this ZooKeeper digest (readable by all)")
 	perJob := f.Bool("metrics-per-job", false, "label per-job metrics with the job name (one series per job: mind the cardinality)")
 	tokens := f.String("api-tokens", "", "file of API bearer tokens, one \"ROLE NAME TOKEN\" a line (roles admin, viewer; TOKEN or sha256:HEX); EJ_API_TOKEN adds one admin token")
@@ -86,7 +88,7 @@ func parseServe(args []string) (serveConfig, error) {
 	}
 	c = serveConfig{zk: *zk, namespace: *ns, sessionTimeout: *st, listen: *listen, instanceID: *id, serverIP: *ip,
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
-		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, zkDigest: *digest, metricsPerJob: *perJob,
+		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile}
 	switch {
 	case c.sessionTimeout < time.Second || c.sessionTimeout > 60*time.Second:
@@ -97,6 +99,8 @@ func parseServe(args []string) (serveConfig, error) {
 		return c, fmt.Errorf("--max-concurrent-requests: must be at least 1")
 	case c.shutdownTimeout < 0:
 		return c, fmt.Errorf("--shutdown-timeout: must not be negative")
+	case c.fireLead < 0 || c.fireLead > time.Minute:
+		return c, fmt.Errorf("--fire-lead: must be between 0 and 1m, got %s", c.fireLead)
 	}
 	if err := cluster.ValidNamespace(c.namespace); err != nil {
 		return c, fmt.Errorf("--namespace: %v", err)
@@ -233,6 +237,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
 	sched = dispatch.NewScheduler(clk, log, exec.Fire)
+	sched.SetMaxLead(c.fireLead)
 	fo := failover.NewManager(failover.ManagerConfig{Registry: reg, Runner: exec, Logger: log, Observer: mets})
 	reg.OnEvent(scheduleOn(reg, sched, exec, log))
 	reg.OnEvent(func(ev cluster.Event) {

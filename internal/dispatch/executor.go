@@ -465,6 +465,21 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 		e.taskItemEnded(req.task, item, false, false)
 		return
 	}
+	if _, busy := e.running[key]; busy && req.source == ejserver.SourceNormal && req.scheduledAt.After(e.clk.Now()) {
+		// handed off ahead of its time (Scheduler.SetMaxLead): the run in flight may still end before then,
+		// so whether this fire is a misfire is decided at the scheduled time
+		e.wg.Add(1)
+		e.mu.Unlock()
+		go func() {
+			defer e.wg.Done()
+			if clock.Sleep(e.clk, req.scheduledAt.Sub(e.clk.Now()), e.soft.Done()) {
+				e.startItem(snap, req, item)
+				return
+			}
+			e.taskItemEnded(req.task, item, false, false)
+		}()
+		return
+	}
 	if r, busy := e.running[key]; busy {
 		defer e.taskItemEnded(req.task, item, false, false)
 		switch {
@@ -531,6 +546,10 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 			runningVersion = 0 // created by us
 		}
 	}
+	if !e.awaitScheduledTime(req, item, runningVersion) {
+		e.taskItemEnded(req.task, item, false, false)
+		return
+	}
 	e.taskStarted(req.task)
 	params, _ := ejserver.ParseShardingItemParameters(cfg.ShardingItemParameters, cfg.ShardingTotalCount)
 	started := e.clk.Now()
@@ -583,6 +602,36 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		attrs = append(attrs, "permanent", true)
 	}
 	e.log.Log(context.Background(), level, "item "+status, attrs...)
+}
+
+// awaitScheduledTime holds an item that was prepared ahead of its fire (fenced, its running node created)
+// until the scheduled time, so the request leaves on time rather than after ZooKeeper's round trips. It
+// reports whether the item may still run then: the peer is not shutting down, the session is not in doubt,
+// and the job and the item are still this peer's to run. Otherwise the running node created for it goes.
+func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion int32) bool {
+	wait := req.scheduledAt.Sub(e.clk.Now())
+	if wait <= 0 {
+		return true
+	}
+	reason := ""
+	if !clock.Sleep(e.clk, wait, e.soft.Done()) {
+		reason = "the peer is shutting down"
+	} else if !e.reg.Lease() {
+		reason = "ZooKeeper session in doubt"
+	} else if snap := e.reg.Job(req.job); snap == nil || snap.Config.Disabled || !snap.Registered ||
+		snap.ServerDisabled(snap.MyIP) || !slices.Contains(snap.MyItems(), item) {
+		reason = "the job or the item is no longer this peer's to run"
+	}
+	if reason == "" {
+		return true
+	}
+	e.log.Info("prepared item not sent: "+reason, "job", req.job, "item", item)
+	if runningVersion == 0 {
+		if err := e.reg.ClearStaleRunning(req.job, item, 0); err != nil {
+			e.log.Warn("could not remove the running node of an item that was not sent", "job", req.job, "item", item, "err", err)
+		}
+	}
+	return false
 }
 
 // begin creates the item's running node, fenced by ownership; it reports whether the item may run.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
@@ -445,4 +446,84 @@ func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
 	if len(rec.execs) != 4 || !ends[0].Success || ends[1].Success || ends[1].StatusCode != 500 || ends[1].FailureCause == "" {
 		t.Fatalf("executions %+v", rec.execs)
 	}
+}
+
+// newLeadExecutor returns an executor on a fake clock at 1000 s, for fires handed off ahead of their time.
+func newLeadExecutor(reg *fakeRegistry, send *fakeSender) (*Executor, *clock.Fake) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	return NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), clk
+}
+
+func TestExecutorPreparedItemLeavesAtItsScheduledTime(t *testing.T) {
+	reg, send := newFakeRegistry(2), newFakeSender()
+	e, clk := newLeadExecutor(reg, send)
+	defer e.Drain(time.Second)
+	created := clk.TimerCreated()
+	e.Fire("j", time.Unix(1001, 0), 0) // handed off a second early
+	<-created
+	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 2 }) // fenced ahead
+	send.none(t)
+	clk.Advance(999 * time.Millisecond)
+	send.none(t)
+	clk.Advance(time.Millisecond)
+	for range 2 {
+		if p := send.next(t); !p.ScheduledAt.Equal(time.Unix(1001, 0)) || p.Source != string(ejserver.SourceNormal) {
+			t.Fatalf("payload %+v", p)
+		}
+	}
+}
+
+func TestExecutorDropsAPreparedItemTheJobNoLongerWants(t *testing.T) {
+	for name, change := range map[string]func(*fakeRegistry){
+		"job disabled": func(r *fakeRegistry) {
+			s := *r.snap
+			s.Config.Disabled = true
+			r.snap = &s
+		},
+		"lease lost": func(r *fakeRegistry) { r.lease = false },
+		"item disabled": func(r *fakeRegistry) {
+			s := *r.snap
+			s.Items = []cluster.ItemState{{Exists: true, Owner: "me", OwnerVersion: 1, Disabled: true}}
+			r.snap = &s
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reg, send := newFakeRegistry(1), newFakeSender()
+			e, clk := newLeadExecutor(reg, send)
+			defer e.Drain(time.Second)
+			created := clk.TimerCreated()
+			e.Fire("j", time.Unix(1001, 0), 0)
+			<-created
+			waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 1 })
+			reg.set(func() { change(reg) })
+			clk.Advance(time.Second)
+			send.none(t)
+			waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 0 }) // its running node went
+		})
+	}
+}
+
+func TestExecutorPreparedFireOfARunningItemIsDecidedOnTime(t *testing.T) {
+	reg, send := newFakeRegistry(1), newFakeSender()
+	e, clk := newLeadExecutor(reg, send)
+	defer e.Drain(time.Second)
+	release := send.holdItem(0)
+	e.Fire("j", time.Unix(1000, 0), 0)
+	send.next(t) // item 0 runs
+	created := clk.TimerCreated()
+	e.Fire("j", time.Unix(1001, 0), 0) // handed off early while item 0 still runs
+	<-created
+	send.mu.Lock()
+	delete(send.hold, 0)
+	send.mu.Unlock()
+	close(release) // the run ends before the next scheduled time: no misfire
+	waitFor(t, func() bool { return len(e.Running("j")) == 0 })
+	clk.Advance(time.Second)
+	if p := send.next(t); p.Source != string(ejserver.SourceNormal) || !p.ScheduledAt.Equal(time.Unix(1001, 0)) {
+		t.Fatalf("payload %+v", p)
+	}
+	if st := e.Status("j"); st.Misfires != 0 {
+		t.Fatalf("misfires %d", st.Misfires)
+	}
+	send.none(t)
 }

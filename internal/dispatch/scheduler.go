@@ -28,6 +28,7 @@ type Scheduler struct {
 	fire FireFunc
 
 	mu      sync.Mutex
+	maxLead time.Duration
 	entries map[string]*entry
 	h       entryHeap
 	wake    chan struct{}
@@ -40,7 +41,8 @@ type Scheduler struct {
 type entry struct {
 	job   string
 	sched Schedule
-	next  time.Time
+	next  time.Time // the scheduled time of the next fire
+	at    time.Time // when it is handed off: next minus the lead
 	index int
 }
 
@@ -50,6 +52,27 @@ func NewScheduler(clk clock.Clock, log *slog.Logger, fire FireFunc) *Scheduler {
 		clk: clk, log: log, fire: fire, entries: map[string]*entry{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
+}
+
+// SetMaxLead lets the scheduler hand each fire off up to d before its scheduled time, and at most a tenth
+// of the job's period before it, so the executor can fence the items in ZooKeeper ahead and the requests
+// leave at the scheduled time. The fire keeps its scheduled time; 0 (the default) hands fires off on time.
+func (s *Scheduler) SetMaxLead(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxLead = max(d, 0)
+}
+
+// handOff returns when the fire scheduled at next is handed off (s.mu held).
+func (s *Scheduler) handOff(sched Schedule, next time.Time) time.Time {
+	if s.maxLead <= 0 {
+		return next
+	}
+	lead := s.maxLead
+	if after := sched.Next(next); !after.IsZero() {
+		lead = min(lead, after.Sub(next)/10)
+	}
+	return next.Add(-lead)
 }
 
 // Set schedules job with sched from now on, replacing any earlier schedule. A nil schedule, or one with
@@ -68,7 +91,7 @@ func (s *Scheduler) Set(job string, sched Schedule) {
 	if next.IsZero() {
 		return
 	}
-	e := &entry{job: job, sched: sched, next: next}
+	e := &entry{job: job, sched: sched, next: next, at: s.handOff(sched, next)}
 	s.entries[job] = e
 	heap.Push(&s.h, e)
 	s.signal()
@@ -149,12 +172,12 @@ func (s *Scheduler) loop() {
 		now := s.clk.Now()
 		var due []fireCall
 		s.mu.Lock()
-		for len(s.h) > 0 && !s.h[0].next.After(now) {
+		for len(s.h) > 0 && !s.h[0].at.After(now) {
 			e := s.h[0]
 			at, missed := e.next, 0
 			next := e.sched.Next(at)
-			// collapse the times that passed while we could not fire
-			for !next.IsZero() && !next.After(now) {
+			// collapse the times whose hand-off passed while we could not fire
+			for !next.IsZero() && !s.handOff(e.sched, next).After(now) {
 				at, missed = next, missed+1
 				next = e.sched.Next(next)
 			}
@@ -164,12 +187,12 @@ func (s *Scheduler) loop() {
 				delete(s.entries, e.job)
 				continue
 			}
-			e.next = next
+			e.next, e.at = next, s.handOff(e.sched, next)
 			heap.Fix(&s.h, 0)
 		}
 		wait := time.Hour
 		if len(s.h) > 0 {
-			wait = s.h[0].next.Sub(now)
+			wait = s.h[0].at.Sub(now)
 		}
 		s.mu.Unlock()
 		for _, f := range due {
@@ -202,10 +225,10 @@ type entryHeap []*entry
 
 func (h entryHeap) Len() int { return len(h) }
 func (h entryHeap) Less(i, j int) bool {
-	if h[i].next.Equal(h[j].next) {
+	if h[i].at.Equal(h[j].at) {
 		return h[i].job < h[j].job
 	}
-	return h[i].next.Before(h[j].next)
+	return h[i].at.Before(h[j].at)
 }
 func (h entryHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]

@@ -60,9 +60,19 @@ func newTestScheduler(t *testing.T) (*Scheduler, *clock.Fake, *fireLog) {
 	return s, clk, log
 }
 
-// advance moves the fake clock once the scheduler loop is waiting on its timer.
+// advance moves the fake clock once the scheduler loop is waiting on its timer: no timer was created for
+// 50 ms. (A loop that read the clock before the advance and armed its timer after it would wait d too long.)
 func advance(t *testing.T, clk *clock.Fake, d time.Duration) {
 	t.Helper()
+	for {
+		created := clk.TimerCreated()
+		select {
+		case <-created:
+			continue
+		case <-time.After(50 * time.Millisecond):
+		}
+		break
+	}
 	clk.Advance(d)
 }
 
@@ -131,4 +141,35 @@ func TestSchedulerStopIsSafe(t *testing.T) {
 	s.Start()
 	s.Stop()
 	s.Stop()
+}
+
+func TestSchedulerHandsFiresOffAheadByAtMostATenthOfThePeriod(t *testing.T) {
+	s, clk, log := newTestScheduler(t)
+	s.SetMaxLead(time.Second)
+	created := clk.TimerCreated()
+	s.Start()
+	<-created
+	s.Set("slow", every(20*time.Second)) // lead 1 s (the bound): handed off at 1019
+	s.Set("fast", every(time.Second))    // lead 100 ms: handed off at 1000.9
+	advance(t, clk, 899*time.Millisecond)
+	select {
+	case <-log.ch:
+		t.Fatal("handed off too early")
+	case <-time.After(50 * time.Millisecond):
+	}
+	advance(t, clk, time.Millisecond)
+	if got := log.wait(t, 1); got[0] != "fast@1001/0" { // the scheduled time, not the hand-off time
+		t.Fatalf("fires %v", got)
+	}
+	if next := s.Next("fast"); !next.Equal(time.Unix(1002, 0)) {
+		t.Fatalf("next %v", next)
+	}
+	advance(t, clk, 18100*time.Millisecond) // 1019.0: fast's fires collapse into one, slow is handed off
+	got := log.wait(t, 2)
+	if got[0] != "fast@1019/17" && got[1] != "fast@1019/17" {
+		t.Fatalf("fires %v", got)
+	}
+	if got[0] != "slow@1020/0" && got[1] != "slow@1020/0" {
+		t.Fatalf("fires %v", got)
+	}
 }
