@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/parallel"
 )
 
 // onWatch routes a watch event to the refresh that re-reads (and re-watches) the node. It runs on the
@@ -209,32 +210,26 @@ func (r *Registry) loadJob(e *jobEntry) error {
 		return err
 	}
 	cfg, cfgErr := parseConfig(job, data)
-	servers, err := r.readServers(job, nil)
-	if err != nil {
-		return err
+	// the other nodes are independent of each other: read them at once (go-zookeeper pipelines the requests
+	// on its connection), so a load costs two round trips rather than eight; with thousands of jobs
+	// starting together, load latency is what bounds how soon every job can fire
+	var (
+		servers, instances   map[string]string
+		leader               leaderNode
+		necessary, triggered bool
+		failover             []int
+		items                []string
+	)
+	reads := []func() error{
+		func() (err error) { servers, err = r.readServers(job, nil); return },
+		func() (err error) { instances, err = r.readInstances(job, nil); return },
+		func() (err error) { leader, err = r.readLeader(job); return },
+		func() (err error) { necessary, err = r.readExists(r.p.Necessary(job)); return },
+		func() (err error) { failover, err = r.readFailoverItems(job); return },
+		func() (err error) { triggered, err = r.readExists(r.p.Trigger(job, r.me.InstanceID)); return },
+		func() (err error) { items, err = r.folderW(job, r.p.Sharding(job)); return },
 	}
-	instances, err := r.readInstances(job, nil)
-	if err != nil {
-		return err
-	}
-	leader, err := r.readLeader(job)
-	if err != nil {
-		return err
-	}
-	necessary, err := r.readExists(r.p.Necessary(job))
-	if err != nil {
-		return err
-	}
-	failover, err := r.readFailoverItems(job)
-	if err != nil {
-		return err
-	}
-	triggered, err := r.readExists(r.p.Trigger(job, r.me.InstanceID))
-	if err != nil {
-		return err
-	}
-	items, err := r.folderW(job, r.p.Sharding(job))
-	if err != nil {
+	if err := parallel.For(len(reads), len(reads), func(i int) error { return reads[i]() }); err != nil {
 		return err
 	}
 
@@ -378,20 +373,29 @@ func (r *Registry) readInstances(job string, known map[string]string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(ids))
-	for _, id := range ids {
-		if ip, ok := known[id]; ok {
-			out[id] = ip
-			continue
+	ips := make([]string, len(ids)) // "" for a node gone already (the watch tells us again)
+	err = parallel.For(len(ids), len(ids), func(k int) error {
+		if ip, ok := known[ids[k]]; ok {
+			ips[k] = ip
+			return nil
 		}
-		data, _, err := r.s.get(r.p.Instance(job, id))
+		data, _, err := r.s.get(r.p.Instance(job, ids[k]))
 		if errors.Is(err, zk.ErrNoNode) {
-			continue // gone already; the watch tells us again
+			return nil
 		}
-		if err != nil {
-			return nil, err
+		if err == nil {
+			ips[k] = serverIPOf(ids[k], data)
 		}
-		out[id] = serverIPOf(id, data)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ids))
+	for k, id := range ids {
+		if ips[k] != "" {
+			out[id] = ips[k]
+		}
 	}
 	return out, nil
 }
@@ -458,20 +462,30 @@ func (r *Registry) readServers(job string, known map[string]string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(ips))
-	for _, ip := range ips {
-		if v, ok := known[ip]; ok {
-			out[ip] = v
-			continue
+	values := make([]*string, len(ips)) // nil for a node gone already
+	err = parallel.For(len(ips), len(ips), func(k int) error {
+		if v, ok := known[ips[k]]; ok {
+			values[k] = &v
+			return nil
 		}
-		data, _, err := r.s.getW(r.p.Server(job, ip))
+		data, _, err := r.s.getW(r.p.Server(job, ips[k]))
 		if errors.Is(err, zk.ErrNoNode) {
-			continue
+			return nil
 		}
-		if err != nil {
-			return nil, err
+		if err == nil {
+			v := strings.TrimSpace(string(data))
+			values[k] = &v
 		}
-		out[ip] = strings.TrimSpace(string(data))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ips))
+	for k, ip := range ips {
+		if values[k] != nil {
+			out[ip] = *values[k]
+		}
 	}
 	return out, nil
 }

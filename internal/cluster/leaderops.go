@@ -50,50 +50,102 @@ func (r *Registry) CommitSharding(job string, owners []string) error {
 	}
 	ops, final, err := r.shardingOpsFromCache(job, owners)
 	if err == nil {
-		err = r.commitSharding(job, guard, ops, final)
+		all, resps, err := r.commitSharding(guard, ops, final)
 		var oe *OpError
 		if !errors.As(err, &oe) || oe.Op == 0 || !(errors.Is(oe.Err, zk.ErrNoNode) || errors.Is(oe.Err, zk.ErrNodeExists) || errors.Is(oe.Err, zk.ErrNotEmpty)) {
-			return r.committed(job, err)
+			return r.committed(job, owners, all, resps, err)
 		}
 		r.log.Debug("sharding cache was stale; reading the registry", "job", job, "err", err)
 	}
 	if ops, final, err = r.shardingOpsFromRegistry(job, owners); err != nil {
 		return err
 	}
-	return r.committed(job, r.commitSharding(job, guard, ops, final))
+	all, resps, err := r.commitSharding(guard, ops, final)
+	return r.committed(job, owners, all, resps, err)
 }
 
-func (r *Registry) committed(job string, err error) error {
+// committed turns a commit's outcome into CommitSharding's error. A commit that went through is applied to
+// this peer's cache at once (owners, their node versions from the multi's results, necessary gone): the
+// leader's next fire then sees the sharding it wrote instead of resharding again while its watches catch
+// up, which with thousands of jobs starting together can take a while.
+func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.MultiResponse, err error) error {
 	var oe *OpError
 	if errors.As(err, &oe) && oe.Op == 0 {
 		return ErrNotLeader // the guard failed: deposed
 	}
-	if err == nil {
-		if e := r.entry(job); e != nil {
-			e.mu.Lock()
-			e.st.processing = false
-			e.mu.Unlock()
-		}
+	if err != nil {
+		return fmt.Errorf("commit sharding of job %q: %w", job, err)
+	}
+	e := r.entry(job)
+	if e == nil {
 		return nil
 	}
-	return fmt.Errorf("commit sharding of job %q: %w", job, err)
+	var added []int
+	defer func() {
+		for _, i := range added { // read (and watch) the new items' nodes, as refreshSharding would have
+			r.kickItem(job, i)
+		}
+	}()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.st.processing = false
+	if len(resps) != len(ops) { // committed in chunks: the watches bring the result
+		return nil
+	}
+	version := make(map[string]int32, len(owners))
+	for k, op := range ops {
+		switch o := op.(type) {
+		case *zk.CreateRequest:
+			version[o.Path] = 0
+		case *zk.SetDataRequest:
+			if resps[k].Stat != nil {
+				version[o.Path] = resps[k].Stat.Version
+			}
+		case *zk.DeleteRequest:
+			if o.Path == r.p.Necessary(job) {
+				e.st.necessary = false
+			}
+		}
+	}
+	for i, owner := range owners {
+		v, ok := version[r.p.ItemNode(job, i, NodeInstance)]
+		if !ok {
+			continue
+		}
+		it := e.st.items[i]
+		if it == nil {
+			it = &ItemState{}
+			e.st.items[i] = it
+			added = append(added, i)
+		}
+		it.Exists, it.Owner, it.OwnerVersion = true, owner, v
+	}
+	for i := range e.st.items {
+		if i >= len(owners) {
+			delete(e.st.items, i)
+		}
+	}
+	e.changedLocked()
+	return nil
 }
 
-// commitSharding sends guard+ops+final as one batched multi, or in chunks when it is too large.
-func (r *Registry) commitSharding(job string, guard any, ops, final []any) error {
+// commitSharding sends guard+ops+final as one batched multi, returning the ops sent and their results, or
+// in chunks when it is too large (then with no results).
+func (r *Registry) commitSharding(guard any, ops, final []any) ([]any, []zk.MultiResponse, error) {
 	if 1+len(ops)+len(final) <= maxBatchOps {
-		_, err := r.b.submit(append(append([]any{guard}, ops...), final...)...)
-		return err
+		all := append(append([]any{guard}, ops...), final...)
+		resps, err := r.b.submit(all...)
+		return all, resps, err
 	}
 	for len(ops)+len(final) > maxBatchOps-1 {
 		n := maxBatchOps - 1
 		if _, err := r.s.multi(append([]any{guard}, ops[:n]...)...); err != nil {
-			return err
+			return nil, nil, err
 		}
 		ops = ops[n:]
 	}
 	_, err := r.s.multi(append(append([]any{guard}, ops...), final...)...)
-	return err
+	return nil, nil, err
 }
 
 // shardingOpsFromCache builds the commit from what the watches last saw. Items to delete need their

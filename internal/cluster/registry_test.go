@@ -151,6 +151,26 @@ func TestRegistryJobLifecycle(t *testing.T) {
 		t.Fatalf("details %+v %v", details, err)
 	}
 
+	// the leader's cache holds what it committed as soon as the commit returns, with the node versions the
+	// item fence checks (its next fire must not reshard again, nor be refused, while the watches catch up)
+	swapped := []string{"10.0.0.2@-@2", "10.0.0.1@-@1", "10.0.0.2@-@2"}
+	if err := leader.r.CommitSharding("orders", swapped); err != nil {
+		t.Fatal(err)
+	}
+	now := leader.r.Job("orders")
+	for i, owner := range swapped {
+		_, st, err := leader.r.s.get(leader.r.p.ItemNode("orders", i, NodeInstance))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it := now.Item(i); it.Owner != owner || it.OwnerVersion != st.Version || st.Version == 0 {
+			t.Fatalf("item %d right after the commit: %+v, node version %d", i, it, st.Version)
+		}
+	}
+	if now.Necessary || !now.Sharded() {
+		t.Fatalf("right after the commit: necessary %v sharded %v", now.Necessary, now.Sharded())
+	}
+
 	// shrinking the job removes items >= the new total
 	if err := leader.r.CommitSharding("orders", owners[:1]); err != nil {
 		t.Fatal(err)

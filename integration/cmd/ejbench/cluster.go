@@ -53,7 +53,7 @@ func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
 // addPeer starts one more peer (server IP 127.0.0.{n}).
 func (c *benchCluster) addPeer() (*harness.Peer, error) {
 	i := len(c.peers) + 1
-	args := []string{"--log-level", "warn"} // the last --log-level wins over the harness's debug
+	args := []string{"--log-level", c.e.o.peerLogLevel} // the last --log-level wins over the harness's debug
 	addr := ""
 	if c.e.o.profile != "" {
 		port, err := harness.FreePort()

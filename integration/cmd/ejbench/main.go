@@ -46,6 +46,7 @@ type options struct {
 	profile        string
 	sessionTimeout time.Duration
 	zkHeap         string
+	peerLogLevel   string
 	regWorkers     int
 	grace          time.Duration
 }
@@ -77,6 +78,7 @@ func run(args []string) int {
 	fs.StringVar(&o.profile, "profile", "", "directory: take a CPU profile of every peer during the window (peers run with --pprof) and a heap profile at its end")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "the peers' --session-timeout")
 	fs.StringVar(&o.zkHeap, "zk-heap", "1g", "ZooKeeper's JVM heap (EJ_ZK_HEAP)")
+	fs.StringVar(&o.peerLogLevel, "peer-log-level", "warn", "the peers' --log-level (info logs every item; with -keep the logs stay)")
 	fs.IntVar(&o.regWorkers, "register-workers", 32, "concurrent API calls registering jobs")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "how long after the window late deliveries are still awaited")
 	fs.Usage = func() {
