@@ -76,16 +76,21 @@ func (s *JobSnapshot) Available() []string {
 // another instance took over (ElasticJob's rule; items still running are the caller's business).
 func (s *JobSnapshot) MyItems() []int {
 	var out []int
-	total := s.Config.ShardingTotalCount
-	for i, it := range s.Items {
-		if i >= total {
-			break
-		}
-		if it.Exists && it.Owner == s.Me && !it.Disabled && it.FailoverTo == "" {
+	for i := range min(len(s.Items), s.Config.ShardingTotalCount) {
+		if s.IsMyItem(i) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// IsMyItem reports whether item i is among MyItems, without listing them.
+func (s *JobSnapshot) IsMyItem(i int) bool {
+	if i < 0 || i >= len(s.Items) || i >= s.Config.ShardingTotalCount {
+		return false
+	}
+	it := s.Items[i]
+	return it.Exists && it.Owner == s.Me && !it.Disabled && it.FailoverTo == ""
 }
 
 // Sharded reports whether every item below shardingTotalCount has an owner.

@@ -619,7 +619,7 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 	} else if !e.reg.Lease() {
 		reason = "ZooKeeper session in doubt"
 	} else if snap := e.reg.Job(req.job); snap == nil || snap.Config.Disabled || !snap.Registered ||
-		snap.ServerDisabled(snap.MyIP) || !slices.Contains(snap.MyItems(), item) {
+		snap.ServerDisabled(snap.MyIP) || !snap.IsMyItem(item) {
 		reason = "the job or the item is no longer this peer's to run"
 	}
 	if reason == "" {
@@ -649,7 +649,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			ctx, cancel := context.WithTimeout(e.soft, time.Second)
 			fresh, werr := e.reg.Wait(ctx, req.job, func(s *cluster.JobSnapshot) bool { return s.Settled })
 			cancel()
-			if werr != nil || fresh == nil || !slices.Contains(fresh.MyItems(), item) || fresh.Item(item).OwnerVersion == version {
+			if werr != nil || fresh == nil || !fresh.IsMyItem(item) || fresh.Item(item).OwnerVersion == version {
 				e.log.Info("item is no longer this peer's: not run", "job", req.job, "item", item)
 				return false
 			}
@@ -710,7 +710,7 @@ func (e *Executor) finishItem(job string, item int) {
 			e.log.Warn("could not clear a misfire", "job", job, "item", item, "err", err)
 		}
 		wanted := snap.Config.Misfire || snap.Config.ReplayMissedFires // replay sets misfireAt itself
-		if wanted && !snap.Necessary && slices.Contains(snap.MyItems(), item) && !snap.Config.Disabled {
+		if wanted && !snap.Necessary && snap.IsMyItem(item) && !snap.Config.Disabled {
 			req := fireRequest{job: job, scheduledAt: r.misfireAt, source: ejserver.SourceMisfire,
 				taskID: ejserver.TaskID(job, []int{item}, false, e.me.InstanceID)}
 			e.startFollowUp(snap, req, item, r.triggers)
