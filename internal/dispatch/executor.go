@@ -342,6 +342,7 @@ func (e *Executor) fire(req fireRequest) {
 	st.ClockError, st.SkipReason, st.LastFireAt = "", "", req.scheduledAt
 	e.mu.Unlock()
 
+	waited := !shardingReady(snap)
 	snap, err := e.ensureSharded(job, snap)
 	if err != nil {
 		e.skip(job, "no sharding to fire with", "err", err)
@@ -350,6 +351,9 @@ func (e *Executor) fire(req fireRequest) {
 	items := snap.MyItems()
 	if req.items != nil {
 		items = slices.DeleteFunc(items, func(i int) bool { return !slices.Contains(req.items, i) })
+	}
+	if waited && req.source == ejserver.SourceNormal {
+		items = e.notRunYet(req, items)
 	}
 	if len(items) == 0 {
 		return
@@ -422,10 +426,28 @@ func (e *Executor) clockCheck(maxDiffSeconds int) string {
 	return ""
 }
 
+// shardingReady reports whether a snapshot's sharding can be fired with.
+func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }
+
+// notRunYet drops the items whose fire at req.scheduledAt already ran (their completed node says so). A fire
+// that waited for a resharding may have been given items whose previous owner ran this very fire before the
+// resharding (the leader waits for running items, so that run has ended and recorded itself).
+func (e *Executor) notRunYet(req fireRequest, items []int) []int {
+	return slices.DeleteFunc(items, func(item int) bool {
+		last, ok, err := e.reg.LastCompleted(req.job, item)
+		if err != nil || !ok || last.Source == ejserver.SourceManual || last.ScheduledAt.Before(req.scheduledAt) {
+			return false
+		}
+		e.log.Info("item already ran this fire on its previous owner: not run again", "job", req.job, "item", item,
+			"instance", last.InstanceID, "execution_id", last.ExecutionID)
+		return true
+	})
+}
+
 // ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
 // wait for it, never past the job's next fire.
 func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
-	ready := func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }
+	ready := shardingReady
 	if ready(snap) {
 		return snap, nil
 	}
