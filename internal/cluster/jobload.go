@@ -369,32 +369,45 @@ func (r *Registry) folderW(job, pth string) ([]string, error) {
 
 // readInstances lists instances/ with a watch; known gives the server IPs already read.
 func (r *Registry) readInstances(job string, known map[string]string) (map[string]string, error) {
-	ids, err := r.folderW(job, r.p.Instances(job))
+	return r.readChildren(job, r.p.Instances(job), known, func(id string) (string, error) {
+		data, _, err := r.s.get(r.p.Instance(job, id))
+		return serverIPOf(id, data), err
+	})
+}
+
+// readChildren lists pth's children with a watch and returns a value for each: from known when it holds
+// the child, otherwise from read, for all unknown children at once (go-zookeeper pipelines the reads). A
+// child gone meanwhile is left out; the watch tells us again.
+func (r *Registry) readChildren(job, pth string, known map[string]string, read func(name string) (string, error)) (map[string]string, error) {
+	names, err := r.folderW(job, pth)
 	if err != nil {
 		return nil, err
 	}
-	ips := make([]string, len(ids)) // "" for a node gone already (the watch tells us again)
-	err = parallel.For(len(ids), len(ids), func(k int) error {
-		if ip, ok := known[ids[k]]; ok {
-			ips[k] = ip
-			return nil
+	out := make(map[string]string, len(names))
+	var unknown []string
+	for _, n := range names {
+		if v, ok := known[n]; ok {
+			out[n] = v
+		} else {
+			unknown = append(unknown, n)
 		}
-		data, _, err := r.s.get(r.p.Instance(job, ids[k]))
+	}
+	values := make([]string, len(unknown))
+	found := make([]bool, len(unknown))
+	err = parallel.For(len(unknown), len(unknown), func(k int) error {
+		v, err := read(unknown[k])
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
-		if err == nil {
-			ips[k] = serverIPOf(ids[k], data)
-		}
+		values[k], found[k] = v, err == nil
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(ids))
-	for k, id := range ids {
-		if ips[k] != "" {
-			out[id] = ips[k]
+	for k, n := range unknown {
+		if found[k] {
+			out[n] = values[k]
 		}
 	}
 	return out, nil
@@ -458,36 +471,10 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 
 // readServers lists servers/ with a watch and reads (and watches) each server node not in known.
 func (r *Registry) readServers(job string, known map[string]string) (map[string]string, error) {
-	ips, err := r.folderW(job, r.p.Servers(job))
-	if err != nil {
-		return nil, err
-	}
-	values := make([]*string, len(ips)) // nil for a node gone already
-	err = parallel.For(len(ips), len(ips), func(k int) error {
-		if v, ok := known[ips[k]]; ok {
-			values[k] = &v
-			return nil
-		}
-		data, _, err := r.s.getW(r.p.Server(job, ips[k]))
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		if err == nil {
-			v := strings.TrimSpace(string(data))
-			values[k] = &v
-		}
-		return err
+	return r.readChildren(job, r.p.Servers(job), known, func(ip string) (string, error) {
+		data, _, err := r.s.getW(r.p.Server(job, ip))
+		return strings.TrimSpace(string(data)), err
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(ips))
-	for k, ip := range ips {
-		if values[k] != nil {
-			out[ip] = *values[k]
-		}
-	}
-	return out, nil
 }
 
 func (r *Registry) refreshServers(e *jobEntry) error {

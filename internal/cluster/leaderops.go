@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -89,7 +90,7 @@ func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.st.processing = false
-	if len(resps) != len(ops) { // committed in chunks: the watches bring the result
+	if resps == nil { // committed in chunks: the watches bring the result
 		return nil
 	}
 	version := make(map[string]int32, len(owners))
@@ -164,18 +165,9 @@ func (r *Registry) shardingOpsFromCache(job string, owners []string) (ops, final
 	}
 	necessary, processing := e.st.necessary, e.st.processing
 	e.mu.Unlock()
-	ops = r.ownerOps(job, owners, exists, hasOwner)
-	var gone []int
-	for i := range exists {
-		if i >= len(owners) {
-			gone = append(gone, i)
-		}
-	}
-	del, err := r.deleteItemOps(job, gone)
-	if err != nil {
+	if ops, err = r.itemOps(job, owners, exists, hasOwner); err != nil {
 		return nil, nil, err
 	}
-	ops = append(ops, del...)
 	if necessary {
 		final = append(final, opDelete(r.p.Necessary(job), -1))
 	}
@@ -212,18 +204,9 @@ func (r *Registry) shardingOpsFromRegistry(job string, owners []string) (ops, fi
 	for i, ok := range owned {
 		hasOwner[i] = ok
 	}
-	ops = r.ownerOps(job, owners, exists, hasOwner)
-	var gone []int
-	for _, i := range items {
-		if i >= len(owners) {
-			gone = append(gone, i)
-		}
-	}
-	del, err := r.deleteItemOps(job, gone)
-	if err != nil {
+	if ops, err = r.itemOps(job, owners, exists, hasOwner); err != nil {
 		return nil, nil, err
 	}
-	ops = append(ops, del...)
 	for _, flag := range []string{r.p.Necessary(job), r.p.Processing(job)} {
 		ok, _, err := r.s.exists(flag)
 		if err != nil {
@@ -234,6 +217,22 @@ func (r *Registry) shardingOpsFromRegistry(job string, owners []string) (ops, fi
 		}
 	}
 	return ops, final, nil
+}
+
+// itemOps writes each item's owner (ownerOps) and deletes the existing items at or beyond len(owners).
+func (r *Registry) itemOps(job string, owners []string, exists, hasOwner map[int]bool) ([]any, error) {
+	var gone []int
+	for i := range exists {
+		if i >= len(owners) {
+			gone = append(gone, i)
+		}
+	}
+	slices.Sort(gone)
+	del, err := r.deleteItemOps(job, gone)
+	if err != nil {
+		return nil, err
+	}
+	return append(r.ownerOps(job, owners, exists, hasOwner), del...), nil
 }
 
 // ownerOps writes each item's owner, creating the item or its instance node where they don't exist.

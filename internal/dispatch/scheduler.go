@@ -177,7 +177,10 @@ func (s *Scheduler) loop() {
 			at, missed := e.next, 0
 			next := e.sched.Next(at)
 			// collapse the times whose hand-off passed while we could not fire
-			for !next.IsZero() && !s.handOff(e.sched, next).After(now) {
+			for !next.IsZero() {
+				if e.at = s.handOff(e.sched, next); e.at.After(now) {
+					break
+				}
 				at, missed = next, missed+1
 				next = e.sched.Next(next)
 			}
@@ -187,7 +190,7 @@ func (s *Scheduler) loop() {
 				delete(s.entries, e.job)
 				continue
 			}
-			e.next, e.at = next, s.handOff(e.sched, next)
+			e.next = next // e.at is its hand-off, from the loop above
 			heap.Fix(&s.h, 0)
 		}
 		wait := time.Hour

@@ -14,6 +14,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/ejserver/ejserver/receiver"
 )
 
 // The baseline: `ejbench loop` is a bare timer loop in a process of its own. It fires the workload's schedule
@@ -63,21 +65,6 @@ func runLoop(args []string) int {
 	return 0
 }
 
-// loopBody is the webhook body's shape, so the receiver does the same work for the baseline.
-type loopBody struct {
-	JobName            string    `json:"jobName"`
-	TaskID             string    `json:"taskId"`
-	ExecutionID        string    `json:"executionId"`
-	ShardingItem       int       `json:"shardingItem"`
-	ShardingParameter  string    `json:"shardingParameter"`
-	ShardingTotalCount int       `json:"shardingTotalCount"`
-	JobParameter       string    `json:"jobParameter"`
-	Source             string    `json:"source"`
-	ScheduledAt        time.Time `json:"scheduledAt"`
-	Attempt            int       `json:"attempt"`
-	InstanceID         string    `json:"instanceId"`
-}
-
 func bareLoop(c loopConfig) error {
 	periodS := int64(c.period / time.Second)
 	if periodS < 1 {
@@ -118,7 +105,7 @@ func bareLoop(c loopConfig) error {
 					defer wg.Done()
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					if err := post(client, c.url, loopBody{JobName: job, TaskID: job + "@-@" + fmt.Sprint(item),
+					if err := post(client, c.url, receiver.Payload{JobName: job, TaskID: job + "@-@" + fmt.Sprint(item),
 						ExecutionID: newID(), ShardingItem: item, ShardingTotalCount: c.items, Source: "NORMAL_TRIGGER",
 						ScheduledAt: at.UTC(), Attempt: 1, InstanceID: instance}); err != nil {
 						failMu.Lock()
@@ -136,7 +123,7 @@ func bareLoop(c loopConfig) error {
 	return nil
 }
 
-func post(client *http.Client, url string, b loopBody) error {
+func post(client *http.Client, url string, b receiver.Payload) error {
 	data, err := json.Marshal(b)
 	if err != nil {
 		return err

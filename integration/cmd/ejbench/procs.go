@@ -138,19 +138,28 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// zkCounter reads one counter of ZooKeeper's `mntr` (e.g. zk_packets_received).
-func zkCounter(addr, name string) (int64, error) {
+// mntr reads one figure of ZooKeeper's `mntr` (e.g. zk_packets_received) as text.
+func mntr(addr, name string) (string, error) {
 	out, err := zktest.FourLetter(addr, "mntr")
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	for _, line := range strings.Split(out, "\n") {
 		k, v, ok := strings.Cut(line, "\t")
 		if ok && k == name {
-			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return strings.TrimSpace(v), nil
 		}
 	}
-	return 0, fmt.Errorf("mntr has no %s: %q", name, out)
+	return "", fmt.Errorf("mntr has no %s: %q", name, out)
+}
+
+// zkCounter reads one counter of `mntr` (e.g. zk_packets_received).
+func zkCounter(addr, name string) (int64, error) {
+	v, err := mntr(addr, name)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
 
 // pidListening finds the process listening on 127.0.0.1:port (ZooKeeper's JVM, which zktest starts but does
@@ -194,17 +203,11 @@ func pidListening(port int) int {
 	return 0
 }
 
-// zkFloat reads one figure of ZooKeeper's `mntr` that may have decimals (zk_avg_latency).
+// zkFloat reads one figure of `mntr` that may have decimals (zk_avg_latency).
 func zkFloat(addr, name string) (float64, error) {
-	out, err := zktest.FourLetter(addr, "mntr")
+	v, err := mntr(addr, name)
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(out, "\n") {
-		k, v, ok := strings.Cut(line, "\t")
-		if ok && k == name {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	return 0, fmt.Errorf("mntr has no %s", name)
+	return strconv.ParseFloat(v, 64)
 }

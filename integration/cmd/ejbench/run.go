@@ -88,6 +88,9 @@ func (r *Result) fill(a analysis, window time.Duration) {
 		r.FirstMinute, r.LastMinute = a.Minutes[0], a.Minutes[len(a.Minutes)-1]
 	}
 	r.RequestsPS = round1(float64(a.Arrivals) / window.Seconds())
+	if a.Arrivals > 0 { // ZKPackets is measured before (zero for a baseline)
+		r.ZKPerItem = float64(int64(float64(r.ZKPackets)/float64(a.Arrivals)*100+0.5)) / 100
+	}
 }
 
 // prepare starts a cluster, registers the workload's jobs and waits until every peer schedules them.
@@ -194,6 +197,17 @@ func (e *env) sleepUntil(t time.Time, rec *recorder, what string) {
 	}
 }
 
+// window waits until every job has fired (settle) and a warm-up has passed, and returns the measured window
+// that starts then.
+func (e *env) window(w workload, rec *recorder, r *Result) (from, to time.Time) {
+	e.settle(w, rec, r)
+	from = ceilSecond(time.Now().Add(e.warmup(w)))
+	to = from.Add(w.duration)
+	e.logf("window %s - %s", from.Format(time.TimeOnly), to.Format(time.TimeOnly))
+	e.sleepUntil(from, rec, "warm-up")
+	return from, to
+}
+
 // runPeriodic runs a steady workload: a window of fires on a cluster that has fired every job at least once.
 func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 	r := w.result("ejserver")
@@ -202,11 +216,7 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 		return r, err
 	}
 	defer c.stop()
-	e.settle(w, rec, &r)
-	from := ceilSecond(time.Now().Add(e.warmup(w)))
-	to := from.Add(w.duration)
-	e.logf("window %s - %s", from.Format(time.TimeOnly), to.Format(time.TimeOnly))
-	e.sleepUntil(from, rec, "warm-up")
+	from, to := e.window(w, rec, &r)
 	m := startMeasure(c)
 	prof := c.profile(w.name, min(w.duration, 30*time.Second))
 	e.sleepUntil(to, rec, w.name)
@@ -216,9 +226,6 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 	<-prof
 	a := analyze(rec.records(), w.sched, from, to)
 	r.fill(a, w.duration)
-	if a.Arrivals > 0 {
-		r.ZKPerItem = float64(int64(float64(r.ZKPackets)/float64(a.Arrivals)*100+0.5)) / 100
-	}
 	c.notes(&r)
 	return r, nil
 }
@@ -340,9 +347,6 @@ func (e *env) runFailover(w workload, rec *recorder) (Result, error) {
 	a := analyze(rec.records(), w.sched, fire, next.Add(time.Second))
 	r.fill(a, next.Add(5*time.Second).Sub(fire))
 	r.Window = next.Add(5 * time.Second).Sub(fire).String()
-	if a.Arrivals > 0 {
-		r.ZKPerItem = float64(int64(float64(r.ZKPackets)/float64(a.Arrivals)*100+0.5)) / 100
-	}
 	c.notes(&r)
 	return r, nil
 }
@@ -387,10 +391,7 @@ func (e *env) runReshard(w workload, rec *recorder) (Result, error) {
 		return r, err
 	}
 	defer c.stop()
-	e.settle(w, rec, &r)
-	from := ceilSecond(time.Now().Add(e.warmup(w)))
-	to := from.Add(w.duration)
-	e.sleepUntil(from, rec, "warm-up")
+	from, to := e.window(w, rec, &r)
 	m := startMeasure(c)
 	e.sleepUntil(from.Add(20*time.Second), rec, "before the join")
 	t0 := time.Now()
@@ -432,9 +433,6 @@ func (e *env) runReshard(w workload, rec *recorder) (Result, error) {
 	}
 	a := analyze(recs, w.sched, from, to)
 	r.fill(a, w.duration)
-	if a.Arrivals > 0 {
-		r.ZKPerItem = float64(int64(float64(r.ZKPackets)/float64(a.Arrivals)*100+0.5)) / 100
-	}
 	e.logf("the new peer fired %d jobs (ROUND_ROBIN gives it %d); first %.0f ms after it was ready, all %.0f ms", rr.MovedJobs, rr.ExpectedJobs, rr.FirstFireMs, rr.AllMovedMs)
 	c.notes(&r)
 	return r, nil
