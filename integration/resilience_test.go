@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -189,5 +190,48 @@ func TestElasticJobTriggerNode(t *testing.T) {
 	}
 	if out := zkCli(t, c.zk, "ls", "/"+c.ns+"/zktrig/trigger"); !strings.Contains(out, "[]") {
 		t.Fatalf("the trigger node was not consumed:\n%s", out)
+	}
+}
+
+// A trigger the API sent before a peer registered on the job (the leader reshards for it and gives that peer
+// items) still runs every item: the resharding leader hands the trigger on to the newcomer.
+func TestTriggerReachesAnInstanceThatJoinedBeforeTheResharding(t *testing.T) {
+	recv := newReceiver(t)
+	c := newCluster(t, 2)
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", job("late", "", 2, recv.URL), http.StatusCreated, nil)
+	var leader string
+	if !eventually(10*time.Second, func() bool {
+		var v struct {
+			InstanceCount int    `json:"instanceCount"`
+			Leader        string `json:"leader"`
+		}
+		mustDo(t, c.peers[0], "GET", "/api/v1/jobs/late", nil, http.StatusOK, &v)
+		leader = v.Leader
+		return v.InstanceCount == 2 && leader != ""
+	}) {
+		t.Fatal("the job never had two instances and a leader")
+	}
+	// what the API writes when it lists only the leader: the job is not sharded yet, so the leader reshards
+	// and gives the other instance an item
+	body := fmt.Sprintf(`{"id":"t-late","jobParameter":"late","instances":[%q]}`, leader)
+	zkCli(t, c.zk, "create", "/"+c.ns+"/late/trigger/"+leader, body)
+	ds, ok := recv.WaitFor(15*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 2 })
+	if !ok {
+		t.Fatalf("the trigger ran %d of 2 items", len(ds))
+	}
+	recv.WaitFor(time.Second, func([]harness.Delivery) bool { return false })
+	ds = recv.Deliveries(nil)
+	owners := map[string]bool{}
+	for _, d := range ds {
+		if d.Payload.Source != "MANUAL" || d.Payload.JobParameter != "late" {
+			t.Fatalf("delivery %+v", d.Payload)
+		}
+		owners[d.Payload.InstanceID] = true
+	}
+	if len(ds) != 2 || len(owners) != 2 {
+		t.Fatalf("deliveries %+v, want one item on each peer", ds)
+	}
+	if out := zkCli(t, c.zk, "ls", "/"+c.ns+"/late/trigger"); !strings.Contains(out, "[]") {
+		t.Fatalf("a trigger node was left behind:\n%s", out)
 	}
 }

@@ -26,6 +26,7 @@ type Registry interface {
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
 	ClearStaleRunning(job string, item int, version int32) error
 	TakeTrigger(job string) (cluster.TriggerRequest, bool, error)
+	CreateTriggers(job string, instances []string, req cluster.TriggerRequest) error
 	LastCompleted(job string, item int) (cluster.Completed, bool, error)
 	ClockOffset() (time.Duration, bool)
 	Lease() bool
@@ -142,8 +143,9 @@ type fireRequest struct {
 	job         string
 	scheduledAt time.Time
 	source      ejserver.Source
-	param       *string // manual trigger's jobParameter override
-	items       []int   // manual trigger's subset; nil = all of this peer's items
+	param       *string                 // manual trigger's jobParameter override
+	items       []int                   // manual trigger's subset; nil = all of this peer's items
+	trigger     *cluster.TriggerRequest // the manual trigger this fire runs, if any
 	taskID      string
 	task        *task // the fire's task on this peer, for status traces
 }
@@ -192,7 +194,7 @@ func (e *Executor) Trigger(job string) {
 			return
 		}
 		e.log.Info("manual trigger", "job", job, "trigger", req.ID, "items", req.Items)
-		e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceManual, param: req.JobParameter, items: req.Items})
+		e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceManual, param: req.JobParameter, items: req.Items, trigger: &req})
 	})
 }
 
@@ -343,10 +345,13 @@ func (e *Executor) fire(req fireRequest) {
 	e.mu.Unlock()
 
 	waited := !shardingReady(snap)
-	snap, err := e.ensureSharded(job, snap)
+	snap, resharded, err := e.ensureSharded(job, snap)
 	if err != nil {
 		e.skip(job, "no sharding to fire with", "err", err)
 		return
+	}
+	if resharded && req.trigger != nil {
+		e.handOnTrigger(snap, *req.trigger)
 	}
 	items := snap.MyItems()
 	if req.items != nil {
@@ -444,12 +449,43 @@ func (e *Executor) notRunYet(req fireRequest, items []int) []int {
 	})
 }
 
+// handOnTrigger gives a manual trigger to the instances this peer's resharding (done for that trigger) gave
+// requested items to but the trigger did not reach: they joined after the request listed its instances.
+// Only the resharding leader does it, once, so no instance is triggered twice.
+func (e *Executor) handOnTrigger(snap *cluster.JobSnapshot, t cluster.TriggerRequest) {
+	if len(t.Instances) == 0 {
+		return // an operator's trigger node: meant for one instance only
+	}
+	var missing []string
+	for i := range snap.Config.ShardingTotalCount {
+		it := snap.Item(i)
+		if it.Owner == "" || it.Disabled || (t.Items != nil && !slices.Contains(t.Items, i)) {
+			continue
+		}
+		if !slices.Contains(t.Instances, it.Owner) && !slices.Contains(missing, it.Owner) {
+			missing = append(missing, it.Owner)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	slices.Sort(missing)
+	t.Instances = slices.Concat(t.Instances, missing)
+	if err := e.reg.CreateTriggers(snap.Name, missing, t); err != nil {
+		e.log.Warn("could not hand the manual trigger to instances that joined after it", "job", snap.Name,
+			"trigger", t.ID, "instances", missing, "err", err)
+		return
+	}
+	e.log.Info("manual trigger handed to instances the resharding gave items to", "job", snap.Name, "trigger", t.ID,
+		"instances", missing)
+}
+
 // ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
-// wait for it, never past the job's next fire.
-func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
+// wait for it, never past the job's next fire. It reports whether this peer did the resharding.
+func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, bool, error) {
 	ready := shardingReady
 	if ready(snap) {
-		return snap, nil
+		return snap, false, nil
 	}
 	wait := e.cfg.ReshardWait
 	if e.cfg.NextFire != nil {
@@ -459,12 +495,12 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 	}
 	ctx, cancel := context.WithTimeout(e.soft, max(wait, 100*time.Millisecond))
 	defer cancel()
+	resharded := false
 	if snap.IsLeader() && (snap.Necessary || !snap.Sharded()) && e.cfg.Resharder != nil {
-		if snap.Necessary || !snap.Sharded() {
-			if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
-				return nil, fmt.Errorf("resharding as leader: %w", err)
-			}
+		if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
+			return nil, false, fmt.Errorf("resharding as leader: %w", err)
 		}
+		resharded = true
 	}
 	got, err := e.reg.Wait(ctx, job, ready)
 	if err != nil {
@@ -472,9 +508,9 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 		if got != nil && got.Leader != "" {
 			leader = got.Leader
 		}
-		return nil, fmt.Errorf("waited %s for the leader (%s) to reshard: %w", wait.Round(time.Millisecond), leader, err)
+		return nil, false, fmt.Errorf("waited %s for the leader (%s) to reshard: %w", wait.Round(time.Millisecond), leader, err)
 	}
-	return got, nil
+	return got, resharded, nil
 }
 
 // startItem runs item unless it is still in flight here: then a scheduled fire becomes a misfire (one

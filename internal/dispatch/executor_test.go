@@ -28,6 +28,7 @@ type fakeRegistry struct {
 	lease     bool
 	trigger   *cluster.TriggerRequest
 	completed map[int]cluster.Completed
+	handedOn  map[string]cluster.TriggerRequest // triggers created for other instances
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
@@ -41,7 +42,7 @@ func newFakeRegistry(total int) *fakeRegistry {
 		snap: &cluster.JobSnapshot{Name: "j", Config: cfg, Instances: map[string]string{"me": "10.0.0.1"},
 			Servers: map[string]string{}, Leader: "me", Items: items, Me: "me", MyIP: "10.0.0.1", Registered: true, Settled: true},
 		running: map[int]cluster.Running{}, misfires: map[int]bool{}, notOwner: map[int]bool{}, lease: true,
-		completed: map[int]cluster.Completed{},
+		completed: map[int]cluster.Completed{}, handedOn: map[string]cluster.TriggerRequest{},
 	}
 }
 
@@ -117,6 +118,18 @@ func (f *fakeRegistry) TakeTrigger(string) (cluster.TriggerRequest, bool, error)
 	t := *f.trigger
 	f.trigger = nil
 	return t, true, nil
+}
+
+func (f *fakeRegistry) CreateTriggers(_ string, instances []string, req cluster.TriggerRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range instances {
+		if _, ok := f.handedOn[id]; ok {
+			return fmt.Errorf("trigger/%s exists", id)
+		}
+		f.handedOn[id] = req
+	}
+	return nil
 }
 
 func (f *fakeRegistry) LastCompleted(_ string, item int) (cluster.Completed, bool, error) {
@@ -563,5 +576,72 @@ func TestExecutorFireThatWaitedForAReshardingSkipsItemsThatAlreadyRanIt(t *testi
 	e.Fire("j", at, 0)
 	for range 3 {
 		send.next(t)
+	}
+}
+
+// A peer that joins between a trigger request and the resharding it causes is not left out: the leader that
+// reshards for the trigger hands it to the instances it gave requested items to, and to nobody else.
+func TestExecutorHandsATriggerToInstancesItsReshardingGaveItemsTo(t *testing.T) {
+	reg, send := newFakeRegistry(4), newFakeSender()
+	reg.snap.Necessary = true // "late" and "later" joined after the API listed the trigger's instances
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Resharder: resharderFunc(func(context.Context, string) error {
+			reg.set(func() {
+				s := *reg.snap
+				s.Necessary = false
+				s.Items = []cluster.ItemState{
+					{Exists: true, Owner: "me", OwnerVersion: 2}, {Exists: true, Owner: "late", OwnerVersion: 2},
+					{Exists: true, Owner: "other", OwnerVersion: 2}, {Exists: true, Owner: "later", OwnerVersion: 2},
+				}
+				reg.snap = &s
+			})
+			return nil
+		})})
+	defer e.Drain(time.Second)
+	param := "p"
+	reg.set(func() {
+		reg.trigger = &cluster.TriggerRequest{ID: "t1", JobParameter: &param, Items: []int{0, 1, 2}, Instances: []string{"me", "other"}}
+	})
+	e.Trigger("j")
+	if p := send.next(t); p.ShardingItem != 0 || p.Source != string(ejserver.SourceManual) || p.JobParameter != "p" {
+		t.Fatalf("sent %+v, want item 0 as MANUAL with the override", p)
+	}
+	send.none(t)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	got, ok := reg.handedOn["late"]
+	if len(reg.handedOn) != 1 || !ok {
+		t.Fatalf("handed on to %v, want only the instance that owns a requested item (late)", reg.handedOn)
+	}
+	if got.ID != "t1" || *got.JobParameter != "p" || fmt.Sprint(got.Items) != "[0 1 2]" || fmt.Sprint(got.Instances) != "[me other late]" {
+		t.Fatalf("handed-on trigger %+v", got)
+	}
+}
+
+// An operator's trigger node names no instances: it is never handed on.
+func TestExecutorDoesNotHandOnAnOperatorsTrigger(t *testing.T) {
+	reg, send := newFakeRegistry(2), newFakeSender()
+	reg.snap.Necessary = true
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Resharder: resharderFunc(func(context.Context, string) error {
+			reg.set(func() {
+				s := *reg.snap
+				s.Necessary = false
+				s.Items = []cluster.ItemState{{Exists: true, Owner: "me", OwnerVersion: 2}, {Exists: true, Owner: "late", OwnerVersion: 2}}
+				reg.snap = &s
+			})
+			return nil
+		})})
+	defer e.Drain(time.Second)
+	reg.set(func() { reg.trigger = &cluster.TriggerRequest{} })
+	e.Trigger("j")
+	if p := send.next(t); p.ShardingItem != 0 {
+		t.Fatalf("sent item %d, want 0", p.ShardingItem)
+	}
+	send.none(t)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(reg.handedOn) != 0 {
+		t.Fatalf("handed on to %v", reg.handedOn)
 	}
 }

@@ -509,7 +509,7 @@ func (s *Service) TriggerJob(ctx context.Context, name string, req TriggerReques
 	if len(want) == 0 {
 		want = nil
 	}
-	if err := s.reg.CreateTriggers(name, targets, cluster.TriggerRequest{ID: id, JobParameter: req.JobParameter, Items: want, RequestedAt: s.clk.Now().UTC()}); err != nil {
+	if err := s.reg.CreateTriggers(name, targets, cluster.TriggerRequest{ID: id, JobParameter: req.JobParameter, Items: want, RequestedAt: s.clk.Now().UTC(), Instances: targets}); err != nil {
 		return TriggerResult{}, err
 	}
 	res := TriggerResult{TriggerID: id, JobName: name, JobParameter: cfg.JobParameter, Items: []int{}}
