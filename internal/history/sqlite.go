@@ -35,7 +35,7 @@ var _ Store = (*sqliteStore)(nil)
 
 // sqliteParams are the connection settings: WAL, wait up to 10 s for a lock another process holds, and
 // synchronous=NORMAL (WAL stays consistent; a power cut may lose the last commits, which history can afford).
-const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)"
 
 func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, error) {
 	if path == "" {
