@@ -175,7 +175,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
-	writer := history.NewWriter(store, history.WriterConfig{Logger: log})
+	// the history writer keeps out of the way of this peer's bursts of webhooks: it writes between them
+	activity := dispatch.NewActivity(clk)
+	writer := history.NewWriter(store, history.WriterConfig{Logger: log,
+		Yield: func() time.Duration { return activity.Busy(historyYieldGuard) }})
 	if err := writer.Start(context.Background()); err != nil {
 		return err
 	}
@@ -233,6 +236,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
+		Activity:   activity,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
@@ -295,6 +299,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	_ = srv.Shutdown(shutdownCtx)
 	return nil
 }
+
+// historyYieldGuard is how far around a burst of webhooks the history writer holds off: about the time one
+// batch of its writes takes on a small machine, so a batch begun just before a burst ends before it.
+const historyYieldGuard = 100 * time.Millisecond
 
 // scheduleOn keeps the scheduler in step with the registry: a job is scheduled when it is loaded, re-scheduled
 // when its config changes, and unscheduled at once when it is deleted or disabled.

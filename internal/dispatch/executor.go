@@ -75,7 +75,9 @@ type ExecutorConfig struct {
 	Sender    Sender
 	Recorder  Recorder
 	Resharder Resharder
-	Observer  Observer
+	// Activity, if set, is told when requests leave and which prepared items wait for what time.
+	Activity *Activity
+	Observer Observer
 	// NextFire returns a job's next scheduled time (retries never run into it); nil: no bound.
 	NextFire func(job string) time.Time
 	// ScheduleOf returns a job's schedule (for replayMissedFires); nil disables replaying.
@@ -608,6 +610,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		e.taskItemEnded(req.task, item, false, false)
 		return
 	}
+	e.cfg.Activity.started()
 	e.taskStarted(req.task)
 	params, _ := ejserver.ParseShardingItemParameters(cfg.ShardingItemParameters, cfg.ShardingTotalCount)
 	started := e.clk.Now()
@@ -672,7 +675,10 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 		return true
 	}
 	reason := ""
-	if !clock.Sleep(e.clk, wait, e.soft.Done()) {
+	e.cfg.Activity.waiting(req.scheduledAt, 1)
+	slept := clock.Sleep(e.clk, wait, e.soft.Done())
+	e.cfg.Activity.waiting(req.scheduledAt, -1)
+	if !slept {
 		reason = "the peer is shutting down"
 	} else if !e.reg.Lease() {
 		reason = "ZooKeeper session in doubt"

@@ -464,7 +464,8 @@ func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
 // newLeadExecutor returns an executor on a fake clock at 1000 s, for fires handed off ahead of their time.
 func newLeadExecutor(reg *fakeRegistry, send *fakeSender) (*Executor, *clock.Fake) {
 	clk := clock.NewFake(time.Unix(1000, 0))
-	return NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), clk
+	return NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Clock: clk, Activity: NewActivity(clk),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), clk
 }
 
 func TestExecutorPreparedItemLeavesAtItsScheduledTime(t *testing.T) {
@@ -476,13 +477,24 @@ func TestExecutorPreparedItemLeavesAtItsScheduledTime(t *testing.T) {
 	<-created
 	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 2 }) // fenced ahead
 	send.none(t)
-	clk.Advance(999 * time.Millisecond)
+	const guard = 100 * time.Millisecond
+	if busy := e.cfg.Activity.Busy(guard); busy != 0 {
+		t.Fatalf("busy for %s a second before the items are due", busy)
+	}
+	clk.Advance(950 * time.Millisecond)
+	waitFor(t, func() bool { return e.cfg.Activity.Busy(guard) == 150*time.Millisecond }) // due in 50ms, then guard
+	clk.Advance(49 * time.Millisecond)
 	send.none(t)
 	clk.Advance(time.Millisecond)
 	for range 2 {
 		if p := send.next(t); !p.ScheduledAt.Equal(time.Unix(1001, 0)) || p.Source != string(ejserver.SourceNormal) {
 			t.Fatalf("payload %+v", p)
 		}
+	}
+	waitFor(t, func() bool { return e.cfg.Activity.Busy(guard) == guard }) // the requests just left
+	clk.Advance(guard)
+	if busy := e.cfg.Activity.Busy(guard); busy != 0 {
+		t.Fatalf("busy for %s after the burst", busy)
 	}
 }
 

@@ -36,8 +36,14 @@ type WriterConfig struct {
 	StopTimeout time.Duration
 	// DropLogInterval is the least time between two logs of dropped records: 10s.
 	DropLogInterval time.Duration
-	Logger          *slog.Logger
-	Clock           clock.Clock
+	// Yield, if set, is asked before each batch how long to hold off so the peer's own work goes first
+	// (dispatch.Activity.Busy: a burst of webhooks is leaving, or about to). A flush holds off at most
+	// MaxYield in all (default 1s), so records are late by that much at worst and never starved; the
+	// final flush at Stop does not hold off.
+	Yield    func() time.Duration
+	MaxYield time.Duration
+	Logger   *slog.Logger
+	Clock    clock.Clock
 }
 
 func (c WriterConfig) withDefaults() WriterConfig {
@@ -58,6 +64,7 @@ func (c WriterConfig) withDefaults() WriterConfig {
 	set(&c.WriteTimeout, 10*time.Second)
 	set(&c.StopTimeout, 5*time.Second)
 	set(&c.DropLogInterval, 10*time.Second)
+	set(&c.MaxYield, time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -251,7 +258,7 @@ func (w *Writer) run(ctx context.Context, done chan struct{}) {
 			timer.Stop()
 		case <-timer.C():
 		}
-		if err := w.flush(ctx); err != nil {
+		if err := w.flush(ctx, true); err != nil {
 			backoff = min(max(2*backoff, w.cfg.RetryMin), w.cfg.RetryMax)
 		} else {
 			backoff = 0
@@ -264,7 +271,7 @@ func (w *Writer) run(ctx context.Context, done chan struct{}) {
 func (w *Writer) final(ctx context.Context) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.StopTimeout)
 	defer cancel()
-	err := w.flush(fctx)
+	err := w.flush(fctx, false)
 	w.mu.Lock()
 	left := len(w.execs) + len(w.traces) + w.inflight
 	w.execs, w.traces, w.inflight = nil, nil, 0
@@ -279,14 +286,22 @@ func (w *Writer) final(ctx context.Context) {
 	w.logDrops(true)
 }
 
-// flush writes everything queued, in batches. It returns the first transient error (or ctx's end), keeping
-// the records it could not write for the next attempt.
-func (w *Writer) flush(ctx context.Context) error {
+// flush writes everything queued, in batches, holding off before each while Yield asks (if yield). It
+// returns the first transient error (or ctx's end), keeping the records it could not write for the next
+// attempt.
+func (w *Writer) flush(ctx context.Context, yield bool) error {
+	since := w.cfg.Clock.Now()
+	hold := func() {
+		if yield {
+			w.holdOff(ctx, since)
+		}
+	}
 	for {
 		if len(w.pendExecs) == 0 && len(w.pendTraces) == 0 && !w.take() {
 			return nil
 		}
 		for len(w.pendExecs) > 0 {
+			hold()
 			n := min(len(w.pendExecs), w.cfg.BatchSize)
 			kept, err := writeBatch(w, ctx, w.pendExecs[:n], w.sink.WriteExecutions, func(e ejserver.Execution) string { return e.ID })
 			if err != nil {
@@ -296,6 +311,7 @@ func (w *Writer) flush(ctx context.Context) error {
 			w.pendExecs = w.pendExecs[n:]
 		}
 		for len(w.pendTraces) > 0 {
+			hold()
 			n := min(len(w.pendTraces), w.cfg.BatchSize)
 			kept, err := writeBatch(w, ctx, w.pendTraces[:n], w.sink.WriteTraces, func(t ejserver.StatusTrace) string { return t.ID })
 			if err != nil {
@@ -303,6 +319,19 @@ func (w *Writer) flush(ctx context.Context) error {
 				return err
 			}
 			w.pendTraces = w.pendTraces[n:]
+		}
+	}
+}
+
+// holdOff waits while Yield asks, until MaxYield after since at the latest, or until ctx ends.
+func (w *Writer) holdOff(ctx context.Context, since time.Time) {
+	if w.cfg.Yield == nil {
+		return
+	}
+	for {
+		d, left := w.cfg.Yield(), w.cfg.MaxYield-w.cfg.Clock.Since(since)
+		if d <= 0 || left <= 0 || !clock.Sleep(w.cfg.Clock, min(d, left), ctx.Done()) {
+			return
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -439,5 +440,45 @@ func TestWriterSurvivesPostgresOutage(t *testing.T) {
 	}
 	if c["outage"].Success != 250 || c["dispatch"].Success != st2.Written {
 		t.Errorf("the store holds %+v, want 250 outage and %d dispatch executions", c, st2.Written)
+	}
+}
+
+// TestWriterYieldsToABusyPeer: a flush holds off while Yield says the peer is busy, writes as soon as it is
+// quiet, and after MaxYield at the latest when it never is.
+func TestWriterYieldsToABusyPeer(t *testing.T) {
+	for _, maxYield := range []time.Duration{time.Hour, time.Second} {
+		t.Run(maxYield.String(), func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			var busy atomic.Bool
+			var asked atomic.Int64
+			busy.Store(true)
+			sink := &fakeSink{}
+			w := startWriter(t, sink, WriterConfig{BatchSize: 10, FlushInterval: time.Hour, MaxYield: maxYield, Clock: clk,
+				Yield: func() time.Duration {
+					asked.Add(1)
+					if busy.Load() {
+						return 100 * time.Millisecond
+					}
+					return 0
+				}})
+			written := func() int { e, _ := sink.written(); return len(e) }
+			tick := func() { clk.Advance(50 * time.Millisecond) }
+			start := clk.Now()
+			enqueueAll(w, execs(10, "yield")) // a full batch: flushed at once, but the peer is busy
+			if maxYield == time.Second {
+				// never quiet: MaxYield bounds the wait
+				eventually(t, "the batch after MaxYield", func() bool { return written() == 10 }, tick)
+				if waited := clk.Since(start); waited < time.Second {
+					t.Fatalf("wrote after %s of a busy peer, want MaxYield (1s)", waited)
+				}
+				return
+			}
+			eventually(t, "the writer to hold off through bursts", func() bool { return asked.Load() >= 5 }, tick)
+			if n := written(); n != 0 {
+				t.Fatalf("%d records written while the peer was busy", n)
+			}
+			busy.Store(false)
+			eventually(t, "the batch once the peer is quiet", func() bool { return written() == 10 }, tick)
+		})
 	}
 }
