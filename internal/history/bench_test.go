@@ -25,21 +25,10 @@ func BenchmarkWriter(b *testing.B) {
 				name = kind + "/insert+update"
 			}
 			b.Run(name, func(b *testing.B) {
-				s := openStore(b, kind)
-				cfg := WriterConfig{Logger: discardLogger()}.withDefaults()
-				w := NewWriter(s, cfg)
-				if err := w.Start(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				defer w.Stop()
-				// The producer waits (without spinning: the writer needs the CPU) while the queue is nearly full.
-				tick := time.NewTicker(100 * time.Microsecond)
-				defer tick.Stop()
+				w, room := benchWriter(b, kind)
 				records := 0
 				enqueue := func(e ejserver.Execution) {
-					for w.Stats().Backlog >= cfg.QueueSize-1 {
-						<-tick.C
-					}
+					room(1)
 					w.Enqueue(e)
 					records++
 				}
@@ -86,20 +75,7 @@ func BenchmarkWriter(b *testing.B) {
 //	go test ./internal/history -run '^$' -bench BenchmarkWriterManyJobs -benchtime 200000x
 func BenchmarkWriterManyJobs(b *testing.B) {
 	const jobs = 10000
-	s := openStore(b, "sqlite")
-	cfg := WriterConfig{Logger: discardLogger()}.withDefaults()
-	w := NewWriter(s, cfg)
-	if err := w.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
-	tick := time.NewTicker(100 * time.Microsecond)
-	defer tick.Stop()
-	wait := func() {
-		for w.Stats().Backlog >= cfg.QueueSize-4 {
-			<-tick.C
-		}
-	}
+	w, room := benchWriter(b, "sqlite")
 	names := make([]string, jobs)
 	for i := range names {
 		names[i] = fmt.Sprintf("job-%05d", i)
@@ -107,7 +83,7 @@ func BenchmarkWriterManyJobs(b *testing.B) {
 	records := 0
 	b.ResetTimer()
 	for i := range b.N {
-		wait()
+		room(4)
 		at := t0.Add(time.Duration(i) * time.Millisecond)
 		e := newExec(names[i%jobs], 0, at)
 		w.Enqueue(e)
@@ -124,4 +100,22 @@ func BenchmarkWriterManyJobs(b *testing.B) {
 		b.Fatalf("stats %+v", st)
 	}
 	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+// benchWriter starts a Writer (default settings) into a fresh store of kind; room(n) returns once the queue
+// has room for n records, waiting without spinning (the writer needs the CPU), so nothing is dropped.
+func benchWriter(b *testing.B, kind string) (w *Writer, room func(n int)) {
+	cfg := WriterConfig{Logger: discardLogger()}.withDefaults()
+	w = NewWriter(openStore(b, kind), cfg)
+	if err := w.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.Stop)
+	tick := time.NewTicker(100 * time.Microsecond)
+	b.Cleanup(tick.Stop)
+	return w, func(n int) {
+		for w.Stats().Backlog > cfg.QueueSize-n {
+			<-tick.C
+		}
+	}
 }
