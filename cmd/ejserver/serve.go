@@ -75,7 +75,7 @@ func parseServe(args []string) (serveConfig, error) {
 	allow := f.String("webhook-allow", "", "allow-list of webhook targets: host names, *.suffixes, IPs and CIDRs, comma-separated (default: anything but link-local and metadata addresses)")
 	shutdown := f.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM, how long in-flight webhooks may finish")
 	gc := f.Duration("server-gc", time.Hour, "remove a job's servers/{ip} node after its IP has had no instance online this long (0: never); DISABLED nodes are kept")
-	lead := f.Duration("fire-lead", time.Second, "prepare each fire (fence its items in ZooKeeper) up to this long before its scheduled time, and at most a tenth of the job's period before it, so the webhooks leave on time (0: prepare at the scheduled time)")
+	lead := f.Duration("fire-lead", time.Second, "prepare each fire (fence its items in ZooKeeper) up to this long before its scheduled time, and at most a tenth of the job's period before it, so the webhooks leave on time; from half a second up it is rounded down to whole seconds and a half, so preparing falls between the whole seconds fires leave on (0: prepare at the scheduled time)")
 	digest := f.String("zk-digest", "", "user:password: nodes ejserver creates are writable only with this ZooKeeper digest (readable by all)")
 	perJob := f.Bool("metrics-per-job", false, "label per-job metrics with the job name (one series per job: mind the cardinality)")
 	tokens := f.String("api-tokens", "", "file of API bearer tokens, one \"ROLE NAME TOKEN\" a line (roles admin, viewer; TOKEN or sha256:HEX); EJ_API_TOKEN adds one admin token")

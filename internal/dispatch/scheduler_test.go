@@ -149,7 +149,7 @@ func TestSchedulerHandsFiresOffAheadByAtMostATenthOfThePeriod(t *testing.T) {
 	created := clk.TimerCreated()
 	s.Start()
 	<-created
-	s.Set("slow", every(20*time.Second)) // lead 1 s (the bound): handed off at 1019
+	s.Set("slow", every(20*time.Second)) // lead 1 s (the bound), half a second off the whole seconds: 1019.5
 	s.Set("fast", every(time.Second))    // lead 100 ms: handed off at 1000.9
 	advance(t, clk, 899*time.Millisecond)
 	select {
@@ -164,12 +164,31 @@ func TestSchedulerHandsFiresOffAheadByAtMostATenthOfThePeriod(t *testing.T) {
 	if next := s.Next("fast"); !next.Equal(time.Unix(1002, 0)) {
 		t.Fatalf("next %v", next)
 	}
-	advance(t, clk, 18100*time.Millisecond) // 1019.0: fast's fires collapse into one, slow is handed off
-	got := log.wait(t, 2)
-	if got[0] != "fast@1019/17" && got[1] != "fast@1019/17" {
+	advance(t, clk, 18100*time.Millisecond) // 1019.0: fast's fires collapse into one
+	if got := log.wait(t, 1); got[0] != "fast@1019/17" {
 		t.Fatalf("fires %v", got)
 	}
-	if got[0] != "slow@1020/0" && got[1] != "slow@1020/0" {
+	advance(t, clk, 500*time.Millisecond) // 1019.5: slow is handed off
+	if got := log.wait(t, 1); got[0] != "slow@1020/0" {
 		t.Fatalf("fires %v", got)
+	}
+}
+
+func TestHandOffLeadFallsBetweenWholeSeconds(t *testing.T) {
+	for _, c := range []struct{ maxLead, period, want time.Duration }{
+		{0, time.Minute, 0},
+		{time.Second, 0, 500 * time.Millisecond}, // a one-off: the bound, between whole seconds
+		{time.Second, time.Second, 100 * time.Millisecond},
+		{time.Second, 4 * time.Second, 400 * time.Millisecond},
+		{time.Second, 8 * time.Second, 500 * time.Millisecond},
+		{time.Second, 20 * time.Second, 500 * time.Millisecond},
+		{1400 * time.Millisecond, time.Minute, 500 * time.Millisecond},
+		{1500 * time.Millisecond, time.Minute, 1500 * time.Millisecond},
+		{2 * time.Second, time.Minute, 1500 * time.Millisecond},
+		{300 * time.Millisecond, time.Minute, 300 * time.Millisecond},
+	} {
+		if got := handOffLead(c.maxLead, c.period); got != c.want {
+			t.Errorf("handOffLead(%s, %s) = %s, want %s", c.maxLead, c.period, got, c.want)
+		}
 	}
 }
