@@ -332,7 +332,7 @@ func scheduleOn(reg *cluster.Registry, sched *dispatch.Scheduler, exec *dispatch
 				sched.Remove(ev.Job)
 				return
 			}
-			s, err := cronexpr.Parse(snap.Config.Cron, loc)
+			s, err := cronexpr.ParseShared(snap.Config.Cron, loc)
 			if err != nil {
 				log.Error("job not scheduled: bad cron", "job", ev.Job, "err", err)
 				sched.Remove(ev.Job)
