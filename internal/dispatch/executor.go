@@ -33,9 +33,11 @@ type Registry interface {
 	Me() cluster.Identity
 }
 
-// Sender delivers one item to its webhook (webhook.Sender satisfies it).
+// Sender delivers one item to its webhook (webhook.Sender satisfies it): Prepare before the scheduled time
+// does the work that does not depend on when it is sent, so only the request is left for that moment.
 type Sender interface {
-	Deliver(ctx context.Context, d webhook.Delivery) webhook.Result
+	Prepare(d webhook.Delivery) *webhook.Prepared
+	Send(ctx context.Context, p *webhook.Prepared) webhook.Result
 }
 
 // Recorder keeps execution history without blocking (history.Writer satisfies it).
@@ -606,25 +608,12 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 			runningVersion = 0 // created by us
 		}
 	}
-	if !e.awaitScheduledTime(req, item, runningVersion) {
-		e.taskItemEnded(req.task, item, false, false)
-		return
-	}
-	e.cfg.Activity.started()
-	e.taskStarted(req.task)
 	params, _ := ejserver.ParseShardingItemParameters(cfg.ShardingItemParameters, cfg.ShardingTotalCount)
-	started := e.clk.Now()
-	rec := ejserver.Execution{
-		ID: executionID, JobName: req.job, TaskID: req.taskID, ShardingItem: item,
-		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,
-		IP: e.me.ServerIP, Hostname: e.me.Hostname, ScheduledAt: req.scheduledAt, StartedAt: started,
-	}
-	e.cfg.Recorder.Enqueue(rec)
 	var deadline time.Time
 	if e.cfg.NextFire != nil && req.source != ejserver.SourceManual {
 		deadline = e.cfg.NextFire(req.job)
 	}
-	res := e.cfg.Sender.Deliver(e.ctxFor(req.job), webhook.Delivery{
+	prep := e.cfg.Sender.Prepare(webhook.Delivery{
 		Payload: webhook.Payload{
 			JobName: req.job, TaskID: req.taskID, ExecutionID: executionID, ShardingItem: item,
 			ShardingParameter: params[item], ShardingTotalCount: cfg.ShardingTotalCount, JobParameter: param,
@@ -633,6 +622,20 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
 	})
+	if !e.awaitScheduledTime(req, item, runningVersion) {
+		e.taskItemEnded(req.task, item, false, false)
+		return
+	}
+	e.cfg.Activity.started()
+	e.taskStarted(req.task)
+	started := e.clk.Now()
+	rec := ejserver.Execution{
+		ID: executionID, JobName: req.job, TaskID: req.taskID, ShardingItem: item,
+		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,
+		IP: e.me.ServerIP, Hostname: e.me.Hostname, ScheduledAt: req.scheduledAt, StartedAt: started,
+	}
+	e.cfg.Recorder.Enqueue(rec)
+	res := e.cfg.Sender.Send(e.ctxFor(req.job), prep)
 	done := e.clk.Now()
 	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent

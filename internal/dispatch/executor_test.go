@@ -174,7 +174,13 @@ func newFakeSender() *fakeSender {
 	return &fakeSender{hold: map[int]chan struct{}{}, arrived: make(chan webhook.Payload, 100)}
 }
 
-func (s *fakeSender) Deliver(ctx context.Context, d webhook.Delivery) webhook.Result {
+// preparer prepares the fakes' deliveries as the executor's real sender would.
+var preparer = webhook.New(webhook.Config{})
+
+func (s *fakeSender) Prepare(d webhook.Delivery) *webhook.Prepared { return preparer.Prepare(d) }
+
+func (s *fakeSender) Send(ctx context.Context, p *webhook.Prepared) webhook.Result {
+	d := p.Delivery()
 	s.mu.Lock()
 	s.got = append(s.got, d.Payload)
 	h := s.hold[d.Payload.ShardingItem]
@@ -417,9 +423,9 @@ func (r *recorder) EnqueueTrace(t ejserver.StatusTrace) bool {
 // failingSender fails item 1 and succeeds otherwise.
 type failingSender struct{ fakeSender }
 
-func (s *failingSender) Deliver(ctx context.Context, d webhook.Delivery) webhook.Result {
-	res := s.fakeSender.Deliver(ctx, d)
-	if d.Payload.ShardingItem == 1 {
+func (s *failingSender) Send(ctx context.Context, p *webhook.Prepared) webhook.Result {
+	res := s.fakeSender.Send(ctx, p)
+	if p.Delivery().Payload.ShardingItem == 1 {
 		return webhook.Result{StatusCode: 500, Attempts: 1, FailureCause: "HTTP 500"}
 	}
 	return res

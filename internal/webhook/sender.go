@@ -217,15 +217,49 @@ func (s *Sender) dial(ctx context.Context, network, addr string) (net.Conn, erro
 // Deliver delivers d: retries per d.Retry, and for a streaming delivery, re-POSTs while the receiver
 // answers {"hasMore": true}. It returns when the item succeeded, failed for good, the deadline stopped it, or
 // ctx was cancelled (job disabled, peer shutting down).
-func (s *Sender) Deliver(ctx context.Context, d Delivery) (res Result) {
+func (s *Sender) Deliver(ctx context.Context, d Delivery) Result {
+	return s.Send(ctx, s.Prepare(d))
+}
+
+// Prepared is a Delivery made ready to send: its target checked, its headers and its first request's body
+// built. Preparing ahead of the scheduled time leaves only the request itself for that moment.
+type Prepared struct {
+	d   Delivery
+	p   *prepared
+	err error // why it can't be sent
+	log *slog.Logger
+}
+
+// Delivery returns what was prepared.
+func (pr *Prepared) Delivery() Delivery { return pr.d }
+
+// Prepare does the work of a Delivery that does not depend on when it is sent; Send sends it.
+func (s *Sender) Prepare(d Delivery) *Prepared {
+	pr := &Prepared{d: d, log: s.log.With("job", d.Payload.JobName, "item", d.Payload.ShardingItem, "execution_id", d.Payload.ExecutionID)}
+	pr.p, pr.err = s.prepare(d)
+	if pr.err == nil {
+		first := d.Payload
+		first.Attempt, first.Iteration = 1, firstIteration(d)
+		pr.p.firstBody, _ = payloadBody(first) // on an error, the attempt reports it
+	}
+	return pr
+}
+
+func firstIteration(d Delivery) int {
+	if d.Streaming {
+		return 1
+	}
+	return 0
+}
+
+// Send delivers a prepared Delivery, as Deliver does.
+func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 	start := s.clock.Now()
 	defer func() { res.Duration = s.clock.Now().Sub(start) }()
-
-	log := s.log.With("job", d.Payload.JobName, "item", d.Payload.ShardingItem, "execution_id", d.Payload.ExecutionID)
-	prep, err := s.prepare(d)
-	if err != nil {
-		res.FailureCause, res.Permanent = err.Error(), true
-		log.Warn("webhook not sent", "err", err)
+	d, prep, log := pr.d, pr.p, pr.log
+	if pr.err != nil {
+		res.FailureCause, res.Permanent = pr.err.Error(), true
+		log.Warn("webhook not sent", "err", pr.err)
 		return res
 	}
 	for iteration := 1; ; iteration++ {
@@ -255,6 +289,8 @@ type prepared struct {
 	connect time.Duration
 	timeout time.Duration
 	keys    map[string][]byte // HMAC key of each secret
+	// firstBody is the body of the first attempt of the first iteration, built ahead.
+	firstBody []byte
 }
 
 // signature returns the webhook-signature value at now ("" without a secret).
@@ -454,9 +490,12 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int) attemptResult {
 	payload := d.Payload
 	payload.Attempt, payload.Iteration = n, it
-	body, err := payloadBody(payload)
-	if err != nil {
-		return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
+	body := p.firstBody
+	if n != 1 || it != firstIteration(d) || body == nil {
+		var err error
+		if body, err = payloadBody(payload); err != nil {
+			return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
+		}
 	}
 	id := messageID(payload.ExecutionID, it)
 	now := s.clock.Now()

@@ -652,3 +652,32 @@ func TestMethodAndBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// A delivery prepared ahead of its time sends the body built then, but stamps and signs each request when it
+// is sent.
+func TestPreparedAheadIsStampedWhenSent(t *testing.T) {
+	rec := newRecorder(t, status(200))
+	s, clk := newTestSender(t, Config{})
+	secret := GenerateSecret()
+	d := testDelivery(rec.URL)
+	d.Webhook.Secret = secret
+	pr := s.Prepare(d)
+	clk.Advance(5 * time.Second) // the scheduled time comes
+	if res := s.Send(context.Background(), pr); !res.Success || res.Attempts != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	r := rec.requests()[0]
+	if ts := r.header.Get("Webhook-Timestamp"); ts != "1795255205" {
+		t.Fatalf("timestamp %s, want the send time 1795255205", ts)
+	}
+	key, err := ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.header.Get("Webhook-Signature"), Sign(key, testExecutionID, 1795255205, r.body); got != want {
+		t.Fatalf("signature %s, want %s", got, want)
+	}
+	if !strings.Contains(string(r.body), `"attempt":1,`) || !strings.Contains(string(r.body), `"shardingParameter":"Guangzhou"`) {
+		t.Fatalf("body %s", r.body)
+	}
+}
