@@ -109,9 +109,9 @@ type TriggerRequest struct {
 	JobParameter *string   `json:"jobParameter,omitempty"`
 	Items        []int     `json:"items,omitempty"`
 	RequestedAt  time.Time `json:"requestedAt,omitzero"`
-	// Instances are the instances the API sent the trigger to. A leader that reshards the job for the
-	// trigger hands it on to any instance the resharding gives items to that is not listed (one that
-	// joined between the request and the resharding). An operator's node lists none: it targets one instance.
+	// Instances are the instances the API sent the trigger to. The job's leader, running the trigger,
+	// hands it on to any online instance that owns requested items and is not listed (one that registered
+	// between the request and a resharding). An operator's node lists none: it targets one instance.
 	Instances []string `json:"instances,omitempty"`
 }
 

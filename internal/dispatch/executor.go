@@ -349,12 +349,12 @@ func (e *Executor) fire(req fireRequest) {
 	e.mu.Unlock()
 
 	waited := !shardingReady(snap)
-	snap, resharded, err := e.ensureSharded(job, snap)
+	snap, err := e.ensureSharded(job, snap)
 	if err != nil {
 		e.skip(job, "no sharding to fire with", "err", err)
 		return
 	}
-	if resharded && req.trigger != nil {
+	if req.trigger != nil && snap.IsLeader() {
 		e.handOnTrigger(snap, *req.trigger)
 	}
 	items := snap.MyItems()
@@ -453,9 +453,10 @@ func (e *Executor) notRunYet(req fireRequest, items []int) []int {
 	})
 }
 
-// handOnTrigger gives a manual trigger to the instances this peer's resharding (done for that trigger) gave
-// requested items to but the trigger did not reach: they joined after the request listed its instances.
-// Only the resharding leader does it, once, so no instance is triggered twice.
+// handOnTrigger gives a manual trigger to the online instances that own requested items but that the
+// trigger did not reach: they registered after the request listed its instances, and a resharding (done for
+// this trigger, or by the leader on its own a moment earlier) gave them items. Only the job's leader does
+// it, once per trigger it runs, so no instance is triggered twice.
 func (e *Executor) handOnTrigger(snap *cluster.JobSnapshot, t cluster.TriggerRequest) {
 	if len(t.Instances) == 0 {
 		return // an operator's trigger node: meant for one instance only
@@ -463,7 +464,8 @@ func (e *Executor) handOnTrigger(snap *cluster.JobSnapshot, t cluster.TriggerReq
 	var missing []string
 	for i := range snap.Config.ShardingTotalCount {
 		it := snap.Item(i)
-		if it.Owner == "" || it.Disabled || (t.Items != nil && !slices.Contains(t.Items, i)) {
+		if it.Owner == "" || it.Disabled || (t.Items != nil && !slices.Contains(t.Items, i)) ||
+			!snap.Online(it.Owner) || snap.ServerDisabled(snap.Instances[it.Owner]) {
 			continue
 		}
 		if !slices.Contains(t.Instances, it.Owner) && !slices.Contains(missing, it.Owner) {
@@ -485,11 +487,11 @@ func (e *Executor) handOnTrigger(snap *cluster.JobSnapshot, t cluster.TriggerReq
 }
 
 // ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
-// wait for it, never past the job's next fire. It reports whether this peer did the resharding.
-func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, bool, error) {
+// wait for it, never past the job's next fire.
+func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
 	ready := shardingReady
 	if ready(snap) {
-		return snap, false, nil
+		return snap, nil
 	}
 	wait := e.cfg.ReshardWait
 	if e.cfg.NextFire != nil {
@@ -499,12 +501,10 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 	}
 	ctx, cancel := context.WithTimeout(e.soft, max(wait, 100*time.Millisecond))
 	defer cancel()
-	resharded := false
 	if snap.IsLeader() && (snap.Necessary || !snap.Sharded()) && e.cfg.Resharder != nil {
 		if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
-			return nil, false, fmt.Errorf("resharding as leader: %w", err)
+			return nil, fmt.Errorf("resharding as leader: %w", err)
 		}
-		resharded = true
 	}
 	got, err := e.reg.Wait(ctx, job, ready)
 	if err != nil {
@@ -512,9 +512,9 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 		if got != nil && got.Leader != "" {
 			leader = got.Leader
 		}
-		return nil, false, fmt.Errorf("waited %s for the leader (%s) to reshard: %w", wait.Round(time.Millisecond), leader, err)
+		return nil, fmt.Errorf("waited %s for the leader (%s) to reshard: %w", wait.Round(time.Millisecond), leader, err)
 	}
-	return got, resharded, nil
+	return got, nil
 }
 
 // startItem runs item unless it is still in flight here: then a scheduled fire becomes a misfire (one

@@ -597,19 +597,22 @@ func TestExecutorFireThatWaitedForAReshardingSkipsItemsThatAlreadyRanIt(t *testi
 	}
 }
 
-// A peer that joins between a trigger request and the resharding it causes is not left out: the leader that
-// reshards for the trigger hands it to the instances it gave requested items to, and to nobody else.
+// A peer that joins between a trigger request and the resharding it causes is not left out: the leader hands
+// the trigger to the online instances that own requested items and were not reached, and to nobody else.
 func TestExecutorHandsATriggerToInstancesItsReshardingGaveItemsTo(t *testing.T) {
-	reg, send := newFakeRegistry(4), newFakeSender()
+	reg, send := newFakeRegistry(5), newFakeSender()
 	reg.snap.Necessary = true // "late" and "later" joined after the API listed the trigger's instances
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Resharder: resharderFunc(func(context.Context, string) error {
 			reg.set(func() {
 				s := *reg.snap
 				s.Necessary = false
+				s.Instances = map[string]string{"me": "10.0.0.1", "other": "10.0.0.2", "late": "10.0.0.3", "later": "10.0.0.4"}
+				// item 4's owner is gone (not online): a trigger node for it would never be taken
 				s.Items = []cluster.ItemState{
 					{Exists: true, Owner: "me", OwnerVersion: 2}, {Exists: true, Owner: "late", OwnerVersion: 2},
 					{Exists: true, Owner: "other", OwnerVersion: 2}, {Exists: true, Owner: "later", OwnerVersion: 2},
+					{Exists: true, Owner: "gone", OwnerVersion: 2},
 				}
 				reg.snap = &s
 			})
@@ -618,7 +621,7 @@ func TestExecutorHandsATriggerToInstancesItsReshardingGaveItemsTo(t *testing.T) 
 	defer e.Drain(time.Second)
 	param := "p"
 	reg.set(func() {
-		reg.trigger = &cluster.TriggerRequest{ID: "t1", JobParameter: &param, Items: []int{0, 1, 2}, Instances: []string{"me", "other"}}
+		reg.trigger = &cluster.TriggerRequest{ID: "t1", JobParameter: &param, Items: []int{0, 1, 2, 4}, Instances: []string{"me", "other"}}
 	})
 	e.Trigger("j")
 	if p := send.next(t); p.ShardingItem != 0 || p.Source != string(ejserver.SourceManual) || p.JobParameter != "p" {
@@ -629,9 +632,9 @@ func TestExecutorHandsATriggerToInstancesItsReshardingGaveItemsTo(t *testing.T) 
 	defer reg.mu.Unlock()
 	got, ok := reg.handedOn["late"]
 	if len(reg.handedOn) != 1 || !ok {
-		t.Fatalf("handed on to %v, want only the instance that owns a requested item (late)", reg.handedOn)
+		t.Fatalf("handed on to %v, want only the online instance that owns a requested item (late)", reg.handedOn)
 	}
-	if got.ID != "t1" || *got.JobParameter != "p" || fmt.Sprint(got.Items) != "[0 1 2]" || fmt.Sprint(got.Instances) != "[me other late]" {
+	if got.ID != "t1" || *got.JobParameter != "p" || fmt.Sprint(got.Items) != "[0 1 2 4]" || fmt.Sprint(got.Instances) != "[me other late]" {
 		t.Fatalf("handed-on trigger %+v", got)
 	}
 }
@@ -661,5 +664,38 @@ func TestExecutorDoesNotHandOnAnOperatorsTrigger(t *testing.T) {
 	defer reg.mu.Unlock()
 	if len(reg.handedOn) != 0 {
 		t.Fatalf("handed on to %v", reg.handedOn)
+	}
+}
+
+// The leader resharded on its own just before the trigger reached it (the sharding is ready): an instance the
+// request missed still gets the trigger.
+func TestExecutorHandsOnATriggerAfterAnEarlierResharding(t *testing.T) {
+	reg, send := newFakeRegistry(2), newFakeSender()
+	reg.snap.Instances = map[string]string{"me": "10.0.0.1", "late": "10.0.0.2"}
+	reg.snap.Items[1].Owner = "late"
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	reg.set(func() { reg.trigger = &cluster.TriggerRequest{ID: "t2", Instances: []string{"me"}} })
+	e.Trigger("j")
+	if p := send.next(t); p.ShardingItem != 0 {
+		t.Fatalf("sent item %d, want 0", p.ShardingItem)
+	}
+	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.handedOn["late"].ID == "t2" })
+
+	// a peer that is not the leader hands nothing on: the leader does, once
+	reg2, send2 := newFakeRegistry(2), newFakeSender()
+	reg2.snap.Instances = map[string]string{"me": "10.0.0.1", "late": "10.0.0.2"}
+	reg2.snap.Items[1].Owner = "late"
+	reg2.snap.Leader = "other"
+	e2 := newTestExecutor(reg2, send2)
+	defer e2.Drain(time.Second)
+	reg2.set(func() { reg2.trigger = &cluster.TriggerRequest{ID: "t3", Instances: []string{"me"}} })
+	e2.Trigger("j")
+	send2.next(t)
+	send2.none(t)
+	reg2.mu.Lock()
+	defer reg2.mu.Unlock()
+	if len(reg2.handedOn) != 0 {
+		t.Fatalf("a non-leader handed on to %v", reg2.handedOn)
 	}
 }
