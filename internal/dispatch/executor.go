@@ -462,10 +462,11 @@ func (e *Executor) handOnTrigger(snap *cluster.JobSnapshot, t cluster.TriggerReq
 		return // an operator's trigger node: meant for one instance only
 	}
 	var missing []string
+	available := snap.Available()
 	for i := range snap.Config.ShardingTotalCount {
 		it := snap.Item(i)
 		if it.Owner == "" || it.Disabled || (t.Items != nil && !slices.Contains(t.Items, i)) ||
-			!snap.Online(it.Owner) || snap.ServerDisabled(snap.Instances[it.Owner]) {
+			!slices.Contains(available, it.Owner) {
 			continue
 		}
 		if !slices.Contains(t.Instances, it.Owner) && !slices.Contains(missing, it.Owner) {
@@ -489,8 +490,7 @@ func (e *Executor) handOnTrigger(snap *cluster.JobSnapshot, t cluster.TriggerReq
 // ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
 // wait for it, never past the job's next fire.
 func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
-	ready := shardingReady
-	if ready(snap) {
+	if shardingReady(snap) {
 		return snap, nil
 	}
 	wait := e.cfg.ReshardWait
@@ -506,7 +506,7 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 			return nil, fmt.Errorf("resharding as leader: %w", err)
 		}
 	}
-	got, err := e.reg.Wait(ctx, job, ready)
+	got, err := e.reg.Wait(ctx, job, shardingReady)
 	if err != nil {
 		leader := "none"
 		if got != nil && got.Leader != "" {

@@ -494,16 +494,10 @@ func (s *Service) TriggerJob(ctx context.Context, name string, req TriggerReques
 	if snap == nil || len(snap.Instances) == 0 {
 		return TriggerResult{}, ejserver.Errorf(ejserver.ECONFLICT, "job %q has no online instance to run it", name)
 	}
-	var targets []string
-	for id, ip := range snap.Instances {
-		if !snap.ServerDisabled(ip) {
-			targets = append(targets, id)
-		}
-	}
+	targets := snap.Available() // sorted
 	if len(targets) == 0 {
 		return TriggerResult{}, ejserver.Errorf(ejserver.ECONFLICT, "every server of job %q is disabled", name)
 	}
-	slices.Sort(targets)
 	id := ejserver.NewExecutionID()
 	want := req.Items
 	if len(want) == 0 {

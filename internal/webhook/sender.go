@@ -239,15 +239,16 @@ func (s *Sender) Prepare(d Delivery) *Prepared {
 	pr.p, pr.err = s.prepare(d)
 	if pr.err == nil {
 		first := d.Payload
-		first.Attempt, first.Iteration = 1, firstIteration(d)
+		first.Attempt, first.Iteration = 1, iterationNumber(d, 1)
 		pr.p.firstBody, _ = payloadBody(first) // on an error, the attempt reports it
 	}
 	return pr
 }
 
-func firstIteration(d Delivery) int {
+// iterationNumber is the number a request of the n-th message of d carries: n when streaming, else 0.
+func iterationNumber(d Delivery, n int) int {
 	if d.Streaming {
-		return 1
+		return n
 	}
 	return 0
 }
@@ -263,10 +264,7 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 		return res
 	}
 	for iteration := 1; ; iteration++ {
-		it := 0
-		if d.Streaming {
-			it = iteration
-		}
+		it := iterationNumber(d, iteration)
 		more := s.deliverIteration(ctx, d, prep, it, &res, log)
 		if res.Attempts > 0 {
 			res.Iterations = iteration
@@ -491,7 +489,7 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	payload := d.Payload
 	payload.Attempt, payload.Iteration = n, it
 	body := p.firstBody
-	if n != 1 || it != firstIteration(d) || body == nil {
+	if n != 1 || it != iterationNumber(d, 1) || body == nil {
 		var err error
 		if body, err = payloadBody(payload); err != nil {
 			return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
