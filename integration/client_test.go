@@ -87,6 +87,15 @@ func TestGoClientAgainstARealServer(t *testing.T) {
 	if err != nil || len(tr.Instances) != 1 {
 		t.Fatalf("trigger: %+v %v", tr, err)
 	}
+	// the triggered run ends before the job is disabled below: disabling a job cancels what it has in flight
+	var execs *client.ExecutionList
+	if !eventually(20*time.Second, func() bool {
+		execs, err = cl.Executions(ctx, client.ExecutionFilter{Job: "cl", Source: "MANUAL", Item: new(int)})
+		e1, err1 := cl.JobExecutions(ctx, "cl", client.ExecutionFilter{Success: client.Bool(true)})
+		return err == nil && err1 == nil && len(e1.Items) == 1
+	}) {
+		t.Fatalf("executions: %v", err)
+	}
 	if _, err := cl.DisableJob(ctx, "cl"); err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +123,6 @@ func TestGoClientAgainstARealServer(t *testing.T) {
 		t.Fatalf("dump: %q %v", d, err)
 	}
 
-	var execs *client.ExecutionList
-	if !eventually(20*time.Second, func() bool {
-		execs, err = cl.Executions(ctx, client.ExecutionFilter{Job: "cl", Source: "MANUAL", Item: new(int)})
-		e1, err1 := cl.JobExecutions(ctx, "cl", client.ExecutionFilter{Success: client.Bool(true)})
-		return err == nil && err1 == nil && len(e1.Items) == 1
-	}) {
-		t.Fatalf("executions: %v", err)
-	}
 	if len(execs.Items) != 0 {
 		t.Fatalf("item filter: item 0 did not run, got %+v", execs.Items)
 	}

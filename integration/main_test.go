@@ -108,13 +108,31 @@ func (c *testCluster) stopAll() {
 	}
 	if c.t.Failed() {
 		for i, p := range c.peers {
-			log := p.Log()
+			log := quietReads(p.Log())
 			if len(log) > 20000 {
 				log = "..." + log[len(log)-20000:]
 			}
 			c.t.Logf("---- log of peer %d (%s) ----\n%s", i+1, p.Config.ServerIP, log)
 		}
 	}
+}
+
+// quietReads drops the log lines of successful API reads, which tests that poll write by the thousand and
+// which would push the lines that explain a failure out of the excerpt a failed test prints.
+func quietReads(log string) string {
+	var b strings.Builder
+	dropped := 0
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, `msg="api request"`) && strings.Contains(line, " method=GET ") && strings.Contains(line, " status=200 ") {
+			dropped++
+			continue
+		}
+		b.WriteString(line)
+	}
+	if dropped > 0 {
+		fmt.Fprintf(&b, "(%d log lines of successful API reads left out)\n", dropped)
+	}
+	return b.String()
 }
 
 func newReceiver(t testing.TB) *harness.Receiver {
