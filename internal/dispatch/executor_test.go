@@ -315,6 +315,43 @@ func TestExecutorQueuesATriggerBehindARunningItem(t *testing.T) {
 	}
 }
 
+// Each item gets its own shardingItemParameters entry, parsed once per fire; a run that starts under a
+// changed config (a trigger queued behind a running item) gets the entry of that config.
+func TestExecutorSendsEachItemItsParameter(t *testing.T) {
+	reg, send := newFakeRegistry(3), newFakeSender()
+	withParams := func(params string) {
+		reg.set(func() {
+			s := *reg.snap
+			s.Config.ShardingItemParameters = params
+			reg.snap = &s
+		})
+	}
+	withParams("0=Beijing, 1 = Shanghai ,2=Guangzhou")
+	release := send.holdItem(0)
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	e.Fire("j", time.Unix(100, 0), 0)
+	got := map[int]string{}
+	for range 3 {
+		p := send.next(t)
+		got[p.ShardingItem] = p.ShardingParameter
+	}
+	if got[0] != "Beijing" || got[1] != "Shanghai" || got[2] != "Guangzhou" {
+		t.Fatalf("parameters %v", got)
+	}
+	reg.set(func() { reg.trigger = &cluster.TriggerRequest{ID: "t1", Items: []int{0}} })
+	e.Trigger("j")
+	send.none(t) // item 0 still runs: the trigger waits behind it, parsed under the old parameters
+	withParams("0=Shenzhen,1=Hangzhou,2=Chengdu")
+	send.mu.Lock()
+	delete(send.hold, 0)
+	send.mu.Unlock()
+	close(release)
+	if p := send.next(t); p.ShardingItem != 0 || p.ShardingParameter != "Shenzhen" {
+		t.Fatalf("the queued trigger ran as %+v", p)
+	}
+}
+
 func TestExecutorNeverPostsAnItemItNoLongerOwns(t *testing.T) {
 	reg, send := newFakeRegistry(2), newFakeSender()
 	reg.notOwner[1] = true

@@ -124,6 +124,14 @@ func countLines(path, substr string) int {
 func jobBody(w workload, k int, url string) map[string]any {
 	j := map[string]any{"jobName": w.sched.jobName(k), "cron": w.sched.cron(k), "shardingTotalCount": w.sched.items,
 		"jobShardingStrategyType": w.strategy, "webhook": map[string]any{"url": url}}
+	if w.kind == "fanout" {
+		// as ElasticJob users shard: every item has its parameter (each item's request carries its own)
+		params := make([]string, w.sched.items)
+		for i := range params {
+			params[i] = fmt.Sprintf("%d=part-%d", i, i)
+		}
+		j["shardingItemParameters"] = strings.Join(params, ",")
+	}
 	if w.kind == "failover" {
 		j["failover"] = true
 		j["webhook"] = map[string]any{"url": url, "timeoutMs": 60000}

@@ -10,9 +10,9 @@
 //	go run ./integration/cmd/ejbench -workload steady-200 -duration 1m -profile /tmp/prof
 //
 // Workloads: steady-1k, steady-10k (1,000 / 10,000 jobs x 1 item every 10 s on 3 peers; steady-N for any N),
-// fanout (1 job x 2,000 items every 10 s, 3 peers), second (200 jobs every second, 1 peer), failover (kill -9
-// one of 3 peers while a slow receiver holds its items: time until every orphaned item is re-POSTed), reshard
-// (a 4th peer joins 3 peers carrying 1,000 jobs: time until fires use it).
+// fanout (1 job x 2,000 items, each with its parameter, every 10 s, 3 peers), second (200 jobs every second,
+// 1 peer), failover (kill -9 one of 3 peers while a slow receiver holds its items: time until every orphaned
+// item is re-POSTed), reshard (a 4th peer joins 3 peers carrying 1,000 jobs: time until fires use it).
 //
 // Only loopback is used. Every process is started by this program and stopped by its PID.
 package main
