@@ -139,6 +139,9 @@ func printTable(w io.Writer, results []Result) {
 		if len(parts) > 0 {
 			fmt.Fprintf(w, "%s (%s): %s\n", r.Workload, r.Run, strings.Join(parts, "; "))
 		}
+		for _, line := range r.PeerLog {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
 	}
 }
 

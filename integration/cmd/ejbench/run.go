@@ -52,6 +52,8 @@ type Result struct {
 	Failover     *FailoverResult    `json:"failover,omitempty"`
 	Reshard      *ReshardResult     `json:"reshard,omitempty"`
 	Notes        []string           `json:"notes,omitempty"`
+	// PeerLog holds the first ERROR and WARN lines of each peer's log, "peer N: line".
+	PeerLog []string `json:"peerLog,omitempty"`
 }
 
 // FailoverResult: one of 3 peers is killed with -9 while its items are in flight.
@@ -233,10 +235,16 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 // notes adds the peers' logged errors and warnings, if any.
 func (c *benchCluster) notes(r *Result) {
 	for i, p := range c.peers {
-		errs, warns := countLines(p.LogPath, "level=ERROR"), countLines(p.LogPath, "level=WARN")
-		warns -= countLines(p.LogPath, "API has no tokens") // loopback without tokens: expected here
-		if errs+warns > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("peer %d logged %d errors and %d warnings", i+1, errs, warns))
+		pr := readProblems(p.LogPath)
+		if pr.errors+pr.warnings == 0 {
+			continue
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("peer %d logged %d errors and %d warnings", i+1, pr.errors, pr.warnings))
+		for _, line := range pr.first {
+			if len(line) > 400 {
+				line = line[:400] + "..."
+			}
+			r.PeerLog = append(r.PeerLog, fmt.Sprintf("peer %d: %s", i+1, line))
 		}
 	}
 }
