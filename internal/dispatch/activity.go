@@ -41,12 +41,11 @@ func (a *Activity) waiting(at time.Time, delta int) {
 	}
 }
 
-// started records that an item's request is leaving now.
-func (a *Activity) started() {
+// started records that an item's request is leaving now (the executor's clock reading, taken anyway).
+func (a *Activity) started(now time.Time) {
 	if a == nil {
 		return
 	}
-	now := a.clk.Now()
 	a.mu.Lock()
 	if now.After(a.lastStart) {
 		a.lastStart = now

@@ -29,7 +29,7 @@ func TestActivityBusyAroundABurst(t *testing.T) {
 	a.waiting(due, -1)
 	busy(0)
 	clk.Advance(50 * time.Millisecond)
-	a.started()
+	a.started(clk.Now())
 	busy(guard)
 	clk.Advance(60 * time.Millisecond)
 	busy(40 * time.Millisecond)
@@ -38,7 +38,7 @@ func TestActivityBusyAroundABurst(t *testing.T) {
 
 	var none *Activity // an executor without one reports to nil
 	none.waiting(due, 1)
-	none.started()
+	none.started(clk.Now())
 	if none.Busy(guard) != 0 {
 		t.Fatal("a nil Activity is busy")
 	}

@@ -650,9 +650,9 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		e.taskItemEnded(req.task, item, false, false)
 		return
 	}
-	e.cfg.Activity.started()
-	e.taskStarted(req.task)
 	started := e.clk.Now()
+	e.cfg.Activity.started(started)
+	e.taskStarted(req.task)
 	rec := ejserver.Execution{
 		ID: executionID, JobName: req.job, TaskID: req.taskID, ShardingItem: item,
 		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,

@@ -707,10 +707,15 @@ func TestExecutorDoesNotHandOnAnOperatorsTrigger(t *testing.T) {
 // The leader resharded on its own just before the trigger reached it (the sharding is ready): an instance the
 // request missed still gets the trigger.
 func TestExecutorHandsOnATriggerAfterAnEarlierResharding(t *testing.T) {
-	reg, send := newFakeRegistry(2), newFakeSender()
-	reg.snap.Instances = map[string]string{"me": "10.0.0.1", "late": "10.0.0.2"}
-	reg.snap.Items[1].Owner = "late"
-	e := newTestExecutor(reg, send)
+	// item 1 is already "late"'s, which registered after the trigger listed its instances
+	sharded := func(leader string) (*fakeRegistry, *fakeSender, *Executor) {
+		reg, send := newFakeRegistry(2), newFakeSender()
+		reg.snap.Instances = map[string]string{"me": "10.0.0.1", "late": "10.0.0.2"}
+		reg.snap.Items[1].Owner = "late"
+		reg.snap.Leader = leader
+		return reg, send, newTestExecutor(reg, send)
+	}
+	reg, send, e := sharded("me")
 	defer e.Drain(time.Second)
 	reg.set(func() { reg.trigger = &cluster.TriggerRequest{ID: "t2", Instances: []string{"me"}} })
 	e.Trigger("j")
@@ -720,11 +725,7 @@ func TestExecutorHandsOnATriggerAfterAnEarlierResharding(t *testing.T) {
 	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.handedOn["late"].ID == "t2" })
 
 	// a peer that is not the leader hands nothing on: the leader does, once
-	reg2, send2 := newFakeRegistry(2), newFakeSender()
-	reg2.snap.Instances = map[string]string{"me": "10.0.0.1", "late": "10.0.0.2"}
-	reg2.snap.Items[1].Owner = "late"
-	reg2.snap.Leader = "other"
-	e2 := newTestExecutor(reg2, send2)
+	reg2, send2, e2 := sharded("other")
 	defer e2.Drain(time.Second)
 	reg2.set(func() { reg2.trigger = &cluster.TriggerRequest{ID: "t3", Instances: []string{"me"}} })
 	e2.Trigger("j")
