@@ -44,6 +44,7 @@ type options struct {
 	ejserver       bool
 	bin            string
 	profile        string
+	records        string
 	sessionTimeout time.Duration
 	zkHeap         string
 	peerLogLevel   string
@@ -76,6 +77,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.ejserver, "ejserver", true, "run ejserver (false: the baselines only, to calibrate the machine)")
 	fs.StringVar(&o.bin, "bin", "", "ejserver binary to run (default: build ./cmd/ejserver)")
 	fs.StringVar(&o.profile, "profile", "", "directory: take a CPU profile of every peer during the window (peers run with --pprof) and a heap profile at its end")
+	fs.StringVar(&o.records, "records", "", "directory: write each run's deliveries as CSV (workload-run.csv: scheduled and arrival times, job, item, source, instance)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "the peers' --session-timeout")
 	fs.StringVar(&o.zkHeap, "zk-heap", "1g", "ZooKeeper's JVM heap (EJ_ZK_HEAP)")
 	fs.StringVar(&o.peerLogLevel, "peer-log-level", "warn", "the peers' --log-level (info logs every item; with -keep the logs stay)")

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,4 +147,25 @@ func (r *recorder) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.recs = make([]record, 0, cap(r.recs))
+}
+
+// writeCSV writes the records, one delivery a line, with a header: scheduled and arrival times (Unix ns),
+// lateness (ms), job, item, source and the delivering instance.
+func writeCSV(path string, recs []record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "scheduled_ns,arrived_ns,late_ms,job,item,source,instance")
+	for i := range recs {
+		r := &recs[i]
+		fmt.Fprintf(w, "%d,%d,%.3f,%s,%d,%s,%s\n", r.scheduled, r.arrived, float64(r.arrived-r.scheduled)/1e6,
+			r.job, r.item, sourceNames[r.src], r.instance)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -229,6 +230,7 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 	a := analyze(rec.records(), w.sched, from, to)
 	r.fill(a, w.duration)
 	c.notes(&r)
+	e.writeRecords(&r, rec)
 	return r, nil
 }
 
@@ -293,6 +295,7 @@ func (e *env) runBaseline(w workload, rec *recorder) (Result, error) {
 	}
 	a := analyze(rec.records(), w.sched, from, to)
 	r.fill(a, window)
+	e.writeRecords(&r, rec)
 	return r, nil
 }
 
@@ -356,6 +359,7 @@ func (e *env) runFailover(w workload, rec *recorder) (Result, error) {
 	r.fill(a, next.Add(5*time.Second).Sub(fire))
 	r.Window = next.Add(5 * time.Second).Sub(fire).String()
 	c.notes(&r)
+	e.writeRecords(&r, rec)
 	return r, nil
 }
 
@@ -443,6 +447,7 @@ func (e *env) runReshard(w workload, rec *recorder) (Result, error) {
 	r.fill(a, w.duration)
 	e.logf("the new peer fired %d jobs (ROUND_ROBIN gives it %d); first %.0f ms after it was ready, all %.0f ms", rr.MovedJobs, rr.ExpectedJobs, rr.FirstFireMs, rr.AllMovedMs)
 	c.notes(&r)
+	e.writeRecords(&r, rec)
 	return r, nil
 }
 
@@ -469,4 +474,21 @@ func expectedShare(w workload, c *benchCluster) int {
 		}
 	}
 	return n
+}
+
+// writeRecords writes the run's deliveries to -records DIR as workload-run.csv, if asked; a failure is a note.
+func (e *env) writeRecords(r *Result, rec *recorder) {
+	if e.o.records == "" {
+		return
+	}
+	path := filepath.Join(e.o.records, r.Workload+"-"+r.Run+".csv")
+	err := os.MkdirAll(e.o.records, 0o755)
+	if err == nil {
+		err = writeCSV(path, rec.records())
+	}
+	if err != nil {
+		r.Notes = append(r.Notes, "records not written: "+err.Error())
+		return
+	}
+	e.logf("deliveries written to %s", path)
 }
