@@ -7,16 +7,19 @@ import (
 	"github.com/ejserver/ejserver/internal/clock"
 )
 
-// Activity tracks when this peer sends webhooks, so that background work that competes for the CPU (the
-// history writer) can keep out of a burst's way: requests of a fire leave together, and on a small machine
-// every millisecond of CPU taken from them shows as lateness. The executor reports to it; a nil *Activity
-// ignores reports and is never busy.
+// Activity tracks when this peer sends webhooks, so that work that competes for the CPU keeps out of a
+// burst's way: requests of a fire leave together, and on a small machine every millisecond of CPU taken
+// from them shows as lateness. The history writer asks Busy before each batch; the executor records an
+// item's outcome only once the burst it belongs to has left (awaitQuiet). The executor reports to it; a nil
+// *Activity ignores reports, is never busy and never makes anyone wait.
 type Activity struct {
 	clk clock.Clock
 
 	mu        sync.Mutex
 	lastStart time.Time
 	due       map[time.Time]int // scheduled time -> prepared items waiting for it
+	leaving   int               // items at their time whose request has not left yet
+	quiet     chan struct{}     // closed when the burst has left; nil while nobody waits for that
 }
 
 // NewActivity returns an Activity that reads clk.
@@ -34,10 +37,15 @@ func (a *Activity) waiting(at time.Time, delta int) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.countDueLocked(at, delta)
+}
+
+func (a *Activity) countDueLocked(at time.Time, delta int) {
 	if n := a.due[at] + delta; n > 0 {
 		a.due[at] = n
 	} else {
 		delete(a.due, at)
+		a.signalQuietLocked()
 	}
 }
 
@@ -74,4 +82,106 @@ func (a *Activity) Busy(guard time.Duration) time.Duration {
 		}
 	}
 	return busy
+}
+
+// departure is one item's request on its way out: leaving when the item's time has come, left once the
+// request is written (or waits for a request slot, or is not sent at all). A nil *departure ignores both.
+type departure struct {
+	a       *Activity
+	counted bool // guarded by a.mu: counted in a.leaving, and not yet left
+}
+
+// departure returns an item's departure, not yet leaving.
+func (a *Activity) departure() *departure {
+	if a == nil {
+		return nil
+	}
+	return &departure{a: a}
+}
+
+// leave counts the item as leaving at its scheduled time at; waited: it was counted as waiting for at.
+func (d *departure) leave(at time.Time, waited bool) {
+	if d == nil {
+		return
+	}
+	a := d.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if waited {
+		a.countDueLocked(at, -1)
+	}
+	if !d.counted {
+		d.counted = true
+		a.leaving++
+	}
+}
+
+// left marks the item's request as gone; only the first call after leave counts. Safe from any goroutine.
+func (d *departure) left() {
+	if d == nil {
+		return
+	}
+	a := d.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !d.counted {
+		return
+	}
+	d.counted = false
+	a.leaving--
+	a.signalQuietLocked()
+}
+
+// signalQuietLocked wakes those waiting for quiet if it is quiet now.
+func (a *Activity) signalQuietLocked() {
+	if a.quiet != nil && a.quietLocked(a.clk.Now()) {
+		close(a.quiet)
+		a.quiet = nil
+	}
+}
+
+// quietLocked reports whether no request is on its way out: none leaving, and no prepared item whose time
+// has come still waiting to wake.
+func (a *Activity) quietLocked(now time.Time) bool {
+	if a.leaving > 0 {
+		return false
+	}
+	for at := range a.due {
+		if !at.After(now) {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitQuiet waits until the requests on their way out have left, for bound at most, or until stop closes.
+func (a *Activity) awaitQuiet(stop <-chan struct{}, bound time.Duration) {
+	if a == nil {
+		return
+	}
+	var timeout <-chan time.Time
+	for {
+		a.mu.Lock()
+		if a.quietLocked(a.clk.Now()) {
+			a.mu.Unlock()
+			return
+		}
+		if a.quiet == nil {
+			a.quiet = make(chan struct{})
+		}
+		quiet := a.quiet
+		a.mu.Unlock()
+		if timeout == nil {
+			t := a.clk.NewTimer(bound)
+			defer t.Stop()
+			timeout = t.C()
+		}
+		select {
+		case <-quiet:
+		case <-timeout:
+			return
+		case <-stop:
+			return
+		}
+	}
 }

@@ -43,3 +43,99 @@ func TestActivityBusyAroundABurst(t *testing.T) {
 		t.Fatal("a nil Activity is busy")
 	}
 }
+
+// quietWithin reports whether awaitQuiet(stop, bound) returns within a real second; false: it still waits.
+func quietWithin(a *Activity, stop <-chan struct{}, bound time.Duration) (func() bool, func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.awaitQuiet(stop, bound)
+	}()
+	returned := func() bool {
+		select {
+		case <-done:
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}
+	return returned, func() { <-done }
+}
+
+func TestActivityQuietOnceTheBurstHasLeft(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	a := NewActivity(clk)
+	never := make(chan struct{})
+	if returned, _ := quietWithin(a, never, time.Second); !returned() {
+		t.Fatal("waited with nothing leaving")
+	}
+
+	due := clk.Now().Add(time.Second)
+	a.waiting(due, 1)
+	a.waiting(due, 1)
+	if returned, _ := quietWithin(a, never, time.Second); !returned() {
+		t.Fatal("waited for items whose time has not come")
+	}
+	clk.Advance(time.Second)
+	first, second := a.departure(), a.departure()
+	first.leave(due, true) // the second item's timer has not fired yet
+	returned, wait := quietWithin(a, never, time.Minute)
+	first.left()
+	if returned() {
+		t.Fatal("quiet while an item whose time has come has not woken")
+	}
+	second.leave(due, true)
+	first.left() // a second left of the same item counts nothing
+	if returned() {
+		t.Fatal("quiet while an item is leaving")
+	}
+	second.left()
+	if !returned() {
+		t.Fatal("still waiting after every item left")
+	}
+	wait()
+	second.left()
+	if a.leaving != 0 || len(a.due) != 0 {
+		t.Fatalf("leaving %d, due %v after the burst", a.leaving, a.due)
+	}
+}
+
+func TestActivityQuietWaitIsBounded(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	a := NewActivity(clk)
+	stuck := a.departure()
+	stuck.leave(clk.Now(), false) // never leaves: waiting for a slot that never frees, say
+	created := clk.TimerCreated()
+	returned, wait := quietWithin(a, make(chan struct{}), 250*time.Millisecond)
+	<-created
+	clk.Advance(249 * time.Millisecond)
+	if returned() {
+		t.Fatal("returned before the bound")
+	}
+	clk.Advance(time.Millisecond)
+	wait()
+
+	stop := make(chan struct{})
+	returned, wait = quietWithin(a, stop, time.Hour)
+	if returned() {
+		t.Fatal("returned while an item is leaving")
+	}
+	close(stop)
+	wait()
+
+	var none *Activity
+	none.departure().leave(clk.Now(), false)
+	none.departure().left()
+	none.awaitQuiet(make(chan struct{}), time.Hour) // a nil Activity never makes anyone wait
+}
+
+// dueCount is the number of prepared items waiting for their time.
+func (a *Activity) dueCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, c := range a.due {
+		n += c
+	}
+	return n
+}

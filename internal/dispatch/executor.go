@@ -71,6 +71,12 @@ type nopRecorder struct{}
 func (nopRecorder) Enqueue(ejserver.Execution) bool        { return true }
 func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool { return true }
 
+// outcomeWait bounds how long an item whose response has arrived waits for the rest of its burst to leave
+// before recording its outcome (Activity.awaitQuiet). A burst of this peer's concurrency bound (256 requests
+// by default) leaves in well under that on a small machine; and an item's end is recorded long before a
+// 1-second job's next fire is prepared, half a second ahead of it.
+const outcomeWait = 250 * time.Millisecond
+
 // ExecutorConfig configures an Executor.
 type ExecutorConfig struct {
 	Registry  Registry
@@ -637,6 +643,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if e.cfg.NextFire != nil && req.source != ejserver.SourceManual {
 		deadline = e.cfg.NextFire(req.job)
 	}
+	dep := e.cfg.Activity.departure()
 	prep := e.cfg.Sender.Prepare(webhook.Delivery{
 		Payload: webhook.Payload{
 			JobName: req.job, TaskID: req.taskID, ExecutionID: executionID, ShardingItem: item,
@@ -645,8 +652,9 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		},
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
+		Sent: dep.left,
 	})
-	if !e.awaitScheduledTime(req, item, runningVersion) {
+	if !e.awaitScheduledTime(req, item, runningVersion, dep) {
 		e.taskItemEnded(req.task, item, false, false)
 		return
 	}
@@ -661,6 +669,10 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	e.cfg.Recorder.Enqueue(rec)
 	res := e.cfg.Sender.Send(e.ctxFor(req.job), prep)
 	done := e.clk.Now()
+	dep.left()
+	// The rest of the burst goes first: recording the outcome (history, ZooKeeper, metrics, the log) costs
+	// more CPU than the request did, and the requests still leaving would wait for it.
+	e.cfg.Activity.awaitQuiet(e.soft.Done(), outcomeWait)
 	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent
 	e.cfg.Recorder.Enqueue(rec)
@@ -696,15 +708,16 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 // until the scheduled time, so the request leaves on time rather than after ZooKeeper's round trips. It
 // reports whether the item may still run then: the peer is not shutting down, the session is not in doubt,
 // and the job and the item are still this peer's to run. Otherwise the running node created for it goes.
-func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion int32) bool {
+func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion int32, dep *departure) bool {
 	wait := req.scheduledAt.Sub(e.clk.Now())
 	if wait <= 0 {
+		dep.leave(req.scheduledAt, false)
 		return true
 	}
 	reason := ""
 	e.cfg.Activity.waiting(req.scheduledAt, 1)
 	slept := clock.Sleep(e.clk, wait, e.soft.Done())
-	e.cfg.Activity.waiting(req.scheduledAt, -1)
+	dep.leave(req.scheduledAt, true)
 	if !slept {
 		reason = "the peer is shutting down"
 	} else if !e.reg.Lease() {
@@ -716,6 +729,7 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 	if reason == "" {
 		return true
 	}
+	dep.left()
 	e.log.Info("prepared item not sent: "+reason, "job", req.job, "item", item)
 	if runningVersion == 0 {
 		if err := e.reg.ClearStaleRunning(req.job, item, 0); err != nil {

@@ -81,6 +81,12 @@ func (f *fakeRegistry) EndItem(_ string, item int, _ int32, done cluster.Complet
 	return nil
 }
 
+func (f *fakeRegistry) endedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ended)
+}
+
 func (f *fakeRegistry) SetMisfire(_ string, item int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -162,16 +168,18 @@ func (f *fakeRegistry) Me() cluster.Identity {
 	return cluster.Identity{InstanceID: "me", ServerIP: "10.0.0.1"}
 }
 
-// fakeSender records deliveries; a delivery of an item listed in hold blocks until released.
+// fakeSender records deliveries; a delivery of an item listed in hold blocks until released, one listed in
+// stall blocks before its request counts as written.
 type fakeSender struct {
 	mu      sync.Mutex
 	got     []webhook.Payload
 	hold    map[int]chan struct{}
+	stall   map[int]chan struct{}
 	arrived chan webhook.Payload
 }
 
 func newFakeSender() *fakeSender {
-	return &fakeSender{hold: map[int]chan struct{}{}, arrived: make(chan webhook.Payload, 100)}
+	return &fakeSender{hold: map[int]chan struct{}{}, stall: map[int]chan struct{}{}, arrived: make(chan webhook.Payload, 100)}
 }
 
 // preparer prepares the fakes' deliveries as the executor's real sender would.
@@ -183,8 +191,14 @@ func (s *fakeSender) Send(ctx context.Context, p *webhook.Prepared) webhook.Resu
 	d := p.Delivery()
 	s.mu.Lock()
 	s.got = append(s.got, d.Payload)
-	h := s.hold[d.Payload.ShardingItem]
+	h, st := s.hold[d.Payload.ShardingItem], s.stall[d.Payload.ShardingItem]
 	s.mu.Unlock()
+	if st != nil {
+		<-st
+	}
+	if d.Sent != nil {
+		d.Sent() // written, as the real sender reports it
+	}
 	s.arrived <- d.Payload
 	if h != nil {
 		select {
@@ -196,11 +210,17 @@ func (s *fakeSender) Send(ctx context.Context, p *webhook.Prepared) webhook.Resu
 	return webhook.Result{Success: true, StatusCode: 200, Attempts: 1}
 }
 
-func (s *fakeSender) holdItem(item int) chan struct{} {
+// holdItem keeps item's delivery from returning until the returned channel closes.
+func (s *fakeSender) holdItem(item int) chan struct{} { return s.gate(s.hold, item) }
+
+// stallItem keeps item's request from being written until the returned channel closes.
+func (s *fakeSender) stallItem(item int) chan struct{} { return s.gate(s.stall, item) }
+
+func (s *fakeSender) gate(gates map[int]chan struct{}, item int) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := make(chan struct{})
-	s.hold[item] = ch
+	gates[item] = ch
 	return ch
 }
 
@@ -538,6 +558,62 @@ func TestExecutorPreparedItemLeavesAtItsScheduledTime(t *testing.T) {
 	clk.Advance(guard)
 	if busy := e.cfg.Activity.Busy(guard); busy != 0 {
 		t.Fatalf("busy for %s after the burst", busy)
+	}
+}
+
+// An item whose response is back records its outcome only once the rest of its burst has left: the history
+// records, ZooKeeper's completed node and the metrics would otherwise take CPU from requests still leaving.
+func TestExecutorRecordsAnOutcomeAfterTheBurstHasLeft(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		name := "the last request is written"
+		if late {
+			name = "the last request is still not written after outcomeWait"
+		}
+		t.Run(name, func(t *testing.T) {
+			reg, send := newFakeRegistry(2), newFakeSender()
+			clk := clock.NewFake(time.Unix(1000, 0))
+			rec := &recorder{}
+			e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Clock: clk, Activity: NewActivity(clk),
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			defer e.Drain(time.Second)
+			stalled := send.stallItem(1)
+			unstall := sync.OnceFunc(func() { close(stalled) })
+			defer unstall()
+			e.Fire("j", time.Unix(1001, 0), 0) // prepared a second ahead: both items wait for their time
+			waitFor(t, func() bool { return e.cfg.Activity.dueCount() == 2 })
+			waiting := clk.TimerCreated() // the next timer: item 0 waiting for its burst, bounded by outcomeWait
+			clk.Advance(time.Second)
+			if p := send.next(t); p.ShardingItem != 0 {
+				t.Fatalf("item %d arrived first; item 1 is stalled", p.ShardingItem)
+			}
+			ended := func() int {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				n := 0
+				for _, x := range rec.execs {
+					if x.Done() {
+						n++
+					}
+				}
+				return n
+			}
+			// item 0's response is back, item 1 is still on its way out: item 0 waits for it
+			select {
+			case <-waiting:
+			case <-time.After(5 * time.Second):
+				t.Fatal("item 0 did not wait for the rest of its burst")
+			}
+			if n := reg.endedCount(); n != 0 || ended() != 0 {
+				t.Fatalf("item 0's outcome recorded (%d registry ends, %d end records) while item 1 still leaves", n, ended())
+			}
+			if late {
+				clk.Advance(outcomeWait) // item 1 never leaves: item 0 records its outcome anyway
+				waitFor(t, func() bool { return ended() == 1 })
+				return
+			}
+			unstall()
+			waitFor(t, func() bool { return ended() == 2 && reg.endedCount() == 2 })
+		})
 	}
 }
 

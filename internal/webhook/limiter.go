@@ -52,10 +52,36 @@ func (l *limiter) acquire(ctx context.Context, stop <-chan struct{}, job string,
 		l.releaseJob(job, js)
 		return nil, errStopWaiting
 	}
+	return l.releaser(job, js), nil
+}
+
+// tryAcquire takes the slots acquire would if they are free now, without waiting; ok false: it took none.
+func (l *limiter) tryAcquire(job string, perJob int) (release func(), ok bool) {
+	var js *jobSlots
+	if perJob > 0 {
+		js = l.join(job, perJob)
+		select {
+		case js.slots <- struct{}{}:
+		default:
+			l.leave(job, js)
+			return nil, false
+		}
+	}
+	select {
+	case l.global <- struct{}{}:
+	default:
+		l.releaseJob(job, js)
+		return nil, false
+	}
+	return l.releaser(job, js), true
+}
+
+// releaser returns the function that gives back a global slot and js's (if any).
+func (l *limiter) releaser(job string, js *jobSlots) func() {
 	return func() {
 		<-l.global
 		l.releaseJob(job, js)
-	}, nil
+	}
 }
 
 func (l *limiter) releaseJob(job string, js *jobSlots) {

@@ -77,6 +77,10 @@ type Delivery struct {
 	// Deadline (the item's next fire; zero = none): no attempt starts and no back-off sleeps past it. An
 	// attempt already running is bounded by its own timeouts, not by the deadline.
 	Deadline time.Time
+	// Sent, if set, is called when a request of the delivery has been written to its connection, and when
+	// an attempt has to wait for a request slot: the caller's work is then no longer what holds it back. It
+	// may be called more than once, from a goroutine of net/http, and must be quick.
+	Sent func()
 }
 
 // LogValue keeps secrets and headers out of logs: a Delivery logs as its job, item, execution id and URL.
@@ -426,18 +430,25 @@ func (s *Sender) pastDeadline(deadline time.Time) bool {
 	return !deadline.IsZero() && !s.clock.Now().Before(deadline)
 }
 
-// acquire waits for a request slot until ctx ends or the deadline passes.
+// acquire waits for a request slot until ctx ends or the deadline passes. A free slot is taken at once,
+// without a timer; before waiting for one, it tells d.Sent.
 func (s *Sender) acquire(ctx context.Context, d Delivery) (func(), error) {
-	var stop <-chan struct{}
-	if !d.Deadline.IsZero() {
-		ch := make(chan struct{})
-		t := s.clock.AfterFunc(d.Deadline.Sub(s.clock.Now()), func() { close(ch) })
-		defer t.Stop()
-		stop = ch
-	}
-	release, err := s.limit.acquire(ctx, stop, d.Payload.JobName, d.MaxConcurrentPerJob)
-	if err != nil {
-		return nil, err
+	release, ok := s.limit.tryAcquire(d.Payload.JobName, d.MaxConcurrentPerJob)
+	if !ok {
+		if d.Sent != nil {
+			d.Sent()
+		}
+		var stop <-chan struct{}
+		if !d.Deadline.IsZero() {
+			ch := make(chan struct{})
+			t := s.clock.AfterFunc(d.Deadline.Sub(s.clock.Now()), func() { close(ch) })
+			defer t.Stop()
+			stop = ch
+		}
+		var err error
+		if release, err = s.limit.acquire(ctx, stop, d.Payload.JobName, d.MaxConcurrentPerJob); err != nil {
+			return nil, err
+		}
 	}
 	if s.pastDeadline(d.Deadline) {
 		release()
@@ -525,6 +536,11 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 				mu.Lock()
 				respTimer = s.clock.AfterFunc(p.timeout, func() { cancel(errResponseTimeout) })
 				mu.Unlock()
+			}
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			if d.Sent != nil {
+				d.Sent()
 			}
 		},
 	})

@@ -681,3 +681,31 @@ func TestPreparedAheadIsStampedWhenSent(t *testing.T) {
 		t.Fatalf("body %s", r.body)
 	}
 }
+
+// Delivery.Sent tells the executor when a request is no longer held back by its own peer: written to the
+// connection, or waiting for a request slot that another request holds.
+func TestSentReportsARequestThatHasLeft(t *testing.T) {
+	release := make(chan struct{})
+	rec := newRecorder(t, func(http.ResponseWriter, *http.Request, int) { <-release })
+	s, _ := newTestSender(t, Config{MaxConcurrent: 1})
+	var firstSent, secondSent atomic.Int64
+	d1, d2 := testDelivery(rec.URL), testDelivery(rec.URL)
+	d1.Sent = func() { firstSent.Add(1) }
+	d2.Sent = func() { secondSent.Add(1) }
+	first, second := make(chan Result, 1), make(chan Result, 1)
+	go func() { first <- s.Deliver(context.Background(), d1) }()
+	// the receiver has the whole request and has not answered: it was written
+	waitFor(t, "the first request at the receiver", func() bool { return rec.count() == 1 && firstSent.Load() > 0 })
+	go func() { second <- s.Deliver(context.Background(), d2) }()
+	waitFor(t, "the second request waiting for the only slot", func() bool { return s.Waiting() == 1 })
+	if secondSent.Load() != 1 {
+		t.Fatalf("Sent called %d times for a request waiting for a slot, want 1", secondSent.Load())
+	}
+	close(release)
+	if r := <-first; !r.Success {
+		t.Fatalf("first %+v", r)
+	}
+	if r := <-second; !r.Success || secondSent.Load() != 2 { // and once more when it was written
+		t.Fatalf("second %+v, Sent called %d times", r, secondSent.Load())
+	}
+}
