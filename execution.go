@@ -1,8 +1,12 @@
 package ejserver
 
 import (
+	"bufio"
+	"crypto/rand"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,7 +34,22 @@ func (s Source) Valid() bool {
 
 // NewExecutionID returns a new execution id: a UUIDv7, so ids sort by creation time. One id names one item of
 // one fire; it is the webhook-id of every attempt and of a failover re-POST of that item.
-func NewExecutionID() string { return uuid.Must(uuid.NewV7()).String() }
+func NewExecutionID() string { return uuid.Must(uuid.NewV7FromReader(idRandom)).String() }
+
+// idRandom feeds ids the system's randomness read in blocks: reading 16 bytes per id was a getrandom call
+// per id, several per item of a fire. The ids are public (webhook-id); secrets never come from here.
+var idRandom io.Reader = &lockedReader{r: bufio.NewReaderSize(rand.Reader, 4096)}
+
+type lockedReader struct {
+	mu sync.Mutex
+	r  *bufio.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return io.ReadFull(l.r, p)
+}
 
 // TaskID builds ElasticJob's task id for one fire on one instance:
 // {jobName}@-@{items}@-@{READY|FAILOVER}@-@{instanceId}@-@{unique}.
@@ -43,7 +62,7 @@ func TaskID(jobName string, items []int, failover bool, instanceID string) strin
 	if failover {
 		kind = "FAILOVER"
 	}
-	return strings.Join([]string{jobName, strings.Join(parts, ","), kind, instanceID, uuid.NewString()}, "@-@")
+	return strings.Join([]string{jobName, strings.Join(parts, ","), kind, instanceID, uuid.Must(uuid.NewRandomFromReader(idRandom)).String()}, "@-@")
 }
 
 // Execution is one item of one fire on one instance: ElasticJob's JOB_EXECUTION_LOG row plus what HTTP adds.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -510,7 +511,8 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	now := s.clock.Now()
 	ts := now.Unix()
 	sig := p.signature(d.Webhook, now, id, ts, body)
-	h := p.header.Clone()
+	h := make(http.Header, len(p.header)+4) // a copy of the map, sharing the values: they are never appended to
+	maps.Copy(h, p.header)
 	h[HeaderID] = []string{id}
 	h[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
 	if sig != "" {
