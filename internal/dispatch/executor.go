@@ -398,7 +398,7 @@ func (e *Executor) fire(req fireRequest) {
 		return
 	}
 	req.taskID = ejserver.TaskID(job, items, false, e.me.InstanceID)
-	req.task = newTask(req.taskID, job, req.source, items)
+	req.task = e.newTask(req.taskID, job, req.source, items)
 	req.params = parseItemParams(snap.Config)
 	e.cfg.Observer.Fired(job, req.source)
 	replay := e.missedFires(snap, req, items)
@@ -626,7 +626,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		executionID = ejserver.NewExecutionID()
 	}
 	if req.task == nil { // a follow-up or failover run is a task of its own
-		req.task = newTask(req.taskID, req.job, req.source, []int{item})
+		req.task = e.newTask(req.taskID, req.job, req.source, []int{item})
 	}
 	if runningVersion == -2 {
 		runningVersion = -1
@@ -660,7 +660,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	}
 	started := e.clk.Now()
 	e.cfg.Activity.started(started)
-	e.taskStarted(req.task)
+	e.taskStarted(req.task, started)
 	rec := ejserver.Execution{
 		ID: executionID, JobName: req.job, TaskID: req.taskID, ShardingItem: item,
 		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,

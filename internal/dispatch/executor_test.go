@@ -617,6 +617,33 @@ func TestExecutorRecordsAnOutcomeAfterTheBurstHasLeft(t *testing.T) {
 	}
 }
 
+// A task's start traces are built when the fire is prepared and stamped when its first item starts.
+func TestExecutorStampsStartTracesWhenTheTaskStarts(t *testing.T) {
+	reg, send := newFakeRegistry(2), newFakeSender()
+	clk := clock.NewFake(time.Unix(1000, 0))
+	rec := &recorder{}
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Clock: clk, Activity: NewActivity(clk),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer e.Drain(time.Second)
+	e.Fire("j", time.Unix(1001, 0), 0) // handed off a second early
+	waitFor(t, func() bool { return e.cfg.Activity.dueCount() == 2 })
+	clk.Advance(time.Second)
+	send.next(t)
+	send.next(t)
+	waitFor(t, func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.traces) == 3 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i, want := range []ejserver.TaskState{ejserver.TaskStaging, ejserver.TaskRunning, ejserver.TaskFinished} {
+		tr := rec.traces[i]
+		if tr.State != want || !tr.CreationTime.Equal(time.Unix(1001, 0)) || tr.ID == "" || tr.ShardingItems != "0,1" {
+			t.Fatalf("trace %d: %+v, want %s at the start time 1001", i, tr, want)
+		}
+	}
+	if rec.traces[0].ID == rec.traces[1].ID {
+		t.Fatal("the start traces share an id")
+	}
+}
+
 func TestExecutorDropsAPreparedItemTheJobNoLongerWants(t *testing.T) {
 	for name, change := range map[string]func(*fakeRegistry){
 		"job disabled": func(r *fakeRegistry) {

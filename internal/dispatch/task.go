@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ejserver/ejserver"
 )
@@ -20,15 +21,25 @@ type task struct {
 	failover bool
 	items    []int
 
+	// begun holds the TASK_STAGING and TASK_RUNNING traces, built with the task (ahead of the scheduled time:
+	// ids and messages are work the moment of a burst should not pay for), stamped when the first item starts.
+	begun [2]ejserver.StatusTrace
+
 	mu        sync.Mutex
 	remaining int
 	started   bool
 	failed    []int
 }
 
-func newTask(id, job string, source ejserver.Source, items []int) *task {
-	return &task{id: id, job: job, source: source, failover: source == ejserver.SourceFailover,
+// newTask returns a fire's task on this peer with its start traces built.
+func (e *Executor) newTask(id, job string, source ejserver.Source, items []int) *task {
+	t := &task{id: id, job: job, source: source, failover: source == ejserver.SourceFailover,
 		items: slices.Clone(items), remaining: len(items)}
+	t.begun = [2]ejserver.StatusTrace{
+		e.statusTrace(t, ejserver.TaskStaging, fmt.Sprintf("Job '%s' execute begin.", t.job)),
+		e.statusTrace(t, ejserver.TaskRunning, ""),
+	}
+	return t
 }
 
 func (t *task) itemList() string {
@@ -73,20 +84,28 @@ func (t *task) end(item int, ran, success bool) (last, anyRan bool, failed []int
 	return t.remaining == 0, t.started, slices.Clone(t.failed)
 }
 
-// trace records one state of the task.
-func (e *Executor) trace(t *task, state ejserver.TaskState, msg string) {
-	e.cfg.Recorder.EnqueueTrace(ejserver.StatusTrace{
+// statusTrace builds one state of the task, without its time.
+func (e *Executor) statusTrace(t *task, state ejserver.TaskState, msg string) ejserver.StatusTrace {
+	return ejserver.StatusTrace{
 		ID: ejserver.NewExecutionID(), JobName: t.job, TaskID: t.id, InstanceID: e.me.InstanceID,
-		ExecutionType: t.executionType(), ShardingItems: t.itemList(), Source: t.source, State: state,
-		Message: msg, CreationTime: e.clk.Now(),
-	})
+		ExecutionType: t.executionType(), ShardingItems: t.itemList(), Source: t.source, State: state, Message: msg,
+	}
 }
 
-// taskStarted traces staging and running when the task's first item starts.
-func (e *Executor) taskStarted(t *task) {
+// trace records one state of the task, now.
+func (e *Executor) trace(t *task, state ejserver.TaskState, msg string) {
+	tr := e.statusTrace(t, state, msg)
+	tr.CreationTime = e.clk.Now()
+	e.cfg.Recorder.EnqueueTrace(tr)
+}
+
+// taskStarted traces staging and running when the task's first item starts, at now.
+func (e *Executor) taskStarted(t *task, now time.Time) {
 	if t.begin() {
-		e.trace(t, ejserver.TaskStaging, fmt.Sprintf("Job '%s' execute begin.", t.job))
-		e.trace(t, ejserver.TaskRunning, "")
+		for _, tr := range t.begun {
+			tr.CreationTime = now
+			e.cfg.Recorder.EnqueueTrace(tr)
+		}
 	}
 }
 
