@@ -526,8 +526,19 @@ func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
 
 // newLeadExecutor returns an executor on a fake clock at 1000 s, for fires handed off ahead of their time.
 func newLeadExecutor(reg *fakeRegistry, send *fakeSender) (*Executor, *clock.Fake) {
+	return leadExecutor(reg, send, nil)
+}
+
+// newRecordingLeadExecutor is newLeadExecutor with a recorder of the history it writes.
+func newRecordingLeadExecutor(reg *fakeRegistry, send *fakeSender) (*Executor, *clock.Fake, *recorder) {
+	rec := &recorder{}
+	e, clk := leadExecutor(reg, send, rec)
+	return e, clk, rec
+}
+
+func leadExecutor(reg *fakeRegistry, send *fakeSender, rec Recorder) (*Executor, *clock.Fake) {
 	clk := clock.NewFake(time.Unix(1000, 0))
-	return NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Clock: clk, Activity: NewActivity(clk),
+	return NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Clock: clk, Activity: NewActivity(clk),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), clk
 }
 
@@ -571,10 +582,7 @@ func TestExecutorRecordsAnOutcomeAfterTheBurstHasLeft(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			reg, send := newFakeRegistry(2), newFakeSender()
-			clk := clock.NewFake(time.Unix(1000, 0))
-			rec := &recorder{}
-			e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Clock: clk, Activity: NewActivity(clk),
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			e, clk, rec := newRecordingLeadExecutor(reg, send)
 			defer e.Drain(time.Second)
 			stalled := send.stallItem(1)
 			unstall := sync.OnceFunc(func() { close(stalled) })
@@ -620,10 +628,7 @@ func TestExecutorRecordsAnOutcomeAfterTheBurstHasLeft(t *testing.T) {
 // A task's start traces are built when the fire is prepared and stamped when its first item starts.
 func TestExecutorStampsStartTracesWhenTheTaskStarts(t *testing.T) {
 	reg, send := newFakeRegistry(2), newFakeSender()
-	clk := clock.NewFake(time.Unix(1000, 0))
-	rec := &recorder{}
-	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Clock: clk, Activity: NewActivity(clk),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, clk, rec := newRecordingLeadExecutor(reg, send)
 	defer e.Drain(time.Second)
 	e.Fire("j", time.Unix(1001, 0), 0) // handed off a second early
 	waitFor(t, func() bool { return e.cfg.Activity.dueCount() == 2 })
