@@ -693,6 +693,9 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if !res.Success {
 		status, level = "failure", slog.LevelWarn
 	}
+	if !e.log.Enabled(context.Background(), level) {
+		return // the line's attributes cost an allocation each: build them only for a line that is written
+	}
 	attrs := []any{"job", req.job, "item", item, "execution_id", executionID, "status", status,
 		"http_status", res.StatusCode, "attempts", res.Attempts, "duration_ms", res.Duration.Milliseconds(), "source", string(req.source)}
 	if !res.Success {

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -844,4 +845,43 @@ func TestExecutorHandsOnATriggerAfterAnEarlierResharding(t *testing.T) {
 	if len(reg2.handedOn) != 0 {
 		t.Fatalf("a non-leader handed on to %v", reg2.handedOn)
 	}
+}
+
+// Each item's outcome is one log line: at info for a success, at warn for a failure, with its cause.
+func TestExecutorLogsEachItemsOutcome(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelWarn} {
+		t.Run(level.String(), func(t *testing.T) {
+			var mu sync.Mutex
+			var buf bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: level}))
+			reg := newFakeRegistry(2)
+			send := &failingSender{*newFakeSender()}
+			e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: logger})
+			e.Fire("j", time.Unix(100, 0), 0)
+			send.next(t)
+			send.next(t)
+			e.Drain(time.Second)
+			mu.Lock()
+			out := buf.String()
+			mu.Unlock()
+			if !strings.Contains(out, `msg="item failure" job=j item=1`) || !strings.Contains(out, `cause="HTTP 500"`) {
+				t.Fatalf("no failure line for item 1:\n%s", out)
+			}
+			success := strings.Contains(out, `msg="item success" job=j item=0`)
+			if success != (level == slog.LevelInfo) {
+				t.Fatalf("at %s, success line logged: %t\n%s", level, success, out)
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
