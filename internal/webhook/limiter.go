@@ -25,63 +25,54 @@ func newLimiter(n int) *limiter {
 	return &limiter{global: make(chan struct{}, n), jobs: make(map[string]*jobSlots)}
 }
 
-// acquire waits for a slot (job's bound if perJob > 0, then global) until ctx ends or stop closes. It returns
-// the function that releases the slots, or the reason it gave up: ctx's error, or errStopWaiting.
-func (l *limiter) acquire(ctx context.Context, stop <-chan struct{}, job string, perJob int) (func(), error) {
-	l.waiting.Add(1)
-	defer l.waiting.Add(-1)
-	var js *jobSlots
-	if perJob > 0 {
-		js = l.join(job, perJob)
-		select {
-		case js.slots <- struct{}{}:
-		case <-ctx.Done():
-			l.leave(job, js)
-			return nil, ctx.Err()
-		case <-stop:
-			l.leave(job, js)
-			return nil, errStopWaiting
+// acquire takes a slot (job's bound if perJob > 0, then global). A free slot is taken at once; before it
+// first has to wait, it calls onWait, whose channel (nil: none) ends the wait when it closes, as ctx's end
+// does. It returns the function that releases the slots, or the reason it gave up: ctx's error, or
+// errStopWaiting.
+func (l *limiter) acquire(ctx context.Context, job string, perJob int, onWait func() <-chan struct{}) (func(), error) {
+	var stop <-chan struct{}
+	waited := false
+	defer func() {
+		if waited {
+			l.waiting.Add(-1)
 		}
-	}
-	select {
-	case l.global <- struct{}{}:
-	case <-ctx.Done():
-		l.releaseJob(job, js)
-		return nil, ctx.Err()
-	case <-stop:
-		l.releaseJob(job, js)
-		return nil, errStopWaiting
-	}
-	return l.releaser(job, js), nil
-}
-
-// tryAcquire takes the slots acquire would if they are free now, without waiting; ok false: it took none.
-func (l *limiter) tryAcquire(job string, perJob int) (release func(), ok bool) {
-	var js *jobSlots
-	if perJob > 0 {
-		js = l.join(job, perJob)
+	}()
+	take := func(slots chan struct{}) error {
 		select {
-		case js.slots <- struct{}{}:
+		case slots <- struct{}{}:
+			return nil
 		default:
-			l.leave(job, js)
-			return nil, false
+		}
+		if !waited {
+			waited = true
+			l.waiting.Add(1)
+			stop = onWait()
+		}
+		select {
+		case slots <- struct{}{}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop:
+			return errStopWaiting
 		}
 	}
-	select {
-	case l.global <- struct{}{}:
-	default:
-		l.releaseJob(job, js)
-		return nil, false
+	var js *jobSlots
+	if perJob > 0 {
+		js = l.join(job, perJob)
+		if err := take(js.slots); err != nil {
+			l.leave(job, js)
+			return nil, err
+		}
 	}
-	return l.releaser(job, js), true
-}
-
-// releaser returns the function that gives back a global slot and js's (if any).
-func (l *limiter) releaser(job string, js *jobSlots) func() {
+	if err := take(l.global); err != nil {
+		l.releaseJob(job, js)
+		return nil, err
+	}
 	return func() {
 		<-l.global
 		l.releaseJob(job, js)
-	}
+	}, nil
 }
 
 func (l *limiter) releaseJob(job string, js *jobSlots) {

@@ -434,22 +434,25 @@ func (s *Sender) pastDeadline(deadline time.Time) bool {
 // acquire waits for a request slot until ctx ends or the deadline passes. A free slot is taken at once,
 // without a timer; before waiting for one, it tells d.Sent.
 func (s *Sender) acquire(ctx context.Context, d Delivery) (func(), error) {
-	release, ok := s.limit.tryAcquire(d.Payload.JobName, d.MaxConcurrentPerJob)
-	if !ok {
+	var deadline Timer
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
+	release, err := s.limit.acquire(ctx, d.Payload.JobName, d.MaxConcurrentPerJob, func() <-chan struct{} {
 		if d.Sent != nil {
 			d.Sent()
 		}
-		var stop <-chan struct{}
-		if !d.Deadline.IsZero() {
-			ch := make(chan struct{})
-			t := s.clock.AfterFunc(d.Deadline.Sub(s.clock.Now()), func() { close(ch) })
-			defer t.Stop()
-			stop = ch
+		if d.Deadline.IsZero() {
+			return nil
 		}
-		var err error
-		if release, err = s.limit.acquire(ctx, stop, d.Payload.JobName, d.MaxConcurrentPerJob); err != nil {
-			return nil, err
-		}
+		ch := make(chan struct{})
+		deadline = s.clock.AfterFunc(d.Deadline.Sub(s.clock.Now()), func() { close(ch) })
+		return ch
+	})
+	if err != nil {
+		return nil, err
 	}
 	if s.pastDeadline(d.Deadline) {
 		release()
