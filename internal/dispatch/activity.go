@@ -49,18 +49,6 @@ func (a *Activity) countDueLocked(at time.Time, delta int) {
 	}
 }
 
-// started records that an item's request is leaving now (the executor's clock reading, taken anyway).
-func (a *Activity) started(now time.Time) {
-	if a == nil {
-		return
-	}
-	a.mu.Lock()
-	if now.After(a.lastStart) {
-		a.lastStart = now
-	}
-	a.mu.Unlock()
-}
-
 // Busy returns how long from now the peer is expected to stay busy sending, 0 when it is quiet: a request
 // left within the last guard, or prepared items are due within the next guard (then until guard after
 // they are due). The map holds one entry per distinct scheduled time waited for: a handful, as a fire's
@@ -99,8 +87,9 @@ func (a *Activity) departure() *departure {
 	return &departure{a: a}
 }
 
-// leave counts the item as leaving at its scheduled time at; waited: it was counted as waiting for at.
-func (d *departure) leave(at time.Time, waited bool) {
+// leave counts the item as leaving now, at its scheduled time at (waited: it was counted as waiting for
+// at, and no longer is); its request is the latest to have started.
+func (d *departure) leave(at time.Time, waited bool, now time.Time) {
 	if d == nil {
 		return
 	}
@@ -113,6 +102,9 @@ func (d *departure) leave(at time.Time, waited bool) {
 	if !d.counted {
 		d.counted = true
 		a.leaving++
+	}
+	if now.After(a.lastStart) {
+		a.lastStart = now
 	}
 }
 

@@ -29,7 +29,7 @@ func TestActivityBusyAroundABurst(t *testing.T) {
 	a.waiting(due, -1)
 	busy(0)
 	clk.Advance(50 * time.Millisecond)
-	a.started(clk.Now())
+	a.departure().leave(due, false, clk.Now()) // an item's request leaves now
 	busy(guard)
 	clk.Advance(60 * time.Millisecond)
 	busy(40 * time.Millisecond)
@@ -38,7 +38,7 @@ func TestActivityBusyAroundABurst(t *testing.T) {
 
 	var none *Activity // an executor without one reports to nil
 	none.waiting(due, 1)
-	none.started(clk.Now())
+	none.departure().leave(due, false, clk.Now())
 	if none.Busy(guard) != 0 {
 		t.Fatal("a nil Activity is busy")
 	}
@@ -78,13 +78,13 @@ func TestActivityQuietOnceTheBurstHasLeft(t *testing.T) {
 	}
 	clk.Advance(time.Second)
 	first, second := a.departure(), a.departure()
-	first.leave(due, true) // the second item's timer has not fired yet
+	first.leave(due, true, clk.Now()) // the second item's timer has not fired yet
 	returned, wait := quietWithin(a, never, time.Minute)
 	first.left()
 	if returned() {
 		t.Fatal("quiet while an item whose time has come has not woken")
 	}
-	second.leave(due, true)
+	second.leave(due, true, clk.Now())
 	first.left() // a second left of the same item counts nothing
 	if returned() {
 		t.Fatal("quiet while an item is leaving")
@@ -104,7 +104,7 @@ func TestActivityQuietWaitIsBounded(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1000, 0))
 	a := NewActivity(clk)
 	stuck := a.departure()
-	stuck.leave(clk.Now(), false) // never leaves: waiting for a slot that never frees, say
+	stuck.leave(clk.Now(), false, clk.Now()) // never leaves: waiting for a slot that never frees, say
 	created := clk.TimerCreated()
 	returned, wait := quietWithin(a, make(chan struct{}), 250*time.Millisecond)
 	<-created
@@ -124,7 +124,7 @@ func TestActivityQuietWaitIsBounded(t *testing.T) {
 	wait()
 
 	var none *Activity
-	none.departure().leave(clk.Now(), false)
+	none.departure().leave(clk.Now(), false, clk.Now())
 	none.departure().left()
 	none.awaitQuiet(make(chan struct{}), time.Hour) // a nil Activity never makes anyone wait
 }

@@ -654,12 +654,13 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
 		Sent: dep.left,
 	})
-	if !e.awaitScheduledTime(req, item, runningVersion, dep) {
+	send, waited := e.awaitScheduledTime(req, item, runningVersion)
+	if !send {
 		e.taskItemEnded(req.task, item, false, false)
 		return
 	}
 	started := e.clk.Now()
-	e.cfg.Activity.started(started)
+	dep.leave(req.scheduledAt, waited, started)
 	e.taskStarted(req.task, started)
 	rec := ejserver.Execution{
 		ID: executionID, JobName: req.job, TaskID: req.taskID, ShardingItem: item,
@@ -711,17 +712,16 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 // until the scheduled time, so the request leaves on time rather than after ZooKeeper's round trips. It
 // reports whether the item may still run then: the peer is not shutting down, the session is not in doubt,
 // and the job and the item are still this peer's to run. Otherwise the running node created for it goes.
-func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion int32, dep *departure) bool {
+// waited: the item was counted in Activity as waiting for its time, and still is (its departure uncounts it).
+func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion int32) (send, waited bool) {
 	wait := req.scheduledAt.Sub(e.clk.Now())
 	if wait <= 0 {
-		dep.leave(req.scheduledAt, false)
-		return true
+		return true, false
 	}
 	reason := ""
 	growStack()
 	e.cfg.Activity.waiting(req.scheduledAt, 1)
 	slept := clock.Sleep(e.clk, wait, e.soft.Done())
-	dep.leave(req.scheduledAt, true)
 	if !slept {
 		reason = "the peer is shutting down"
 	} else if !e.reg.Lease() {
@@ -731,16 +731,16 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 		reason = "the job or the item is no longer this peer's to run"
 	}
 	if reason == "" {
-		return true
+		return true, true
 	}
-	dep.left()
+	e.cfg.Activity.waiting(req.scheduledAt, -1)
 	e.log.Info("prepared item not sent: "+reason, "job", req.job, "item", item)
 	if runningVersion == 0 {
 		if err := e.reg.ClearStaleRunning(req.job, item, 0); err != nil {
 			e.log.Warn("could not remove the running node of an item that was not sent", "job", req.job, "item", item, "err", err)
 		}
 	}
-	return false
+	return false, false
 }
 
 // sendStackFrame is the frame growStack pushes. Sending a webhook (resty, net/http) needs more than 16 KB of
