@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
 
@@ -851,9 +851,8 @@ func TestExecutorHandsOnATriggerAfterAnEarlierResharding(t *testing.T) {
 func TestExecutorLogsEachItemsOutcome(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelWarn} {
 		t.Run(level.String(), func(t *testing.T) {
-			var mu sync.Mutex
-			var buf bytes.Buffer
-			logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: level}))
+			var buf testutil.SyncBuffer
+			logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))
 			reg := newFakeRegistry(2)
 			send := &failingSender{*newFakeSender()}
 			e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: logger})
@@ -861,9 +860,7 @@ func TestExecutorLogsEachItemsOutcome(t *testing.T) {
 			send.next(t)
 			send.next(t)
 			e.Drain(time.Second)
-			mu.Lock()
 			out := buf.String()
-			mu.Unlock()
 			if !strings.Contains(out, `msg="item failure" job=j item=1`) || !strings.Contains(out, `cause="HTTP 500"`) {
 				t.Fatalf("no failure line for item 1:\n%s", out)
 			}
@@ -873,15 +870,4 @@ func TestExecutorLogsEachItemsOutcome(t *testing.T) {
 			}
 		})
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -1,39 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestStreamsTheBacklogWithTheRealSender runs ejserver's sender against this receiver: 25 records in batches
 // of 10 take three POSTs per item per fire.
 func TestStreamsTheBacklogWithTheRealSender(t *testing.T) {
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	secret := webhook.GenerateSecret()
 	srv := httptest.NewServer(newHandler(&out, secret, 25, 10))
 	defer srv.Close()
