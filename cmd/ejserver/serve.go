@@ -49,6 +49,7 @@ type serveConfig struct {
 	shutdownTimeout  time.Duration
 	serverGC         time.Duration
 	fireLead         time.Duration
+	gcBetweenBursts  bool
 	zkDigest         string
 	metricsPerJob    bool
 	apiTokens        string // tokens file; EJ_API_TOKEN adds one admin token
@@ -76,6 +77,7 @@ func parseServe(args []string) (serveConfig, error) {
 	shutdown := f.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM, how long in-flight webhooks may finish")
 	gc := f.Duration("server-gc", time.Hour, "remove a job's servers/{ip} node after its IP has had no instance online this long (0: never); DISABLED nodes are kept")
 	lead := f.Duration("fire-lead", time.Second, "prepare each fire (fence its items in ZooKeeper) up to this long before its scheduled time, and at most a tenth of the job's period before it, so the webhooks leave on time; from half a second up it is rounded down to whole seconds and a half, so preparing falls between the whole seconds fires leave on (0: prepare at the scheduled time)")
+	gcBursts := f.Bool("gc-between-bursts", true, "run Go's garbage collector in the gaps between this peer's bursts of webhooks, before the next burst's allocation would start it in the middle of one (false: leave it to Go's pacer)")
 	digest := f.String("zk-digest", "", "user:password: nodes ejserver creates are writable only with this ZooKeeper digest (readable by all)")
 	perJob := f.Bool("metrics-per-job", false, "label per-job metrics with the job name (one series per job: mind the cardinality)")
 	tokens := f.String("api-tokens", "", "file of API bearer tokens, one \"ROLE NAME TOKEN\" a line (roles admin, viewer; TOKEN or sha256:HEX); EJ_API_TOKEN adds one admin token")
@@ -88,7 +90,7 @@ func parseServe(args []string) (serveConfig, error) {
 	}
 	c = serveConfig{zk: *zk, namespace: *ns, sessionTimeout: *st, listen: *listen, instanceID: *id, serverIP: *ip,
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
-		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, zkDigest: *digest, metricsPerJob: *perJob,
+		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile}
 	switch {
 	case c.sessionTimeout < time.Second || c.sessionTimeout > 60*time.Second:
@@ -183,6 +185,12 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	defer writer.Stop()
+	// the garbage collector runs between the bursts too, rather than in the middle of one
+	collector := dispatch.NewCollector(dispatch.CollectorConfig{Busy: activity.Busy, Clock: clk, Logger: log})
+	if c.gcBetweenBursts {
+		collector.Start()
+	}
+	defer collector.Stop()
 	pruner := history.NewPruner(store, history.PrunerConfig{Retention: c.historyRetention, Logger: log})
 	if err := pruner.Start(context.Background()); err != nil {
 		return err
@@ -230,8 +238,9 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		},
 		HistoryDegraded: func() bool { return writer.Health().State == history.HealthDegraded },
 		SessionHealthy:  sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
-		Leaderships:   func() int { return leaderships(reg) },
-		ScheduledJobs: func() int { return sched.Len() },
+		Leaderships:     func() int { return leaderships(reg) },
+		ScheduledJobs:   func() int { return sched.Len() },
+		GCBetweenBursts: collector.Collections,
 	}})
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{

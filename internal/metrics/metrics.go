@@ -36,6 +36,8 @@ type Sources struct {
 	Reconnects, Expirations      func() int64
 	// Leaderships: jobs this peer leads; ScheduledJobs: jobs in this peer's scheduler.
 	Leaderships, ScheduledJobs func() int
+	// GCBetweenBursts: dispatch.Collector's Collections.
+	GCBetweenBursts func() int64
 }
 
 // Label values of outcome.

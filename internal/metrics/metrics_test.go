@@ -360,6 +360,7 @@ func TestSources(t *testing.T) {
 		Expirations:     func() int64 { return 1 },
 		Leaderships:     func() int { return 42 },
 		ScheduledJobs:   func() int { return 10000 },
+		GCBetweenBursts: func() int64 { return 9 },
 	}})
 	fams := gather(t, m)
 	for _, tt := range []struct {
@@ -380,6 +381,7 @@ func TestSources(t *testing.T) {
 		{"ejserver_zookeeper_session_expirations_total", dto.MetricType_COUNTER, 1},
 		{"ejserver_leaderships", dto.MetricType_GAUGE, 42},
 		{"ejserver_scheduled_jobs", dto.MetricType_GAUGE, 10000},
+		{"ejserver_gc_between_bursts_total", dto.MetricType_COUNTER, 9},
 	} {
 		want(t, fams, tt.name, l(), tt.v)
 		if mf := fams[tt.name]; mf != nil && mf.GetType() != tt.typ {
@@ -404,7 +406,7 @@ func TestNilSourcesSkipped(t *testing.T) {
 		"ejserver_history_write_failures_total", "ejserver_history_degraded",
 		"ejserver_zookeeper_session_up", "ejserver_zookeeper_lease_valid",
 		"ejserver_zookeeper_reconnects_total", "ejserver_zookeeper_session_expirations_total",
-		"ejserver_leaderships", "ejserver_scheduled_jobs",
+		"ejserver_leaderships", "ejserver_scheduled_jobs", "ejserver_gc_between_bursts_total",
 	}
 	t.Run("none", func(t *testing.T) {
 		t.Parallel()

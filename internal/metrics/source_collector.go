@@ -51,6 +51,9 @@ func newSourceCollector(s Sources) *sourceCollector {
 	if f := s.Expirations; f != nil {
 		counter("ejserver_zookeeper_session_expirations_total", "ZooKeeper session expirations.", int64f(f))
 	}
+	if f := s.GCBetweenBursts; f != nil {
+		counter("ejserver_gc_between_bursts_total", "Garbage collections this peer started in a gap between its bursts of webhooks.", int64f(f))
+	}
 	if f := s.HistoryDegraded; f != nil {
 		gauge("ejserver_history_degraded", "1 while the last history write failed, else 0.", boolf(f))
 	}

@@ -1,0 +1,191 @@
+package dispatch
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
+const mb = 1 << 20
+
+func TestShouldCollect(t *testing.T) {
+	// Marked 100 MB, goal 200 MB: Go may start a collection from 170 MB on
+	h := HeapStats{Marked: 100 * mb, Goal: 200 * mb}
+	for _, tc := range []struct {
+		heap, perWindow uint64
+		want            bool
+	}{
+		{heap: 150 * mb, perWindow: 10 * mb, want: false}, // 160 MB after the next window
+		{heap: 160 * mb, perWindow: 10 * mb, want: true},  // the next window may reach 170 MB
+		{heap: 169 * mb, perWindow: 0, want: false},       // nothing allocates: Go won't collect either
+		{heap: 100 * mb, perWindow: 70 * mb, want: true},  // a fast allocator: collect early
+		{heap: 190 * mb, perWindow: 1, want: true},        // past the trigger already
+	} {
+		h.Heap = tc.heap
+		if got := shouldCollect(h, tc.perWindow); got != tc.want {
+			t.Errorf("heap %d MB, %d MB per window: collect %t, want %t", tc.heap/mb, tc.perWindow/mb, got, tc.want)
+		}
+	}
+	if shouldCollect(HeapStats{Heap: 500 * mb, Marked: 100 * mb, Goal: 100 * mb}, mb) {
+		t.Error("collected without a goal above the live heap (GOGC=off reads so)")
+	}
+}
+
+func TestAllocRateSpansTheLastWindow(t *testing.T) {
+	var r allocRate
+	at := time.Unix(1000, 0)
+	if got := r.add(at, 5*mb); got != 0 {
+		t.Fatalf("one reading: %d bytes, want 0", got)
+	}
+	for i := 1; i <= 30; i++ { // 1 MB every 100 ms
+		got := r.add(at.Add(time.Duration(i)*collectorTick), uint64(5+i)*mb)
+		want := uint64(min(i, 10)) * mb
+		if got != want {
+			t.Fatalf("reading %d: %d MB over the window, want %d", i, got/mb, want/mb)
+		}
+	}
+	if len(r.samples) > 12 {
+		t.Fatalf("%d readings kept for a 1 s window at 100 ms", len(r.samples))
+	}
+}
+
+// fakeHeap is a heap a test grows by hand.
+type fakeHeap struct {
+	mu sync.Mutex
+	h  HeapStats
+}
+
+func (f *fakeHeap) read() HeapStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.h
+}
+
+func (f *fakeHeap) setHeap(n uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.h.Heap = n
+}
+
+func (f *fakeHeap) allocate(n uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.h.Allocated += n
+	f.h.Heap += n
+}
+
+// collectorHarness runs a Collector on a fake clock; tick advances it by one look and waits for the look.
+type collectorHarness struct {
+	clk       *clock.Fake
+	act       *Activity
+	heap      *fakeHeap
+	c         *Collector
+	collected chan time.Time
+}
+
+func newCollectorHarness(t *testing.T, gcTakes time.Duration) *collectorHarness {
+	h := &collectorHarness{clk: clock.NewFake(time.Unix(1000, 0)), heap: &fakeHeap{},
+		collected: make(chan time.Time, 100)}
+	h.heap.h = HeapStats{Heap: 120 * mb, Marked: 100 * mb, Goal: 200 * mb}
+	h.act = NewActivity(h.clk)
+	h.c = NewCollector(CollectorConfig{Busy: h.act.Busy, Clock: h.clk, Heap: h.heap.read, Collect: func() {
+		h.collected <- h.clk.Now()
+		h.clk.Advance(gcTakes)
+		h.heap.setHeap(h.heap.read().Marked)
+	}})
+	looking := h.clk.TimerCreated()
+	h.c.Start()
+	t.Cleanup(h.c.Stop)
+	<-looking
+	return h
+}
+
+func (h *collectorHarness) tick() {
+	looked := h.clk.TimerCreated()
+	h.clk.Advance(collectorTick)
+	<-looked
+}
+
+func TestCollectorCollectsInAGapBeforeGoWould(t *testing.T) {
+	h := newCollectorHarness(t, 0)
+	// 1 MB every look (10 MB/s) from 120 MB: a second's allocation reaches Go's earliest trigger (170 MB)
+	// from 160 MB on, the 40th look
+	for i := 1; i < 40; i++ {
+		h.heap.allocate(mb)
+		h.tick()
+	}
+	if n := h.c.Collections(); n != 0 {
+		t.Fatalf("collected %d times at %d MB, far from Go's trigger", n, h.heap.read().Heap/mb)
+	}
+	// a burst is due within the guard: the collection waits for the gap after it
+	due := h.clk.Now().Add(collectorTick + 50*time.Millisecond)
+	h.act.waiting(due, 1)
+	h.heap.allocate(mb)
+	h.tick()
+	if n := h.c.Collections(); n != 0 {
+		t.Fatalf("collected %d times with a burst due in 50 ms", n)
+	}
+	h.act.waiting(due, -1) // the burst has left
+	h.heap.allocate(mb)
+	h.tick()
+	if n := h.c.Collections(); n != 1 {
+		t.Fatalf("collected %d times in the gap after the burst, want 1", n)
+	}
+	// collected down to the live heap: the next look has all the way to the trigger again
+	h.heap.allocate(mb)
+	h.tick()
+	if n := h.c.Collections(); n != 1 {
+		t.Fatalf("collected %d times, want 1", n)
+	}
+}
+
+func TestCollectorCollectsAgainOnceTheHeapHasGrownBack(t *testing.T) {
+	h := newCollectorHarness(t, 300*time.Millisecond)
+	h.heap.setHeap(169 * mb)
+	h.heap.allocate(mb)
+	h.tick()
+	h.heap.allocate(mb)
+	h.tick() // two readings: 1 MB per window, 171 MB
+	if n := h.c.Collections(); n != 1 {
+		t.Fatalf("collected %d times past the trigger with nothing due, want 1", n)
+	}
+	at := <-h.collected
+	for range 5 { // back to 100 MB: far from the trigger
+		h.heap.allocate(mb)
+		h.tick()
+	}
+	if n := h.c.Collections(); n != 1 {
+		t.Fatalf("collected %d times right after a collection, want 1", n)
+	}
+	h.heap.setHeap(169 * mb)
+	h.tick()
+	if n := h.c.Collections(); n != 2 {
+		t.Fatalf("collected %d times once the heap was back near the trigger, want 2", n)
+	}
+	if again := <-h.collected; again.Sub(at) < 300*time.Millisecond {
+		t.Fatalf("collections %s apart: the first took 300 ms", again.Sub(at))
+	}
+}
+
+func TestCollectorStopsWithoutStart(t *testing.T) {
+	c := NewCollector(CollectorConfig{})
+	c.Stop()
+	c.Start() // after Stop: does nothing
+	c.Stop()
+}
+
+func TestReadHeapReadsTheRuntime(t *testing.T) {
+	runtime.GC() // so that a collection has marked the live heap
+	h := readHeap()
+	if h.Allocated == 0 || h.Heap == 0 || h.Marked == 0 || h.Goal <= h.Marked {
+		t.Fatalf("runtime heap figures: %+v", h)
+	}
+	keep := make([]byte, 4*mb)
+	if after := readHeap(); after.Allocated < h.Allocated+uint64(len(keep)) {
+		t.Fatalf("allocated %d bytes, then the figure went from %d to %d", len(keep), h.Allocated, after.Allocated)
+	}
+	_ = keep[len(keep)-1]
+}
