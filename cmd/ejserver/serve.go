@@ -186,7 +186,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	defer writer.Stop()
 	// the garbage collector runs between the bursts too, rather than in the middle of one
-	collector := dispatch.NewCollector(dispatch.CollectorConfig{Busy: activity.Busy, Clock: clk, Logger: log})
+	collector := dispatch.NewCollector(dispatch.CollectorConfig{Activity: activity, Clock: clk, Logger: log})
 	if c.gcBetweenBursts {
 		collector.Start()
 	}

@@ -72,6 +72,27 @@ func (a *Activity) Busy(guard time.Duration) time.Duration {
 	return busy
 }
 
+// Gap reports whether the peer is between bursts: no request started within the last since, and no
+// prepared item is due within the next ahead. It also returns when the latest request started, so that a
+// caller doing one thing per gap can tell one gap from the next.
+func (a *Activity) Gap(since, ahead time.Duration) (gap bool, lastStart time.Time) {
+	if a == nil {
+		return true, time.Time{}
+	}
+	now := a.clk.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if now.Sub(a.lastStart) < since {
+		return false, a.lastStart
+	}
+	for at := range a.due {
+		if at.Sub(now) < ahead {
+			return false, a.lastStart
+		}
+	}
+	return true, a.lastStart
+}
+
 // departure is one item's request on its way out: leaving when the item's time has come, left once the
 // request is written (or waits for a request slot, or is not sent at all). A nil *departure ignores both.
 type departure struct {

@@ -139,3 +139,31 @@ func (a *Activity) dueCount() int {
 	}
 	return n
 }
+
+func TestActivityGapIsAsymmetric(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	a := NewActivity(clk)
+	if gap, last := a.Gap(100*time.Millisecond, time.Second); !gap || !last.IsZero() {
+		t.Fatalf("a peer that never sent: gap %t, last start %v", gap, last)
+	}
+	start := clk.Now()
+	a.departure().leave(start, false, start)
+	clk.Advance(150 * time.Millisecond)
+	if gap, last := a.Gap(100*time.Millisecond, time.Second); !gap || !last.Equal(start) {
+		t.Fatalf("150 ms after a burst: gap %t, last start %v, want true, %v", gap, last, start)
+	}
+	if gap, _ := a.Gap(200*time.Millisecond, 0); gap {
+		t.Fatal("a gap 150 ms after a burst, asking for 200 ms since")
+	}
+	a.waiting(clk.Now().Add(500*time.Millisecond), 1)
+	if gap, _ := a.Gap(100*time.Millisecond, 600*time.Millisecond); gap {
+		t.Fatal("a gap with a burst due in 500 ms, asking for 600 ms ahead")
+	}
+	if gap, _ := a.Gap(100*time.Millisecond, 400*time.Millisecond); !gap {
+		t.Fatal("no gap with a burst due in 500 ms, asking for 400 ms ahead")
+	}
+	var none *Activity
+	if gap, _ := none.Gap(time.Second, time.Second); !gap {
+		t.Fatal("a nil Activity (which sees no burst) is not between bursts")
+	}
+}

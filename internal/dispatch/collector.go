@@ -19,9 +19,10 @@ import (
 // 10,000 jobs has ~100 MB of live heap to mark, a few hundred milliseconds of it. In the steady-10k
 // benchmark the bursts that overlapped their peer's own collection held nearly all of the lateness p99
 // (their last request p50 222 ms, against 98 ms for the others). The executor knows when bursts come and
-// Go's pacer does not: once a burst has left and none is due within minGuard, if the allocation of the next
-// allocWindow could take the heap to where Go may start a collection, the Collector starts one itself.
-// Collections come a little more often (every ~7 s instead of ~9 s in steady-10k) and the heap peaks lower.
+// Go's pacer does not. So in the gap after a burst (its requests started minGuard ago or more, and no
+// prepared item is due before a collection as long as the last one would end), if allocating as much as in
+// the last allocWindow again could take the heap to where Go may start a collection, the Collector starts
+// one itself: at most one per gap, and none on a peer that sends nothing.
 type Collector struct {
 	cfg CollectorConfig
 
@@ -35,10 +36,9 @@ type Collector struct {
 
 // CollectorConfig configures a Collector.
 type CollectorConfig struct {
-	// Busy says how long from now the peer stays busy sending webhooks, 0 when quiet, with guard around the
-	// requests (Activity.Busy).
-	Busy  func(guard time.Duration) time.Duration
-	Clock clock.Clock
+	// Activity tells when the peer's bursts leave and which are due (the executor's).
+	Activity *Activity
+	Clock    clock.Clock
 	// Heap reads the heap's figures (default: the runtime's own, readHeap); Collect runs a collection and
 	// returns when it is done (default: runtime.GC). Tests give their own.
 	Heap    func() HeapStats
@@ -65,9 +65,8 @@ const (
 	// collection (its trigger lies between 0.7 and 0.95 of it, runtime/mgcpacer.go); the Collector plans for
 	// the earliest.
 	minTriggerShare = 0.7
-	// minGuard is how far from a burst a collection begins at least: the burst's requests started that long
-	// ago, and no prepared item is due sooner. A longer guard finds no gap at all between bursts a second
-	// apart, whose items are prepared half a second ahead.
+	// minGuard is how long after a burst's requests started a collection may begin, and how far ahead of
+	// the next burst at least (further when the last collection took longer: half again its duration).
 	minGuard = 100 * time.Millisecond
 )
 
@@ -84,9 +83,6 @@ func NewCollector(cfg CollectorConfig) *Collector {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.Busy == nil {
-		cfg.Busy = func(time.Duration) time.Duration { return 0 }
 	}
 	return &Collector{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
 }
@@ -110,6 +106,8 @@ func (c *Collector) Stop() {
 func (c *Collector) loop() {
 	defer close(c.done)
 	rate := allocRate{}
+	took := time.Duration(0)     // how long the last collection took
+	var collectedAfter time.Time // the burst the last collection followed
 	t := c.cfg.Clock.NewTimer(collectorTick)
 	defer t.Stop()
 	for {
@@ -121,11 +119,14 @@ func (c *Collector) loop() {
 		now := c.cfg.Clock.Now()
 		h := c.cfg.Heap()
 		perWindow := rate.add(now, h.Allocated)
-		if shouldCollect(h, perWindow) && c.cfg.Busy(minGuard) == 0 {
+		gap, burst := c.cfg.Activity.Gap(minGuard, max(minGuard, took*3/2))
+		if gap && burst.After(collectedAfter) && shouldCollect(h, perWindow) {
 			c.cfg.Collect()
+			took = c.cfg.Clock.Since(now)
+			collectedAfter = burst
 			c.collections.Add(1)
 			c.cfg.Logger.Debug("garbage collected between bursts", "heap_mb", h.Heap>>20, "goal_mb", h.Goal>>20,
-				"alloc_per_window_mb", perWindow>>20, "took", c.cfg.Clock.Since(now))
+				"alloc_per_window_mb", perWindow>>20, "took", took)
 		}
 		t.Reset(collectorTick)
 	}

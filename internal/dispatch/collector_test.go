@@ -91,7 +91,7 @@ func newCollectorHarness(t *testing.T, gcTakes time.Duration) *collectorHarness 
 		collected: make(chan time.Time, 100)}
 	h.heap.h = HeapStats{Heap: 120 * mb, Marked: 100 * mb, Goal: 200 * mb}
 	h.act = NewActivity(h.clk)
-	h.c = NewCollector(CollectorConfig{Busy: h.act.Busy, Clock: h.clk, Heap: h.heap.read, Collect: func() {
+	h.c = NewCollector(CollectorConfig{Activity: h.act, Clock: h.clk, Heap: h.heap.read, Collect: func() {
 		h.collected <- h.clk.Now()
 		h.clk.Advance(gcTakes)
 		h.heap.setHeap(h.heap.read().Marked)
@@ -109,64 +109,88 @@ func (h *collectorHarness) tick() {
 	<-looked
 }
 
+// burst has a request leave now.
+func (h *collectorHarness) burst() {
+	h.act.departure().leave(h.clk.Now(), false, h.clk.Now())
+}
+
+func (h *collectorHarness) wantCollections(t *testing.T, want int64, when string) {
+	t.Helper()
+	if n := h.c.Collections(); n != want {
+		t.Fatalf("%s: %d collections, want %d (heap %d MB)", when, n, want, h.heap.read().Heap/mb)
+	}
+}
+
 func TestCollectorCollectsInAGapBeforeGoWould(t *testing.T) {
 	h := newCollectorHarness(t, 0)
 	// 1 MB every look (10 MB/s) from 120 MB: a second's allocation reaches Go's earliest trigger (170 MB)
 	// from 160 MB on, the 40th look
 	for i := 1; i < 40; i++ {
 		h.heap.allocate(mb)
+		if i%10 == 0 {
+			h.burst()
+		}
 		h.tick()
 	}
-	if n := h.c.Collections(); n != 0 {
-		t.Fatalf("collected %d times at %d MB, far from Go's trigger", n, h.heap.read().Heap/mb)
-	}
+	h.wantCollections(t, 0, "far from Go's trigger")
 	// a burst is due within the guard: the collection waits for the gap after it
 	due := h.clk.Now().Add(collectorTick + 50*time.Millisecond)
 	h.act.waiting(due, 1)
 	h.heap.allocate(mb)
 	h.tick()
-	if n := h.c.Collections(); n != 0 {
-		t.Fatalf("collected %d times with a burst due in 50 ms", n)
-	}
-	h.act.waiting(due, -1) // the burst has left
+	h.wantCollections(t, 0, "a burst due in 50 ms")
+	h.act.departure().leave(due, true, due) // it leaves at its time, 50 ms before the next look
 	h.heap.allocate(mb)
 	h.tick()
-	if n := h.c.Collections(); n != 1 {
-		t.Fatalf("collected %d times in the gap after the burst, want 1", n)
-	}
-	// collected down to the live heap: the next look has all the way to the trigger again
+	h.wantCollections(t, 0, "the burst's requests started 50 ms ago")
 	h.heap.allocate(mb)
 	h.tick()
-	if n := h.c.Collections(); n != 1 {
-		t.Fatalf("collected %d times, want 1", n)
-	}
-}
-
-func TestCollectorCollectsAgainOnceTheHeapHasGrownBack(t *testing.T) {
-	h := newCollectorHarness(t, 300*time.Millisecond)
+	h.wantCollections(t, 1, "in the gap after the burst")
+	// one collection per gap: the heap is back near the trigger, but no burst has left since
 	h.heap.setHeap(169 * mb)
 	h.heap.allocate(mb)
 	h.tick()
+	h.wantCollections(t, 1, "the same gap")
+	h.burst()
 	h.heap.allocate(mb)
-	h.tick() // two readings: 1 MB per window, 171 MB
-	if n := h.c.Collections(); n != 1 {
-		t.Fatalf("collected %d times past the trigger with nothing due, want 1", n)
-	}
-	at := <-h.collected
-	for range 5 { // back to 100 MB: far from the trigger
+	h.tick()
+	h.wantCollections(t, 2, "the gap after the next burst")
+}
+
+func TestCollectorLeavesAPeerThatSendsNothingToGo(t *testing.T) {
+	h := newCollectorHarness(t, 0)
+	h.heap.setHeap(169 * mb)
+	for range 20 {
 		h.heap.allocate(mb)
 		h.tick()
 	}
-	if n := h.c.Collections(); n != 1 {
-		t.Fatalf("collected %d times right after a collection, want 1", n)
-	}
+	h.wantCollections(t, 0, "no burst ever")
+}
+
+func TestCollectorKeepsALongCollectionClearOfTheNextBurst(t *testing.T) {
+	// a collection takes 400 ms here: the next one must begin 600 ms or more before a burst
+	h := newCollectorHarness(t, 400*time.Millisecond)
 	h.heap.setHeap(169 * mb)
+	h.burst()
+	h.heap.allocate(mb)
 	h.tick()
-	if n := h.c.Collections(); n != 2 {
-		t.Fatalf("collected %d times once the heap was back near the trigger, want 2", n)
-	}
-	if again := <-h.collected; again.Sub(at) < 300*time.Millisecond {
-		t.Fatalf("collections %s apart: the first took 300 ms", again.Sub(at))
+	h.heap.allocate(mb)
+	h.tick()
+	h.wantCollections(t, 1, "past the trigger with nothing due")
+	at := <-h.collected
+	h.heap.setHeap(169 * mb)
+	h.burst()
+	due := h.clk.Now().Add(collectorTick + 500*time.Millisecond)
+	h.act.waiting(due, 1)
+	h.heap.allocate(mb)
+	h.tick()
+	h.wantCollections(t, 1, "a burst due in 500 ms")
+	h.act.waiting(due, -1)
+	h.heap.allocate(mb)
+	h.tick()
+	h.wantCollections(t, 2, "nothing due")
+	if again := <-h.collected; again.Sub(at) < 400*time.Millisecond {
+		t.Fatalf("collections %s apart: the first took 400 ms", again.Sub(at))
 	}
 }
 
