@@ -21,8 +21,10 @@ import (
 // (their last request p50 222 ms, against 98 ms for the others). The executor knows when bursts come and
 // Go's pacer does not. So in the gap after a burst (its requests started minGuard ago or more, and no
 // prepared item is due before a collection as long as the last one would end), if allocating as much as in
-// the last allocWindow again could take the heap to where Go may start a collection, the Collector starts
-// one itself: at most one per gap, and none on a peer that sends nothing.
+// the last allocWindow again could take the heap to where Go may start a collection, and a fresh cycle
+// would hold that much, the Collector starts one itself: at most one per gap, and none on a peer that sends
+// nothing. A burst bigger than a whole cycle (one fire of thousands of items on a small heap) is left to Go:
+// a collection before it would not keep one out of it.
 type Collector struct {
 	cfg CollectorConfig
 
@@ -133,13 +135,16 @@ func (c *Collector) loop() {
 }
 
 // shouldCollect reports whether the heap is close enough to where Go's pacer may start a collection that
-// another window's allocation (the next burst and its preparation) could reach it.
+// another window's allocation (the next burst and its preparation) could reach it, and whether collecting
+// now would keep that collection out of the next burst: if a window's allocation is more than a whole
+// cycle's way to the trigger (the current cycle's, for the next), Go collects during the burst anyway, and
+// a collection in the gap would only be one more.
 func shouldCollect(h HeapStats, perWindow uint64) bool {
 	if h.Goal <= h.Marked || perWindow == 0 {
 		return false
 	}
-	trigger := h.Marked + uint64(float64(h.Goal-h.Marked)*minTriggerShare)
-	return h.Heap+perWindow >= trigger
+	way := uint64(float64(h.Goal-h.Marked) * minTriggerShare)
+	return perWindow < way && h.Heap+perWindow >= h.Marked+way
 }
 
 // allocRate measures the bytes allocated over the last allocWindow from cumulative readings.

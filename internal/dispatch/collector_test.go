@@ -21,7 +21,9 @@ func TestShouldCollect(t *testing.T) {
 		{heap: 150 * mb, perWindow: 10 * mb, want: false}, // 160 MB after the next window
 		{heap: 160 * mb, perWindow: 10 * mb, want: true},  // the next window may reach 170 MB
 		{heap: 169 * mb, perWindow: 0, want: false},       // nothing allocates: Go won't collect either
-		{heap: 100 * mb, perWindow: 70 * mb, want: true},  // a fast allocator: collect early
+		{heap: 110 * mb, perWindow: 60 * mb, want: true},  // a fast allocator: collect early
+		{heap: 160 * mb, perWindow: 70 * mb, want: false}, // a burst bigger than a whole cycle: Go collects in it anyway
+		{heap: 190 * mb, perWindow: 90 * mb, want: false}, // even past the trigger
 		{heap: 190 * mb, perWindow: 1, want: true},        // past the trigger already
 	} {
 		h.Heap = tc.heap
