@@ -313,9 +313,11 @@ func fetch(url, path string, timeout time.Duration) error {
 }
 
 // counterPrefixes are the peers' own counters the benchmark reports (their change over the window, summed
-// over the peers): they say why a fire was missed (skipped, by reason), late (misfires) or failed.
+// over the peers): they say why a fire was missed (skipped, by reason), late (misfires) or failed, and how
+// often the peers collected garbage (all collections, and those started between bursts).
 var counterPrefixes = []string{"ejserver_fires_skipped_total", "ejserver_item_executions_total", "ejserver_misfires_total",
-	"ejserver_failovers_total", "ejserver_reshardings_total", "ejserver_history_dropped_total"}
+	"ejserver_failovers_total", "ejserver_reshardings_total", "ejserver_history_dropped_total",
+	"ejserver_gc_between_bursts_total", "go_gc_duration_seconds_count"}
 
 // counters reads counterPrefixes' series from every peer's /metrics, summed by series.
 func (c *benchCluster) counters() map[string]float64 {
