@@ -110,14 +110,7 @@ func (c *Collector) loop() {
 	rate := allocRate{}
 	took := time.Duration(0)     // how long the last collection took
 	var collectedAfter time.Time // the burst the last collection followed
-	t := c.cfg.Clock.NewTimer(collectorTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C():
-		}
+	for clock.Sleep(c.cfg.Clock, collectorTick, c.stop) {
 		now := c.cfg.Clock.Now()
 		h := c.cfg.Heap()
 		perWindow := rate.add(now, h.Allocated)
@@ -130,7 +123,6 @@ func (c *Collector) loop() {
 			c.cfg.Logger.Debug("garbage collected between bursts", "heap_mb", h.Heap>>20, "goal_mb", h.Goal>>20,
 				"alloc_per_window_mb", perWindow>>20, "took", took)
 		}
-		t.Reset(collectorTick)
 	}
 }
 
