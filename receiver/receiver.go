@@ -106,6 +106,13 @@ type Payload struct {
 	// Iteration is set for streaming DATAFLOW jobs only: 1, 2, ... for the n-th POST of the item in this fire.
 	Iteration  int    `json:"iteration,omitempty"`
 	InstanceID string `json:"instanceId"`
+	// CallbackURL is the base of this execution's callbacks ({advertise-url}/api/v1/executions/{executionId}):
+	// a receiver that answered 202 Accepted POSTs {CallbackURL}/heartbeat and {CallbackURL}/complete.
+	CallbackURL string `json:"callbackUrl,omitempty"`
+	// CallbackToken authorises this attempt's callbacks (Authorization: Bearer ...) and nothing else.
+	CallbackToken string `json:"callbackToken,omitempty"`
+	// LeaseSeconds is how long an accepted item lives without a heartbeat.
+	LeaseSeconds int `json:"leaseSeconds,omitempty"`
 }
 
 // Response is what a handler answers. For a streaming DATAFLOW job, HasMore asks ejserver to POST the item
