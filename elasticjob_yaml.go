@@ -31,6 +31,8 @@ const (
 	PropRetryMax           = "ejserver.retry.maxBackoffMs"
 	PropMaxConcurrent      = "ejserver.maxConcurrentRequests"
 	PropReplayMissed       = "ejserver.replayMissedFires"
+	PropLeaseSeconds       = "ejserver.async.leaseSeconds"
+	PropMaxDuration        = "ejserver.async.maxDurationSeconds"
 )
 
 // ReservedProp reports whether a props key belongs to ejserver (users can't set it through props).
@@ -102,6 +104,8 @@ func MarshalElasticJobYAML(cfg JobConfig) ([]byte, error) {
 	if cfg.ReplayMissedFires {
 		props[PropReplayMissed] = "true"
 	}
+	props[PropLeaseSeconds] = strconv.Itoa(cfg.Async.LeaseSeconds)
+	props[PropMaxDuration] = strconv.Itoa(cfg.Async.MaxDurationSeconds)
 	doc := elasticJobYAML{
 		Cron: cfg.Cron, Description: cfg.Description, Disabled: cfg.Disabled, Failover: cfg.Failover,
 		JobErrorHandlerType:                   cfg.JobErrorHandlerType,
@@ -207,6 +211,8 @@ func ParseElasticJobYAML(b []byte) (JobConfig, error) {
 	if v, ok := take(PropReplayMissed); ok {
 		cfg.ReplayMissedFires = strings.EqualFold(v, "true")
 	}
+	takeInt(PropLeaseSeconds, &cfg.Async.LeaseSeconds)
+	takeInt(PropMaxDuration, &cfg.Async.MaxDurationSeconds)
 	for k := range props {
 		if ReservedProp(k) {
 			delete(props, k) // ElasticJob's http.data and the like: not ejserver's to interpret

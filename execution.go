@@ -90,6 +90,21 @@ type Execution struct {
 	ResponseExcerpt string `json:"responseExcerpt,omitempty"`
 	// Permanent marks a failure that retrying cannot cure (410 Gone, a refused target).
 	Permanent bool `json:"permanent,omitempty"`
+
+	// The fields below are set for an item whose receiver answered 202 Accepted (docs/long-running.md).
+
+	// Async: the receiver accepted the item and reports its end through callbacks.
+	Async bool `json:"async,omitempty"`
+	// State is the accepted item's state: RUNNING, RETRYING, SUCCEEDED, FAILED, EXPIRED or CANCELLED.
+	State string `json:"state,omitempty"`
+	// Progress (0-100) and Message are the last heartbeat's (or the completion's message).
+	Progress *int   `json:"progress,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// HeartbeatAt is the last heartbeat's time; LeaseExpiresAt when the lease runs out without another.
+	HeartbeatAt    time.Time `json:"heartbeatAt,omitzero"`
+	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitzero"`
+	// Output is the start of the output the receiver reported with its completion.
+	Output string `json:"output,omitempty"`
 }
 
 // Done reports whether the execution has ended.

@@ -41,6 +41,11 @@ const (
 	DefaultInitialBackoff  = 1000
 	DefaultMaxBackoff      = 30000
 	DefaultSecretGraceSecs = 24 * 60 * 60
+	MinLeaseSeconds        = 2
+	MaxLeaseSeconds        = 24 * 60 * 60
+	DefaultLeaseSeconds    = 60
+	MaxDurationSecs        = 7 * 24 * 60 * 60
+	DefaultMaxDurationSecs = 24 * 60 * 60
 )
 
 // JobConfig is a job as users write it (REST JSON, jobs.yaml) and as ejserver stores it (ElasticJob YAML in the
@@ -65,6 +70,9 @@ type JobConfig struct {
 	// ReplayMissedFires: when the job's first fire after the whole cluster was down finds scheduled fires that
 	// nobody ran, run one MISFIRE catch-up. Off by default (like ElasticJob, missed fires are not replayed).
 	ReplayMissedFires bool `json:"replayMissedFires,omitempty"`
+	// Async bounds long-running items: a receiver that answers 202 Accepted keeps the item RUNNING under a
+	// lease it renews with heartbeats until it reports the end (docs/long-running.md).
+	Async AsyncPolicy `json:"async"`
 
 	MonitorExecution                      bool   `json:"monitorExecution"`
 	Failover                              bool   `json:"failover"`
@@ -197,6 +205,31 @@ func (r *RetryPolicy) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// AsyncPolicy is the lease of an item whose receiver answered 202 Accepted.
+type AsyncPolicy struct {
+	// LeaseSeconds: how long an accepted item lives without a heartbeat (each heartbeat renews it).
+	LeaseSeconds int `json:"leaseSeconds"`
+	// MaxDurationSeconds: how long an item may run from its first request's start, whatever the heartbeats.
+	MaxDurationSeconds int `json:"maxDurationSeconds"`
+}
+
+// Lease is LeaseSeconds as a duration.
+func (a AsyncPolicy) Lease() time.Duration { return time.Duration(a.LeaseSeconds) * time.Second }
+
+// MaxDuration is MaxDurationSeconds as a duration.
+func (a AsyncPolicy) MaxDuration() time.Duration { return time.Duration(a.MaxDurationSeconds) * time.Second }
+
+// UnmarshalJSON decodes strictly, naming a bad field as async.<field>.
+func (a *AsyncPolicy) UnmarshalJSON(b []byte) error {
+	type plain AsyncPolicy
+	v := plain(*a)
+	if err := decodeStrict(b, &v); err != nil {
+		return nestedError("async", err)
+	}
+	*a = AsyncPolicy(v)
+	return nil
+}
+
 // DefaultJobConfig returns a config holding ElasticJob's builder defaults and ejserver's webhook defaults.
 // Decoding a request into it leaves absent fields at their defaults.
 func DefaultJobConfig() JobConfig {
@@ -220,6 +253,7 @@ func DefaultJobConfig() JobConfig {
 			InitialBackoffMs: DefaultInitialBackoff,
 			MaxBackoffMs:     DefaultMaxBackoff,
 		},
+		Async: AsyncPolicy{LeaseSeconds: DefaultLeaseSeconds, MaxDurationSeconds: DefaultMaxDurationSecs},
 	}
 }
 

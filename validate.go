@@ -171,6 +171,11 @@ func (c *JobConfig) Validate() error {
 		v.add("retry.maxBackoffMs", "must be at least initialBackoffMs (%d)", r.InitialBackoffMs)
 	}
 	v.between("maxConcurrentRequests", c.MaxConcurrentRequests, 0, 100000)
+	v.between("async.leaseSeconds", c.Async.LeaseSeconds, MinLeaseSeconds, MaxLeaseSeconds)
+	v.between("async.maxDurationSeconds", c.Async.MaxDurationSeconds, 1, MaxDurationSecs)
+	if c.Async.MaxDurationSeconds < c.Async.LeaseSeconds && c.Async.MaxDurationSeconds >= 1 {
+		v.add("async.maxDurationSeconds", "must be at least leaseSeconds (%d)", c.Async.LeaseSeconds)
+	}
 	if c.Failover && !c.MonitorExecution {
 		v.add("failover", "needs monitorExecution: failover re-runs the items that were running, which only monitored jobs record")
 	}
