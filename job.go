@@ -217,7 +217,9 @@ type AsyncPolicy struct {
 func (a AsyncPolicy) Lease() time.Duration { return time.Duration(a.LeaseSeconds) * time.Second }
 
 // MaxDuration is MaxDurationSeconds as a duration.
-func (a AsyncPolicy) MaxDuration() time.Duration { return time.Duration(a.MaxDurationSeconds) * time.Second }
+func (a AsyncPolicy) MaxDuration() time.Duration {
+	return time.Duration(a.MaxDurationSeconds) * time.Second
+}
 
 // UnmarshalJSON decodes strictly, naming a bad field as async.<field>.
 func (a *AsyncPolicy) UnmarshalJSON(b []byte) error {
