@@ -78,7 +78,7 @@ func ForbiddenHeader(name string) bool {
 		"upgrade", "keep-alive", "proxy-connection", "shardingcontext", "expect", "user-agent":
 		return true
 	}
-	return strings.HasPrefix(n, "webhook-") || strings.HasPrefix(n, "proxy-")
+	return strings.HasPrefix(n, "webhook-") || strings.HasPrefix(n, "proxy-") || strings.HasPrefix(n, "ejserver-")
 }
 
 func validHeaderName(name string) bool {

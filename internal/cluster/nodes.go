@@ -55,6 +55,9 @@ type Running struct {
 	ScheduledAt time.Time
 	// JobParameter is the parameter the execution was started with (a manual trigger may override it).
 	JobParameter string
+	// Async: the receiver accepted the item (202); the node is persistent and its execution's lease (in
+	// /{namespace}.ejserver/leases) decides when it goes, not the peer that wrote it.
+	Async bool
 }
 
 func (r Running) encode() []byte {
@@ -67,6 +70,9 @@ func (r Running) encode() []byte {
 	if r.JobParameter != "" {
 		p, _ := json.Marshal(r.JobParameter) // JSON quoting keeps it on one line
 		b.WriteString("jobParameter: " + string(p) + "\n")
+	}
+	if r.Async {
+		b.WriteString("async: true\n")
 	}
 	return []byte(b.String())
 }
@@ -82,6 +88,7 @@ func decodeRunning(data []byte) Running {
 		r.InstanceID = strings.TrimSpace(string(data))
 	}
 	r.ScheduledAt, _ = time.Parse(time.RFC3339Nano, yamlLine(data, "scheduledAt"))
+	r.Async = yamlLine(data, "async") == "true"
 	for line := range strings.Lines(string(data)) {
 		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "jobParameter: "); ok {
 			_ = json.Unmarshal([]byte(v), &r.JobParameter)
@@ -113,6 +120,9 @@ type TriggerRequest struct {
 	// hands it on to any online instance that owns requested items and is not listed (one that registered
 	// between the request and a resharding). An operator's node lists none: it targets one instance.
 	Instances []string `json:"instances,omitempty"`
+	// Misfire: the one catch-up of items whose accepted (asynchronous) run ended after fires found them
+	// running; the items run with source MISFIRE.
+	Misfire bool `json:"misfire,omitempty"`
 }
 
 func decodeTrigger(data []byte) TriggerRequest {

@@ -48,6 +48,19 @@ func (p Paths) Peers() string { return p.Meta() + "/peers" }
 // Peer is one peer's ephemeral node.
 func (p Paths) Peer(id string) string { return p.Peers() + "/" + id }
 
+// Leases is the meta folder of the leases of accepted (asynchronous) executions, one node per execution id.
+func (p Paths) Leases() string { return p.Meta() + "/leases" }
+
+// Lease is one execution's lease node. Only a validated execution id (a UUID) reaches it.
+func (p Paths) Lease(executionID string) string { return p.Leases() + "/" + executionID }
+
+// LeaseWatchers is the meta folder of the ephemeral sequential nodes of the peers that stand for the lease
+// watcher duty: the lowest holds it.
+func (p Paths) LeaseWatchers() string { return p.Meta() + "/lease-watchers" }
+
+// CallbackSecret is the meta node of the cluster's callback token secret (readable only with the digest).
+func (p Paths) CallbackSecret() string { return p.Meta() + "/callback-secret" }
+
 // Clock is the meta node written to read ZooKeeper's clock (its mtime).
 func (p Paths) Clock() string { return p.Meta() + "/clock" }
 

@@ -308,6 +308,15 @@ func (s *Session) heartbeat() {
 	}
 }
 
+// secretACL is the ACL of nodes that hold secrets: with a digest, only the digest may read or write them.
+func (s *Session) secretACL() []zk.ACL {
+	if s.cfg.Digest == "" {
+		return zk.WorldACL(zk.PermAll)
+	}
+	user, pass, _ := strings.Cut(s.cfg.Digest, ":")
+	return zk.DigestACL(zk.PermAll, user, pass)
+}
+
 // The ZooKeeper operations ejserver uses. Creates apply the session's ACL.
 
 func (s *Session) get(p string) ([]byte, *zk.Stat, error) { return s.conn.Get(p) }

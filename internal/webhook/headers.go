@@ -14,6 +14,9 @@ const (
 	HeaderTimestamp       = "webhook-timestamp"
 	HeaderSignature       = "webhook-signature"
 	HeaderShardingContext = "shardingContext"
+	// HeaderCallbackURL and HeaderCallbackToken repeat the body's callbackUrl and callbackToken.
+	HeaderCallbackURL   = "Ejserver-Callback-Url"
+	HeaderCallbackToken = "Ejserver-Callback-Token"
 )
 
 // ForbiddenHeader reports whether a job's config may not set the header name: a name that is not a valid

@@ -82,6 +82,14 @@ type Delivery struct {
 	// an attempt has to wait for a request slot: the caller's work is then no longer what holds it back. It
 	// may be called more than once, from a goroutine of net/http, and must be quick.
 	Sent func()
+	// Callback, if set, gives each request its callback URL and token (body and headers), from the
+	// request's iteration (0 when not streaming) and attempt: a receiver that answers 202 reports back with them.
+	Callback func(iteration, attempt int) (url, token string)
+	// FirstAttempt and FirstIteration continue an execution where an earlier delivery left it (an accepted
+	// item POSTed again after its lease ran out); zero means 1. Retry.MaxAttempts bounds the attempt
+	// number, not the count of this delivery's requests.
+	FirstAttempt   int
+	FirstIteration int
 }
 
 // LogValue keeps secrets and headers out of logs: a Delivery logs as its job, item, execution id and URL.
@@ -111,6 +119,11 @@ type Result struct {
 	// HasMore: a streaming delivery stopped (ctx cancelled or deadline reached) while the receiver still
 	// had more; the next fire continues.
 	HasMore bool
+	// Accepted: the last request was answered 202 Accepted: the receiver took the work and reports its end
+	// through the callbacks (Success is true too, for the request).
+	Accepted bool
+	// Iteration and Attempt are the numbers of the last request sent (Iteration 0 when not streaming).
+	Iteration, Attempt int
 }
 
 var (
@@ -244,10 +257,18 @@ func (s *Sender) Prepare(d Delivery) *Prepared {
 	pr.p, pr.err = s.prepare(d)
 	if pr.err == nil {
 		first := d.Payload
-		first.Attempt, first.Iteration = 1, iterationNumber(d, 1)
+		first.Attempt, first.Iteration = max(d.FirstAttempt, 1), iterationNumber(d, max(d.FirstIteration, 1))
+		setCallback(d, &first)
 		pr.p.firstBody, _ = payloadBody(first) // on an error, the attempt reports it
 	}
 	return pr
+}
+
+// setCallback sets the payload's callback fields for its request's iteration and attempt.
+func setCallback(d Delivery, p *Payload) {
+	if d.Callback != nil {
+		p.CallbackURL, p.CallbackToken = d.Callback(p.Iteration, p.Attempt)
+	}
 }
 
 // iterationNumber is the number a request of the n-th message of d carries: n when streaming, else 0.
@@ -268,13 +289,18 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 		log.Warn("webhook not sent", "err", pr.err)
 		return res
 	}
-	for iteration := 1; ; iteration++ {
+	first := max(d.FirstIteration, 1)
+	for iteration := first; ; iteration++ {
 		it := iterationNumber(d, iteration)
-		more := s.deliverIteration(ctx, d, prep, it, &res, log)
-		if res.Attempts > 0 {
-			res.Iterations = iteration
+		from := 1
+		if iteration == first {
+			from = max(d.FirstAttempt, 1)
 		}
-		if !res.Success || !more {
+		more := s.deliverIteration(ctx, d, prep, it, from, &res, log)
+		if res.Attempts > 0 {
+			res.Iterations = iteration - first + 1
+		}
+		if !res.Success || !more || res.Accepted {
 			return res
 		}
 		if ctx.Err() != nil || s.pastDeadline(d.Deadline) {
@@ -363,11 +389,11 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 
 // deliverIteration sends one message (iteration it, 0 when not streaming) with retries, recording into res.
 // It reports whether the receiver answered 2xx with {"hasMore": true}.
-func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, it int, res *Result, log *slog.Logger) bool {
+func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, it, from int, res *Result, log *slog.Logger) bool {
 	maxAttempts := max(d.Retry.MaxAttempts, 1)
 	var wait time.Duration
 	res.Success, res.Permanent = false, false
-	for n := 1; ; n++ {
+	for n := from; ; n++ {
 		if err := ctx.Err(); err != nil {
 			res.FailureCause = appendCause(res.FailureCause, "cancelled before attempt "+strconv.Itoa(n)+": "+context.Cause(ctx).Error())
 			return false
@@ -389,10 +415,11 @@ func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, 
 		release()
 
 		res.Attempts++
+		res.Iteration, res.Attempt = it, n
 		res.StatusCode, res.ResponseExcerpt = a.status, a.excerpt
 		if a.ok {
 			log.Debug("webhook attempt succeeded", "attempt", n, "iteration", it, "status", a.status)
-			res.Success, res.FailureCause = true, ""
+			res.Success, res.FailureCause, res.Accepted = true, "", a.accepted
 			return a.more
 		}
 		res.FailureCause, res.Permanent = a.cause, a.permanent
@@ -483,6 +510,7 @@ func (s *Sender) sleep(ctx context.Context, d time.Duration) error {
 // attemptResult is the outcome of one request.
 type attemptResult struct {
 	ok            bool
+	accepted      bool // 202 Accepted: the receiver reports the end through callbacks
 	more          bool // 2xx with {"hasMore": true}
 	status        int
 	excerpt       string
@@ -504,8 +532,9 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	payload := d.Payload
 	payload.Attempt, payload.Iteration = n, it
 	body := p.firstBody
-	if n != 1 || it != iterationNumber(d, 1) || body == nil {
+	if n != max(d.FirstAttempt, 1) || it != iterationNumber(d, max(d.FirstIteration, 1)) || body == nil {
 		var err error
+		setCallback(d, &payload)
 		if body, err = payloadBody(payload); err != nil {
 			return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
 		}
@@ -520,6 +549,10 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	h[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
 	if sig != "" {
 		h[HeaderSignature] = []string{sig}
+	}
+	if d.Callback != nil {
+		cbURL, token := d.Callback(it, n)
+		h[HeaderCallbackURL], h[HeaderCallbackToken] = []string{cbURL}, []string{token}
 	}
 
 	actx, cancel := context.WithCancelCause(context.WithValue(ctx, connectTimeoutKey{}, p.connect))
@@ -585,6 +618,9 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 func classify(a attemptResult, h http.Header, body []byte, streaming bool, now time.Time) attemptResult {
 	code := a.status
 	switch {
+	case code == http.StatusAccepted:
+		a.ok, a.accepted = true, true // the end comes by callback; a 202's body says nothing of hasMore
+		return a
 	case code >= 200 && code < 300:
 		a.ok = true
 		a.more = streaming && hasMore(body)

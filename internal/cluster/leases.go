@@ -1,0 +1,314 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver/internal/lease"
+)
+
+// Errors of the lease writes.
+var (
+	// ErrNoLease: no lease node of that execution.
+	ErrNoLease = errors.New("no lease of that execution")
+	// ErrLeaseChanged: the lease node was written since it was read (another peer applied a callback or the
+	// watcher an expiry): read it again and decide again.
+	ErrLeaseChanged = errors.New("the lease changed meanwhile")
+	// ErrNotWatcher: this peer does not hold the lease watcher duty (any more).
+	ErrNotWatcher = errors.New("not the lease watcher")
+)
+
+// AcceptItem records that the receiver accepted item i's request (202): in one multi it creates the
+// execution's lease node and, for a monitored item, replaces its running node (ephemeral unless the job has
+// failover, so it would go with this peer) by a persistent one marked async, version-checked so an item that
+// was taken over meanwhile is not claimed back.
+func (r *Registry) AcceptItem(l lease.Lease, run Running, runningVersion int32, monitored bool) error {
+	data, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	ops := []any{r.s.opCreate(r.p.Lease(l.ExecutionID), data, 0)}
+	if monitored {
+		run.Async = true
+		running := r.p.ItemNode(l.JobName, l.ShardingItem, NodeRunning)
+		ops = append(ops, opDelete(running, runningVersion), r.s.opCreate(running, run.encode(), 0))
+	}
+	_, err = r.b.submit(ops...)
+	var oe *OpError
+	if errors.As(err, &oe) && oe.Op == 0 && errors.Is(oe.Err, zk.ErrNodeExists) {
+		return fmt.Errorf("accept execution %s: %w", l.ExecutionID, zk.ErrNodeExists)
+	}
+	return err
+}
+
+// ReadLease reads an execution's lease and its node version.
+func (r *Registry) ReadLease(executionID string) (lease.Lease, int32, error) {
+	data, st, err := r.s.get(r.p.Lease(executionID))
+	if errors.Is(err, zk.ErrNoNode) {
+		return lease.Lease{}, -1, ErrNoLease
+	}
+	if err != nil {
+		return lease.Lease{}, -1, err
+	}
+	var l lease.Lease
+	if err := json.Unmarshal(data, &l); err != nil {
+		return lease.Lease{}, -1, fmt.Errorf("lease of execution %s is not readable: %w", executionID, err)
+	}
+	return l, st.Version, nil
+}
+
+// WriteLease replaces an execution's lease if its node still has version; the new version is returned.
+// fence, if not nil, is an op that must hold too (the lease watcher's duty).
+func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (int32, error) {
+	data, err := json.Marshal(l)
+	if err != nil {
+		return -1, err
+	}
+	var ops []any
+	if fence != nil {
+		ops = append(ops, fence)
+	}
+	ops = append(ops, opSet(r.p.Lease(l.ExecutionID), data, version))
+	resps, err := r.b.submit(ops...)
+	var oe *OpError
+	switch {
+	case err == nil:
+		if st := resps[len(resps)-1].Stat; st != nil {
+			return st.Version, nil
+		}
+		return version + 1, nil
+	case errors.As(err, &oe) && fence != nil && oe.Op == 0:
+		return -1, ErrNotWatcher
+	case errors.Is(err, zk.ErrBadVersion):
+		return -1, ErrLeaseChanged
+	case errors.Is(err, zk.ErrNoNode):
+		return -1, ErrNoLease
+	}
+	return -1, err
+}
+
+// DeleteLease removes an ended execution's lease node (its record is kept for a while after the end so a
+// repeated completion gets the same answer).
+func (r *Registry) DeleteLease(executionID string, version int32) error {
+	err := r.s.del(r.p.Lease(executionID), version)
+	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+		return nil
+	}
+	return err
+}
+
+// ReleaseRunning removes item i's running node if it still names executionID (an accepted execution that
+// ended), and reports whether a fire found the item running meanwhile (its misfire node): then, if
+// catchUp is set and the item has an owner, the misfire node is replaced by a trigger node that makes the
+// owner run the item once more with source MISFIRE, in the same multi, so exactly one catch-up follows.
+func (r *Registry) ReleaseRunning(job string, item int, executionID string, catchUp bool) (misfire bool, err error) {
+	running := r.p.ItemNode(job, item, NodeRunning)
+	var ops []any
+	data, st, err := r.s.get(running)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+	case err != nil:
+		return false, err
+	case decodeRunning(data).ExecutionID == executionID:
+		ops = append(ops, opDelete(running, st.Version))
+	}
+	misfirePath := r.p.ItemNode(job, item, NodeMisfire)
+	ok, mst, err := r.s.exists(misfirePath)
+	if err != nil {
+		return false, err
+	}
+	if ok && catchUp {
+		owner := ""
+		if snap := r.Job(job); snap != nil {
+			owner = snap.Item(item).Owner
+		}
+		if owner != "" {
+			t, _ := json.Marshal(TriggerRequest{ID: "misfire-" + executionID, Items: []int{item}, Misfire: true,
+				RequestedAt: r.clk.Now().UTC()})
+			ops = append(ops, opDelete(misfirePath, mst.Version), r.s.opCreate(r.p.Trigger(job, owner), t, 0))
+		}
+	}
+	if len(ops) == 0 {
+		return ok, nil
+	}
+	if _, err := r.b.submit(ops...); err != nil {
+		if errors.Is(err, zk.ErrNodeExists) {
+			// the owner has a trigger waiting already: leave the misfire for the item's next run on it
+			return ok, r.deleteIfVersion(running, ops)
+		}
+		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+			return ok, nil // someone else released it or took the misfire first
+		}
+		return ok, err
+	}
+	return ok, nil
+}
+
+// deleteIfVersion retries only the running node's delete of ops, if ops held one.
+func (r *Registry) deleteIfVersion(running string, ops []any) error {
+	for _, op := range ops {
+		if d, ok := op.(*zk.DeleteRequest); ok && d.Path == running {
+			if err := r.s.del(running, d.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// LeaseLive reports whether executionID has a lease that has not ended: its running node must stay.
+func (r *Registry) LeaseLive(executionID string) (bool, error) {
+	if !ValidExecutionID(executionID) {
+		return false, nil
+	}
+	l, _, err := r.ReadLease(executionID)
+	if errors.Is(err, ErrNoLease) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !l.State.Ended(), nil
+}
+
+// Leases lists the execution ids that have a lease node, and arms a watch: the returned channel is closed
+// when the list changes (or the watch is lost).
+func (r *Registry) Leases() ([]string, <-chan struct{}, error) {
+	pth := r.p.Leases()
+	ch := make(chan struct{})
+	r.waitMu.Lock()
+	r.waiters[pth] = append(r.waiters[pth], ch)
+	r.waitMu.Unlock()
+	ids, _, err := r.s.childrenW(pth)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = r.s.ensurePath(pth); err == nil {
+			ids, _, err = r.s.childrenW(pth)
+		}
+	}
+	if err != nil {
+		r.dropWaiter(pth, ch)
+		return nil, nil, err
+	}
+	return ids, ch, nil
+}
+
+// WatcherDuty stands this peer for the lease watcher duty: it creates its ephemeral sequential node (if it
+// has none in this session) and reports whether it holds the duty (its node is the lowest), the op that
+// fences the holder's writes (its node must still exist), and a channel closed when the node it waits
+// behind goes.
+func (r *Registry) WatcherDuty(mine string) (held bool, node string, fence any, changed <-chan struct{}, err error) {
+	folder := r.p.LeaseWatchers()
+	if err := r.s.ensurePath(folder); err != nil {
+		return false, "", nil, nil, err
+	}
+	if mine != "" {
+		if ok, st, err := r.s.exists(mine); err != nil {
+			return false, "", nil, nil, err
+		} else if !ok || st.EphemeralOwner != r.s.ID() {
+			mine = ""
+		}
+	}
+	if mine == "" {
+		mine, err = r.s.conn.Create(folder+"/w-", []byte(r.me.InstanceID), zk.FlagEphemeral|zk.FlagSequence, r.s.acl)
+		if err != nil {
+			return false, "", nil, nil, err
+		}
+	}
+	kids, _, err := r.s.children(folder)
+	if err != nil {
+		return false, mine, nil, nil, err
+	}
+	slices.Sort(kids) // sequence numbers are zero-padded: the lexical order is the numeric one
+	name := mine[strings.LastIndex(mine, "/")+1:]
+	pos := slices.Index(kids, name)
+	if pos < 0 {
+		return false, "", nil, nil, fmt.Errorf("lease watcher node %s vanished", mine)
+	}
+	if pos == 0 {
+		return true, mine, opCheck(mine, -1), nil, nil
+	}
+	ahead := folder + "/" + kids[pos-1]
+	ch := make(chan struct{})
+	r.waitMu.Lock()
+	r.waiters[ahead] = append(r.waiters[ahead], ch)
+	r.waitMu.Unlock()
+	ok, _, err := r.s.existsW(ahead)
+	if err != nil || !ok {
+		r.dropWaiter(ahead, ch)
+		if err != nil {
+			return false, mine, nil, nil, err
+		}
+		return r.WatcherDuty(mine) // it went before the watch was set: look again
+	}
+	return false, mine, nil, ch, nil
+}
+
+// ResignWatcher deletes this peer's lease watcher node (shutdown: the next peer takes the duty at once).
+func (r *Registry) ResignWatcher(node string) {
+	if node != "" {
+		_ = r.s.del(node, -1)
+	}
+}
+
+// CallbackSecret returns the cluster's callback token secret, creating it on first use: 32 random bytes in a
+// node whose ACL, with --zk-digest, lets only the cluster's digest read it (job nodes are world-readable, and
+// a reader of the registry must not mint tokens). Without a digest anyone who can reach ZooKeeper can read it,
+// as they can write jobs: the caller warns.
+func (r *Registry) CallbackSecret() ([]byte, error) {
+	pth := r.p.CallbackSecret()
+	if err := r.s.ensurePath(r.p.Meta()); err != nil {
+		return nil, err
+	}
+	for range 3 {
+		data, _, err := r.s.get(pth)
+		if err == nil && len(data) >= lease.MinSecretLen {
+			return data, nil
+		}
+		if err == nil {
+			return nil, fmt.Errorf("callback secret node %s holds %d bytes; delete it to have a new one made", pth, len(data))
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
+		secret := make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, err
+		}
+		_, err = r.s.conn.Create(pth, secret, 0, r.s.secretACL())
+		if err == nil {
+			return secret, nil
+		}
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("read the callback secret at %s: it keeps changing", pth)
+}
+
+// Digested reports whether the session authenticates with a digest (secret nodes are then closed to others).
+func (r *Registry) Digested() bool { return r.s.cfg.Digest != "" }
+
+// ValidExecutionID reports whether id can name a lease node: an execution id is a UUID in its canonical form.
+func ValidExecutionID(id string) bool {
+	if len(id) != 36 {
+		return false
+	}
+	for i, c := range id {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+		default:
+			return false
+		}
+	}
+	return true
+}
