@@ -15,6 +15,7 @@ const (
 	ECONFLICT     ErrorCode = "conflict"            // the thing already exists, or the state forbids the change
 	EPRECONDITION ErrorCode = "precondition_failed" // an If-Match version no longer matches
 	EUNAVAILABLE  ErrorCode = "unavailable"         // the registry or store cannot be reached now
+	EUNAUTHORIZED ErrorCode = "unauthorized"        // a credential (a callback token) is missing or not valid
 	EINTERNAL     ErrorCode = "internal"            // a bug or an unexpected failure; details are logged, not returned
 )
 
@@ -31,7 +32,9 @@ type Error struct {
 	Message string
 	// Fields lists every offending field of an EINVALID error, the first one first.
 	Fields []FieldError
-	Err    error
+	// Kind, if set, names the problem more precisely than Code (the problem type, e.g. "lease-expired").
+	Kind string
+	Err  error
 }
 
 func (e *Error) Error() string {

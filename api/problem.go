@@ -40,6 +40,8 @@ func statusOf(code ejserver.ErrorCode) (int, string) {
 		return http.StatusPreconditionFailed, "Precondition failed"
 	case ejserver.EUNAVAILABLE:
 		return http.StatusServiceUnavailable, "Service unavailable"
+	case ejserver.EUNAUTHORIZED:
+		return http.StatusUnauthorized, "Unauthorized"
 	}
 	return http.StatusInternalServerError, "Internal error"
 }
@@ -98,7 +100,11 @@ func problemFor(err error) Problem {
 	var de *ejserver.Error
 	if errors.As(err, &de) {
 		status, title := statusOf(de.Code)
-		p := Problem{Type: problemType + string(de.Code), Title: title, Status: status, Detail: de.Message,
+		typ := string(de.Code)
+		if de.Kind != "" {
+			typ = de.Kind
+		}
+		p := Problem{Type: problemType + typ, Title: title, Status: status, Detail: de.Message,
 			Field: de.Field(), Errors: de.Fields}
 		if de.Code == ejserver.EINTERNAL {
 			p.Detail = "an internal error occurred; it has been logged"

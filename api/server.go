@@ -77,6 +77,8 @@ type Config struct {
 	Console http.Handler
 	// Middleware runs on /api/v1 routes, after the token check and the body limit.
 	Middleware []echo.MiddlewareFunc
+	// Callbacks, when set, serves the callbacks of accepted items (authorised by their callback tokens).
+	Callbacks Callbacks
 }
 
 // New returns the HTTP handler of the API.
@@ -108,6 +110,9 @@ func New(cfg Config) http.Handler {
 	e.GET("/swagger/*", docs)
 	e.GET("/docs", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/swagger/index.html") })
 
+	if cfg.Callbacks != nil {
+		callbackRoutes(e, cfg.Callbacks) // before the token group: its routes match first
+	}
 	v1 := e.Group("/api/v1")
 	if len(cfg.Tokens) > 0 {
 		v1.Use(requireToken(cfg.Tokens, apiRoles)) // first: a stranger gets 401 whatever it sends

@@ -18,12 +18,14 @@ import (
 	_ "time/tzdata" // IANA zones for jobs even on machines without tzdata
 
 	"github.com/ejserver/ejserver/api"
+	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/cronexpr"
 	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/failover"
 	"github.com/ejserver/ejserver/internal/history"
+	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/metrics"
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/internal/sharding"
@@ -56,6 +58,8 @@ type serveConfig struct {
 	insecure         bool
 	metricsAuth      bool
 	jobsFile         string
+	advertiseURL     string
+	callbackSecret   string // file holding the cluster's callback token secret
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -84,14 +88,18 @@ func parseServe(args []string) (serveConfig, error) {
 	insecure := f.Bool("insecure", false, "allow an API without tokens to listen beyond loopback")
 	metricsAuth := f.Bool("metrics-auth", false, "/metrics needs a bearer token too (any role)")
 	jobsFile := f.String("jobs", "", "YAML file of jobs applied at start-up: missing jobs are created, existing ones replaced only with overwrite: true")
+	advertise := f.String("advertise-url", "", "this peer's API base URL as receivers reach it, for the callbacks of accepted (202) items (default: http:// and --listen, a wildcard host replaced by --server-ip)")
+	cbSecret := f.String("callback-secret-file", "", "file holding the cluster's callback token secret (at least 32 bytes, the same on every peer; default: kept in ZooKeeper, readable only with --zk-digest)")
 	pprofFlag(f)
-	if err := f.Parse(args); err != nil {
+	err := f.Parse(args)
+	if err != nil {
 		return c, err
 	}
 	c = serveConfig{zk: *zk, namespace: *ns, sessionTimeout: *st, listen: *listen, instanceID: *id, serverIP: *ip,
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
 		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
-		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile}
+		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
+		advertiseURL: *advertise, callbackSecret: *cbSecret}
 	switch {
 	case c.sessionTimeout < time.Second || c.sessionTimeout > 60*time.Second:
 		return c, fmt.Errorf("--session-timeout: must be between 1s and 60s, got %s", c.sessionTimeout)
@@ -114,6 +122,9 @@ func parseServe(args []string) (serveConfig, error) {
 		c.serverIP = detectIP()
 	} else if net.ParseIP(c.serverIP) == nil {
 		return c, fmt.Errorf("--server-ip: %q is not an IP address", c.serverIP)
+	}
+	if c.advertiseURL, err = advertiseURL(c.advertiseURL, c.listen, c.serverIP); err != nil {
+		return c, fmt.Errorf("--advertise-url: %v", err)
 	}
 	if c.instanceID == "" {
 		c.instanceID = defaultInstanceID(c.serverIP)
@@ -229,6 +240,11 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 
 	sender := webhook.New(webhook.Config{MaxConcurrent: c.maxConcurrent, Allow: allow, UserAgent: "ejserver/" + version, Logger: log})
 	defer sender.Close()
+	secret, err := callbackSecret(c, reg, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	var sched *dispatch.Scheduler
 	mets := metrics.New(metrics.Config{PerJobLabels: c.metricsPerJob, Logger: log, Sources: metrics.Sources{
 		InFlight: sender.InFlight, Waiting: sender.Waiting,
@@ -242,10 +258,16 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		ScheduledJobs:   func() int { return sched.Len() },
 		GCBetweenBursts: collector.Collections,
 	}})
+	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,
+		Secret: secret, AdvertiseURL: c.advertiseURL, Clock: clk, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
-		Activity:   activity,
+		Activity: activity, Async: leases,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
@@ -278,6 +300,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err := reg.Start(ctx); err != nil {
 		return abort(fmt.Errorf("load the registry: %w", err))
 	}
+	if err := leases.Start(ctx); err != nil {
+		return abort(err)
+	}
+	defer leases.Stop()
 
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
@@ -285,7 +311,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
-		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler()})
+		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
@@ -299,6 +325,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	sched.Stop()
 	exec.Drain(c.shutdownTimeout)
+	leases.Stop() // accepted items keep their leases: another peer takes the watcher duty
 	fo.Stop()
 	coord.Stop()
 	reg.Stop()
@@ -448,4 +475,49 @@ func (r readiness) Ready(ctx context.Context) (bool, map[string]any) {
 	}
 	hist["backlog"], hist["dropped"] = st.Backlog, st.Dropped
 	return zkOK, map[string]any{"zookeeper": zk, "history": hist}
+}
+
+// advertiseURL checks --advertise-url, or derives it from --listen: http://{listen}, a wildcard host replaced
+// by the server IP (receivers call back there).
+func advertiseURL(given, listen, serverIP string) (string, error) {
+	if given == "" {
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return "", fmt.Errorf("cannot derive it from --listen %q: %v", listen, err)
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = serverIP
+		}
+		return "http://" + net.JoinHostPort(host, port), nil
+	}
+	u, err := url.Parse(given)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%q must be an http(s) URL with a host, such as https://ejserver.example.com", given)
+	}
+	return strings.TrimRight(given, "/"), nil
+}
+
+// callbackSecret reads the cluster's callback token secret from --callback-secret-file, or from (or into)
+// ZooKeeper. It never logs the secret.
+func callbackSecret(c serveConfig, reg *cluster.Registry, log *slog.Logger) ([]byte, error) {
+	if c.callbackSecret != "" {
+		b, err := os.ReadFile(c.callbackSecret)
+		if err != nil {
+			return nil, fmt.Errorf("--callback-secret-file: %w", err)
+		}
+		b = []byte(strings.TrimSpace(string(b)))
+		if len(b) < lease.MinSecretLen {
+			return nil, fmt.Errorf("--callback-secret-file: the secret must be at least %d bytes, the file holds %d", lease.MinSecretLen, len(b))
+		}
+		return b, nil
+	}
+	b, err := reg.CallbackSecret()
+	if err != nil {
+		return nil, fmt.Errorf("read the callback secret from ZooKeeper: %w", err)
+	}
+	if !reg.Digested() {
+		log.Warn("the callback token secret is in ZooKeeper without --zk-digest: anyone who can read ZooKeeper can mint callback tokens (as they can change jobs); set --zk-digest or --callback-secret-file in production")
+	}
+	return b, nil
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -177,6 +178,28 @@ func (r *Registry) LeaseLive(executionID string) (bool, error) {
 	return !l.State.Ended(), nil
 }
 
+// WaitLease waits until executionID's lease node exists (a callback that overtook the 202 it follows).
+func (r *Registry) WaitLease(ctx context.Context, executionID string) error {
+	pth := r.p.Lease(executionID)
+	for {
+		ch := make(chan struct{})
+		r.waitMu.Lock()
+		r.waiters[pth] = append(r.waiters[pth], ch)
+		r.waitMu.Unlock()
+		ok, _, err := r.s.existsW(pth)
+		if err != nil || ok {
+			r.dropWaiter(pth, ch)
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			r.dropWaiter(pth, ch)
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
 // Leases lists the execution ids that have a lease node, and arms a watch: the returned channel is closed
 // when the list changes (or the watch is lost).
 func (r *Registry) Leases() ([]string, <-chan struct{}, error) {
@@ -289,6 +312,13 @@ func (r *Registry) CallbackSecret() ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("read the callback secret at %s: it keeps changing", pth)
+}
+
+// JobGone reports whether job's config node is gone from ZooKeeper (read now, not from the cache, which may
+// not have loaded a job yet).
+func (r *Registry) JobGone(job string) (bool, error) {
+	ok, _, err := r.s.exists(r.p.Config(job))
+	return err == nil && !ok, err
 }
 
 // Digested reports whether the session authenticates with a digest (secret nodes are then closed to others).

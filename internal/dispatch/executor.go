@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/webhook"
@@ -25,6 +26,7 @@ type Registry interface {
 	ClearMisfire(job string, item int) error
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
 	ClearStaleRunning(job string, item int, version int32) error
+	LeaseLive(executionID string) (bool, error)
 	TakeTrigger(job string) (cluster.TriggerRequest, bool, error)
 	CreateTriggers(job string, instances []string, req cluster.TriggerRequest) error
 	LastCompleted(job string, item int) (cluster.Completed, bool, error)
@@ -44,6 +46,13 @@ type Sender interface {
 type Recorder interface {
 	Enqueue(e ejserver.Execution) bool
 	EnqueueTrace(t ejserver.StatusTrace) bool
+}
+
+// Async records items whose receiver answered 202 Accepted under a lease, and gives every request its
+// callback URL and token (async.Manager satisfies it).
+type Async interface {
+	Callback(executionID string) func(iteration, attempt int) (url, token string)
+	Accept(req async.AcceptRequest) error
 }
 
 // Resharder runs the leader's side of resharding (sharding.Coordinator satisfies it).
@@ -83,6 +92,9 @@ type ExecutorConfig struct {
 	Sender    Sender
 	Recorder  Recorder
 	Resharder Resharder
+	// Async, if set, takes the items a receiver accepted (202) and signs their callbacks; without it a 202 is
+	// a success like any 2xx.
+	Async Async
 	// Activity, if set, is told when requests leave and which prepared items wait for what time.
 	Activity *Activity
 	Observer Observer
@@ -132,6 +144,8 @@ type itemKey struct {
 type itemRun struct {
 	misfireAt time.Time // a fire found it running: one catch-up for the latest such fire
 	triggers  []fireRequest
+	// accepted: the receiver took the work (202); its lease, not this peer, says when it ends
+	accepted bool
 }
 
 type jobContext struct {
@@ -225,6 +239,12 @@ func (e *Executor) Trigger(job string) {
 			return
 		}
 		if !ok {
+			return
+		}
+		if req.Misfire {
+			// the catch-up of items whose accepted run ended after fires found them running
+			e.log.Info("misfire catch-up after an accepted item ended", "job", job, "items", req.Items)
+			e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceMisfire, items: req.Items})
 			return
 		}
 		e.log.Info("manual trigger", "job", job, "trigger", req.ID, "items", req.Items)
@@ -616,7 +636,6 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 // runItem runs one item: executionID and runningVersion are given for a failover run (already claimed),
 // otherwise a new execution begins here (runningVersion -2).
 func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int, executionID string, runningVersion int32) {
-	defer e.finishItem(req.job, item)
 	cfg := snap.Config
 	param := cfg.JobParameter
 	if req.param != nil {
@@ -625,6 +644,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if executionID == "" {
 		executionID = ejserver.NewExecutionID()
 	}
+	defer e.finishItem(req.job, item, executionID)
 	if req.task == nil { // a follow-up or failover run is a task of its own
 		req.task = e.newTask(req.taskID, req.job, req.source, []int{item})
 	}
@@ -644,7 +664,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		deadline = e.cfg.NextFire(req.job)
 	}
 	dep := e.cfg.Activity.departure()
-	prep := e.cfg.Sender.Prepare(webhook.Delivery{
+	d := webhook.Delivery{
 		Payload: webhook.Payload{
 			JobName: req.job, TaskID: req.taskID, ExecutionID: executionID, ShardingItem: item,
 			ShardingParameter: req.params.of(cfg, item), ShardingTotalCount: cfg.ShardingTotalCount, JobParameter: param,
@@ -653,7 +673,11 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
 		Sent: dep.left,
-	})
+	}
+	if e.cfg.Async != nil {
+		d.Callback, d.Payload.LeaseSeconds = e.cfg.Async.Callback(executionID), cfg.Async.LeaseSeconds
+	}
+	prep := e.cfg.Sender.Prepare(d)
 	send, waited := e.awaitScheduledTime(req, item, runningVersion)
 	if !send {
 		e.taskItemEnded(req.task, item, false, false)
@@ -674,6 +698,10 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	// The rest of the burst goes first: recording the outcome (history, ZooKeeper, metrics, the log) costs
 	// more CPU than the request did, and the requests still leaving would wait for it.
 	e.cfg.Activity.awaitQuiet(e.soft.Done(), outcomeWait)
+	if res.Accepted && e.cfg.Async != nil {
+		e.accepted(snap, req, item, rec, res, param, runningVersion, deadline)
+		return
+	}
 	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent
 	e.cfg.Recorder.Enqueue(rec)
@@ -788,6 +816,15 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				return false
 			}
 			stale := ok && (cur.InstanceID == e.me.InstanceID || !e.online(req.job, cur.InstanceID))
+			if ok && cur.Async {
+				// accepted work: its lease says whether it still runs, wherever the peer that sent it is
+				live, lerr := e.reg.LeaseLive(cur.ExecutionID)
+				if lerr != nil {
+					e.log.Warn("could not read the lease of a running item", "job", req.job, "item", item, "err", lerr)
+					return false
+				}
+				stale = !live
+			}
 			if !ok || stale {
 				// left by this instance id before (not in flight here), or by a peer that is gone
 				if stale {
@@ -818,7 +855,7 @@ func (e *Executor) online(job, instance string) bool {
 
 // finishItem ends an item's run here and starts what waited for it: one misfire catch-up, or the next
 // queued manual trigger.
-func (e *Executor) finishItem(job string, item int) {
+func (e *Executor) finishItem(job string, item int, executionID string) {
 	key := itemKey{job, item}
 	e.mu.Lock()
 	r := e.running[key]
@@ -830,6 +867,9 @@ func (e *Executor) finishItem(job string, item int) {
 	}
 	snap := e.reg.Job(job)
 	if snap == nil {
+		return
+	}
+	if r.accepted && e.followAccepted(snap, job, item, r, executionID) {
 		return
 	}
 	if !r.misfireAt.IsZero() {

@@ -109,6 +109,8 @@ func (f *fakeRegistry) ReadRunning(_ string, item int) (cluster.Running, int32, 
 	return r, 0, ok, nil
 }
 
+func (f *fakeRegistry) LeaseLive(string) (bool, error) { return false, nil }
+
 func (f *fakeRegistry) ClearStaleRunning(_ string, item int, _ int32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -200,7 +200,8 @@ func (m *Manager) detectJob(job string) error {
 	}
 	var orphans []int
 	for i, run := range running {
-		if run.InstanceID != "" && !snap.Online(run.InstanceID) && !slices.Contains(snap.FailoverItems, i) {
+		// an accepted item (async) is not failed over: its work lives at the receiver and its lease decides
+		if run.InstanceID != "" && !run.Async && !snap.Online(run.InstanceID) && !slices.Contains(snap.FailoverItems, i) {
 			orphans = append(orphans, i)
 		}
 	}

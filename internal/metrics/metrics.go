@@ -109,6 +109,8 @@ type Metrics struct {
 	webhookBy     [2]prometheus.Observer                 // [0 success, 1 failure]
 	latenessBy    [len(sourceLabels)]prometheus.Observer // by sourceIndex
 	reshardTiming prometheus.Observer
+
+	async asyncMetrics
 }
 
 // New returns a Metrics with its own registry, holding the Go and process collectors too.
@@ -169,6 +171,7 @@ func New(cfg Config) *Metrics {
 		m.latenessBy[i] = lateness.WithLabelValues(src)
 	}
 	m.reshardTiming = reshard
+	m.async = newAsyncMetrics(m.reg)
 	if !m.perJob {
 		for i, src := range sourceLabels[:srcOther] {
 			m.firesBy[i] = m.fires.WithLabelValues(src)

@@ -14,6 +14,7 @@ import (
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/history"
 )
@@ -36,6 +37,7 @@ type Registry interface {
 	Reregister(job string)
 	Lease() bool
 	Wait(ctx context.Context, name string, cond func(*cluster.JobSnapshot) bool) (*cluster.JobSnapshot, error)
+	ReadLease(executionID string) (lease.Lease, int32, error)
 }
 
 // Scheduler tells the next fire of a job.
@@ -560,6 +562,18 @@ type RunningView struct {
 	ExecutionID string          `json:"executionId"`
 	Source      ejserver.Source `json:"source"`
 	ScheduledAt time.Time       `json:"scheduledAt"`
+	// The fields below are set for an item whose receiver accepted it (202): it runs under a lease.
+	Async bool `json:"async,omitempty"`
+	// State is RUNNING, or RETRYING while the item is POSTed again after its lease ran out.
+	State          string     `json:"state,omitempty"`
+	Attempt        int        `json:"attempt,omitempty"`
+	Progress       *int       `json:"progress,omitempty"`
+	Message        string     `json:"message,omitempty"`
+	StartedAt      *time.Time `json:"startedAt,omitempty"`
+	HeartbeatAt    *time.Time `json:"heartbeatAt,omitempty"`
+	LeaseExpiresAt *time.Time `json:"leaseExpiresAt,omitempty"`
+	// ElapsedMs is the time since the item's first request started.
+	ElapsedMs int64 `json:"elapsedMs,omitempty"`
 }
 
 // Sharding returns the job's items with their owner and status (ElasticJob's precedence).
@@ -584,7 +598,10 @@ func (s *Service) Sharding(ctx context.Context, name string) ([]ItemView, error)
 		}
 		if d.Running != nil {
 			v.Running = &RunningView{InstanceID: d.Running.InstanceID, ExecutionID: d.Running.ExecutionID,
-				Source: d.Running.Source, ScheduledAt: d.Running.ScheduledAt}
+				Source: d.Running.Source, ScheduledAt: d.Running.ScheduledAt, Async: d.Running.Async}
+			if d.Running.Async && cluster.ValidExecutionID(d.Running.ExecutionID) {
+				s.withLease(v.Running)
+			}
 		}
 		necessary := snap != nil && snap.Necessary
 		switch {
@@ -636,4 +653,22 @@ func (s *Service) Dump(ctx context.Context, name string) (string, error) {
 		b.WriteByte('\n')
 	}
 	return b.String(), nil
+}
+
+// withLease adds an accepted item's lease to its running view: state, progress, message, expiry, elapsed time.
+func (s *Service) withLease(v *RunningView) {
+	l, _, err := s.reg.ReadLease(v.ExecutionID)
+	if err != nil {
+		return // gone meanwhile, or unreadable: the running node alone is shown
+	}
+	due, started := l.DueAt(), l.StartedAt
+	v.State, v.Attempt, v.Progress, v.Message, v.StartedAt = string(l.State), l.Attempt, l.Progress, l.Message, &started
+	if !due.IsZero() {
+		v.LeaseExpiresAt = &due
+	}
+	if !l.HeartbeatAt.IsZero() {
+		hb := l.HeartbeatAt
+		v.HeartbeatAt = &hb
+	}
+	v.ElapsedMs = s.clk.Now().Sub(started).Milliseconds()
 }

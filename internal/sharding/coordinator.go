@@ -314,13 +314,15 @@ func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error 
 	}
 	total := snap.Config.ShardingTotalCount
 	// nothing is resharded while items run: wait for every running node to go (a job that has no item yet
-	// can have nothing running)
+	// can have nothing running). Accepted items (async) are not waited for: their work is at the receiver,
+	// their end may come to any peer, and their lease may last for hours.
 	var running map[int]cluster.Running
 	if hasItems(snap) {
 		var err error
 		if running, err = c.reg.RunningItems(job, max(total, len(snap.Items))); err != nil {
 			return err
 		}
+		maps.DeleteFunc(running, func(_ int, r cluster.Running) bool { return r.Async })
 	}
 	if len(running) > 0 && !wait {
 		return errItemsRunning
