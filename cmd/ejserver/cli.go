@@ -21,25 +21,37 @@ import (
 )
 
 // cli is one run of a client command (`ejserver job ...`, `server ...`, `instance ...`, `cron ...`,
-// `execution get|list`): it talks to a running ejserver through the Go client.
+// `execution ...`): it talks to a running ejserver through the Go client.
 type cli struct {
 	stdout, stderr io.Writer
 	fs             *flag.FlagSet
 	envs           map[string]string
-	server, token  *string
-	output         *string
-	jsonFlag       *bool
-	timeout        *time.Duration
-	c              *client.Client
-	now            func() time.Time
+	// server and token are the API's; nil for the callback verbs, which talk to the URL they are given.
+	server, token *string
+	output        *string
+	jsonFlag      *bool
+	timeout       *time.Duration
+	c             *client.Client
+	// exitCode maps the error of a command that ran to its exit code (nil: 1).
+	exitCode func(error) int
+	// problemTypes adds the problem's type to a printed refusal, for scripts that tell refusals apart.
+	problemTypes bool
+	now          func() time.Time
 }
 
+// newCLI is a client command of the API: --server, --token and the flags of newBareCLI.
 func newCLI(name, usage string, stdout, stderr io.Writer) *cli {
+	k := newBareCLI(name, usage, stdout, stderr)
+	k.server = k.str("server", "http://127.0.0.1:8080", "ejserver's address (any peer)", "EJ_SERVER")
+	k.token = k.str("token", "", "API bearer token (default: EJ_TOKEN, else EJ_API_TOKEN)", "EJ_TOKEN")
+	return k
+}
+
+// newBareCLI is a client command with the output and timeout flags only.
+func newBareCLI(name, usage string, stdout, stderr io.Writer) *cli {
 	fs := flag.NewFlagSet("ejserver "+name, flag.ContinueOnError)
 	k := &cli{stdout: stdout, stderr: stderr, fs: fs, envs: map[string]string{}, now: time.Now}
 	fs.SetOutput(stderr)
-	k.server = k.str("server", "http://127.0.0.1:8080", "ejserver's address (any peer)", "EJ_SERVER")
-	k.token = k.str("token", "", "API bearer token (default: EJ_TOKEN, else EJ_API_TOKEN)", "EJ_TOKEN")
 	k.output = k.str("o", "table", "output: table or json", "EJ_OUTPUT")
 	k.jsonFlag = fs.Bool("json", false, "the same as -o json")
 	k.envs["timeout"] = "EJ_TIMEOUT"
@@ -103,6 +115,11 @@ func (k *cli) parse(args []string) ([]string, error) {
 	if *k.output != "table" && *k.output != "json" {
 		return nil, fmt.Errorf("-o: must be table or json, got %q", *k.output)
 	}
+	opts := []client.Option{client.WithTimeout(*k.timeout), client.WithUserAgent("ejserver-cli/" + version)}
+	if k.server == nil {
+		k.c = client.New("", opts...)
+		return pos, nil
+	}
 	if *k.token == "" {
 		*k.token = os.Getenv("EJ_API_TOKEN")
 	}
@@ -110,7 +127,7 @@ func (k *cli) parse(args []string) ([]string, error) {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	k.c = client.New(base, client.WithToken(*k.token), client.WithTimeout(*k.timeout), client.WithUserAgent("ejserver-cli/"+version))
+	k.c = client.New(base, append(opts, client.WithToken(*k.token))...)
 	return pos, nil
 }
 
@@ -120,7 +137,7 @@ type usageError struct{ error }
 func usageErrorf(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // run parses args, checks the number of arguments, and runs fn; it maps errors to exit codes: 2 for usage
-// (a usageError from fn too), 1 for everything else (API errors print their problem details).
+// (a usageError from fn too), else exitCode's or 1 (API errors print their problem details).
 func (k *cli) run(args []string, nargs int, fn func(ctx context.Context, args []string) error) int {
 	pos, err := k.parse(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -144,6 +161,9 @@ func (k *cli) run(args []string, nargs int, fn func(ctx context.Context, args []
 			return 2
 		}
 		k.fail(err)
+		if k.exitCode != nil {
+			return k.exitCode(err)
+		}
 		return 1
 	}
 	return 0
@@ -152,11 +172,15 @@ func (k *cli) run(args []string, nargs int, fn func(ctx context.Context, args []
 func (k *cli) fail(err error) {
 	var e *client.Error
 	if errors.As(err, &e) {
-		fmt.Fprintf(k.stderr, "ejserver: %d %s: %s\n", e.Status, e.Title, e.Detail)
+		title := e.Title
+		if t := client.ProblemType(err); k.problemTypes && t != "" {
+			title += " (" + t + ")"
+		}
+		fmt.Fprintf(k.stderr, "ejserver: %d %s: %s\n", e.Status, title, e.Detail)
 		for _, f := range e.Errors[min(1, len(e.Errors)):] {
 			fmt.Fprintf(k.stderr, "  also %s: %s\n", f.Field, f.Message)
 		}
-		if e.Status == 401 && *k.token == "" {
+		if e.Status == 401 && k.token != nil && *k.token == "" {
 			fmt.Fprintln(k.stderr, "  (set --token or EJ_TOKEN)")
 		}
 		return

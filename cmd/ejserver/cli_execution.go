@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,12 +21,23 @@ const executionUsage = `Usage:
   ejserver execution get ID                          one execution: where, when, how it ended, an async item's lease
   ejserver execution list [--job NAME] [--item N] [--failed|--succeeded] [--running] [--limit N] [--cursor C]
                                                      executions of every job (or one), newest first
+  ejserver execution heartbeat --callback-url URL --token TOKEN [--progress N] [--message M]
+                                                     an accepted item is still being worked on: renews its lease
+  ejserver execution complete --callback-url URL --token TOKEN --status success|failure [--message M]
+                                [--output O|--output-file F] [--has-more]
+                                                     ends an accepted item's attempt
 
-They take --server URL [EJ_SERVER], --token T [EJ_TOKEN, else EJ_API_TOKEN] and -o table|json (--json).
+get and list take --server URL [EJ_SERVER], --token T [EJ_TOKEN, else EJ_API_TOKEN] and -o table|json (--json).
+
+heartbeat and complete are for receivers that answered an item 202 Accepted. They send the item's
+callbackToken (--token, else EJ_CALLBACK_TOKEN; never the API token, and never printed) to its callbackUrl
+(--callback-url, else EJ_CALLBACK_URL), whichever peer that names. Exit status: 0 done (200); 1 refused for
+good (4xx: the problem on stderr, e.g. 409 lease-expired); 2 bad usage; 3 not known to have arrived (no
+answer, 408, 429, 5xx): send it again, a repeated completion is answered 200.
 `
 
 // executionCmd is `ejserver execution ...`.
-func executionCmd(args []string, stdout, stderr io.Writer) int {
+func executionCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, executionUsage)
 		if len(args) == 0 {
@@ -65,6 +79,8 @@ func executionCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			return k.executionList(ctx, f, *running)
 		})
+	case "heartbeat", "complete":
+		return callbackCmd(verb, rest, stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "ejserver execution: unknown command %q\n\n%s", verb, executionUsage)
 	return 2
@@ -238,4 +254,183 @@ func clip(s string, n int) string {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// maxOutput is the contract's bound on a completion's output (docs/long-running.md: 4096 characters). The
+// CLI keeps the last maxOutput bytes, which is within the bound however characters are counted.
+const maxOutput = 4096
+
+// callbackCmd is `ejserver execution heartbeat|complete`.
+func callbackCmd(verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	usage := "execution heartbeat --callback-url URL --token TOKEN [--progress N] [--message M] [flags]"
+	if verb == "complete" {
+		usage = "execution complete --callback-url URL --token TOKEN --status success|failure [--message M] [--output O|--output-file F] [--has-more] [flags]"
+	}
+	k := newBareCLI("execution "+verb, usage, stdout, stderr)
+	callbackURL := k.str("callback-url", "", "the callbackUrl of the item's body", "EJ_CALLBACK_URL")
+	token := k.str("token", "", "the callbackToken of the item's body (not an API token; never printed)", "EJ_CALLBACK_TOKEN")
+	k.redact(token)
+	k.problemTypes = true
+	k.exitCode = callbackExit
+	message := k.fs.String("message", "", "a message for the execution's record (heartbeat: up to 1024 characters)")
+	var progress *int
+	var status, output, outputFile *string
+	var hasMore *bool
+	if verb == "heartbeat" {
+		progress = k.fs.Int("progress", 0, "progress, 0-100 (not sent unless given)")
+	} else {
+		status = k.fs.String("status", "", "success or failure (required)")
+		output = k.fs.String("output", "", "an excerpt of the work's output (its last 4096 bytes are sent)")
+		outputFile = k.fs.String("output-file", "", "send the end of this file (- for stdin) as the output (its last 4096 bytes)")
+		hasMore = k.fs.Bool("has-more", false, "DATAFLOW with streamingProcess: POST the item again with the next iteration")
+	}
+	return k.run(args, 0, func(ctx context.Context, _ []string) error {
+		if *callbackURL == "" || *token == "" {
+			return usageErrorf("--callback-url [EJ_CALLBACK_URL] and --token [EJ_CALLBACK_TOKEN] are required")
+		}
+		var lease *client.LeaseView
+		var err error
+		if verb == "heartbeat" {
+			req := client.HeartbeatRequest{Message: *message}
+			if given(k.fs, "progress") {
+				if *progress < 0 || *progress > 100 {
+					return usageErrorf("--progress: must be between 0 and 100, got %d", *progress)
+				}
+				req.Progress = progress
+			}
+			lease, err = k.c.Heartbeat(ctx, *callbackURL, *token, req)
+		} else {
+			req := client.CompleteRequest{Status: *status, Message: *message, HasMore: *hasMore}
+			if *status != "success" && *status != "failure" {
+				return usageErrorf("--status: must be success or failure, got %q", *status)
+			}
+			if req.Output, err = k.completionOutput(*output, *outputFile, stdin); err != nil {
+				return err
+			}
+			lease, err = k.c.Complete(ctx, *callbackURL, *token, req)
+		}
+		if errors.Is(err, client.ErrInvalidCallback) {
+			return usageError{err}
+		}
+		if err != nil {
+			return err
+		}
+		if *k.output == "json" {
+			return k.json(lease)
+		}
+		line := fmt.Sprintf("%s %s (job %s, item %d, attempt %d)", lease.State, lease.ExecutionID, lease.JobName, lease.ShardingItem, lease.Attempt)
+		if lease.Progress != nil {
+			line += fmt.Sprintf(", progress %d%%", *lease.Progress)
+		}
+		if lease.Running() && !lease.LeaseExpiresAt.IsZero() {
+			line += ", lease until " + fmtTime(&lease.LeaseExpiresAt)
+		}
+		fmt.Fprintln(k.stdout, line)
+		if verb == "heartbeat" && !lease.Running() {
+			fmt.Fprintf(k.stderr, "ejserver: the item is %s, no longer RUNNING: stop working on it\n", lease.State)
+		}
+		return nil
+	})
+}
+
+// completionOutput is the output to send: --output or the end of --output-file, cut to its last maxOutput
+// bytes (a note on stderr says so), as valid UTF-8.
+func (k *cli) completionOutput(output, file string, stdin io.Reader) (string, error) {
+	if output != "" && file != "" {
+		return "", usageErrorf("--output and --output-file exclude each other")
+	}
+	size := len(output)
+	if file != "" {
+		r := stdin
+		if file != "-" {
+			f, err := os.Open(file)
+			if err != nil {
+				return "", usageErrorf("--output-file: %v", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		var err error
+		if output, size, err = readTail(r, maxOutput+utf8.UTFMax); err != nil {
+			return "", usageErrorf("--output-file: %v", err)
+		}
+	}
+	kept := lastBytes(strings.ToValidUTF8(output, "\uFFFD"), maxOutput)
+	if len(kept) < size {
+		fmt.Fprintf(k.stderr, "ejserver: the output has %d bytes; its last %d are sent\n", size, len(kept))
+	}
+	return kept, nil
+}
+
+// readTail reads r to its end and returns its last n bytes and its size.
+func readTail(r io.Reader, n int) (string, int, error) {
+	buf := make([]byte, 0, 2*n+32<<10)
+	size := 0
+	for {
+		if len(buf) > n {
+			buf = buf[:copy(buf, buf[len(buf)-n:])]
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf, size = buf[:len(buf)+m], size+m
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", 0, err
+		}
+	}
+	if len(buf) > n {
+		buf = buf[len(buf)-n:]
+	}
+	return string(buf), size, nil
+}
+
+// lastBytes returns the longest suffix of s of at most n bytes that starts on a character.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// callbackExit is the exit status of a callback that failed: 1 when the server refused it for good, 3 when
+// it may not have arrived or may succeed later.
+func callbackExit(err error) int {
+	var e *client.Error
+	if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 408 && e.Status != 429 {
+		return 1
+	}
+	return 3
+}
+
+// callbackTokenPattern matches callback tokens (ejcb1.{attempt}.{mac}) wherever they would be printed.
+var callbackTokenPattern = regexp.MustCompile(`ejcb1\.[0-9]+\.[A-Za-z0-9_\-+/=.]*`)
+
+// redact keeps the callback token out of everything the command prints: the value of secret, and anything
+// shaped like a callback token (one given to the wrong flag, say).
+func (k *cli) redact(secret *string) {
+	k.stdout = redactor{k.stdout, secret}
+	k.stderr = redactor{k.stderr, secret}
+	k.fs.SetOutput(k.stderr)
+}
+
+type redactor struct {
+	w      io.Writer
+	secret *string
+}
+
+func (r redactor) Write(p []byte) (int, error) {
+	s := string(p)
+	if *r.secret != "" {
+		s = strings.ReplaceAll(s, *r.secret, "[callback token]")
+	}
+	s = callbackTokenPattern.ReplaceAllString(s, "[callback token]")
+	if _, err := io.WriteString(r.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
