@@ -132,6 +132,29 @@ func IsConflict(err error) bool { return StatusOf(err) == http.StatusConflict }
 // IsPreconditionFailed reports whether err is a 412: the job changed since the ETag sent with If-Match.
 func IsPreconditionFailed(err error) bool { return StatusOf(err) == http.StatusPreconditionFailed }
 
+// ProblemBase is the base of ejserver's problem type URIs.
+const ProblemBase = "https://ejserver.dev/problems/"
+
+// Problem types of the callbacks' refusals (docs/long-running.md), as ProblemType returns them.
+const (
+	ProblemInvalid            = "invalid"             // 400: a bad body; Error.Field names the field
+	ProblemCallbackToken      = "callback-token"      // 401: no token, a forged one, or another execution's
+	ProblemAlreadyCompleted   = "already-completed"   // 409: the execution ended with another outcome
+	ProblemLeaseExpired       = "lease-expired"       // 409: the lease ran out before this callback
+	ProblemStaleAttempt       = "stale-attempt"       // 409: the token is of an earlier attempt
+	ProblemExecutionCancelled = "execution-cancelled" // 409: the job was deleted while the item ran
+)
+
+// ProblemType returns the type of an *Error in err's chain without ProblemBase (e.g. "lease-expired"; a type
+// outside ProblemBase whole), or "" when err carries no problem.
+func ProblemType(err error) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return ""
+	}
+	return strings.TrimPrefix(e.Type, ProblemBase)
+}
+
 // request is one call: method, path (with its parameters escaped), query, JSON body and where the JSON
 // answer goes.
 type request struct {
@@ -139,11 +162,16 @@ type request struct {
 	query        url.Values
 	body         any
 	header       map[string]string
-	out          any
+	// token replaces the client's API token for this request (a callback token).
+	token string
+	out   any
 }
 
 func (c *Client) do(ctx context.Context, rq request) (*resty.Response, error) {
 	req := c.r.R().SetContext(ctx).SetQueryParamsFromValues(rq.query).SetHeaders(rq.header)
+	if rq.token != "" {
+		req.SetAuthToken(rq.token)
+	}
 	if rq.body != nil {
 		req.SetHeader("Content-Type", "application/json")
 		if raw, ok := rq.body.([]byte); ok {
@@ -399,6 +427,42 @@ func (c *Client) JobExecutions(ctx context.Context, name string, f ExecutionFilt
 func (c *Client) Execution(ctx context.Context, id string) (*Execution, error) {
 	var out Execution
 	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/executions/" + url.PathEscape(id), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ErrInvalidCallback is returned, before anything is sent, for a callback URL that is not an absolute
+// http(s) URL or an empty callback token.
+var ErrInvalidCallback = errors.New("ejserver: invalid callback")
+
+// Heartbeat reports that an accepted item (its receiver answered 202) is still being worked on: it renews the
+// item's lease and records progress and message. callbackURL and token are the callbackUrl and callbackToken
+// of the item's request body; the URL may name any peer, whatever the client's base URL, and the token is
+// sent instead of the client's API token. A refusal is an *Error whose ProblemType tells why (e.g.
+// ProblemLeaseExpired: stop working on the item). Stop too when the answer is not Running().
+func (c *Client) Heartbeat(ctx context.Context, callbackURL, token string, req HeartbeatRequest) (*LeaseView, error) {
+	return c.callback(ctx, callbackURL, token, "heartbeat", req)
+}
+
+// Complete ends an accepted item's attempt with req.Status "success" or "failure". Sending the same
+// completion again answers 200, so a completion whose answer was lost may be sent again; a different one
+// after the end is a 409 with ProblemAlreadyCompleted. callbackURL and token are as for Heartbeat.
+func (c *Client) Complete(ctx context.Context, callbackURL, token string, req CompleteRequest) (*LeaseView, error) {
+	return c.callback(ctx, callbackURL, token, "complete", req)
+}
+
+func (c *Client) callback(ctx context.Context, callbackURL, token, verb string, body any) (*LeaseView, error) {
+	u, err := url.Parse(callbackURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: the callback URL %q is not an absolute http(s) URL", ErrInvalidCallback, callbackURL)
+	}
+	if token == "" {
+		// never fall back to the client's API token: the callback URL may name any host
+		return nil, fmt.Errorf("%w: no callback token", ErrInvalidCallback)
+	}
+	var out LeaseView
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: u.JoinPath(verb).String(), body: body, token: token, out: &out}); err != nil {
 		return nil, err
 	}
 	return &out, nil

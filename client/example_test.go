@@ -37,7 +37,27 @@ func fakeEjserver() *httptest.Server {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
 	}
+	completed := false
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/executions/"); ok && r.Method == "POST" {
+			id, verb, _ := strings.Cut(rest, "/")
+			// a callback: its token, never the API token
+			if r.Header.Get("Authorization") != "Bearer ejcb1.1.example-mac" {
+				problem(w, 401, "callback-token", "not this execution's callback token", "")
+				return
+			}
+			if completed {
+				problem(w, 409, "already-completed", "the execution ended SUCCEEDED", "")
+				return
+			}
+			state := "RUNNING"
+			if verb == "complete" {
+				completed, state = true, "SUCCEEDED"
+			}
+			reply(w, 200, map[string]any{"executionId": id, "jobName": "settle", "shardingItem": 2, "attempt": 1,
+				"state": state, "progress": 40, "startedAt": "2026-11-24T10:00:00Z", "leaseExpiresAt": "2026-11-24T10:01:10Z"})
+			return
+		}
 		if r.Header.Get("Authorization") != "Bearer example-admin-token" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ejserver"`)
 			problem(w, 401, "unauthorized", "the bearer token is not valid", "")
@@ -175,4 +195,33 @@ func ExampleIsNotFound() {
 	_, err := c.GetJob(context.Background(), "nope")
 	fmt.Println(client.IsNotFound(err))
 	// Output: true
+}
+
+// A receiver that answered an item 202 Accepted reports progress, then the end, with the callbackUrl and
+// callbackToken of the item's body: the token, not an API token, authorises them.
+func ExampleClient_Heartbeat() {
+	srv := fakeEjserver()
+	defer srv.Close()
+	ctx := context.Background()
+	callbackURL := srv.URL + "/api/v1/executions/0193e0a1-7c1a-7000-8000-000000000001" // from the body
+	token := "ejcb1.1.example-mac"
+	c := client.New(srv.URL) // the callback URL says which peer; any peer accepts it
+
+	lease, err := c.Heartbeat(ctx, callbackURL, token, client.HeartbeatRequest{Progress: client.Int(40), Message: "40% of rows"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(lease.State, *lease.Progress, lease.LeaseExpiresAt.Format(time.TimeOnly))
+
+	_, err = c.Complete(ctx, callbackURL, token, client.CompleteRequest{Status: "success", Output: "1204 rows settled"})
+	fmt.Println(err)
+
+	// too late: the item has ended
+	_, err = c.Heartbeat(ctx, callbackURL, token, client.HeartbeatRequest{})
+	fmt.Println(client.ProblemType(err) == client.ProblemAlreadyCompleted)
+	// Output:
+	// RUNNING 40 10:01:10
+	// <nil>
+	// true
 }

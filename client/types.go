@@ -257,7 +257,89 @@ type Execution struct {
 	FailureCause    string    `json:"failureCause,omitempty"`
 	ResponseExcerpt string    `json:"responseExcerpt,omitempty"`
 	Permanent       bool      `json:"permanent,omitempty"`
+
+	// The fields below are set for an item whose receiver answered 202 Accepted (docs/long-running.md).
+
+	// Async: the receiver accepted the item and reports its end through callbacks.
+	Async bool `json:"async,omitempty"`
+	// State is an accepted item's state: StateRunning, StateRetrying, StateSucceeded, StateFailed,
+	// StateExpired or StateCancelled; "" for a synchronous item and for records older than long-running items.
+	State string `json:"state,omitempty"`
+	// Progress (0-100) and Message are the last heartbeat's (Message: or the completion's).
+	Progress *int   `json:"progress,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// HeartbeatAt is the last heartbeat's time; LeaseExpiresAt is when the lease runs out without another.
+	HeartbeatAt    time.Time `json:"heartbeatAt,omitzero"`
+	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitzero"`
+	// Output is the excerpt of its output the receiver reported with its completion.
+	Output string `json:"output,omitempty"`
 }
+
+// The states of an accepted (async) item.
+const (
+	StateRunning   = "RUNNING"
+	StateRetrying  = "RETRYING" // the lease ran out; the item is being POSTed again
+	StateSucceeded = "SUCCEEDED"
+	StateFailed    = "FAILED"
+	StateExpired   = "EXPIRED" // the lease ran out and no attempt was left: a failure
+	StateCancelled = "CANCELLED"
+)
+
+// Running reports whether the execution has not ended: an accepted item RUNNING or RETRYING, or any other
+// item without CompletedAt.
+func (e *Execution) Running() bool {
+	switch e.State {
+	case "":
+		return e.CompletedAt.IsZero()
+	case StateRunning, StateRetrying:
+		return true
+	}
+	return false
+}
+
+// HeartbeatRequest is a heartbeat's body: both fields are optional.
+type HeartbeatRequest struct {
+	// Progress is 0-100; nil leaves the recorded progress as it is.
+	Progress *int `json:"progress,omitempty"`
+	// Message is up to 1024 characters ("" leaves the recorded one).
+	Message string `json:"message,omitempty"`
+}
+
+// CompleteRequest ends an accepted item's attempt.
+type CompleteRequest struct {
+	// Status is "success" or "failure".
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	// Output is an excerpt of the work's output, up to 4096 characters.
+	Output string `json:"output,omitempty"`
+	// HasMore (DATAFLOW jobs with streamingProcess) asks for the item to be POSTed again with the next iteration.
+	HasMore bool `json:"hasMore,omitempty"`
+}
+
+// LeaseView is an accepted execution as a callback's answer shows it.
+type LeaseView struct {
+	ExecutionID  string `json:"executionId"`
+	JobName      string `json:"jobName"`
+	ShardingItem int    `json:"shardingItem"`
+	// Attempt is the current attempt, from 1.
+	Attempt int `json:"attempt"`
+	// State is one of the State* constants. A receiver that sees anything but StateRunning in a heartbeat's
+	// answer should stop working on the item.
+	State    string `json:"state"`
+	Progress *int   `json:"progress,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// StartedAt is the first request's start; MaxDurationAt is when the item ends whatever the heartbeats.
+	StartedAt      time.Time `json:"startedAt"`
+	AcceptedAt     time.Time `json:"acceptedAt,omitzero"`
+	HeartbeatAt    time.Time `json:"heartbeatAt,omitzero"`
+	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitzero"`
+	MaxDurationAt  time.Time `json:"maxDurationAt,omitzero"`
+	// EndedAt is zero while the item runs.
+	EndedAt time.Time `json:"endedAt,omitzero"`
+}
+
+// Running reports whether the item is still RUNNING, i.e. whether its receiver should go on working.
+func (l *LeaseView) Running() bool { return l.State == StateRunning }
 
 // ExecutionList is a page of executions, newest first.
 type ExecutionList struct {

@@ -163,6 +163,29 @@ func TestCLIAgainstARealServer(t *testing.T) {
 	}) {
 		t.Fatalf("history:\n%s", cliOK(t, admin, "job", "history", "nightly"))
 	}
+	// the same executions by id and filtered, through `execution get|list`
+	var done struct {
+		Items []struct {
+			ID           string `json:"id"`
+			ShardingItem int    `json:"shardingItem"`
+		} `json:"items"`
+	}
+	if !eventually(20*time.Second, func() bool {
+		return json.Unmarshal([]byte(cliOK(t, nil, after(viewer, "execution", "list", "--job", "nightly", "--succeeded", "--json")...)), &done) == nil &&
+			len(done.Items) == 2
+	}) {
+		t.Fatalf("execution list --succeeded: %+v", done)
+	}
+	if out := cliOK(t, nil, after(viewer, "execution", "get", done.Items[0].ID)...); !strings.Contains(out, "nightly") ||
+		!strings.Contains(out, "MANUAL") || !strings.Contains(out, " ok\n") {
+		t.Fatalf("execution get:\n%s", out)
+	}
+	if out := cliOK(t, admin, "execution", "list", "--job", "nightly", "--item", "2"); strings.Count(out, "MANUAL") != 1 {
+		t.Fatalf("execution list --item 2:\n%s", out)
+	}
+	if out := cliOK(t, admin, "execution", "list", "--running", "--json"); !strings.Contains(out, `"items": []`) {
+		t.Fatalf("execution list --running:\n%s", out)
+	}
 	if out := cliOK(t, admin, "job", "disable", "nightly"); out != "job nightly disabled (status DISABLED)\n" {
 		t.Fatalf("disable: %q", out)
 	}

@@ -20,29 +20,44 @@ import (
 	"github.com/ejserver/ejserver/client"
 )
 
-// cli is one run of a client command (`ejserver job ...`, `server ...`, `instance ...`, `cron ...`): it
-// talks to a running ejserver through the Go client.
+// cli is one run of a client command (`ejserver job ...`, `server ...`, `instance ...`, `cron ...`,
+// `execution ...`): it talks to a running ejserver through the Go client.
 type cli struct {
 	stdout, stderr io.Writer
 	fs             *flag.FlagSet
 	envs           map[string]string
-	server, token  *string
-	output         *string
-	timeout        *time.Duration
-	c              *client.Client
+	// server and token are the API's; nil for the callback verbs, which talk to the URL they are given.
+	server, token *string
+	output        *string
+	jsonFlag      *bool
+	timeout       *time.Duration
+	c             *client.Client
+	// exitCode maps the error of a command that ran to its exit code (nil: 1).
+	exitCode func(error) int
+	// problemTypes adds the problem's type to a printed refusal, for scripts that tell refusals apart.
+	problemTypes bool
+	now          func() time.Time
 }
 
+// newCLI is a client command of the API: --server, --token and the flags of newBareCLI.
 func newCLI(name, usage string, stdout, stderr io.Writer) *cli {
-	fs := flag.NewFlagSet("ejserver "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	k := &cli{stdout: stdout, stderr: stderr, fs: fs, envs: map[string]string{}}
+	k := newBareCLI(name, usage, stdout, stderr)
 	k.server = k.str("server", "http://127.0.0.1:8080", "ejserver's address (any peer)", "EJ_SERVER")
 	k.token = k.str("token", "", "API bearer token (default: EJ_TOKEN, else EJ_API_TOKEN)", "EJ_TOKEN")
+	return k
+}
+
+// newBareCLI is a client command with the output and timeout flags only.
+func newBareCLI(name, usage string, stdout, stderr io.Writer) *cli {
+	fs := flag.NewFlagSet("ejserver "+name, flag.ContinueOnError)
+	k := &cli{stdout: stdout, stderr: stderr, fs: fs, envs: map[string]string{}, now: time.Now}
+	fs.SetOutput(stderr)
 	k.output = k.str("o", "table", "output: table or json", "EJ_OUTPUT")
+	k.jsonFlag = fs.Bool("json", false, "the same as -o json")
 	k.envs["timeout"] = "EJ_TIMEOUT"
 	k.timeout = fs.Duration("timeout", 30*time.Second, "bound on each API request")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ejserver %s\n\nFlags (before or after the arguments; each also read from the environment variable shown):\n", usage)
+		fmt.Fprintf(k.stderr, "Usage: ejserver %s\n\nFlags (before or after the arguments; each also read from the environment variable shown):\n", usage)
 		fs.VisitAll(func(fl *flag.Flag) {
 			def := ""
 			if fl.DefValue != "" && fl.DefValue != "false" {
@@ -52,7 +67,7 @@ func newCLI(name, usage string, stdout, stderr io.Writer) *cli {
 			if e := k.envs[fl.Name]; e != "" {
 				env = " [" + e + "]"
 			}
-			fmt.Fprintf(stderr, "  -%s%s%s\n      %s\n", fl.Name, env, def, fl.Usage)
+			fmt.Fprintf(k.stderr, "  -%s%s%s\n      %s\n", fl.Name, env, def, fl.Usage)
 		})
 	}
 	return k
@@ -94,22 +109,35 @@ func (k *cli) parse(args []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if *k.token == "" {
-		*k.token = os.Getenv("EJ_API_TOKEN")
+	if *k.jsonFlag {
+		*k.output = "json"
 	}
 	if *k.output != "table" && *k.output != "json" {
 		return nil, fmt.Errorf("-o: must be table or json, got %q", *k.output)
+	}
+	opts := []client.Option{client.WithTimeout(*k.timeout), client.WithUserAgent("ejserver-cli/" + version)}
+	if k.server == nil {
+		k.c = client.New("", opts...)
+		return pos, nil
+	}
+	if *k.token == "" {
+		*k.token = os.Getenv("EJ_API_TOKEN")
 	}
 	base := *k.server
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	k.c = client.New(base, client.WithToken(*k.token), client.WithTimeout(*k.timeout), client.WithUserAgent("ejserver-cli/"+version))
+	k.c = client.New(base, append(opts, client.WithToken(*k.token))...)
 	return pos, nil
 }
 
-// run parses args, checks the number of arguments, and runs fn; it maps errors to exit codes: 2 for usage,
-// 1 for everything else (API errors print their problem details).
+// usageError is an error of the command line found after parsing: exit 2 and the usage.
+type usageError struct{ error }
+
+func usageErrorf(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// run parses args, checks the number of arguments, and runs fn; it maps errors to exit codes: 2 for usage
+// (a usageError from fn too), else exitCode's or 1 (API errors print their problem details).
 func (k *cli) run(args []string, nargs int, fn func(ctx context.Context, args []string) error) int {
 	pos, err := k.parse(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -126,7 +154,16 @@ func (k *cli) run(args []string, nargs int, fn func(ctx context.Context, args []
 	ctx, cancel := signalContext()
 	defer cancel()
 	if err := fn(ctx, pos); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(k.stderr, "ejserver: %v\n", err)
+			k.fs.Usage()
+			return 2
+		}
 		k.fail(err)
+		if k.exitCode != nil {
+			return k.exitCode(err)
+		}
 		return 1
 	}
 	return 0
@@ -135,11 +172,15 @@ func (k *cli) run(args []string, nargs int, fn func(ctx context.Context, args []
 func (k *cli) fail(err error) {
 	var e *client.Error
 	if errors.As(err, &e) {
-		fmt.Fprintf(k.stderr, "ejserver: %d %s: %s\n", e.Status, e.Title, e.Detail)
+		title := e.Title
+		if t := client.ProblemType(err); k.problemTypes && t != "" {
+			title += " (" + t + ")"
+		}
+		fmt.Fprintf(k.stderr, "ejserver: %d %s: %s\n", e.Status, title, e.Detail)
 		for _, f := range e.Errors[min(1, len(e.Errors)):] {
 			fmt.Fprintf(k.stderr, "  also %s: %s\n", f.Field, f.Message)
 		}
-		if e.Status == 401 && *k.token == "" {
+		if e.Status == 401 && k.token != nil && *k.token == "" {
 			fmt.Fprintln(k.stderr, "  (set --token or EJ_TOKEN)")
 		}
 		return

@@ -3,6 +3,7 @@
 //	ejserver serve [flags]      run a peer (see ejserver serve --help)
 //	ejserver job ...            list, get, apply, delete, trigger, disable/enable jobs; sharding, history
 //	ejserver server ...         list, disable/enable servers; ejserver instance list
+//	ejserver execution ...      get, list executions; heartbeat, complete for receivers of long-running items
 //	ejserver cron next EXPR     the next fire times of an expression
 //	ejserver token new|hash     make API tokens
 //	ejserver version            print the version
@@ -34,6 +35,8 @@ func run(args []string) int {
 		return serverCmd(args[1:], os.Stdout, os.Stderr)
 	case "instance", "instances":
 		return instanceCmd(args[1:], os.Stdout, os.Stderr)
+	case "execution", "executions":
+		return executionCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "cron":
 		return cronCmd(args[1:], os.Stdout, os.Stderr)
 	case "token":
@@ -58,11 +61,17 @@ Usage:
   ejserver job list|get|apply|delete|trigger|disable|enable|sharding|history|dump ...
   ejserver server list|disable|enable ...
   ejserver instance list
+  ejserver execution get ID | list [--job NAME] [--item N] [--failed|--succeeded] [--running] [--limit N]
+  ejserver execution heartbeat --callback-url URL --token TOKEN [--progress N] [--message M]
+  ejserver execution complete --callback-url URL --token TOKEN --status success|failure [--message M]
+                              [--output O|--output-file F] [--has-more]
   ejserver cron next 'EXPR' [--tz ZONE] [--count N]
   ejserver token new|hash [--role admin|viewer] [--name NAME]
   ejserver version                    print the version
 
-Run "ejserver serve --help" for the peer's flags, "ejserver job" for the job commands. The client commands
-reach the server at --server [EJ_SERVER] (http://127.0.0.1:8080) with --token [EJ_TOKEN, else EJ_API_TOKEN].
+Run "ejserver serve --help" for the peer's flags, "ejserver job" for the job commands, "ejserver execution"
+for the execution commands. The client commands reach the server at --server [EJ_SERVER]
+(http://127.0.0.1:8080) with --token [EJ_TOKEN, else EJ_API_TOKEN]; execution heartbeat and complete reach
+the item's callback URL [EJ_CALLBACK_URL] with its callback token [EJ_CALLBACK_TOKEN] instead.
 `)
 }
