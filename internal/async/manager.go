@@ -69,11 +69,11 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) Accepted(string)                {}
-func (nopObserver) Callback(string, string)        {}
-func (nopObserver) Ended(string, lease.State)      {}
-func (nopObserver) Expired(string)                 {}
-func (nopObserver) Running(int)                    {}
+func (nopObserver) Accepted(string)                 {}
+func (nopObserver) Callback(string, string)         {}
+func (nopObserver) Ended(string, lease.State)       {}
+func (nopObserver) Expired(string)                  {}
+func (nopObserver) Running(int)                     {}
 func (nopRecorder) Enqueue(ejserver.Execution) bool { return true }
 func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool {
 	return true

@@ -40,10 +40,14 @@ func newAsyncMetrics(reg *prometheus.Registry) asyncMetrics {
 func (m *Metrics) Accepted(string) { m.async.accepted.Inc() }
 
 // Callback counts a callback by kind and outcome.
-func (m *Metrics) Callback(kind, outcome string) { m.async.callbacks.WithLabelValues(kind, outcome).Inc() }
+func (m *Metrics) Callback(kind, outcome string) {
+	m.async.callbacks.WithLabelValues(kind, outcome).Inc()
+}
 
 // Ended counts an accepted item's end by its final state.
-func (m *Metrics) Ended(_ string, state lease.State) { m.async.ended.WithLabelValues(string(state)).Inc() }
+func (m *Metrics) Ended(_ string, state lease.State) {
+	m.async.ended.WithLabelValues(string(state)).Inc()
+}
 
 // Expired counts a lease that ran out with no attempt left.
 func (m *Metrics) Expired(string) { m.async.expiries.Inc() }

@@ -14,9 +14,9 @@ import (
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
-	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/history"
+	"github.com/ejserver/ejserver/internal/lease"
 )
 
 // Registry is the part of cluster.Registry the service uses.
