@@ -20,9 +20,11 @@ type JobSpec struct {
 	StreamingProcess       bool        `json:"streamingProcess,omitempty"`
 	Webhook                WebhookSpec `json:"webhook"`
 	// Retry is the retry policy; nil keeps the defaults (3 attempts, 1 s initial back-off, 30 s at most).
-	Retry                                 *RetryPolicy      `json:"retry,omitempty"`
-	MaxConcurrentRequests                 int               `json:"maxConcurrentRequests,omitempty"`
-	ReplayMissedFires                     bool              `json:"replayMissedFires,omitempty"`
+	Retry                 *RetryPolicy `json:"retry,omitempty"`
+	MaxConcurrentRequests int          `json:"maxConcurrentRequests,omitempty"`
+	ReplayMissedFires     bool         `json:"replayMissedFires,omitempty"`
+	// Async is the lease of items whose receiver answers 202 Accepted; nil keeps the defaults (60 s, 24 h).
+	Async                                 *AsyncPolicy      `json:"async,omitempty"`
 	MonitorExecution                      *bool             `json:"monitorExecution,omitempty"` // default true
 	Failover                              bool              `json:"failover,omitempty"`
 	Misfire                               *bool             `json:"misfire,omitempty"`                  // default true
@@ -59,6 +61,15 @@ type RetryPolicy struct {
 	MaxBackoffMs     int `json:"maxBackoffMs,omitempty"`
 }
 
+// AsyncPolicy is the lease of an item whose receiver answered 202 Accepted (see docs/long-running.md); a zero
+// field keeps its default.
+type AsyncPolicy struct {
+	// LeaseSeconds: how long an accepted item lives without a heartbeat (2-86400, default 60).
+	LeaseSeconds int `json:"leaseSeconds,omitempty"`
+	// MaxDurationSeconds: how long it may run from its first request's start (up to 7 days, default 86400).
+	MaxDurationSeconds int `json:"maxDurationSeconds,omitempty"`
+}
+
 // Job is a job as ejserver returns it: its config (the webhook without secrets) and its state.
 type Job struct {
 	JobName                               string            `json:"jobName"`
@@ -75,6 +86,7 @@ type Job struct {
 	Retry                                 RetryPolicy       `json:"retry"`
 	MaxConcurrentRequests                 int               `json:"maxConcurrentRequests,omitempty"`
 	ReplayMissedFires                     bool              `json:"replayMissedFires,omitempty"`
+	Async                                 AsyncPolicy       `json:"async"`
 	MonitorExecution                      bool              `json:"monitorExecution"`
 	Failover                              bool              `json:"failover"`
 	Misfire                               bool              `json:"misfire"`
@@ -108,7 +120,7 @@ func (j *Job) ETag() string { return `"` + itoa(int(j.Version)) + `"` }
 // Spec returns the job's config as a JobSpec, to change and send back with ReplaceJob: its secret is left
 // out, which keeps the stored one.
 func (j *Job) Spec() JobSpec {
-	retry := j.Retry
+	retry, async := j.Retry, j.Async
 	monitor, misfire := j.MonitorExecution, j.Misfire
 	diff, reconcile, grace := j.MaxTimeDiffSeconds, j.ReconcileIntervalMinutes, j.Webhook.SecretGracePeriodSeconds
 	return JobSpec{JobName: j.JobName, Cron: j.Cron, TimeZone: j.TimeZone, ShardingTotalCount: j.ShardingTotalCount,
@@ -116,7 +128,7 @@ func (j *Job) Spec() JobSpec {
 		Disabled: j.Disabled, JobType: j.JobType, StreamingProcess: j.StreamingProcess,
 		Webhook: WebhookSpec{URL: j.Webhook.URL, Method: j.Webhook.Method, Headers: j.Webhook.Headers,
 			TimeoutMs: j.Webhook.TimeoutMs, ConnectTimeoutMs: j.Webhook.ConnectTimeoutMs, SecretGracePeriodSeconds: &grace},
-		Retry: &retry, MaxConcurrentRequests: j.MaxConcurrentRequests, ReplayMissedFires: j.ReplayMissedFires,
+		Retry: &retry, Async: &async, MaxConcurrentRequests: j.MaxConcurrentRequests, ReplayMissedFires: j.ReplayMissedFires,
 		MonitorExecution: &monitor, Failover: j.Failover, Misfire: &misfire, MaxTimeDiffSeconds: &diff,
 		ReconcileIntervalMinutes: &reconcile, JobShardingStrategyType: j.JobShardingStrategyType,
 		JobExecutorThreadPoolSizeProviderType: j.JobExecutorThreadPoolSizeProviderType,
