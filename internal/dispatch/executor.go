@@ -697,11 +697,13 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	dep.left()
 	// The rest of the burst goes first: recording the outcome (history, ZooKeeper, metrics, the log) costs
 	// more CPU than the request did, and the requests still leaving would wait for it.
-	e.cfg.Activity.awaitQuiet(e.soft.Done(), outcomeWait)
 	if res.Accepted && e.cfg.Async != nil {
+		// at once, not after the burst: until its lease is recorded, the item looks in flight on this peer,
+		// and a failover would POST it again if this peer died
 		e.accepted(snap, req, item, rec, res, param, runningVersion, deadline)
 		return
 	}
+	e.cfg.Activity.awaitQuiet(e.soft.Done(), outcomeWait)
 	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent
 	e.cfg.Recorder.Enqueue(rec)
