@@ -597,7 +597,7 @@ func jobChanges(cur *client.Job, want ejserver.JobConfig) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	have := ejserver.DefaultJobConfig() // a field an older server does not send keeps its default
+	have := ejserver.DefaultJobConfig()              // a field an older server does not send keeps its default
 	if err := json.Unmarshal(b, &have); err != nil { // lenient: the state fields are ignored
 		return nil, fmt.Errorf("read the server's job: %w", err)
 	}
