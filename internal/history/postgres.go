@@ -43,20 +43,21 @@ func openPostgres(ctx context.Context, dsn string, o options) (*postgresStore, e
 		return nil, fmt.Errorf("history: open PostgreSQL: %w", err)
 	}
 	s := &postgresStore{pool: pool, log: o.logger}
-	if err := s.migrate(ctx); err != nil {
+	all, err := migrations("postgres")
+	if err == nil {
+		err = s.migrate(ctx, all)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// migrate applies the pending migrations in one transaction that holds an advisory lock, so peers starting
-// together wait for each other and the first one migrates.
-func (s *postgresStore) migrate(ctx context.Context) error {
-	all, err := migrations("postgres")
-	if err != nil {
-		return err
-	}
+// migrate applies the pending ones of all (the dialect's migrations, or the first of them when a test builds
+// an older schema) in one transaction that holds an advisory lock, so peers starting together wait for each
+// other and the first one migrates.
+func (s *postgresStore) migrate(ctx context.Context, all []migration) error {
 	fail := func(op string, err error) error { return pgError("migrate: "+op, err) }
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {

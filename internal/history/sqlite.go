@@ -56,7 +56,11 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
 	s := &sqliteStore{w: w, log: o.logger}
-	if err := s.migrate(ctx); err != nil {
+	all, err := migrations("sqlite")
+	if err == nil {
+		err = s.migrate(ctx, all)
+	}
+	if err != nil {
 		_ = w.Close()
 		return nil, err
 	}
@@ -82,13 +86,10 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	return s, nil
 }
 
-// migrate applies the pending migrations in one immediate transaction: another process opening the same
-// file waits for the write lock (busy_timeout) and then finds the schema current.
-func (s *sqliteStore) migrate(ctx context.Context) error {
-	all, err := migrations("sqlite")
-	if err != nil {
-		return err
-	}
+// migrate applies the pending ones of all (the dialect's migrations, or the first of them when a test builds
+// an older schema) in one immediate transaction: another process opening the same file waits for the write
+// lock (busy_timeout) and then finds the schema current.
+func (s *sqliteStore) migrate(ctx context.Context, all []migration) error {
 	fail := func(op string, err error) error { return sqliteError("migrate: "+op, err) }
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
