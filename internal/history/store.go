@@ -49,6 +49,13 @@ const (
 	MaxLimit     = 500
 )
 
+// Bounds of what an accepted item's receiver reports, in characters (docs/long-running.md): the store keeps
+// the start of a longer message or output.
+const (
+	maxMessageLen = 1024
+	maxOutputLen  = 4096
+)
+
 // ExecutionFilter selects executions. Zero fields don't filter.
 type ExecutionFilter struct {
 	JobName      string
@@ -250,11 +257,17 @@ func sortByID(recs []ejserver.Execution) {
 }
 
 // sanitizeExecution normalizes times and makes strings storable: PostgreSQL's text rejects NUL bytes and
-// invalid UTF-8, which a receiver's response body may well contain.
+// invalid UTF-8, which a receiver's response body (or its callbacks' message and output) may well contain.
+// It bounds Message and Output.
 func sanitizeExecution(e ejserver.Execution) ejserver.Execution {
 	e.ScheduledAt = normalize(e.ScheduledAt)
 	e.StartedAt = normalize(e.StartedAt)
 	e.CompletedAt = normalize(e.CompletedAt)
+	e.HeartbeatAt = normalize(e.HeartbeatAt)
+	e.LeaseExpiresAt = normalize(e.LeaseExpiresAt)
+	e.State = clean(e.State)
+	e.Message = truncate(clean(e.Message), maxMessageLen)
+	e.Output = truncate(clean(e.Output), maxOutputLen)
 	e.JobName = clean(e.JobName)
 	e.TaskID = clean(e.TaskID)
 	e.InstanceID = clean(e.InstanceID)
@@ -281,6 +294,20 @@ func clean(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
+}
+
+// truncate returns the first n characters of s.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s // n bytes hold at most n characters
+	}
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
 	}
 	return s
 }
