@@ -4,6 +4,9 @@
 // instance, scheduled time, sharding total, permanence) and what an item whose receiver answered 202 Accepted
 // reports through its callbacks (state, progress, message, last heartbeat, lease expiry, output).
 //
+// An execution's records may reach the store out of order, through several peers: the upsert keeps the one
+// furthest along (running records ordered by heartbeat, then end records by completion; see replaces).
+//
 // Two stores satisfy Store: an embedded SQLite file (modernc.org/sqlite, WAL, one writer connection) for a
 // single peer, and PostgreSQL (pgx) so that every peer of a cluster writes to one database and any peer's
 // API reads the whole cluster's history. Open picks one by the DSN's prefix and migrates the schema

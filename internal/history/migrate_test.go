@@ -137,7 +137,8 @@ func TestOpenRejectsBadPaths(t *testing.T) {
 
 // TestUpgradeFromVersion1 opens a database of schema version 1 holding rows (written as a version-1 peer
 // writes them), lets Open migrate it, and reads every row back unchanged, with none of the accepted items'
-// fields; a peer still on version 1 can go on writing its columns.
+// fields. The migrated rows then take the new records under the new rule, and a peer still on version 1 can
+// go on writing its columns.
 func TestUpgradeFromVersion1(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -168,6 +169,16 @@ func TestUpgradeFromVersion1(t *testing.T) {
 			p, err := s.ListExecutions(testCtx(t), ExecutionFilter{JobName: "old"})
 			if got, want := ids(p.Items), []string{run.ID, failure.ID, ended.ID}; err != nil || !slices.Equal(got, want) {
 				t.Errorf("executions after the upgrade: %v, %v; want %v", got, err, want)
+			}
+
+			// The old running row has no heartbeat: the item's first one replaces it. The old end stays.
+			hb := accepted(run, t0.Add(time.Minute), 5)
+			mustWrite(t, s, hb, running(ended))
+			if got, want := mustGet(t, s, run.ID), sanitizeExecution(hb); !reflect.DeepEqual(got, want) {
+				t.Errorf("heartbeat on an old row\n got %+v\nwant %+v", got, want)
+			}
+			if got, want := mustGet(t, s, ended.ID), sanitizeExecution(ended); !reflect.DeepEqual(got, want) {
+				t.Errorf("a start record replaced an old end\n got %+v\nwant %+v", got, want)
 			}
 
 			// A peer not upgraded yet writes version 1's columns; its rows read as synchronous items.

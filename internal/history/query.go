@@ -37,9 +37,12 @@ const executionUpdate = `job_name = excluded.job_name, task_id = excluded.task_i
 	`message = excluded.message, heartbeat_at = excluded.heartbeat_at, ` +
 	`lease_expires_at = excluded.lease_expires_at, output = excluded.output`
 
-// executionWins is the upsert's condition, with the stored row named t: see replaces.
-const executionWins = `t.complete_time IS NULL OR ` +
-	`(excluded.complete_time IS NOT NULL AND excluded.complete_time >= t.complete_time)`
+// executionWins is the upsert's condition, with the stored row named t: see replaces. A NULL heartbeat_at
+// (none) comes before every time; each comparison is guarded so that no branch relies on NULL being false.
+const executionWins = `(t.complete_time IS NULL AND (excluded.complete_time IS NOT NULL OR t.heartbeat_at IS NULL OR ` +
+	`(excluded.heartbeat_at IS NOT NULL AND excluded.heartbeat_at >= t.heartbeat_at))) OR ` +
+	`(t.complete_time IS NOT NULL AND excluded.complete_time IS NOT NULL AND ` +
+	`excluded.complete_time >= t.complete_time)`
 
 const traceColumns = `id, job_name, original_task_id, task_id, slave_id, source, execution_type, sharding_item, ` +
 	`state, message, creation_time`

@@ -16,8 +16,9 @@ import (
 
 // Store is the execution history. SQLite and PostgreSQL implement it; Open returns one of them.
 type Store interface {
-	// WriteExecutions upserts executions by id in one transaction. A start record (CompletedAt zero) never
-	// replaces an end record; an end record replaces a start record or an end record that completed no later.
+	// WriteExecutions upserts executions by id in one transaction, under the rule of replaces: an end record
+	// replaces a running record (CompletedAt zero) or an end record that completed no later; a running record
+	// replaces a running record whose HeartbeatAt is no later, never an end record.
 	WriteExecutions(ctx context.Context, recs []ejserver.Execution) error
 	// WriteTraces inserts status traces in one transaction; a trace whose id exists is left as it is.
 	WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error
@@ -222,9 +223,9 @@ func normalize(t time.Time) time.Time {
 	return t.Truncate(time.Microsecond).UTC()
 }
 
-// mergeExecutions orders recs by id and keeps one record per id: the one the upsert rule would leave (an end
-// record beats a start record; of two end records the later completion wins; otherwise the later record).
-// A multi-row upsert may not touch a row twice, and a fixed order avoids lock-order deadlocks between peers.
+// mergeExecutions orders recs by id and keeps one record per id: the one the upsert rule (replaces) would
+// leave after writing them in order. A multi-row upsert may not touch a row twice, and a fixed order avoids
+// lock-order deadlocks between peers.
 func mergeExecutions(recs []ejserver.Execution) []ejserver.Execution {
 	byID := make(map[string]int, len(recs))
 	out := make([]ejserver.Execution, 0, len(recs))
@@ -244,12 +245,28 @@ func mergeExecutions(recs []ejserver.Execution) []ejserver.Execution {
 	return out
 }
 
-// replaces reports whether record n replaces the stored record old (the upsert's WHERE clause).
+// replaces reports whether record n replaces the stored record old (the upsert's WHERE clause,
+// executionWins). An item's records progress in one order whichever peer writes them and whenever they
+// arrive: running records (CompletedAt zero) by HeartbeatAt, zero first, and end records after every running
+// record, by CompletedAt. A record replaces one that is not after it in that order, so of two equal ones the
+// later write wins:
+//
+//   - an end record replaces a running record, and an end record that completed no later;
+//   - a running record never replaces an end record;
+//   - a running record replaces a running record whose HeartbeatAt is no later (a heartbeat that arrives
+//     after a newer one, at this peer or another, is dropped). A synchronous item's running records have
+//     no HeartbeatAt: the later write wins, as before accepted items existed.
+//
+// Whoever writes a running record that must supersede an earlier one of an accepted item gives it a
+// HeartbeatAt no earlier than that one's.
 func replaces(n, old ejserver.Execution) bool {
-	if old.CompletedAt.IsZero() {
-		return true
+	switch {
+	case !old.Done():
+		return n.Done() || !n.HeartbeatAt.Before(old.HeartbeatAt)
+	case !n.Done():
+		return false
 	}
-	return !n.CompletedAt.IsZero() && !n.CompletedAt.Before(old.CompletedAt)
+	return !n.CompletedAt.Before(old.CompletedAt)
 }
 
 func sortByID(recs []ejserver.Execution) {
