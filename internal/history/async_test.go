@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,4 +119,47 @@ func TestTruncate(t *testing.T) {
 			t.Errorf("truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
 		}
 	}
+}
+
+func TestListExecutionsAsyncFilters(t *testing.T) {
+	a0 := newExec("a", 0, t0)
+	aRun := running(newExec("a", 1, t0.Add(time.Second)))
+	aHB := accepted(newExec("a", 2, t0.Add(2*time.Second)), t0.Add(3*time.Second), 50)
+	aRetry := accepted(newExec("a", 3, t0.Add(3*time.Second)), t0.Add(4*time.Second), 10)
+	aRetry.State = "RETRYING"
+	aDone := completed(newExec("a", 0, t0.Add(4*time.Second)), t0, t0.Add(5*time.Second))
+	bHB := accepted(newExec("b", 0, t0.Add(5*time.Second)), t0.Add(6*time.Second), 70)
+	tests := []struct {
+		name string
+		f    ExecutionFilter
+		want []ejserver.Execution // newest first
+	}{
+		{"running", ExecutionFilter{Running: true}, []ejserver.Execution{bHB, aRetry, aHB, aRun}},
+		{"running of a job", ExecutionFilter{JobName: "a", Running: true}, []ejserver.Execution{aRetry, aHB, aRun}},
+		{"state", ExecutionFilter{State: "RUNNING"}, []ejserver.Execution{bHB, aHB}},
+		{"state of a job", ExecutionFilter{JobName: "a", State: "RUNNING"}, []ejserver.Execution{aHB}},
+		{"retrying", ExecutionFilter{State: "RETRYING", Running: true}, []ejserver.Execution{aRetry}},
+		{"succeeded", ExecutionFilter{State: "SUCCEEDED"}, []ejserver.Execution{aDone}},
+		{"a state nothing is in", ExecutionFilter{State: "EXPIRED"}, nil},
+		{"running and success match nothing", ExecutionFilter{Running: true, Success: ptr(true)}, nil},
+	}
+	eachStore(t, func(t *testing.T, s Store) {
+		mustWrite(t, s, a0, aRun, aHB, aRetry, aDone, bHB)
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p, err := s.ListExecutions(testCtx(t), tt.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := ids(p.Items), ids(tt.want); !slices.Equal(got, want) {
+					t.Fatalf("got %v\nwant %v", got, want)
+				}
+				for i, got := range p.Items {
+					if want := sanitizeExecution(tt.want[i]); !reflect.DeepEqual(got, want) {
+						t.Errorf("item %d\n got %+v\nwant %+v", i, got, want)
+					}
+				}
+			})
+		}
+	})
 }

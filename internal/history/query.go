@@ -118,6 +118,12 @@ func listExecutions(d dialect, f checked) *query {
 	if f.InstanceID != "" {
 		q.where("instance_id = " + q.arg(f.InstanceID))
 	}
+	if f.State != "" {
+		q.where("state = " + q.arg(f.State))
+	}
+	if f.Running {
+		q.where("complete_time IS NULL")
+	}
 	if !f.From.IsZero() {
 		q.where("start_time >= " + q.arg(d.timeArg(f.From)))
 	}

@@ -50,6 +50,9 @@ const (
 	MaxLimit     = 500
 )
 
+// asyncStates are the states of an accepted item (Execution.State, docs/long-running.md).
+var asyncStates = []string{"RUNNING", "RETRYING", "SUCCEEDED", "FAILED", "EXPIRED", "CANCELLED"}
+
 // Bounds of what an accepted item's receiver reports, in characters (docs/long-running.md): the store keeps
 // the start of a longer message or output.
 const (
@@ -57,7 +60,7 @@ const (
 	maxOutputLen  = 4096
 )
 
-// ExecutionFilter selects executions. Zero fields don't filter.
+// ExecutionFilter selects executions. Zero fields don't filter; the others must all match.
 type ExecutionFilter struct {
 	JobName      string
 	ShardingItem *int
@@ -65,6 +68,11 @@ type ExecutionFilter struct {
 	Success    *bool
 	Source     ejserver.Source
 	InstanceID string
+	// State selects accepted (async) items in that state (RUNNING, RETRYING, SUCCEEDED, FAILED, EXPIRED or
+	// CANCELLED); synchronous items have none.
+	State string
+	// Running selects the executions that have not ended (CompletedAt zero), async or not.
+	Running bool
 	// From and To bound start_time: From <= start_time < To.
 	From, To time.Time
 	// Cursor is a previous page's NextCursor.
@@ -168,6 +176,9 @@ func (f ExecutionFilter) check() (checked, error) {
 	}
 	if f.Source != "" && !f.Source.Valid() {
 		return c, ejserver.Invalid("source", "must be one of NORMAL_TRIGGER, MISFIRE, FAILOVER, MANUAL, not %q", f.Source)
+	}
+	if f.State != "" && !slices.Contains(asyncStates, f.State) {
+		return c, ejserver.Invalid("state", "must be one of %s, not %q", strings.Join(asyncStates, ", "), f.State)
 	}
 	if f.ShardingItem != nil && *f.ShardingItem < 0 {
 		return c, ejserver.Invalid("shardingItem", "must not be negative, not %d", *f.ShardingItem)
