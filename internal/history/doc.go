@@ -1,7 +1,11 @@
 // Package history records what every fire did: ElasticJob's two event-trace tables, JOB_EXECUTION_LOG (one
 // row per item of a fire, written when the item starts and updated when it ends) and JOB_STATUS_TRACE_LOG
 // (state changes of a task), with the columns HTTP adds (status code, attempts, duration, response excerpt,
-// instance, scheduled time, sharding total, permanence).
+// instance, scheduled time, sharding total, permanence) and what an item whose receiver answered 202 Accepted
+// reports through its callbacks (state, progress, message, last heartbeat, lease expiry, output).
+//
+// An execution's records may reach the store out of order, through several peers: the upsert keeps the one
+// furthest along (running records ordered by heartbeat, then end records by completion; see replaces).
 //
 // Two stores satisfy Store: an embedded SQLite file (modernc.org/sqlite, WAL, one writer connection) for a
 // single peer, and PostgreSQL (pgx) so that every peer of a cluster writes to one database and any peer's

@@ -75,17 +75,29 @@ func testCtx(t testing.TB) context.Context {
 
 var storeKinds = []string{"sqlite", "postgres"}
 
-// openStore opens a fresh store of the kind: an SQLite file in a temporary directory, or a new PostgreSQL
+// newDSN returns a fresh database of the kind: an SQLite file in a temporary directory, or a new PostgreSQL
 // database.
-func openStore(t testing.TB, kind string, opts ...Option) Store {
+func newDSN(t testing.TB, kind string) string {
 	t.Helper()
-	var dsn string
 	switch kind {
 	case "sqlite":
-		dsn = filepath.Join(t.TempDir(), "history.db")
+		return filepath.Join(t.TempDir(), "history.db")
 	case "postgres":
-		dsn = pg.NewDatabase(t)
+		return pg.NewDatabase(t)
 	}
+	t.Fatalf("no store kind %q", kind)
+	return ""
+}
+
+// openStore opens a store on a fresh database of the kind.
+func openStore(t testing.TB, kind string, opts ...Option) Store {
+	t.Helper()
+	return openDSN(t, newDSN(t, kind), opts...)
+}
+
+// openDSN opens a store on dsn (several stores on one database are several peers), closed at the test's end.
+func openDSN(t testing.TB, dsn string, opts ...Option) Store {
+	t.Helper()
 	s, err := Open(testCtx(t), dsn, append([]Option{WithLogger(discardLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,17 @@ import (
 	"database/sql"
 	"log/slog"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ejserver/ejserver"
 )
 
 // TestConcurrentOpenMigratesOnce opens one fresh database from several goroutines at once, as peers starting
@@ -125,5 +132,151 @@ func TestOpenRejectsBadPaths(t *testing.T) {
 		if _, err := Open(testCtx(t), dsn); err == nil {
 			t.Errorf("Open(%q) succeeded", dsn)
 		}
+	}
+}
+
+// TestUpgradeFromVersion1 opens a database of schema version 1 holding rows (written as a version-1 peer
+// writes them), lets Open migrate it, and reads every row back unchanged, with none of the accepted items'
+// fields. The migrated rows then take the new records under the new rule, and a peer still on version 1 can
+// go on writing its columns.
+func TestUpgradeFromVersion1(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			dsn := newDSN(t, kind)
+			migrateTo(t, kind, dsn, 1)
+			ended := newExec("old", 0, t0)
+			failure := failed(newExec("old", 1, t0.Add(time.Second)), 500)
+			failure.Permanent, failure.Source = true, ejserver.SourceFailover
+			run := running(newExec("old", 2, t0.Add(2*time.Second)))
+			run.ScheduledAt = time.Time{}
+			v1 := []ejserver.Execution{ended, failure, run}
+			insertV1(t, kind, dsn, v1...)
+
+			rec := newLogRecorder()
+			s := openDSN(t, dsn, WithLogger(slog.New(rec)))
+			if n := rec.count("history schema migrated"); n != 1 {
+				t.Errorf("%d migrations logged, want 1 (version 2)", n)
+			}
+			if n := countMigrations(t, kind, dsn); n != 2 {
+				t.Errorf("schema_migrations has %d rows, want 2", n)
+			}
+			for _, e := range v1 {
+				if got, want := mustGet(t, s, e.ID), sanitizeExecution(e); !reflect.DeepEqual(got, want) {
+					t.Errorf("after the upgrade\n got %+v\nwant %+v", got, want)
+				}
+			}
+			p, err := s.ListExecutions(testCtx(t), ExecutionFilter{JobName: "old"})
+			if got, want := ids(p.Items), []string{run.ID, failure.ID, ended.ID}; err != nil || !slices.Equal(got, want) {
+				t.Errorf("executions after the upgrade: %v, %v; want %v", got, err, want)
+			}
+
+			// The old running row has no heartbeat: the item's first one replaces it. The old end stays.
+			hb := accepted(run, t0.Add(time.Minute), 5)
+			mustWrite(t, s, hb, running(ended))
+			if got, want := mustGet(t, s, run.ID), sanitizeExecution(hb); !reflect.DeepEqual(got, want) {
+				t.Errorf("heartbeat on an old row\n got %+v\nwant %+v", got, want)
+			}
+			if got, want := mustGet(t, s, ended.ID), sanitizeExecution(ended); !reflect.DeepEqual(got, want) {
+				t.Errorf("a start record replaced an old end\n got %+v\nwant %+v", got, want)
+			}
+
+			// A peer not upgraded yet writes version 1's columns; its rows read as synchronous items.
+			late := newExec("old", 3, t0.Add(time.Hour))
+			insertV1(t, kind, dsn, late)
+			if got, want := mustGet(t, s, late.ID), sanitizeExecution(late); !reflect.DeepEqual(got, want) {
+				t.Errorf("a version-1 peer's row\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+// migrateTo builds the schema of version v on dsn through the stores' own migrate.
+func migrateTo(t *testing.T, kind, dsn string, v int) {
+	t.Helper()
+	ctx := testCtx(t)
+	all, err := migrations(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v > len(all) || all[v-1].version != v {
+		t.Fatalf("no %s migration %d", kind, v)
+	}
+	switch kind {
+	case "sqlite":
+		w, openErr := sql.Open("sqlite", dsn+"?"+sqliteParams+"&_txlock=immediate")
+		if openErr != nil {
+			t.Fatal(openErr)
+		}
+		defer func() { _ = w.Close() }()
+		w.SetMaxOpenConns(1)
+		err = (&sqliteStore{w: w, log: discardLogger()}).migrate(ctx, all[:v])
+	case "postgres":
+		pool, openErr := pgxpool.New(ctx, dsn)
+		if openErr != nil {
+			t.Fatal(openErr)
+		}
+		defer pool.Close()
+		err = (&postgresStore{pool: pool, log: discardLogger()}).migrate(ctx, all[:v])
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// v1Columns are JOB_EXECUTION_LOG's columns in schema version 1.
+const v1Columns = `id, job_name, task_id, hostname, ip, sharding_item, execution_source, failure_cause, is_success, ` +
+	`start_time, complete_time, status_code, attempts, duration_ms, response_excerpt, instance_id, scheduled_at, ` +
+	`sharding_total_count, permanent`
+
+// insertV1 inserts recs as a version-1 peer does: its columns only, "" and zero times as NULL.
+func insertV1(t *testing.T, kind, dsn string, recs ...ejserver.Execution) {
+	t.Helper()
+	ctx := testCtx(t)
+	d := sqliteDialect
+	if kind == "postgres" {
+		d = postgresDialect
+	}
+	text := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	when := func(t time.Time) any {
+		if t.IsZero() {
+			return nil
+		}
+		return d.timeArg(t)
+	}
+	var args []any
+	var tuples []string
+	for _, r := range recs {
+		q := &query{d: d, args: args}
+		tuples = append(tuples, "("+strings.Join([]string{q.arg(r.ID), q.arg(r.JobName), q.arg(r.TaskID),
+			q.arg(r.Hostname), q.arg(r.IP), q.arg(r.ShardingItem), q.arg(string(r.Source)), q.arg(text(r.FailureCause)),
+			q.arg(r.Success), q.arg(when(r.StartedAt)), q.arg(when(r.CompletedAt)), q.arg(r.StatusCode),
+			q.arg(r.Attempts), q.arg(r.DurationMs), q.arg(text(r.ResponseExcerpt)), q.arg(r.InstanceID),
+			q.arg(when(r.ScheduledAt)), q.arg(r.ShardingTotalCount), q.arg(r.Permanent)}, ", ")+")")
+		args = q.args
+	}
+	stmt := "INSERT INTO JOB_EXECUTION_LOG (" + v1Columns + ") VALUES " + strings.Join(tuples, ", ")
+	var err error
+	switch kind {
+	case "sqlite":
+		var db *sql.DB
+		if db, err = sql.Open("sqlite", dsn); err == nil {
+			_, err = db.ExecContext(ctx, stmt, args...)
+			_ = db.Close()
+		}
+	case "postgres":
+		var conn *pgx.Conn
+		if conn, err = pgx.Connect(ctx, dsn); err == nil {
+			_, err = conn.Exec(ctx, stmt, args...)
+			_ = conn.Close(context.WithoutCancel(ctx))
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -43,20 +43,21 @@ func openPostgres(ctx context.Context, dsn string, o options) (*postgresStore, e
 		return nil, fmt.Errorf("history: open PostgreSQL: %w", err)
 	}
 	s := &postgresStore{pool: pool, log: o.logger}
-	if err := s.migrate(ctx); err != nil {
+	all, err := migrations("postgres")
+	if err == nil {
+		err = s.migrate(ctx, all)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// migrate applies the pending migrations in one transaction that holds an advisory lock, so peers starting
-// together wait for each other and the first one migrates.
-func (s *postgresStore) migrate(ctx context.Context) error {
-	all, err := migrations("postgres")
-	if err != nil {
-		return err
-	}
+// migrate applies the pending ones of all (the dialect's migrations, or the first of them when a test builds
+// an older schema) in one transaction that holds an advisory lock, so peers starting together wait for each
+// other and the first one migrates.
+func (s *postgresStore) migrate(ctx context.Context, all []migration) error {
 	fail := func(op string, err error) error { return pgError("migrate: "+op, err) }
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -102,10 +103,13 @@ func (s *postgresStore) migrate(ctx context.Context) error {
 const pgUpsertExecutions = `INSERT INTO JOB_EXECUTION_LOG AS t (` + executionColumns + `)
 SELECT u.id, u.job_name, u.task_id, u.hostname, u.ip, u.sharding_item, u.execution_source,
        NULLIF(u.failure_cause, ''), u.is_success, u.start_time, u.complete_time, u.status_code, u.attempts,
-       u.duration_ms, NULLIF(u.response_excerpt, ''), u.instance_id, u.scheduled_at, u.sharding_total_count, u.permanent
+       u.duration_ms, NULLIF(u.response_excerpt, ''), u.instance_id, u.scheduled_at, u.sharding_total_count, u.permanent,
+       u.is_async, NULLIF(u.state, ''), u.progress, NULLIF(u.message, ''), u.heartbeat_at, u.lease_expires_at,
+       NULLIF(u.output, '')
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[],
             $9::bool[], $10::timestamptz[], $11::timestamptz[], $12::int[], $13::int[], $14::bigint[], $15::text[],
-            $16::text[], $17::timestamptz[], $18::int[], $19::bool[])
+            $16::text[], $17::timestamptz[], $18::int[], $19::bool[],
+            $20::bool[], $21::text[], $22::int[], $23::text[], $24::timestamptz[], $25::timestamptz[], $26::text[])
      AS u(` + executionColumns + `)
 ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + `
 WHERE ` + executionWins
@@ -125,6 +129,10 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 		success, permanent            = make([]bool, n), make([]bool, n)
 		starts                        = make([]time.Time, n)
 		completes, scheduled          = make([]*time.Time, n), make([]*time.Time, n)
+		async                         = make([]bool, n)
+		states, messages, outputs     = make([]string, n), make([]string, n), make([]string, n)
+		progress                      = make([]*int32, n)
+		heartbeats, expiries          = make([]*time.Time, n), make([]*time.Time, n)
 	)
 	for i, r := range recs {
 		ids[i], jobs[i], tasks[i], hosts[i], ips[i] = r.ID, r.JobName, r.TaskID, r.Hostname, r.IP
@@ -132,9 +140,16 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 		items[i], codes[i], attempts[i], total[i] = int32(r.ShardingItem), int32(r.StatusCode), int32(r.Attempts), int32(r.ShardingTotalCount)
 		durations[i], success[i], permanent[i], starts[i] = r.DurationMs, r.Success, r.Permanent, r.StartedAt
 		completes[i], scheduled[i] = timePtr(r.CompletedAt), timePtr(r.ScheduledAt)
+		async[i], states[i], messages[i], outputs[i] = r.Async, r.State, r.Message, r.Output
+		heartbeats[i], expiries[i] = timePtr(r.HeartbeatAt), timePtr(r.LeaseExpiresAt)
+		if r.Progress != nil {
+			p := int32(*r.Progress)
+			progress[i] = &p
+		}
 	}
 	_, err := s.pool.Exec(ctx, pgUpsertExecutions, ids, jobs, tasks, hosts, ips, items, sources, causes, success,
-		starts, completes, codes, attempts, durations, excerpts, instances, scheduled, total, permanent)
+		starts, completes, codes, attempts, durations, excerpts, instances, scheduled, total, permanent,
+		async, states, progress, messages, heartbeats, expiries, outputs)
 	return pgError("write executions", err)
 }
 
@@ -303,20 +318,24 @@ func (s *postgresStore) Close() error {
 
 func scanPGExecution(row pgx.CollectableRow) (ejserver.Execution, error) {
 	var (
-		e                    ejserver.Execution
-		completed, scheduled *time.Time
+		e                                        ejserver.Execution
+		completed, scheduled, heartbeat, expires *time.Time
 	)
 	err := row.Scan(&e.ID, &e.JobName, &e.TaskID, &e.Hostname, &e.IP, &e.ShardingItem, &e.Source,
 		&e.FailureCause, &e.Success, &e.StartedAt, &completed, &e.StatusCode, &e.Attempts, &e.DurationMs,
-		&e.ResponseExcerpt, &e.InstanceID, &scheduled, &e.ShardingTotalCount, &e.Permanent)
+		&e.ResponseExcerpt, &e.InstanceID, &scheduled, &e.ShardingTotalCount, &e.Permanent,
+		&e.Async, &e.State, &e.Progress, &e.Message, &heartbeat, &expires, &e.Output)
 	e.StartedAt = e.StartedAt.UTC()
-	if completed != nil {
-		e.CompletedAt = completed.UTC()
-	}
-	if scheduled != nil {
-		e.ScheduledAt = scheduled.UTC()
-	}
+	e.CompletedAt, e.ScheduledAt = utcOrZero(completed), utcOrZero(scheduled)
+	e.HeartbeatAt, e.LeaseExpiresAt = utcOrZero(heartbeat), utcOrZero(expires)
 	return e, err
+}
+
+func utcOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -8,15 +8,22 @@ import (
 	"github.com/ejserver/ejserver"
 )
 
-// The columns of JOB_EXECUTION_LOG in the order the stores read and write them.
+// The columns of JOB_EXECUTION_LOG in the order the stores read and write them: version 1's, then the
+// accepted items' (0002_long_running).
 const executionColumns = `id, job_name, task_id, hostname, ip, sharding_item, execution_source, ` +
 	`failure_cause, is_success, start_time, complete_time, status_code, attempts, duration_ms, ` +
-	`response_excerpt, instance_id, scheduled_at, sharding_total_count, permanent`
+	`response_excerpt, instance_id, scheduled_at, sharding_total_count, permanent, ` +
+	`is_async, state, progress, message, heartbeat_at, lease_expires_at, output`
+
+// executionColumnCount is the number of executionColumns: the parameters of a row.
+const executionColumnCount = 26
 
 // executionSelect is what queries read (NULL text reads as "").
 const executionSelect = `id, job_name, task_id, hostname, ip, sharding_item, execution_source, ` +
 	`COALESCE(failure_cause, '') AS failure_cause, is_success, start_time, complete_time, status_code, attempts, duration_ms, ` +
-	`COALESCE(response_excerpt, '') AS response_excerpt, instance_id, scheduled_at, sharding_total_count, permanent`
+	`COALESCE(response_excerpt, '') AS response_excerpt, instance_id, scheduled_at, sharding_total_count, permanent, ` +
+	`is_async, COALESCE(state, '') AS state, progress, COALESCE(message, '') AS message, heartbeat_at, ` +
+	`lease_expires_at, COALESCE(output, '') AS output`
 
 // executionUpdate is the upsert's SET list: an accepted record replaces every column but the id.
 const executionUpdate = `job_name = excluded.job_name, task_id = excluded.task_id, hostname = excluded.hostname, ` +
@@ -25,11 +32,17 @@ const executionUpdate = `job_name = excluded.job_name, task_id = excluded.task_i
 	`complete_time = excluded.complete_time, status_code = excluded.status_code, attempts = excluded.attempts, ` +
 	`duration_ms = excluded.duration_ms, response_excerpt = excluded.response_excerpt, ` +
 	`instance_id = excluded.instance_id, scheduled_at = excluded.scheduled_at, ` +
-	`sharding_total_count = excluded.sharding_total_count, permanent = excluded.permanent`
+	`sharding_total_count = excluded.sharding_total_count, permanent = excluded.permanent, ` +
+	`is_async = excluded.is_async, state = excluded.state, progress = excluded.progress, ` +
+	`message = excluded.message, heartbeat_at = excluded.heartbeat_at, ` +
+	`lease_expires_at = excluded.lease_expires_at, output = excluded.output`
 
-// executionWins is the upsert's condition, with the stored row named t: see replaces.
-const executionWins = `t.complete_time IS NULL OR ` +
-	`(excluded.complete_time IS NOT NULL AND excluded.complete_time >= t.complete_time)`
+// executionWins is the upsert's condition, with the stored row named t: see replaces. A NULL heartbeat_at
+// (none) comes before every time; each comparison is guarded so that no branch relies on NULL being false.
+const executionWins = `(t.complete_time IS NULL AND (excluded.complete_time IS NOT NULL OR t.heartbeat_at IS NULL OR ` +
+	`(excluded.heartbeat_at IS NOT NULL AND excluded.heartbeat_at >= t.heartbeat_at))) OR ` +
+	`(t.complete_time IS NOT NULL AND excluded.complete_time IS NOT NULL AND ` +
+	`excluded.complete_time >= t.complete_time)`
 
 const traceColumns = `id, job_name, original_task_id, task_id, slave_id, source, execution_type, sharding_item, ` +
 	`state, message, creation_time`
@@ -104,6 +117,12 @@ func listExecutions(d dialect, f checked) *query {
 	}
 	if f.InstanceID != "" {
 		q.where("instance_id = " + q.arg(f.InstanceID))
+	}
+	if f.State != "" {
+		q.where("state = " + q.arg(f.State))
+	}
+	if f.Running {
+		q.where("complete_time IS NULL")
 	}
 	if !f.From.IsZero() {
 		q.where("start_time >= " + q.arg(d.timeArg(f.From)))

@@ -56,7 +56,11 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
 	s := &sqliteStore{w: w, log: o.logger}
-	if err := s.migrate(ctx); err != nil {
+	all, err := migrations("sqlite")
+	if err == nil {
+		err = s.migrate(ctx, all)
+	}
+	if err != nil {
 		_ = w.Close()
 		return nil, err
 	}
@@ -82,13 +86,10 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	return s, nil
 }
 
-// migrate applies the pending migrations in one immediate transaction: another process opening the same
-// file waits for the write lock (busy_timeout) and then finds the schema current.
-func (s *sqliteStore) migrate(ctx context.Context) error {
-	all, err := migrations("sqlite")
-	if err != nil {
-		return err
-	}
+// migrate applies the pending ones of all (the dialect's migrations, or the first of them when a test builds
+// an older schema) in one immediate transaction: another process opening the same file waits for the write
+// lock (busy_timeout) and then finds the schema current.
+func (s *sqliteStore) migrate(ctx context.Context, all []migration) error {
 	fail := func(op string, err error) error { return sqliteError("migrate: "+op, err) }
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -136,13 +137,15 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	return nil
 }
 
-// sqliteRowsPerStatement is how many rows one INSERT carries (19 parameters a row; SQLite allows 32766).
+// sqliteRowsPerStatement is how many rows one INSERT carries (executionColumnCount parameters a row; SQLite
+// allows 32766).
 const sqliteRowsPerStatement = 100
 
 // sqliteUpsertExecutions returns the upsert of n executions.
 func sqliteUpsertExecutions(n int) string {
 	return `INSERT INTO JOB_EXECUTION_LOG AS t (` + executionColumns + `) VALUES ` +
-		repeatTuple("(?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?)", n) +
+		repeatTuple("(?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, "+
+			"?, NULLIF(?, ''), ?, NULLIF(?, ''), ?, ?, NULLIF(?, ''))", n) +
 		` ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + ` WHERE ` + executionWins
 }
 
@@ -171,14 +174,16 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 	// merge reproduces) and rows are locked in id order as with PostgreSQL.
 	recs = mergeExecutions(recs)
 	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error {
-		args := make([]any, 0, 19*min(len(recs), sqliteRowsPerStatement))
+		args := make([]any, 0, executionColumnCount*min(len(recs), sqliteRowsPerStatement))
 		for chunk := range slices.Chunk(recs, sqliteRowsPerStatement) {
 			args = args[:0]
 			for _, r := range chunk {
 				args = append(args, r.ID, r.JobName, r.TaskID, r.Hostname, r.IP, r.ShardingItem,
 					string(r.Source), r.FailureCause, r.Success, micros(r.StartedAt), nullMicros(r.CompletedAt),
 					r.StatusCode, r.Attempts, r.DurationMs, r.ResponseExcerpt, r.InstanceID, nullMicros(r.ScheduledAt),
-					r.ShardingTotalCount, r.Permanent)
+					r.ShardingTotalCount, r.Permanent,
+					r.Async, r.State, nullInt(r.Progress), r.Message, nullMicros(r.HeartbeatAt),
+					nullMicros(r.LeaseExpiresAt), r.Output)
 			}
 			if err := execChunk(ctx, tx, s.upsertFull, len(chunk), sqliteUpsertExecutions, args); err != nil {
 				return err
@@ -267,21 +272,24 @@ func (s *sqliteStore) queryExecutions(ctx context.Context, query string, args ..
 	var out []ejserver.Execution
 	for rows.Next() {
 		var (
-			e                    ejserver.Execution
-			start                int64
-			completed, scheduled sql.NullInt64
+			e                                        ejserver.Execution
+			start                                    int64
+			completed, scheduled, heartbeat, expires sql.NullInt64
+			progress                                 sql.Null[int]
 		)
 		if err := rows.Scan(&e.ID, &e.JobName, &e.TaskID, &e.Hostname, &e.IP, &e.ShardingItem, &e.Source,
 			&e.FailureCause, &e.Success, &start, &completed, &e.StatusCode, &e.Attempts, &e.DurationMs,
-			&e.ResponseExcerpt, &e.InstanceID, &scheduled, &e.ShardingTotalCount, &e.Permanent); err != nil {
+			&e.ResponseExcerpt, &e.InstanceID, &scheduled, &e.ShardingTotalCount, &e.Permanent,
+			&e.Async, &e.State, &progress, &e.Message, &heartbeat, &expires, &e.Output); err != nil {
 			return nil, err
 		}
 		e.StartedAt = fromMicros(start)
-		if completed.Valid {
-			e.CompletedAt = fromMicros(completed.Int64)
-		}
-		if scheduled.Valid {
-			e.ScheduledAt = fromMicros(scheduled.Int64)
+		e.CompletedAt = nullFromMicros(completed)
+		e.ScheduledAt = nullFromMicros(scheduled)
+		e.HeartbeatAt = nullFromMicros(heartbeat)
+		e.LeaseExpiresAt = nullFromMicros(expires)
+		if progress.Valid {
+			e.Progress = &progress.V
 		}
 		out = append(out, e)
 	}
@@ -426,6 +434,21 @@ func nullMicros(t time.Time) any {
 		return nil
 	}
 	return micros(t)
+}
+
+// nullFromMicros is the inverse of nullMicros.
+func nullFromMicros(us sql.NullInt64) time.Time {
+	if !us.Valid {
+		return time.Time{}
+	}
+	return fromMicros(us.Int64)
+}
+
+func nullInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // sqliteError classifies an SQLite error: a lock held too long, I/O trouble or a full disk are transient;

@@ -16,8 +16,9 @@ import (
 
 // Store is the execution history. SQLite and PostgreSQL implement it; Open returns one of them.
 type Store interface {
-	// WriteExecutions upserts executions by id in one transaction. A start record (CompletedAt zero) never
-	// replaces an end record; an end record replaces a start record or an end record that completed no later.
+	// WriteExecutions upserts executions by id in one transaction, under the rule of replaces: an end record
+	// replaces a running record (CompletedAt zero) or an end record that completed no later; a running record
+	// replaces a running record whose HeartbeatAt is no later, never an end record.
 	WriteExecutions(ctx context.Context, recs []ejserver.Execution) error
 	// WriteTraces inserts status traces in one transaction; a trace whose id exists is left as it is.
 	WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error
@@ -49,7 +50,17 @@ const (
 	MaxLimit     = 500
 )
 
-// ExecutionFilter selects executions. Zero fields don't filter.
+// asyncStates are the states of an accepted item (Execution.State, docs/long-running.md).
+var asyncStates = []string{"RUNNING", "RETRYING", "SUCCEEDED", "FAILED", "EXPIRED", "CANCELLED"}
+
+// Bounds of what an accepted item's receiver reports, in characters (docs/long-running.md): the store keeps
+// the start of a longer message or output.
+const (
+	maxMessageLen = 1024
+	maxOutputLen  = 4096
+)
+
+// ExecutionFilter selects executions. Zero fields don't filter; the others must all match.
 type ExecutionFilter struct {
 	JobName      string
 	ShardingItem *int
@@ -57,6 +68,11 @@ type ExecutionFilter struct {
 	Success    *bool
 	Source     ejserver.Source
 	InstanceID string
+	// State selects accepted (async) items in that state (RUNNING, RETRYING, SUCCEEDED, FAILED, EXPIRED or
+	// CANCELLED); synchronous items have none.
+	State string
+	// Running selects the executions that have not ended (CompletedAt zero), async or not.
+	Running bool
 	// From and To bound start_time: From <= start_time < To.
 	From, To time.Time
 	// Cursor is a previous page's NextCursor.
@@ -161,6 +177,9 @@ func (f ExecutionFilter) check() (checked, error) {
 	if f.Source != "" && !f.Source.Valid() {
 		return c, ejserver.Invalid("source", "must be one of NORMAL_TRIGGER, MISFIRE, FAILOVER, MANUAL, not %q", f.Source)
 	}
+	if f.State != "" && !slices.Contains(asyncStates, f.State) {
+		return c, ejserver.Invalid("state", "must be one of %s, not %q", strings.Join(asyncStates, ", "), f.State)
+	}
 	if f.ShardingItem != nil && *f.ShardingItem < 0 {
 		return c, ejserver.Invalid("shardingItem", "must not be negative, not %d", *f.ShardingItem)
 	}
@@ -215,9 +234,9 @@ func normalize(t time.Time) time.Time {
 	return t.Truncate(time.Microsecond).UTC()
 }
 
-// mergeExecutions orders recs by id and keeps one record per id: the one the upsert rule would leave (an end
-// record beats a start record; of two end records the later completion wins; otherwise the later record).
-// A multi-row upsert may not touch a row twice, and a fixed order avoids lock-order deadlocks between peers.
+// mergeExecutions orders recs by id and keeps one record per id: the one the upsert rule (replaces) would
+// leave after writing them in order. A multi-row upsert may not touch a row twice, and a fixed order avoids
+// lock-order deadlocks between peers.
 func mergeExecutions(recs []ejserver.Execution) []ejserver.Execution {
 	byID := make(map[string]int, len(recs))
 	out := make([]ejserver.Execution, 0, len(recs))
@@ -237,12 +256,28 @@ func mergeExecutions(recs []ejserver.Execution) []ejserver.Execution {
 	return out
 }
 
-// replaces reports whether record n replaces the stored record old (the upsert's WHERE clause).
+// replaces reports whether record n replaces the stored record old (the upsert's WHERE clause,
+// executionWins). An item's records progress in one order whichever peer writes them and whenever they
+// arrive: running records (CompletedAt zero) by HeartbeatAt, zero first, and end records after every running
+// record, by CompletedAt. A record replaces one that is not after it in that order, so of two equal ones the
+// later write wins:
+//
+//   - an end record replaces a running record, and an end record that completed no later;
+//   - a running record never replaces an end record;
+//   - a running record replaces a running record whose HeartbeatAt is no later (a heartbeat that arrives
+//     after a newer one, at this peer or another, is dropped). A synchronous item's running records have
+//     no HeartbeatAt: the later write wins, as before accepted items existed.
+//
+// Whoever writes a running record that must supersede an earlier one of an accepted item gives it a
+// HeartbeatAt no earlier than that one's.
 func replaces(n, old ejserver.Execution) bool {
-	if old.CompletedAt.IsZero() {
-		return true
+	switch {
+	case !old.Done():
+		return n.Done() || !n.HeartbeatAt.Before(old.HeartbeatAt)
+	case !n.Done():
+		return false
 	}
-	return !n.CompletedAt.IsZero() && !n.CompletedAt.Before(old.CompletedAt)
+	return !n.CompletedAt.Before(old.CompletedAt)
 }
 
 func sortByID(recs []ejserver.Execution) {
@@ -250,11 +285,17 @@ func sortByID(recs []ejserver.Execution) {
 }
 
 // sanitizeExecution normalizes times and makes strings storable: PostgreSQL's text rejects NUL bytes and
-// invalid UTF-8, which a receiver's response body may well contain.
+// invalid UTF-8, which a receiver's response body (or its callbacks' message and output) may well contain.
+// It bounds Message and Output.
 func sanitizeExecution(e ejserver.Execution) ejserver.Execution {
 	e.ScheduledAt = normalize(e.ScheduledAt)
 	e.StartedAt = normalize(e.StartedAt)
 	e.CompletedAt = normalize(e.CompletedAt)
+	e.HeartbeatAt = normalize(e.HeartbeatAt)
+	e.LeaseExpiresAt = normalize(e.LeaseExpiresAt)
+	e.State = clean(e.State)
+	e.Message = truncate(clean(e.Message), maxMessageLen)
+	e.Output = truncate(clean(e.Output), maxOutputLen)
 	e.JobName = clean(e.JobName)
 	e.TaskID = clean(e.TaskID)
 	e.InstanceID = clean(e.InstanceID)
@@ -281,6 +322,20 @@ func clean(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
+}
+
+// truncate returns the first n characters of s.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s // n bytes hold at most n characters
+	}
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
 	}
 	return s
 }

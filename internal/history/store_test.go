@@ -160,6 +160,8 @@ func TestListExecutionsInvalid(t *testing.T) {
 		{"unknown source", ExecutionFilter{Source: "CRON"}, "source"},
 		{"negative item", ExecutionFilter{ShardingItem: ptr(-1)}, "shardingItem"},
 		{"empty range", ExecutionFilter{From: t0, To: t0}, "to"},
+		{"unknown state", ExecutionFilter{State: "DONE"}, "state"},
+		{"state in lower case", ExecutionFilter{State: "running"}, "state"},
 	}
 	eachStore(t, func(t *testing.T, s Store) {
 		for _, tt := range tests {
