@@ -223,9 +223,11 @@ func Record(l lease.Lease) ejserver.Execution {
 		e.Progress = &p
 	}
 	if !l.State.Ended() {
+		// the history keeps the running record with the latest HeartbeatAt: a state change without a
+		// heartbeat (a re-POST) must order after the heartbeat before it
 		e.LeaseExpiresAt = l.DueAt()
-		if e.HeartbeatAt.IsZero() {
-			e.HeartbeatAt = l.AcceptedAt // orders this record before the first heartbeat's
+		if l.UpdatedAt.After(e.HeartbeatAt) {
+			e.HeartbeatAt = l.UpdatedAt
 		}
 		return e
 	}

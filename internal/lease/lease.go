@@ -76,7 +76,9 @@ type Lease struct {
 	Output   string    `json:"output,omitempty"`
 	// StatusCode is the HTTP status of the last request's answer.
 	StatusCode int       `json:"statusCode,omitempty"`
-	EndedAt    time.Time `json:"endedAt,omitzero"`
+	// UpdatedAt is when the lease last changed (any event that changed it): it orders the lease's records.
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
 	// Cause says why a failed, expired or cancelled item ended.
 	Cause string `json:"cause,omitempty"`
 }
@@ -114,6 +116,7 @@ func Accept(a Accepted) Lease {
 	l.LeaseSeconds = int(a.LeaseFor / time.Second)
 	l.MaxAt = a.Started.Add(a.MaxDuration)
 	l.ExpiresAt = capAt(a.At.Add(a.LeaseFor), l.MaxAt)
+	l.UpdatedAt = a.At
 	return l
 }
 
@@ -199,6 +202,14 @@ type Decision struct {
 
 // Apply is the lease's state machine: the next state and the effects of ev under pol. It is a pure function.
 func Apply(l Lease, ev Event, pol Policy) Decision {
+	d := apply(l, ev, pol)
+	if d.Changed && ev.At.After(d.Lease.UpdatedAt) {
+		d.Lease.UpdatedAt = ev.At
+	}
+	return d
+}
+
+func apply(l Lease, ev Event, pol Policy) Decision {
 	switch ev.Kind {
 	case Heartbeat, Complete:
 		return callback(l, ev, pol)
