@@ -7,11 +7,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ejserver/ejserver/receiver"
@@ -97,6 +100,74 @@ func ExampleResponse_dataflow() {
 	// iteration 1 (e1): 10 records
 	// iteration 2 (e1.2): 10 records
 	// iteration 3 (e1.3): 5 records
+}
+
+// A receiver that runs the work its own way (a queue, a worker pool, another process) reports through a
+// Callback made from the delivery.
+func ExampleNewCallback() {
+	api, callbacks := callbackAPIForExample()
+	defer api.Close()
+
+	work := make(chan *receiver.Callback, 10)
+	var workers sync.WaitGroup
+	workers.Go(func() { // the receiver's worker
+		for cb := range work {
+			if _, err := cb.Heartbeat(context.Background(), 10, "started"); err != nil {
+				log.Print(err)
+			}
+			lease, err := cb.Complete(context.Background(), receiver.Completion{Status: receiver.StatusSuccess, Output: "42 rows"})
+			if err != nil { // what remains after retries: 401, 404, 409 (errors.Is(err, receiver.ErrLeaseExpired), ...)
+				log.Print(err)
+			}
+			fmt.Println("ejserver says", lease.State)
+		}
+	})
+	h := receiver.Handler(receiver.Options{}, func(ctx context.Context, d receiver.Delivery) (receiver.Response, error) {
+		cb, err := receiver.NewCallback(d.Payload)
+		if err != nil {
+			return receiver.Response{}, err
+		}
+		work <- cb
+		return receiver.Response{}, nil
+	})
+	// Handler answers 200; a receiver of its own would answer 202 Accepted here, as AsyncHandler does.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(
+		`{"executionId":"e1","callbackUrl":"`+api.URL+`/api/v1/executions/e1","callbackToken":"ejcb1.1.example"}`)))
+	close(work)
+	workers.Wait()
+	for _, c := range callbacks() {
+		fmt.Println(c)
+	}
+	// Output:
+	// ejserver says SUCCEEDED
+	// heartbeat Bearer ejcb1.1.example {"progress":10,"message":"started"}
+	// complete Bearer ejcb1.1.example {"status":"success","output":"42 rows","hasMore":false}
+}
+
+// callbackAPIForExample stands in for ejserver's callback API: it answers RUNNING to heartbeats and
+// SUCCEEDED to completions, and records what it got.
+func callbackAPIForExample() (*httptest.Server, func() []string) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		op := path.Base(r.URL.Path)
+		mu.Lock()
+		got = append(got, op+" "+r.Header.Get("Authorization")+" "+string(b))
+		mu.Unlock()
+		state := "RUNNING"
+		if op == "complete" {
+			state = "SUCCEEDED"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"executionId":"e1","jobName":"settle","shardingItem":2,"attempt":1,"state":%q}`, state)
+	}))
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
 }
 
 // signForExample stands in for ejserver: the Standard Webhooks signature of the request.
