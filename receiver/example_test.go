@@ -102,6 +102,48 @@ func ExampleResponse_dataflow() {
 	// iteration 3 (e1.3): 5 records
 }
 
+// A receiver for long-running items answers 202 Accepted at once and works in the background; the
+// Reporter's heartbeats (and automatic ones every leaseSeconds/3) keep the item's lease, and the function's
+// result completes it.
+func ExampleAsyncHandler() {
+	api, callbacks := callbackAPIForExample() // stands in for ejserver: callbackUrl points at it
+	defer api.Close()
+
+	h := receiver.AsyncHandler(receiver.Options{ /* Secret: os.Getenv("WEBHOOK_SECRET") */ },
+		func(ctx context.Context, d receiver.Delivery, r *receiver.Reporter) error {
+			// The long work goes here. ctx ends if ejserver says the item is over (or Shutdown gives up).
+			if _, err := r.Heartbeat(ctx, 50, "half way"); err != nil {
+				return err
+			}
+			return nil // completes the item with success; an error would complete it with failure
+		})
+	srv := httptest.NewServer(h) // in a service: http.ListenAndServe("127.0.0.1:9090", h)
+	defer srv.Close()
+
+	body := `{"jobName":"settle","executionId":"e1","shardingItem":2,"attempt":1,"leaseSeconds":60,` +
+		`"callbackUrl":"` + api.URL + `/api/v1/executions/e1","callbackToken":"ejcb1.1.example"}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+	req.Header.Set("webhook-id", "e1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+
+	// On the way out (after http.Server.Shutdown), wait for the items still running.
+	if err := h.Shutdown(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range callbacks() {
+		fmt.Println(c)
+	}
+	// Output:
+	// 202 Accepted
+	// heartbeat Bearer ejcb1.1.example {"progress":50,"message":"half way"}
+	// complete Bearer ejcb1.1.example {"status":"success","hasMore":false}
+}
+
 // A receiver that runs the work its own way (a queue, a worker pool, another process) reports through a
 // Callback made from the delivery.
 func ExampleNewCallback() {

@@ -98,6 +98,18 @@ func (t *fakeTimer) Stop() bool {
 	return was
 }
 
+// waitFor polls cond until it holds, failing the test after 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not waiting for it to happen
+	}
+}
+
 // recv receives from ch, failing the test after 10s.
 func recv[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
@@ -111,6 +123,26 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 		var zero T
 		return zero
 	}
+}
+
+// advanceUntil advances clk through every timer made (back-off waits, heartbeat ticks) until cond holds;
+// it returns the waits it went through.
+func advanceUntil(t *testing.T, clk *fakeClock, what string, cond func() bool) []time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var waits []time.Duration
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		select {
+		case d := <-clk.sleeps:
+			waits = append(waits, d)
+			clk.Advance(d)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return waits
 }
 
 // fakeAPI is ejserver's callback API as docs/long-running.md states it: POST
@@ -174,6 +206,18 @@ func (a *fakeAPI) send(exec string, attempt int) {
 	if e.state == StateRetrying {
 		e.state = StateRunning
 	}
+}
+
+func (a *fakeAPI) setState(exec string, s State) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.execs[exec].state = s
+}
+
+func (a *fakeAPI) exec(exec string) fakeExec {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return *a.execs[exec]
 }
 
 // callsOf returns the calls of op ("" for all).

@@ -32,7 +32,7 @@ type Delivery struct {
 // delivery again; its message is not sent back.
 type Func func(ctx context.Context, d Delivery) (Response, error)
 
-// Options configures Handler.
+// Options configures Handler and AsyncHandler.
 type Options struct {
 	// Secret verifies signatures when set ("whsec_..."); empty accepts unsigned requests (for local demos).
 	Secret string
@@ -51,6 +51,19 @@ type Options struct {
 	OnReject func(r *http.Request, status int, err error)
 	// OnDuplicate, if set, is told about every delivery answered from memory instead of calling Func.
 	OnDuplicate func(d Delivery)
+
+	// Client sends AsyncHandler's callbacks; http.DefaultClient if nil (each request has its own deadline,
+	// DefaultCallbackTimeout).
+	Client *http.Client
+	// HeartbeatInterval is how often AsyncHandler sends a heartbeat while an item's work runs; a third of
+	// the delivery's leaseSeconds if 0.
+	HeartbeatInterval time.Duration
+	// OnAsyncError, if set, is told what goes wrong after AsyncHandler answered 202: a callback that failed
+	// (a heartbeat, which is sent again, or a completion that gave up), work stopped because its execution
+	// ended under it, a panic in the work.
+	OnAsyncError func(d Delivery, err error)
+
+	clock clock // AsyncHandler's timers; the system clock if nil (tests set a fake one)
 }
 
 // Handler returns an http.Handler that verifies (when Options.Secret is set), decodes, dedupes by webhook-id
@@ -252,6 +265,30 @@ func (d *dedupe[V]) forget(id string) {
 		d.order.Remove(el)
 		delete(d.byID, id)
 	}
+}
+
+// release ends id's handling if its entry still holds v (a later delivery may have replaced it): keep marks
+// it done until the TTL runs out, !keep forgets it.
+func (d *dedupe[V]) release(id string, v V, keep bool, now time.Time) {
+	if d.size < 0 || id == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	el, ok := d.byID[id]
+	if !ok {
+		return
+	}
+	e := el.Value.(*entry[V])
+	if e.val != v {
+		return
+	}
+	if keep {
+		e.running, e.expires = false, now.Add(d.ttl)
+		return
+	}
+	d.order.Remove(el)
+	delete(d.byID, id)
 }
 
 // len returns the number of remembered ids (for tests).
