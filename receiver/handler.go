@@ -32,7 +32,7 @@ type Delivery struct {
 // delivery again; its message is not sent back.
 type Func func(ctx context.Context, d Delivery) (Response, error)
 
-// Options configures Handler.
+// Options configures Handler and AsyncHandler.
 type Options struct {
 	// Secret verifies signatures when set ("whsec_..."); empty accepts unsigned requests (for local demos).
 	Secret string
@@ -51,6 +51,19 @@ type Options struct {
 	OnReject func(r *http.Request, status int, err error)
 	// OnDuplicate, if set, is told about every delivery answered from memory instead of calling Func.
 	OnDuplicate func(d Delivery)
+
+	// Client sends AsyncHandler's callbacks; http.DefaultClient if nil (each request has its own deadline,
+	// DefaultCallbackTimeout).
+	Client *http.Client
+	// HeartbeatInterval is how often AsyncHandler sends a heartbeat while an item's work runs; a third of
+	// the delivery's leaseSeconds if 0.
+	HeartbeatInterval time.Duration
+	// OnAsyncError, if set, is told what goes wrong after AsyncHandler answered 202: a callback that failed
+	// (a heartbeat, which is sent again, or a completion that gave up), work stopped because its execution
+	// ended under it, a panic in the work.
+	OnAsyncError func(d Delivery, err error)
+
+	clock clock // AsyncHandler's timers; the system clock if nil (tests set a fake one)
 }
 
 // Handler returns an http.Handler that verifies (when Options.Secret is set), decodes, dedupes by webhook-id
@@ -61,58 +74,41 @@ type Options struct {
 // Answers: 401 for a failed verification, 400 for a body that is not a Payload, 413 for a body over
 // MaxBodyBytes, 500 when fn fails.
 func Handler(opts Options, fn Func) http.Handler {
-	if opts.Tolerance == 0 {
-		opts.Tolerance = DefaultTolerance
+	opts = opts.withDefaults()
+	return &handler{intake: intake{opts: opts}, fn: fn, seen: newDedupe[Response](opts.DedupeSize, opts.DedupeTTL)}
+}
+
+func (o Options) withDefaults() Options {
+	if o.Tolerance == 0 {
+		o.Tolerance = DefaultTolerance
 	}
-	if opts.DedupeSize == 0 {
-		opts.DedupeSize = DefaultDedupeSize
+	if o.DedupeSize == 0 {
+		o.DedupeSize = DefaultDedupeSize
 	}
-	if opts.DedupeTTL <= 0 {
-		opts.DedupeTTL = DefaultDedupeTTL
+	if o.DedupeTTL <= 0 {
+		o.DedupeTTL = DefaultDedupeTTL
 	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	return &handler{opts: opts, fn: fn, seen: newDedupe(opts.DedupeSize, opts.DedupeTTL)}
+	return o
 }
 
 type handler struct {
-	opts Options
+	intake
 	fn   Func
-	seen *dedupe
+	seen *dedupe[Response]
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			h.reject(w, r, http.StatusRequestEntityTooLarge, err)
-		} else {
-			h.reject(w, r, http.StatusBadRequest, fmt.Errorf("read body: %w", err))
-		}
+	d, ok := h.delivery(w, r)
+	if !ok {
 		return
 	}
-	if h.opts.Secret != "" {
-		if err := VerifyAt(h.opts.Secret, r.Header, body, h.opts.Now(), h.opts.Tolerance); err != nil {
-			h.reject(w, r, http.StatusUnauthorized, err)
-			return
-		}
-	}
-	var p Payload
-	if err := json.Unmarshal(body, &p); err != nil {
-		h.reject(w, r, http.StatusBadRequest, fmt.Errorf("decode body: %w", err))
-		return
-	}
-	d := Delivery{ID: r.Header.Get("webhook-id"), Payload: p, Header: r.Header}
-	if d.ID == "" {
-		d.ID = p.ExecutionID
-	}
-
-	state, prev := h.seen.begin(d.ID, h.opts.Now())
+	state, prev := h.seen.begin(d.ID, h.opts.Now(), Response{})
 	switch state {
 	case seenDone:
 		if h.opts.OnDuplicate != nil {
@@ -135,9 +131,45 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (h *handler) reject(w http.ResponseWriter, r *http.Request, status int, err error) {
-	if h.opts.OnReject != nil {
-		h.opts.OnReject(r, status, err)
+// intake is what Handler and AsyncHandler do before their function sees a request: read the body within
+// MaxBodyBytes, verify the signature, decode the Payload.
+type intake struct {
+	opts Options
+}
+
+// delivery reads, verifies and decodes r; when it reports false it has answered the request.
+func (in *intake) delivery(w http.ResponseWriter, r *http.Request) (Delivery, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, in.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			in.reject(w, r, http.StatusRequestEntityTooLarge, err)
+		} else {
+			in.reject(w, r, http.StatusBadRequest, fmt.Errorf("read body: %w", err))
+		}
+		return Delivery{}, false
+	}
+	if in.opts.Secret != "" {
+		if err := VerifyAt(in.opts.Secret, r.Header, body, in.opts.Now(), in.opts.Tolerance); err != nil {
+			in.reject(w, r, http.StatusUnauthorized, err)
+			return Delivery{}, false
+		}
+	}
+	var p Payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		in.reject(w, r, http.StatusBadRequest, fmt.Errorf("decode body: %w", err))
+		return Delivery{}, false
+	}
+	d := Delivery{ID: r.Header.Get("webhook-id"), Payload: p, Header: r.Header}
+	if d.ID == "" {
+		d.ID = p.ExecutionID
+	}
+	return d, true
+}
+
+func (in *intake) reject(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if in.opts.OnReject != nil {
+		in.opts.OnReject(r, status, err)
 	}
 	http.Error(w, http.StatusText(status), status)
 }
@@ -150,13 +182,14 @@ func writeJSON(w http.ResponseWriter, status int, v Response) {
 	_, _ = w.Write(b.Bytes())
 }
 
-// dedupe remembers webhook-ids: a bounded LRU whose entries also expire after ttl.
-type dedupe struct {
+// dedupe remembers webhook-ids and a value for each (the answer Handler gave, the run AsyncHandler started):
+// a bounded LRU whose entries also expire after ttl once done.
+type dedupe[V comparable] struct {
 	size int
 	ttl  time.Duration
 
 	mu    sync.Mutex
-	order *list.List // of *entry, most recently seen first
+	order *list.List // of *entry[V], most recently seen first
 	byID  map[string]*list.Element
 }
 
@@ -168,58 +201,61 @@ const (
 	seenDone
 )
 
-type entry struct {
+type entry[V comparable] struct {
 	id      string
 	running bool
-	resp    Response
+	val     V
 	expires time.Time
 }
 
-func newDedupe(size int, ttl time.Duration) *dedupe {
-	return &dedupe{size: size, ttl: ttl, order: list.New(), byID: make(map[string]*list.Element)}
+func newDedupe[V comparable](size int, ttl time.Duration) *dedupe[V] {
+	return &dedupe[V]{size: size, ttl: ttl, order: list.New(), byID: make(map[string]*list.Element)}
 }
 
-// begin records id as being handled, or reports that it is running or done (with the answer it got).
-func (d *dedupe) begin(id string, now time.Time) (seenState, Response) {
+// begin records id as being handled, with v, or reports that it is running or done (with its value).
+func (d *dedupe[V]) begin(id string, now time.Time, v V) (seenState, V) {
+	var zero V
 	if d.size < 0 || id == "" {
-		return seenNew, Response{}
+		return seenNew, zero
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if el, ok := d.byID[id]; ok {
-		e := el.Value.(*entry)
+		e := el.Value.(*entry[V])
 		if e.running {
-			return seenRunning, Response{}
+			return seenRunning, e.val
 		}
 		if now.Before(e.expires) {
 			d.order.MoveToFront(el)
-			return seenDone, e.resp
+			return seenDone, e.val
 		}
 		d.order.Remove(el)
 		delete(d.byID, id)
 	}
-	d.byID[id] = d.order.PushFront(&entry{id: id, running: true})
+	d.byID[id] = d.order.PushFront(&entry[V]{id: id, running: true, val: v})
 	for d.order.Len() > d.size {
 		last := d.order.Back()
 		d.order.Remove(last)
-		delete(d.byID, last.Value.(*entry).id)
+		delete(d.byID, last.Value.(*entry[V]).id)
 	}
-	return seenNew, Response{}
+	return seenNew, zero
 }
 
-func (d *dedupe) done(id string, resp Response, now time.Time) {
+// done marks id handled, remembering v until the TTL runs out.
+func (d *dedupe[V]) done(id string, v V, now time.Time) {
 	if d.size < 0 || id == "" {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if el, ok := d.byID[id]; ok {
-		e := el.Value.(*entry)
-		e.running, e.resp, e.expires = false, resp, now.Add(d.ttl)
+		e := el.Value.(*entry[V])
+		e.running, e.val, e.expires = false, v, now.Add(d.ttl)
 	}
 }
 
-func (d *dedupe) forget(id string) {
+// forget drops id, so that its next delivery is handled anew.
+func (d *dedupe[V]) forget(id string) {
 	if d.size < 0 || id == "" {
 		return
 	}
@@ -231,8 +267,32 @@ func (d *dedupe) forget(id string) {
 	}
 }
 
+// release ends id's handling if its entry still holds v (a later delivery may have replaced it): keep marks
+// it done until the TTL runs out, !keep forgets it.
+func (d *dedupe[V]) release(id string, v V, keep bool, now time.Time) {
+	if d.size < 0 || id == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	el, ok := d.byID[id]
+	if !ok {
+		return
+	}
+	e := el.Value.(*entry[V])
+	if e.val != v {
+		return
+	}
+	if keep {
+		e.running, e.expires = false, now.Add(d.ttl)
+		return
+	}
+	d.order.Remove(el)
+	delete(d.byID, id)
+}
+
 // len returns the number of remembered ids (for tests).
-func (d *dedupe) len() int {
+func (d *dedupe[V]) len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.order.Len()

@@ -1,5 +1,6 @@
 // Package receiver helps a Go service receive ejserver's webhooks: verify the Standard Webhooks signature,
-// decode the shard context, drop duplicate deliveries, and answer a DATAFLOW job's {"hasMore": ...}.
+// decode the shard context, drop duplicate deliveries, answer a DATAFLOW job's {"hasMore": ...}, and run
+// long items asynchronously, reporting their progress and end through ejserver's callbacks.
 //
 // The smallest receiver:
 //
@@ -13,6 +14,30 @@
 // ejserver sends one request per item per fire with the same webhook-id for every retry of that item, so a
 // receiver that dedupes on webhook-id processes each item once. A streaming DATAFLOW job's n-th re-POST of an
 // item (n > 1) has the webhook-id "{executionId}.{n}" and "iteration": n in the body.
+//
+// # Long-running items
+//
+// Work that outlasts a request (minutes, hours) answers 202 Accepted and reports back later
+// (docs/long-running.md). AsyncHandler does all of it: it answers 202 at once, runs the function in a
+// goroutine, sends a heartbeat every leaseSeconds/3 while it runs (with the progress given to
+// Reporter.Progress or Reporter.Heartbeat), and completes the item with success or failure when it returns:
+//
+//	h := receiver.AsyncHandler(receiver.Options{Secret: os.Getenv("WEBHOOK_SECRET")},
+//		func(ctx context.Context, d receiver.Delivery, r *receiver.Reporter) error {
+//			for i, batch := range batches {
+//				if err := settle(ctx, batch); err != nil {
+//					return err // completes the item with failure
+//				}
+//				r.Progress(100*(i+1)/len(batches), fmt.Sprintf("%d of %d batches", i+1, len(batches)))
+//			}
+//			return nil // completes the item with success
+//		})
+//	srv := &http.Server{Addr: "127.0.0.1:9090", Handler: h}
+//	// ... on SIGTERM: srv.Shutdown(ctx), then h.Shutdown(ctx) to wait for the items still running.
+//
+// A completion is retried on network errors and 5xx; ctx is cancelled when ejserver answers that the item is
+// over (cancelled, expired, completed elsewhere) or refuses the token. A receiver that runs its work its own
+// way reports through a Callback (NewCallback, CallbackFromHeader) instead.
 //
 // The package uses only the standard library.
 package receiver

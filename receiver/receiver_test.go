@@ -299,11 +299,11 @@ func TestHandler(t *testing.T) {
 }
 
 func TestDedupeIsBounded(t *testing.T) {
-	d := newDedupe(3, time.Hour)
+	d := newDedupe[Response](3, time.Hour)
 	now := time.Unix(0, 0)
 	for i := range 10 {
 		id := strconv.Itoa(i)
-		if s, _ := d.begin(id, now); s != seenNew {
+		if s, _ := d.begin(id, now, Response{}); s != seenNew {
 			t.Fatalf("%s: state %d", id, s)
 		}
 		d.done(id, Response{}, now)
@@ -311,10 +311,10 @@ func TestDedupeIsBounded(t *testing.T) {
 	if d.len() != 3 {
 		t.Fatalf("%d ids remembered, want 3", d.len())
 	}
-	if s, _ := d.begin("9", now); s != seenDone {
+	if s, _ := d.begin("9", now, Response{}); s != seenDone {
 		t.Fatal("the most recent id was dropped")
 	}
-	if s, _ := d.begin("0", now); s != seenNew {
+	if s, _ := d.begin("0", now, Response{}); s != seenNew {
 		t.Fatal("the oldest id is still remembered")
 	}
 }

@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +24,9 @@ import (
 // "standardwebhooks" npm package.
 var nodeExample = filepath.Join("..", "..", "examples", "webhooks", "node")
 
-// startNodeReceiver runs the Node example with secret and returns its base URL. It fails (never skips) when
-// node or the example's modules are missing.
-func startNodeReceiver(t *testing.T, secret string) string {
+// startNodeReceiver runs the Node example with secret (and env, "KEY=value" each) and returns its base URL.
+// It fails (never skips) when node or the example's modules are missing.
+func startNodeReceiver(t *testing.T, secret string, env ...string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -33,7 +37,7 @@ func startNodeReceiver(t *testing.T, secret string) string {
 	}
 	cmd := exec.Command(node, "server.js")
 	cmd.Dir = nodeExample
-	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret, "HOST=127.0.0.1", "PORT=0")
+	cmd.Env = append(append(os.Environ(), "WEBHOOK_SECRET="+secret, "HOST=127.0.0.1", "PORT=0"), env...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -122,6 +126,104 @@ func TestNodeReceiverVerifiesTheSender(t *testing.T) {
 	}
 	if stats.Verified != 2 || stats.Failed != 1 ||
 		!slices.Equal(stats.IDs, []string{"exec-current", "exec-rotating"}) {
+		t.Fatalf("node receiver stats = %+v", stats)
+	}
+}
+
+// TestNodeReceiverAsync: with ASYNC_MS the Node example answers the Sender's request 202 Accepted, sends
+// progress heartbeats and then the completion to the delivery's callbackUrl with its callbackToken
+// (docs/long-running.md), and sends the completion again after a 503. The callback API is a fake here; the
+// real one is tested where it is served.
+func TestNodeReceiverAsync(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string // "op Authorization body status"
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		op := path.Base(r.URL.Path)
+		mu.Lock()
+		defer mu.Unlock()
+		completes := 0
+		for _, c := range calls {
+			if strings.HasPrefix(c, "complete ") {
+				completes++
+			}
+		}
+		if r.URL.Path != "/api/v1/executions/exec-async/"+op || r.Header.Get("Authorization") != "Bearer ejcb1.1.test" {
+			calls = append(calls, op+" refused "+r.URL.Path+" "+r.Header.Get("Authorization"))
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"type":"https://ejserver.dev/problems/callback-token","status":401}`)
+			return
+		}
+		if op == "complete" && completes == 0 {
+			calls = append(calls, op+" "+string(body)+" 503")
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		calls = append(calls, op+" "+string(body)+" 200")
+		state := "RUNNING"
+		if op == "complete" {
+			state = "SUCCEEDED"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"executionId":"exec-async","state":"`+state+`"}`)
+	}))
+	t.Cleanup(api.Close)
+	recorded := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(calls)
+	}
+
+	nodeSecret := GenerateSecret()
+	base := startNodeReceiver(t, nodeSecret, "ASYNC_MS=1000")
+	s := New(Config{})
+	t.Cleanup(s.Close)
+	d := testDelivery(base + "/hooks/settle")
+	d.Payload.ExecutionID = "exec-async"
+	d.Payload.ScheduledAt = time.Now()
+	d.Payload.CallbackURL = api.URL + "/api/v1/executions/exec-async"
+	d.Payload.CallbackToken = "ejcb1.1.test"
+	d.Payload.LeaseSeconds = 2
+	d.Webhook.Secret = nodeSecret
+	if res := s.Deliver(context.Background(), d); !res.Success || res.StatusCode != http.StatusAccepted || res.Attempts != 1 {
+		t.Fatalf("delivery: %+v", res)
+	}
+	waitFor(t, "the completion", func() bool {
+		got := recorded()
+		return len(got) > 0 && strings.HasSuffix(got[len(got)-1], " 200") && strings.HasPrefix(got[len(got)-1], "complete ")
+	})
+	got := recorded()
+	var heartbeats, completes int
+	for _, c := range got {
+		switch {
+		case strings.HasPrefix(c, "heartbeat {\"progress\":") && strings.HasSuffix(c, "% done\"} 200"):
+			heartbeats++
+		case c == `complete {"status":"success","message":"done in 1000 ms","hasMore":false} 503`,
+			c == `complete {"status":"success","message":"done in 1000 ms","hasMore":false} 200`:
+			completes++
+		default:
+			t.Fatalf("unexpected callback %q in %q", c, got)
+		}
+	}
+	if heartbeats < 2 || completes != 2 {
+		t.Fatalf("%d heartbeats, %d completions: %q", heartbeats, completes, got)
+	}
+
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(base + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var stats struct {
+		Accepted, Heartbeats, Completed, Stopped, CallbackErrors int
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats.Accepted != 1 || stats.Completed != 1 || stats.Heartbeats != heartbeats || stats.Stopped != 0 || stats.CallbackErrors != 0 {
 		t.Fatalf("node receiver stats = %+v", stats)
 	}
 }
