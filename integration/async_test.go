@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/integration/harness"
+	"github.com/ejserver/ejserver/internal/testutil/pgtest"
 )
 
 // leaseView is a callback's answer.
@@ -480,5 +482,82 @@ func waitAccepted(t *testing.T, p *harness.Peer, job string, item int) {
 			t.Fatalf("item %d of %s never shown as accepted", item, job)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// With PostgreSQL history shared by the peers, a completion that lands on another peer than the one that
+// POSTed the item shows in every peer's API; once the lease record is gone (a short --lease-retention), the
+// same completion repeated still answers 200 from the history, and a different one 409.
+func TestAsyncCompletionOnAnotherPeerWithPostgres(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Close() })
+	dsn, err := pg.CreateDatabase(ctx, "ejasync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := newReceiver(t)
+	accepting(recv)
+	c := newCluster(t, 2, withArgs("--history-dsn", dsn, "--lease-retention", "1s"))
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", asyncJob("pgasync", "", 2, recv.URL, 30), http.StatusCreated, nil)
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs/pgasync/trigger", map[string]any{}, http.StatusAccepted, nil)
+	ds, ok := recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 2 })
+	if !ok {
+		t.Fatal("no deliveries")
+	}
+	for _, d := range ds[:2] {
+		p := d.Payload
+		var other *harness.Peer
+		for _, peer := range c.peers {
+			if peer.InstanceID() != p.InstanceID {
+				other = peer
+			}
+		}
+		if other == nil { // both items on one peer: any peer will do
+			other = c.peers[1]
+		}
+		if s, typ, _ := callback(t, other, p.ExecutionID, "heartbeat", p.CallbackToken, map[string]any{"progress": 50, "message": "half way"}); s != 200 {
+			t.Fatalf("heartbeat: %d %s", s, typ)
+		}
+		// every peer shows the running record with the heartbeat's message
+		for _, peer := range c.peers {
+			waitExecution(t, peer, p.ExecutionID, 10*time.Second, func(e executionRecord) bool {
+				return e.State == "RUNNING" && e.Message == "half way"
+			})
+		}
+		done := map[string]any{"status": "success", "message": "all done"}
+		if s, typ, _ := callback(t, other, p.ExecutionID, "complete", p.CallbackToken, done); s != 200 {
+			t.Fatalf("complete: %d %s", s, typ)
+		}
+		for _, peer := range c.peers {
+			waitExecution(t, peer, p.ExecutionID, 10*time.Second, func(e executionRecord) bool {
+				return e.CompletedAt != nil && e.Success && e.State == "SUCCEEDED" && e.Message == "all done"
+			})
+		}
+	}
+	// the lease records go after 1 s; the history answers then, on every peer
+	p := ds[0].Payload
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		children := zkCliOut(t, c.zk, "ls", "/"+c.ns+".ejserver/leases")
+		if strings.Contains(children, "\n[]\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease records still there: %v", children)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, peer := range c.peers {
+		if s, typ, v := callback(t, peer, p.ExecutionID, "complete", p.CallbackToken, map[string]any{"status": "success", "message": "all done"}); s != 200 || v.State != "SUCCEEDED" {
+			t.Fatalf("the same completion after the lease record went: %d %s %+v", s, typ, v)
+		}
+		if s, typ, _ := callback(t, peer, p.ExecutionID, "complete", p.CallbackToken, map[string]any{"status": "failure"}); s != 409 || typ != "already-completed" {
+			t.Fatalf("a different completion after the lease record went: %d %s", s, typ)
+		}
 	}
 }

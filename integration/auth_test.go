@@ -143,6 +143,10 @@ func TestZKDigestKeepsOtherClientsFromWriting(t *testing.T) {
 	if out := zkCliOut(t, c.zk, "getAcl", base+"/config"); !strings.Contains(out, "'digest,'ejserver:") || !strings.Contains(out, "'world,'anyone\n: r") {
 		t.Fatalf("config ACL:\n%s", out)
 	}
+	// the callback token secret is not even readable without the digest: a reader of the registry can't mint tokens
+	if out := zkCliOut(t, c.zk, "get", "/"+c.ns+".ejserver/callback-secret"); !strings.Contains(out, "Insufficient permission") {
+		t.Fatalf("an anonymous client can read the callback secret:\n%s", out)
+	}
 	for _, args := range [][]string{
 		{"set", base + "/config", "jobName: hijacked"},
 		{"create", base + "/evil", ""},

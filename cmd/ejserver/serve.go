@@ -60,6 +60,7 @@ type serveConfig struct {
 	jobsFile         string
 	advertiseURL     string
 	callbackSecret   string // file holding the cluster's callback token secret
+	leaseRetention   time.Duration
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -90,6 +91,7 @@ func parseServe(args []string) (serveConfig, error) {
 	jobsFile := f.String("jobs", "", "YAML file of jobs applied at start-up: missing jobs are created, existing ones replaced only with overwrite: true")
 	advertise := f.String("advertise-url", "", "this peer's API base URL as receivers reach it, for the callbacks of accepted (202) items (default: http:// and --listen, a wildcard host replaced by --server-ip)")
 	cbSecret := f.String("callback-secret-file", "", "file holding the cluster's callback token secret (at least 32 bytes, the same on every peer; default: kept in ZooKeeper, readable only with --zk-digest)")
+	leaseRetention := f.Duration("lease-retention", 10*time.Minute, "how long an ended accepted item's lease record stays in ZooKeeper, so a repeated completion gets the same answer from any peer; after it the history store answers (PostgreSQL: any peer; SQLite: the peer that recorded the end)")
 	pprofFlag(f)
 	err := f.Parse(args)
 	if err != nil {
@@ -99,7 +101,7 @@ func parseServe(args []string) (serveConfig, error) {
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
 		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
-		advertiseURL: *advertise, callbackSecret: *cbSecret}
+		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention}
 	switch {
 	case c.sessionTimeout < time.Second || c.sessionTimeout > 60*time.Second:
 		return c, fmt.Errorf("--session-timeout: must be between 1s and 60s, got %s", c.sessionTimeout)
@@ -109,6 +111,8 @@ func parseServe(args []string) (serveConfig, error) {
 		return c, fmt.Errorf("--max-concurrent-requests: must be at least 1")
 	case c.shutdownTimeout < 0:
 		return c, fmt.Errorf("--shutdown-timeout: must not be negative")
+	case c.leaseRetention < time.Second || c.leaseRetention > 7*24*time.Hour:
+		return c, fmt.Errorf("--lease-retention: must be between 1s and 168h, got %s", c.leaseRetention)
 	case c.fireLead < 0 || c.fireLead > time.Minute:
 		return c, fmt.Errorf("--fire-lead: must be between 0 and 1m, got %s", c.fireLead)
 	}
@@ -259,7 +263,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		GCBetweenBursts: collector.Collections,
 	}})
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,
-		Secret: secret, AdvertiseURL: c.advertiseURL, Clock: clk, Logger: log})
+		Secret: secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Clock: clk, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err
