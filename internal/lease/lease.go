@@ -75,7 +75,7 @@ type Lease struct {
 	Message  string    `json:"message,omitempty"`
 	Output   string    `json:"output,omitempty"`
 	// StatusCode is the HTTP status of the last request's answer.
-	StatusCode int       `json:"statusCode,omitempty"`
+	StatusCode int `json:"statusCode,omitempty"`
 	// UpdatedAt is when the lease last changed (any event that changed it): it orders the lease's records.
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 	EndedAt   time.Time `json:"endedAt,omitzero"`
