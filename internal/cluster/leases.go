@@ -42,6 +42,12 @@ func (r *Registry) AcceptItem(l lease.Lease, run Running, runningVersion int32, 
 	}
 	_, err = r.b.submit(ops...)
 	var oe *OpError
+	if errors.As(err, &oe) && oe.Op == 0 && errors.Is(oe.Err, zk.ErrNoNode) {
+		// the leases folder went (an operator's clean-up): make it again, once
+		if err = r.s.ensurePath(r.p.Leases()); err == nil {
+			_, err = r.b.submit(ops...)
+		}
+	}
 	if errors.As(err, &oe) && oe.Op == 0 && errors.Is(oe.Err, zk.ErrNodeExists) {
 		return fmt.Errorf("accept execution %s: %w", l.ExecutionID, zk.ErrNodeExists)
 	}
