@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,22 +20,6 @@ type handlers struct {
 	svc     Service
 	health  Health
 	maxBody int64
-}
-
-func etag(version int32) string { return fmt.Sprintf(`"%d"`, version) }
-
-// ifMatch parses If-Match: -1 when absent or "*", else the version it names.
-func ifMatch(c echo.Context) (int32, error) {
-	h := strings.TrimSpace(c.Request().Header.Get("If-Match"))
-	if h == "" || h == "*" {
-		return -1, nil
-	}
-	h = strings.TrimPrefix(h, "W/")
-	v, err := strconv.ParseInt(strings.Trim(h, `"`), 10, 32)
-	if err != nil || v < 0 {
-		return 0, ejserver.Invalid("If-Match", "must be an ETag this API returned, such as \"3\"")
-	}
-	return int32(v), nil
 }
 
 // readBody reads the whole request body (bounded by the BodyLimit middleware).
@@ -150,27 +133,27 @@ func (h *handlers) getJob(c echo.Context) error {
 // replaceJob godoc
 //
 //	@Summary		Replace a job
-//	@Description	Replaces the job's config. Send If-Match with the ETag you read so a concurrent change is not overwritten (412 if it was). webhook.secret: absent keeps the stored secret, "" removes it, a new value rotates to it (the old one keeps signing for secretGracePeriodSeconds).
+//	@Description	Replaces the job's config. Send If-Match with the ETag you read so a concurrent change is not overwritten (412 if it was). If-Match follows RFC 9110: "*" matches any version of an existing job, a list of entity-tags matches if one of them is the current ETag, and weak tags (W/"3") never match. webhook.secret: absent keeps the stored secret, "" removes it, a new value rotates to it (the old one keeps signing for secretGracePeriodSeconds).
 //	@Tags			jobs
 //	@Accept			json
 //	@Produce		json
 //	@Param			jobName		path		string				true	"job name"
-//	@Param			If-Match	header		string				false	"the ETag of the version you edited"
+//	@Param			If-Match	header		string				false	"the ETag of the version you edited, or *"
 //	@Param			job			body		ejserver.JobConfig	true	"the job"
 //	@Success		200			{object}	JobResponse
 //	@Header			200			{string}	ETag	"the new version"
-//	@Failure		400			{object}	Problem	"invalid field, unknown field, wrong type, a rename or a malformed If-Match"
+//	@Failure		400			{object}	Problem	"invalid field, unknown field, wrong type, a rename or an If-Match that is not entity-tag syntax"
 //	@Failure		401			{object}	Problem	"no or unknown token"
 //	@Failure		403			{object}	Problem	"a viewer token"
 //	@Failure		404			{object}	Problem	"no such job"
-//	@Failure		412			{object}	Problem	"the job changed since the ETag you sent"
+//	@Failure		412			{object}	Problem	"If-Match does not match: the job changed since the ETag you sent, or the tag is not one ejserver sent"
 //	@Failure		413			{object}	Problem	"the body is larger than the limit"
 //	@Failure		415			{object}	Problem	"the body is not application/json"
 //	@Failure		503			{object}	Problem	"ZooKeeper unavailable"
 //	@Security		BearerAuth
 //	@Router			/api/v1/jobs/{jobName} [put]
 func (h *handlers) replaceJob(c echo.Context) error {
-	version, err := ifMatch(c)
+	pre, err := parseIfMatch(c.Request().Header)
 	if err != nil {
 		return err
 	}
@@ -178,7 +161,14 @@ func (h *handlers) replaceJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, version)
+	var check service.VersionCheck
+	if pre != nil {
+		check = pre.matches
+	}
+	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, check)
+	if why := pre.whyNoMatch(); why != "" && ejserver.ErrorCodeOf(err) == ejserver.EPRECONDITION {
+		return ejserver.Errorf(ejserver.EPRECONDITION, "%s", why)
+	}
 	if err != nil {
 		return err
 	}

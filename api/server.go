@@ -36,7 +36,7 @@ type Service interface {
 	CreateJob(ctx context.Context, cfg ejserver.JobConfig) (service.JobView, string, error)
 	GetJob(ctx context.Context, name string) (service.JobView, error)
 	ListJobs(ctx context.Context, f service.JobFilter) (service.JobPage, error)
-	ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, version int32) (service.JobView, string, error)
+	ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, check service.VersionCheck) (service.JobView, string, error)
 	DeleteJob(ctx context.Context, name string) error
 	SetJobDisabled(ctx context.Context, name string, disabled bool) (service.JobView, error)
 	TriggerJob(ctx context.Context, name string, req service.TriggerRequest) (service.TriggerResult, error)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -312,6 +313,7 @@ func TestAPIContract(t *testing.T) {
 	// a second operator still holding the old ETag can't overwrite the change
 	alphaJob["jobParameter"] = "v3"
 	k.problem(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": etag}}, 412)
+	k.problem(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": `"stale"`}}, 412)
 	if pr := k.problem(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": "soon"}}, 400); pr.Field != "If-Match" {
 		t.Fatalf("bad If-Match: %+v", pr)
 	}
@@ -323,6 +325,16 @@ func TestAPIContract(t *testing.T) {
 	if got["jobParameter"] != "v2" {
 		t.Fatalf("after the 412: jobParameter %v", got["jobParameter"])
 	}
+	// If-Match (RFC 9110): a list matches when one of its tags is the current ETag; "*", any version of a
+	// job that exists
+	alphaJob["jobParameter"] = "v4"
+	k.do(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": fmt.Sprintf(`"stale", "%v"`, got["version"])}}, 200)
+	alphaJob["jobParameter"] = "v5"
+	json.Unmarshal(k.do(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": "*"}}, 200), &got)
+	if got["jobParameter"] != "v5" {
+		t.Fatalf("after If-Match *: jobParameter %v", got["jobParameter"])
+	}
+	k.problem(call{method: "PUT", path: "/api/v1/jobs/nope", token: A, body: job("nope", "", 1, recv.URL), header: map[string]string{"If-Match": "*"}}, 404)
 
 	// trigger, disable/enable
 	var tr struct{ Items []int }
