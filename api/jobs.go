@@ -52,7 +52,7 @@ func decodeJob(c echo.Context) (ejserver.JobConfig, error) {
 //	@Description	Registers a job. Fields left out take ElasticJob's defaults. With "webhook": {"generateSecret": true} the response carries the generated secret once, in generatedSecret.
 //	@Tags			jobs
 //	@Accept			json
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Param			job	body		ejserver.JobConfig	true	"the job"
 //	@Success		201	{object}	JobResponse
 //	@Header			201	{string}	ETag		"the job's version"
@@ -85,7 +85,7 @@ func (h *handlers) createJob(c echo.Context) error {
 //	@Summary	List jobs
 //	@Description	Jobs by name, with status, instance count, next fire time and (with a history store) the last hour's and day's success and failure counts.
 //	@Tags		jobs
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		q		query		string	false	"substring of the name, description or label"
 //	@Param		status	query		string	false	"OK, CRASHED, DISABLED or SHARDING_FLAG"
 //	@Param		cursor	query		string	false	"nextCursor of the previous page"
@@ -113,7 +113,7 @@ func (h *handlers) listJobs(c echo.Context) error {
 //	@Summary	Get a job
 //	@Description	The job's config (secrets never included: hasSecret says whether one is set) and state. The ETag header is its version, for If-Match on replace.
 //	@Tags		jobs
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	Job
 //	@Header		200		{string}	ETag	"the job's version"
@@ -136,7 +136,7 @@ func (h *handlers) getJob(c echo.Context) error {
 //	@Description	Replaces the job's config. Send If-Match with the ETag you read so a concurrent change is not overwritten (412 if it was). If-Match follows RFC 9110: "*" matches any version of an existing job, a list of entity-tags matches if one of them is the current ETag, and weak tags (W/"3") never match. webhook.secret: absent keeps the stored secret, "" removes it, a new value rotates to it (the old one keeps signing for secretGracePeriodSeconds).
 //	@Tags			jobs
 //	@Accept			json
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Param			jobName		path		string				true	"job name"
 //	@Param			If-Match	header		string				false	"the ETag of the version you edited, or *"
 //	@Param			job			body		ejserver.JobConfig	true	"the job"
@@ -181,6 +181,7 @@ func (h *handlers) replaceJob(c echo.Context) error {
 //	@Summary	Delete a job
 //	@Description	Removes the job and its registry subtree; every peer stops firing it at once.
 //	@Tags		jobs
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Success	204
 //	@Failure	401	{object}	Problem	"no or unknown token"
@@ -201,7 +202,7 @@ func (h *handlers) deleteJob(c echo.Context) error {
 //	@Description	Every online instance runs its items once with source MANUAL, optionally with a jobParameter override and only some items. An item still running runs again right after its current run. The response says which instances and items the trigger reached.
 //	@Tags			jobs
 //	@Accept			json
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Param			jobName	path		string					true	"job name"
 //	@Param			trigger	body		service.TriggerRequest	false	"override and subset"
 //	@Success		202		{object}	service.TriggerResult
@@ -236,7 +237,7 @@ func (h *handlers) triggerJob(c echo.Context) error {
 //	@Summary	Disable a job
 //	@Description	The job stops firing on every peer (its config's disabled field).
 //	@Tags		jobs
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	Job
 //	@Header		200		{string}	ETag	"the job's new version"
@@ -252,7 +253,7 @@ func (h *handlers) disableJob(c echo.Context) error { return h.setJobDisabled(c,
 //	@Summary	Enable a job
 //	@Description	The job fires again; this peer also re-registers on it if an operator had removed its instance node.
 //	@Tags		jobs
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	Job
 //	@Header		200		{string}	ETag	"the job's new version"
@@ -277,7 +278,7 @@ func (h *handlers) setJobDisabled(c echo.Context, disabled bool) error {
 //	@Summary	A job's items
 //	@Description	Per item: owner instance and server IP, status (DISABLED > RUNNING > SHARDING_FLAG > MISFIRE > COMPLETED > PENDING), failover taker, parameter, the running execution and the last outcome.
 //	@Tags		sharding
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	ItemList
 //	@Failure	401		{object}	Problem	"no or unknown token"
@@ -297,6 +298,7 @@ func (h *handlers) sharding(c echo.Context) error {
 //	@Summary	Disable an item
 //	@Description	The item is not run until enabled (sharding/{item}/disabled).
 //	@Tags		sharding
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		item	path	int		true	"item number"
 //	@Success	204
@@ -313,6 +315,7 @@ func (h *handlers) disableItem(c echo.Context) error { return h.setItemDisabled(
 //	@Summary	Enable an item
 //	@Description	The item runs again from its next fire.
 //	@Tags		sharding
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		item	path	int		true	"item number"
 //	@Success	204
@@ -340,6 +343,7 @@ func (h *handlers) setItemDisabled(c echo.Context, disabled bool) error {
 //	@Summary	Disable a server for one job
 //	@Description	Instances on this IP stop running the job (servers/{ip} = DISABLED); its items move at the next resharding.
 //	@Tags		servers
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		ip		path	string	true	"server IP"
 //	@Success	204
@@ -356,6 +360,7 @@ func (h *handlers) disableJobServer(c echo.Context) error { return h.setJobServe
 //	@Summary	Enable a server for one job
 //	@Description	Instances on this IP run the job again (servers/{ip} = ENABLED); items move to them at the next resharding.
 //	@Tags		servers
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		ip		path	string	true	"server IP"
 //	@Success	204
@@ -379,7 +384,7 @@ func (h *handlers) setJobServer(c echo.Context, disabled bool) error {
 //	@Summary	Dump a job's registry subtree
 //	@Description	ElasticJob's dump: one "path | value" line per ZooKeeper node of the job (secrets masked).
 //	@Tags		jobs
-//	@Produce	plain
+//	@Produce	plain,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{string}	string
 //	@Failure	401		{object}	Problem	"no or unknown token"

@@ -7,7 +7,7 @@
 //	@description				Distributed, HTTP-first scheduled jobs: register a job with a cron schedule and a webhook; at each fire every shard item is POSTed to the webhook by one live peer.
 //	@BasePath					/
 //	@accept						json
-//	@produce					json
+//	@produce					json,application/problem+json
 //	@securityDefinitions.apikey	BearerAuth
 //	@in							header
 //	@name						Authorization
