@@ -12,7 +12,7 @@ help: ## show the targets
 run: ## start ZooKeeper, ejserver, the demo receiver and a demo job; webhooks print here (Ctrl-C stops all)
 	@scripts/run.sh
 
-test: ## install test dependencies, then gofmt, vet, unit+race, fuzz seeds, integration, OpenAPI check
+test: ## install test dependencies, then gofmt, go mod tidy, vet, unit+race, fuzz seeds, integration, OpenAPI check
 	@scripts/test.sh
 
 test-race: ## unit tests with the race detector

@@ -60,7 +60,7 @@ type CronPreview struct {
 //	@Summary	List servers
 //	@Description	Every server IP of the namespace, in address order: its instances, how many jobs it serves and which jobs disabled it.
 //	@Tags		servers
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		cursor	query		string	false	"nextCursor of the previous page"
 //	@Param		limit	query		int		false	"page size, 1-1000 (default 100)"
 //	@Success	200		{object}	ServerList
@@ -86,7 +86,7 @@ func (h *handlers) servers(c echo.Context) error {
 //	@Summary	Disable a server for every job
 //	@Description	Writes DISABLED to servers/{ip} of every job the server runs: its instances stop running them and stop leading them.
 //	@Tags		servers
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		ip	path		string	true	"server IP"
 //	@Success	200	{object}	ServerChange
 //	@Failure	400	{object}	Problem	"ip is not an IP address"
@@ -101,7 +101,7 @@ func (h *handlers) disableServer(c echo.Context) error { return h.setServer(c, t
 //	@Summary	Enable a server for every job
 //	@Description	Writes ENABLED to servers/{ip} of every job: its instances run them again from the next resharding.
 //	@Tags		servers
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		ip	path		string	true	"server IP"
 //	@Success	200	{object}	ServerChange
 //	@Failure	400	{object}	Problem	"ip is not an IP address"
@@ -124,7 +124,7 @@ func (h *handlers) setServer(c echo.Context, disabled bool) error {
 //	@Summary	List ejserver instances
 //	@Description	The peers of the namespace by instance id, with how many jobs each runs and leads.
 //	@Tags		servers
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		cursor	query		string	false	"nextCursor of the previous page"
 //	@Param		limit	query		int		false	"page size, 1-1000 (default 100)"
 //	@Success	200		{object}	InstanceList
@@ -150,7 +150,7 @@ func (h *handlers) instances(c echo.Context) error {
 //	@Summary	List executions
 //	@Description	Executions of every job, newest first, filtered and paged with a cursor.
 //	@Tags		executions
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		job		query		string	false	"job name"
 //	@Param		item	query		int		false	"sharding item"
 //	@Param		success	query		bool	false	"true: succeeded, false: failed"
@@ -175,7 +175,7 @@ func (h *handlers) executions(c echo.Context) error {
 //	@Summary	List a job's executions
 //	@Description	The job's executions, newest first, filtered and paged with a cursor (the same as /api/v1/executions?job=).
 //	@Tags		executions
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Param		item	query		int		false	"sharding item"
 //	@Param		success	query		bool	false	"true: succeeded, false: failed"
@@ -238,7 +238,7 @@ func (h *handlers) listExecutions(c echo.Context, job string) error {
 //	@Summary	Get an execution
 //	@Description	One item of one fire: where and when it ran, the HTTP outcome, attempts and the start of the receiver's answer.
 //	@Tags		executions
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		id	path		string	true	"execution id (the webhook-id)"
 //	@Success	200	{object}	ejserver.Execution
 //	@Failure	401	{object}	Problem	"no or unknown token"
@@ -259,7 +259,7 @@ func (h *handlers) execution(c echo.Context) error {
 //	@Summary	A job's status traces
 //	@Description	ElasticJob's JOB_STATUS_TRACE_LOG: the state changes of each task (one fire on one instance).
 //	@Tags		executions
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Param		taskId	query		string	false	"one task"
 //	@Param		limit	query		int		false	"how many, 1-500 (default 50)"
@@ -289,7 +289,7 @@ func (h *handlers) jobTraces(c echo.Context) error {
 //	@Summary	Preview a cron expression
 //	@Description	The next fire times of an expression (5-field Unix, 6/7-field Quartz, or a descriptor) in a time zone, computed by the scheduler's own code. A bad expression gets 400 naming the part at fault.
 //	@Tags		cron
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		cron		query		string	true	"the expression"
 //	@Param		timeZone	query		string	false	"IANA name or GMT+8 form (default UTC)"
 //	@Param		from		query		string	false	"RFC 3339 start (default now)"

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,22 +20,6 @@ type handlers struct {
 	svc     Service
 	health  Health
 	maxBody int64
-}
-
-func etag(version int32) string { return fmt.Sprintf(`"%d"`, version) }
-
-// ifMatch parses If-Match: -1 when absent or "*", else the version it names.
-func ifMatch(c echo.Context) (int32, error) {
-	h := strings.TrimSpace(c.Request().Header.Get("If-Match"))
-	if h == "" || h == "*" {
-		return -1, nil
-	}
-	h = strings.TrimPrefix(h, "W/")
-	v, err := strconv.ParseInt(strings.Trim(h, `"`), 10, 32)
-	if err != nil || v < 0 {
-		return 0, ejserver.Invalid("If-Match", "must be an ETag this API returned, such as \"3\"")
-	}
-	return int32(v), nil
 }
 
 // readBody reads the whole request body (bounded by the BodyLimit middleware).
@@ -69,7 +52,7 @@ func decodeJob(c echo.Context) (ejserver.JobConfig, error) {
 //	@Description	Registers a job. Fields left out take ElasticJob's defaults. With "webhook": {"generateSecret": true} the response carries the generated secret once, in generatedSecret.
 //	@Tags			jobs
 //	@Accept			json
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Param			job	body		ejserver.JobConfig	true	"the job"
 //	@Success		201	{object}	JobResponse
 //	@Header			201	{string}	ETag		"the job's version"
@@ -102,7 +85,7 @@ func (h *handlers) createJob(c echo.Context) error {
 //	@Summary	List jobs
 //	@Description	Jobs by name, with status, instance count, next fire time and (with a history store) the last hour's and day's success and failure counts.
 //	@Tags		jobs
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		q		query		string	false	"substring of the name, description or label"
 //	@Param		status	query		string	false	"OK, CRASHED, DISABLED or SHARDING_FLAG"
 //	@Param		cursor	query		string	false	"nextCursor of the previous page"
@@ -130,7 +113,7 @@ func (h *handlers) listJobs(c echo.Context) error {
 //	@Summary	Get a job
 //	@Description	The job's config (secrets never included: hasSecret says whether one is set) and state. The ETag header is its version, for If-Match on replace.
 //	@Tags		jobs
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	Job
 //	@Header		200		{string}	ETag	"the job's version"
@@ -150,27 +133,27 @@ func (h *handlers) getJob(c echo.Context) error {
 // replaceJob godoc
 //
 //	@Summary		Replace a job
-//	@Description	Replaces the job's config. Send If-Match with the ETag you read so a concurrent change is not overwritten (412 if it was). webhook.secret: absent keeps the stored secret, "" removes it, a new value rotates to it (the old one keeps signing for secretGracePeriodSeconds).
+//	@Description	Replaces the job's config. Send If-Match with the ETag you read so a concurrent change is not overwritten (412 if it was). If-Match follows RFC 9110: "*" matches any version of an existing job, a list of entity-tags matches if one of them is the current ETag, and weak tags (W/"3") never match. webhook.secret: absent keeps the stored secret, "" removes it, a new value rotates to it (the old one keeps signing for secretGracePeriodSeconds).
 //	@Tags			jobs
 //	@Accept			json
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Param			jobName		path		string				true	"job name"
-//	@Param			If-Match	header		string				false	"the ETag of the version you edited"
+//	@Param			If-Match	header		string				false	"the ETag of the version you edited, or *"
 //	@Param			job			body		ejserver.JobConfig	true	"the job"
 //	@Success		200			{object}	JobResponse
 //	@Header			200			{string}	ETag	"the new version"
-//	@Failure		400			{object}	Problem	"invalid field, unknown field, wrong type, a rename or a malformed If-Match"
+//	@Failure		400			{object}	Problem	"invalid field, unknown field, wrong type, a rename or an If-Match that is not entity-tag syntax"
 //	@Failure		401			{object}	Problem	"no or unknown token"
 //	@Failure		403			{object}	Problem	"a viewer token"
 //	@Failure		404			{object}	Problem	"no such job"
-//	@Failure		412			{object}	Problem	"the job changed since the ETag you sent"
+//	@Failure		412			{object}	Problem	"If-Match does not match: the job changed since the ETag you sent, or the tag is not one ejserver sent"
 //	@Failure		413			{object}	Problem	"the body is larger than the limit"
 //	@Failure		415			{object}	Problem	"the body is not application/json"
 //	@Failure		503			{object}	Problem	"ZooKeeper unavailable"
 //	@Security		BearerAuth
 //	@Router			/api/v1/jobs/{jobName} [put]
 func (h *handlers) replaceJob(c echo.Context) error {
-	version, err := ifMatch(c)
+	pre, err := parseIfMatch(c.Request().Header)
 	if err != nil {
 		return err
 	}
@@ -178,7 +161,14 @@ func (h *handlers) replaceJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, version)
+	var check service.VersionCheck
+	if pre != nil {
+		check = pre.matches
+	}
+	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, check)
+	if why := pre.whyNoMatch(); why != "" && ejserver.ErrorCodeOf(err) == ejserver.EPRECONDITION {
+		return ejserver.Errorf(ejserver.EPRECONDITION, "%s", why)
+	}
 	if err != nil {
 		return err
 	}
@@ -191,6 +181,7 @@ func (h *handlers) replaceJob(c echo.Context) error {
 //	@Summary	Delete a job
 //	@Description	Removes the job and its registry subtree; every peer stops firing it at once.
 //	@Tags		jobs
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Success	204
 //	@Failure	401	{object}	Problem	"no or unknown token"
@@ -211,7 +202,7 @@ func (h *handlers) deleteJob(c echo.Context) error {
 //	@Description	Every online instance runs its items once with source MANUAL, optionally with a jobParameter override and only some items. An item still running runs again right after its current run. The response says which instances and items the trigger reached.
 //	@Tags			jobs
 //	@Accept			json
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Param			jobName	path		string					true	"job name"
 //	@Param			trigger	body		service.TriggerRequest	false	"override and subset"
 //	@Success		202		{object}	service.TriggerResult
@@ -246,7 +237,7 @@ func (h *handlers) triggerJob(c echo.Context) error {
 //	@Summary	Disable a job
 //	@Description	The job stops firing on every peer (its config's disabled field).
 //	@Tags		jobs
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	Job
 //	@Header		200		{string}	ETag	"the job's new version"
@@ -262,7 +253,7 @@ func (h *handlers) disableJob(c echo.Context) error { return h.setJobDisabled(c,
 //	@Summary	Enable a job
 //	@Description	The job fires again; this peer also re-registers on it if an operator had removed its instance node.
 //	@Tags		jobs
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	Job
 //	@Header		200		{string}	ETag	"the job's new version"
@@ -287,7 +278,7 @@ func (h *handlers) setJobDisabled(c echo.Context, disabled bool) error {
 //	@Summary	A job's items
 //	@Description	Per item: owner instance and server IP, status (DISABLED > RUNNING > SHARDING_FLAG > MISFIRE > COMPLETED > PENDING), failover taker, parameter, the running execution and the last outcome.
 //	@Tags		sharding
-//	@Produce	json
+//	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{object}	ItemList
 //	@Failure	401		{object}	Problem	"no or unknown token"
@@ -307,6 +298,7 @@ func (h *handlers) sharding(c echo.Context) error {
 //	@Summary	Disable an item
 //	@Description	The item is not run until enabled (sharding/{item}/disabled).
 //	@Tags		sharding
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		item	path	int		true	"item number"
 //	@Success	204
@@ -323,6 +315,7 @@ func (h *handlers) disableItem(c echo.Context) error { return h.setItemDisabled(
 //	@Summary	Enable an item
 //	@Description	The item runs again from its next fire.
 //	@Tags		sharding
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		item	path	int		true	"item number"
 //	@Success	204
@@ -350,6 +343,7 @@ func (h *handlers) setItemDisabled(c echo.Context, disabled bool) error {
 //	@Summary	Disable a server for one job
 //	@Description	Instances on this IP stop running the job (servers/{ip} = DISABLED); its items move at the next resharding.
 //	@Tags		servers
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		ip		path	string	true	"server IP"
 //	@Success	204
@@ -366,6 +360,7 @@ func (h *handlers) disableJobServer(c echo.Context) error { return h.setJobServe
 //	@Summary	Enable a server for one job
 //	@Description	Instances on this IP run the job again (servers/{ip} = ENABLED); items move to them at the next resharding.
 //	@Tags		servers
+//	@Produce	application/problem+json
 //	@Param		jobName	path	string	true	"job name"
 //	@Param		ip		path	string	true	"server IP"
 //	@Success	204
@@ -389,7 +384,7 @@ func (h *handlers) setJobServer(c echo.Context, disabled bool) error {
 //	@Summary	Dump a job's registry subtree
 //	@Description	ElasticJob's dump: one "path | value" line per ZooKeeper node of the job (secrets masked).
 //	@Tags		jobs
-//	@Produce	plain
+//	@Produce	plain,application/problem+json
 //	@Param		jobName	path		string	true	"job name"
 //	@Success	200		{string}	string
 //	@Failure	401		{object}	Problem	"no or unknown token"

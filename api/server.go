@@ -7,7 +7,7 @@
 //	@description				Distributed, HTTP-first scheduled jobs: register a job with a cron schedule and a webhook; at each fire every shard item is POSTed to the webhook by one live peer.
 //	@BasePath					/
 //	@accept						json
-//	@produce					json
+//	@produce					json,application/problem+json
 //	@securityDefinitions.apikey	BearerAuth
 //	@in							header
 //	@name						Authorization
@@ -36,7 +36,7 @@ type Service interface {
 	CreateJob(ctx context.Context, cfg ejserver.JobConfig) (service.JobView, string, error)
 	GetJob(ctx context.Context, name string) (service.JobView, error)
 	ListJobs(ctx context.Context, f service.JobFilter) (service.JobPage, error)
-	ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, version int32) (service.JobView, string, error)
+	ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, check service.VersionCheck) (service.JobView, string, error)
 	DeleteJob(ctx context.Context, name string) error
 	SetJobDisabled(ctx context.Context, name string, disabled bool) (service.JobView, error)
 	TriggerJob(ctx context.Context, name string, req service.TriggerRequest) (service.TriggerResult, error)

@@ -25,7 +25,7 @@ type Caller struct {
 //	@Summary		Who am I
 //	@Description	The caller's token name and role, so a client (the web console) shows only the actions it may take. Without tokens configured the API is open and every caller is an admin (authenticated false).
 //	@Tags			auth
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Success		200	{object}	Caller
 //	@Failure		401	{object}	Problem	"no or unknown token"
 //	@Security		BearerAuth

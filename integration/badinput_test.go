@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 		return j
 	}
 	huge := `{"jobName":"big","description":"` + strings.Repeat("x", 2<<20) + `"}`
+	changed := bad("", func(j map[string]any) { j["jobParameter"] = "changed" }) // valid: only a precondition stops it
+	current := fmt.Sprintf(`"%v"`, v["version"])
 	tests := []struct {
 		name, method, path string
 		body               any
@@ -50,8 +53,17 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 			j["webhook"] = map[string]any{"url": recv.URL, "headers": map[string]string{"webhook-id": "forged"}}
 		}), nil, 400, "webhook.headers.webhook-id"},
 		{"rename by replace", "PUT", "/api/v1/jobs/keep", bad("", func(j map[string]any) { j["jobName"] = "other" }), nil, 400, "jobName"},
-		{"stale If-Match", "PUT", "/api/v1/jobs/keep", good, []string{"If-Match", `"99"`}, 412, ""},
-		{"bad If-Match", "PUT", "/api/v1/jobs/keep", good, []string{"If-Match", `soon`}, 400, "If-Match"},
+		// If-Match: a well-formed entity-tag that is not the current ETag fails the precondition, whatever it
+		// holds (tags are opaque); a weak one never matches, even the current version's; only a header that
+		// is not entity-tag syntax is a 400
+		{"stale If-Match", "PUT", "/api/v1/jobs/keep", changed, []string{"If-Match", `"99"`}, 412, ""},
+		{"If-Match not a version", "PUT", "/api/v1/jobs/keep", changed, []string{"If-Match", `"stale"`}, 412, ""},
+		{"If-Match list of stale tags", "PUT", "/api/v1/jobs/keep", changed, []string{"If-Match", `"98", "99"`}, 412, ""},
+		{"If-Match weak current", "PUT", "/api/v1/jobs/keep", changed, []string{"If-Match", "W/" + current}, 412, ""},
+		{"If-Match empty", "PUT", "/api/v1/jobs/keep", changed, []string{"If-Match", ""}, 412, ""},
+		{"If-Match unquoted", "PUT", "/api/v1/jobs/keep", changed, []string{"If-Match", `soon`}, 400, "If-Match"},
+		{"If-Match unterminated", "PUT", "/api/v1/jobs/keep", changed, []string{"If-Match", `"0`}, 400, "If-Match"},
+		{"If-Match star in a list", "PUT", "/api/v1/jobs/keep", changed, []string{"If-Match", "*, " + current}, 400, "If-Match"},
 		{"unknown job get", "GET", "/api/v1/jobs/nope", nil, nil, 404, ""},
 		{"unknown job put", "PUT", "/api/v1/jobs/nope", job("nope", "", 1, recv.URL), nil, 404, ""},
 		{"unknown job delete", "DELETE", "/api/v1/jobs/nope", nil, nil, 404, ""},
@@ -90,6 +102,10 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 	after := mustDo(t, p, "GET", "/api/v1/jobs/keep/dump", nil, http.StatusOK, nil)
 	if configLine(before) != configLine(after) {
 		t.Fatalf("the stored config changed:\nbefore %s\nafter  %s", configLine(before), configLine(after))
+	}
+	var w map[string]any
+	if mustDo(t, p, "GET", "/api/v1/jobs/keep", nil, http.StatusOK, &w); w["version"] != v["version"] {
+		t.Fatalf("the job was rewritten: version %v, before %v", w["version"], v["version"])
 	}
 	mustDo(t, p, "GET", "/api/v1/jobs/big", nil, http.StatusNotFound, nil)
 	mustDo(t, p, "GET", "/api/v1/jobs/x", nil, http.StatusNotFound, nil)

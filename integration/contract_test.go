@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -42,29 +43,50 @@ func tokensFile(t *testing.T) string {
 	return path
 }
 
-// contract calls a peer and checks every answer against the OpenAPI 3 document the server serves: the
-// status must be documented for the operation and the body must match its schema, with objects closed
-// (a field the spec doesn't document fails). It records which operations were exercised.
+// contract calls a peer and checks every answer against each document ejserver publishes: openapi3.json,
+// and swagger.json and swagger.yaml read as a Swagger 2.0 client reads them (spec.LoadSwagger). The status
+// must be documented for the operation, the Content-Type must be one the document gives it, and the body
+// must match its schema, with objects closed (a field the spec doesn't document fails). It records which
+// operations were exercised and with which statuses.
 type contract struct {
 	t       *testing.T
 	p       *harness.Peer
-	router  routers.Router
+	docs    []publishedDoc
 	covered map[string][]int // "GET /api/v1/jobs" -> statuses seen
+}
+
+// publishedDoc is one of the documents answers are validated against.
+type publishedDoc struct {
+	name   string
+	router routers.Router
 }
 
 func newContract(t *testing.T, p *harness.Peer) *contract {
 	t.Helper()
-	doc, err := spec.Load(context.Background(), openapi.OpenAPI3JSON)
-	if err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	loads := []struct {
+		name string
+		load func() (*openapi3.T, error)
+	}{
+		{"openapi3.json", func() (*openapi3.T, error) { return spec.Load(ctx, openapi.OpenAPI3JSON) }},
+		{"swagger.json", func() (*openapi3.T, error) { return spec.LoadSwagger(ctx, openapi.SwaggerJSON) }},
+		{"swagger.yaml", func() (*openapi3.T, error) { return spec.LoadSwagger(ctx, openapi.SwaggerYAML) }},
 	}
-	closeObjects(doc)
-	doc.Servers = openapi3.Servers{{URL: "http://" + p.Addr}}
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
+	k := &contract{t: t, p: p, covered: map[string][]int{}}
+	for _, l := range loads {
+		doc, err := l.load()
+		if err != nil {
+			t.Fatalf("%s: %v", l.name, err)
+		}
+		closeObjects(doc)
+		doc.Servers = openapi3.Servers{{URL: "http://" + p.Addr}}
+		router, err := legacy.NewRouter(doc)
+		if err != nil {
+			t.Fatalf("%s: %v", l.name, err)
+		}
+		k.docs = append(k.docs, publishedDoc{name: l.name, router: router})
 	}
-	return &contract{t: t, p: p, router: router, covered: map[string][]int{}}
+	return k
 }
 
 // closeObjects sets additionalProperties: false on every object schema with properties and no
@@ -145,20 +167,23 @@ func (c *contract) do(rq call, want int) []byte {
 	if resp.StatusCode != want {
 		c.t.Fatalf("%s %s: status %d, want %d: %s", rq.method, rq.path, resp.StatusCode, want, body)
 	}
-	route, params, err := c.router.FindRoute(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: not in the spec: %v", rq.method, rq.path, err)
+	var key string
+	for _, d := range c.docs {
+		route, params, err := d.router.FindRoute(req)
+		if err != nil {
+			c.t.Fatalf("%s %s: not in %s: %v", rq.method, rq.path, d.name, err)
+		}
+		in := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+			Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		}
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			c.t.Fatalf("%s %s -> %d does not match %s: %v\nbody: %s", rq.method, rq.path, resp.StatusCode, d.name, err, body)
+		}
+		key = rq.method + " " + route.Path
 	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
-		Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
-	}
-	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		c.t.Fatalf("%s %s -> %d does not match the spec: %v\nbody: %s", rq.method, rq.path, resp.StatusCode, err, body)
-	}
-	key := rq.method + " " + route.Path
 	if !slices.Contains(c.covered[key], resp.StatusCode) {
 		c.covered[key] = append(c.covered[key], resp.StatusCode)
 	}
@@ -197,8 +222,9 @@ type problemBody struct {
 // a webhook secret the tests set; no answer may ever contain it.
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
 
-// Every operation of the spec, called on a real peer with tokens: success and error statuses, problem
-// bodies naming fields, roles, paging, ETag conflicts; every answer validated against the served spec.
+// Every operation of the spec, called on a real peer with tokens: success and error statuses (at least one
+// 4xx each), problem bodies naming fields, roles, paging, ETag conflicts; every answer validated against
+// each published document.
 func TestAPIContract(t *testing.T) {
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--api-tokens", tokensFile(t)))
@@ -312,6 +338,7 @@ func TestAPIContract(t *testing.T) {
 	// a second operator still holding the old ETag can't overwrite the change
 	alphaJob["jobParameter"] = "v3"
 	k.problem(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": etag}}, 412)
+	k.problem(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": `"stale"`}}, 412)
 	if pr := k.problem(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": "soon"}}, 400); pr.Field != "If-Match" {
 		t.Fatalf("bad If-Match: %+v", pr)
 	}
@@ -323,6 +350,16 @@ func TestAPIContract(t *testing.T) {
 	if got["jobParameter"] != "v2" {
 		t.Fatalf("after the 412: jobParameter %v", got["jobParameter"])
 	}
+	// If-Match (RFC 9110): a list matches when one of its tags is the current ETag; "*", any version of a
+	// job that exists
+	alphaJob["jobParameter"] = "v4"
+	k.do(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": fmt.Sprintf(`"stale", "%v"`, got["version"])}}, 200)
+	alphaJob["jobParameter"] = "v5"
+	json.Unmarshal(k.do(call{method: "PUT", path: "/api/v1/jobs/alpha", token: A, body: alphaJob, header: map[string]string{"If-Match": "*"}}, 200), &got)
+	if got["jobParameter"] != "v5" {
+		t.Fatalf("after If-Match *: jobParameter %v", got["jobParameter"])
+	}
+	k.problem(call{method: "PUT", path: "/api/v1/jobs/nope", token: A, body: job("nope", "", 1, recv.URL), header: map[string]string{"If-Match": "*"}}, 404)
 
 	// trigger, disable/enable
 	var tr struct{ Items []int }
@@ -430,19 +467,34 @@ func TestAPIContract(t *testing.T) {
 	k.do(call{method: "DELETE", path: "/api/v1/jobs/beta", token: A}, 204)
 	k.problem(call{method: "DELETE", path: "/api/v1/jobs/beta", token: A}, 404)
 
-	// every operation of the alphaJob was exercised
+	// every operation was called, and every one answered at least one 4xx, validated like any answer against
+	// each document: an operation that passed on successes only would leave its error answers unchecked. The
+	// health checks take no input a client could get wrong, and document no 4xx.
+	noInput := map[string]bool{"GET /healthz": true, "GET /readyz": true}
 	doc, _ := spec.Load(context.Background(), openapi.OpenAPI3JSON)
-	var missing []string
+	var missing, no4xx []string
 	for path, item := range doc.Paths.Map() {
-		for method := range item.Operations() {
-			if len(k.covered[method+" "+path]) == 0 {
-				missing = append(missing, method+" "+path)
+		for method, op := range item.Operations() {
+			key := method + " " + path
+			statuses := k.covered[key]
+			switch {
+			case len(statuses) == 0:
+				missing = append(missing, key)
+			case noInput[key]:
+				for code := range op.Responses.Map() {
+					if strings.HasPrefix(code, "4") {
+						t.Errorf("%s documents a %s now: take it off noInput and send it a bad request", key, code)
+					}
+				}
+			case !slices.ContainsFunc(statuses, func(s int) bool { return s >= 400 && s < 500 }):
+				no4xx = append(no4xx, key)
 			}
 		}
 	}
 	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Fatalf("operations of the alphaJob the contract test never called: %v", missing)
+	sort.Strings(no4xx)
+	if len(missing) > 0 || len(no4xx) > 0 {
+		t.Fatalf("operations the contract test never called: %v; called without a 4xx answer: %v", missing, no4xx)
 	}
 	for op, statuses := range k.covered {
 		t.Logf("%-50s %v", op, statuses)

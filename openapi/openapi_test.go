@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/ejserver/ejserver/internal/tools/openapi/spec"
 	"github.com/ejserver/ejserver/openapi"
@@ -27,5 +31,75 @@ func TestSpecIsValidAndConsistent(t *testing.T) {
 	}
 	if !bytes.Equal(append(want, '\n'), openapi.OpenAPI3JSON) {
 		t.Fatal("openapi3.json is not the conversion of swagger.json: run make generate")
+	}
+}
+
+// Every published document says what is served: a response whose body is a Problem may be
+// application/problem+json in each of them (in Swagger 2.0, its operation produces that), and in the
+// OpenAPI 3 document it is that alone while no other response is.
+func TestErrorsAreProblemJSONInEveryDocument(t *testing.T) {
+	ctx := context.Background()
+	v3, err := spec.Load(ctx, openapi.OpenAPI3JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := spec.LoadSwagger(ctx, openapi.SwaggerJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromYAML, err := spec.LoadSwagger(ctx, openapi.SwaggerYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []struct {
+		name  string
+		doc   *openapi3.T
+		exact bool // one media type per response
+	}{{"openapi3.json", v3, true}, {"swagger.json", fromJSON, false}, {"swagger.yaml", fromYAML, false}}
+	problems := map[string]int{}
+	for _, d := range docs {
+		for path, item := range d.doc.Paths.Map() {
+			for method, op := range item.Operations() {
+				for code, resp := range op.Responses.Map() {
+					var isProblem bool
+					for _, mt := range resp.Value.Content {
+						isProblem = mt.Schema != nil && mt.Schema.Ref == spec.ProblemSchema
+					}
+					types := slices.Sorted(maps.Keys(resp.Value.Content))
+					switch {
+					case isProblem && !slices.Contains(types, spec.ProblemJSON):
+						t.Errorf("%s: %s %s -> %s is a Problem served as %v", d.name, method, path, code, types)
+					case isProblem && d.exact && len(types) != 1:
+						t.Errorf("%s: %s %s -> %s is a Problem served as %v", d.name, method, path, code, types)
+					case !isProblem && d.exact && slices.Contains(types, spec.ProblemJSON):
+						t.Errorf("%s: %s %s -> %s is not a Problem but served as %v", d.name, method, path, code, types)
+					}
+					if isProblem {
+						problems[d.name]++
+					}
+				}
+			}
+		}
+	}
+	if n := problems["openapi3.json"]; n == 0 || problems["swagger.json"] != n || problems["swagger.yaml"] != n {
+		t.Errorf("Problem responses in each document: %v", problems)
+	}
+}
+
+// swagger.yaml is the same document as swagger.json.
+func TestSwaggerYAMLIsSwaggerJSON(t *testing.T) {
+	ctx := context.Background()
+	var docs [2][]byte
+	for i, b := range [][]byte{openapi.SwaggerJSON, openapi.SwaggerYAML} {
+		doc, err := spec.LoadSwagger(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if docs[i], err = json.Marshal(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(docs[0], docs[1]) {
+		t.Fatal("swagger.yaml and swagger.json differ: run make generate")
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make test: installs what the tests need, then gofmt, vet, unit tests with -race (fuzz seed corpora run as
-# part of them), the integration tests against real ZooKeeper/PostgreSQL/receivers, and the OpenAPI
-# freshness check. Every server a test needs is started by the test itself and stopped by PID.
+# make test: installs what the tests need, then gofmt, go mod tidy -diff, vet, unit tests with -race (fuzz
+# seed corpora run as part of them), the integration tests against real ZooKeeper/PostgreSQL/receivers, and
+# the OpenAPI freshness check. Every server a test needs is started by the test itself and stopped by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:$(go env GOPATH)/bin
@@ -14,6 +14,10 @@ scripts/deps.sh zookeeper java postgresql node chromium
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^openapi/') 2>/dev/null || true)
 if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
+
+step "go.mod and go.sum are tidy"
+# a module imported directly must not be marked // indirect, and nothing unused may linger
+if ! go mod tidy -diff; then echo "go.mod or go.sum is not tidy: run go mod tidy and commit the result"; exit 1; fi
 
 step "go vet and staticcheck"
 go vet ./...

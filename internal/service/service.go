@@ -350,9 +350,14 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// ReplaceJob replaces a job's config if version still matches (-1: any). The secret follows the rules of
-// ejserver.Webhook: absent keeps it, "" removes it, a new one rotates with a grace period.
-func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, version int32) (JobView, string, error) {
+// VersionCheck is a replace's precondition on the job's stored version (the API's If-Match): it says
+// whether that version may be replaced. A nil VersionCheck replaces whatever version is stored.
+type VersionCheck func(version int32) bool
+
+// ReplaceJob replaces a job's config if check accepts its stored version (EPRECONDITION if not); the write
+// itself is conditional on that version, so a change in between fails it too. The secret follows the rules
+// of ejserver.Webhook: absent keeps it, "" removes it, a new one rotates with a grace period.
+func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, check VersionCheck) (JobView, string, error) {
 	if cfg.JobName == "" {
 		cfg.JobName = name
 	}
@@ -364,8 +369,8 @@ func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobC
 	if err != nil {
 		return JobView{}, "", err
 	}
-	if version >= 0 && version != curVersion {
-		return JobView{}, "", ejserver.Errorf(ejserver.EPRECONDITION, "job %q was changed by someone else (version %d, yours %d); read it again", name, curVersion, version)
+	if check != nil && !check(curVersion) {
+		return JobView{}, "", ejserver.Errorf(ejserver.EPRECONDITION, "job %q was changed since the version you sent (it is at version %d now); read it again", name, curVersion)
 	}
 	// validate what the user sent, then generate or keep the secret
 	if err := s.checkJob(&cfg); err != nil {

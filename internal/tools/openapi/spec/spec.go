@@ -1,47 +1,49 @@
 // Package spec turns swag's Swagger 2.0 output into the OpenAPI 3 document ejserver serves, and loads and
-// validates that document (for the generator, the freshness check and the contract tests).
+// validates the documents ejserver publishes (for the generator, the freshness check and the contract tests).
 package spec
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
+	"gopkg.in/yaml.v3"
 )
 
 // ProblemJSON is the media type of every error response (RFC 9457).
 const ProblemJSON = "application/problem+json"
 
+// ProblemSchema is the schema of those responses' bodies (api.Problem), as a reference in OpenAPI 3.
+const ProblemSchema = "#/components/schemas/Problem"
+
 // Convert converts a Swagger 2.0 document to OpenAPI 3 and validates the result. Swagger 2.0 has one
-// produces list per operation, so swag's output says errors are application/json; the conversion says what
-// the server sends: application/problem+json for every 4xx/5xx response. The API-key security scheme
-// swag writes for "Authorization: Bearer" becomes an HTTP bearer scheme.
+// produces list per operation, so swag's output lists application/json and application/problem+json for
+// every response of an operation that can fail; OpenAPI 3 can say which response is which, so the
+// conversion gives a response whose body is a Problem application/problem+json only, and every other
+// response the operation's other media types. The API-key security scheme swag writes for
+// "Authorization: Bearer" becomes an HTTP bearer scheme.
 func Convert(ctx context.Context, swagger []byte) (*openapi3.T, error) {
-	var v2 openapi2.T
-	if err := json.Unmarshal(swagger, &v2); err != nil {
-		return nil, fmt.Errorf("read the Swagger 2.0 document: %w", err)
-	}
-	doc, err := openapi2conv.ToV3(&v2)
+	doc, err := toV3(swagger)
 	if err != nil {
-		return nil, fmt.Errorf("convert to OpenAPI 3: %w", err)
+		return nil, err
 	}
 	for _, item := range doc.Paths.Map() {
 		for _, op := range item.Operations() {
-			for code, resp := range op.Responses.Map() {
-				status, err := strconv.Atoi(code)
-				if err != nil || status < 400 || resp.Value == nil {
+			for _, resp := range op.Responses.Map() {
+				if resp.Value == nil || len(resp.Value.Content) == 0 {
 					continue
 				}
-				var schema *openapi3.SchemaRef
+				var schema *openapi3.SchemaRef // a Swagger 2.0 response has one schema for all its media types
 				for _, mt := range resp.Value.Content {
 					schema = mt.Schema
 				}
-				if schema != nil {
+				if schema != nil && schema.Ref == ProblemSchema {
 					resp.Value.Content = openapi3.Content{ProblemJSON: &openapi3.MediaType{Schema: schema}}
+				} else {
+					delete(resp.Value.Content, ProblemJSON)
 				}
 			}
 		}
@@ -53,6 +55,51 @@ func Convert(ctx context.Context, swagger []byte) (*openapi3.T, error) {
 	}
 	if err := doc.Validate(ctx); err != nil {
 		return nil, fmt.Errorf("the converted OpenAPI 3 document is not valid: %w", err)
+	}
+	return doc, nil
+}
+
+// LoadSwagger reads a Swagger 2.0 document (JSON or YAML) and converts it to OpenAPI 3 as it stands, without
+// Convert's corrections, so that an answer can be validated against what the Swagger 2.0 document says (a
+// client generated from it expects the media types its produces lists).
+func LoadSwagger(ctx context.Context, b []byte) (*openapi3.T, error) {
+	if !json.Valid(b) {
+		var v any
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			return nil, fmt.Errorf("read the Swagger 2.0 document: %w", err)
+		}
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("read the Swagger 2.0 document: %w", err)
+		}
+	}
+	doc, err := toV3(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(ctx); err != nil {
+		return nil, fmt.Errorf("the Swagger 2.0 document, converted, is not valid OpenAPI 3: %w", err)
+	}
+	return doc, nil
+}
+
+// toV3 converts a Swagger 2.0 document to OpenAPI 3. An operation without a produces list of its own takes
+// the document's, as Swagger 2.0 says (openapi2conv would take application/json).
+func toV3(swagger []byte) (*openapi3.T, error) {
+	var v2 openapi2.T
+	if err := json.Unmarshal(swagger, &v2); err != nil {
+		return nil, fmt.Errorf("read the Swagger 2.0 document: %w", err)
+	}
+	for _, item := range v2.Paths {
+		for _, op := range item.Operations() {
+			if len(op.Produces) == 0 {
+				op.Produces = v2.Produces
+			}
+		}
+	}
+	doc, err := openapi2conv.ToV3(&v2)
+	if err != nil {
+		return nil, fmt.Errorf("convert to OpenAPI 3: %w", err)
 	}
 	return doc, nil
 }
