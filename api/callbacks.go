@@ -61,7 +61,7 @@ func decodeCallback(c echo.Context, v any) error {
 //	@Description	A receiver that answered an item's request with 202 Accepted renews the item's lease (async.leaseSeconds from now, never past async.maxDurationSeconds from its start) and reports progress. Authorised by the execution's callback token (the body's callbackToken), not by an API token. Any peer takes it. The answer's state tells the receiver whether to go on (RUNNING) or stop.
 //	@Tags			callbacks
 //	@Accept			json
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Param			id				path		string					true	"execution id (the webhook-id)"
 //	@Param			Authorization	header		string					true	"Bearer {callbackToken}"
 //	@Param			heartbeat		body		async.HeartbeatRequest	false	"progress and message"
@@ -89,7 +89,7 @@ func (h callbackHandlers) heartbeat(c echo.Context) error {
 //	@Description	A receiver that answered an item's request with 202 Accepted reports its end: status success or failure, a message, an output excerpt, and for a streaming DATAFLOW job hasMore (POST the item again with the next iteration). The same completion repeated answers 200 whenever it comes; a different one after the end is 409. Authorised by the execution's callback token, not by an API token. Any peer takes it.
 //	@Tags			callbacks
 //	@Accept			json
-//	@Produce		json
+//	@Produce		json,application/problem+json
 //	@Param			id				path		string					true	"execution id (the webhook-id)"
 //	@Param			Authorization	header		string					true	"Bearer {callbackToken}"
 //	@Param			completion		body		async.CompleteRequest	true	"the outcome"

@@ -462,6 +462,36 @@ func TestAPIContract(t *testing.T) {
 		}
 	}
 
+	// the callbacks of an accepted item (202): authorised by the execution's callback token alone
+	async := newReceiver(t)
+	accepting(async)
+	asyncJob := job("longjob", "", 1, async.URL)
+	asyncJob["async"] = map[string]any{"leaseSeconds": 60}
+	k.do(call{method: "POST", path: "/api/v1/jobs", token: A, body: asyncJob}, 201)
+	k.do(call{method: "POST", path: "/api/v1/jobs/longjob/trigger", token: A}, 202)
+	ads, ok := async.WaitFor(20*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 1 })
+	if !ok {
+		t.Fatal("the async job's item was not delivered")
+	}
+	ap := ads[0].Payload
+	cb := "/api/v1/executions/" + ap.ExecutionID
+	unknown := "/api/v1/executions/0193a000-0000-7000-8000-000000000000"
+	k.do(call{method: "POST", path: cb + "/heartbeat", token: ap.CallbackToken, body: map[string]any{"progress": 50, "message": "half"}}, 200)
+	k.problem(call{method: "POST", path: cb + "/heartbeat", token: A}, 401) // an API token opens no callback
+	k.problem(call{method: "POST", path: cb + "/heartbeat", token: ap.CallbackToken, body: map[string]any{"progress": 101}}, 400)
+	k.problem(call{method: "POST", path: unknown + "/heartbeat", token: ap.CallbackToken}, 404)
+	k.problem(call{method: "POST", path: cb + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "maybe"}}, 400)
+	k.problem(call{method: "POST", path: cb + "/complete", body: map[string]any{"status": "success"}}, 401)
+	k.problem(call{method: "POST", path: unknown + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "success"}}, 404)
+	k.do(call{method: "POST", path: cb + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "success", "output": "ok"}}, 200)
+	k.do(call{method: "POST", path: cb + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "success", "output": "ok"}}, 200)
+	if pr := k.problem(call{method: "POST", path: cb + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "failure"}}, 409); pr.Type != "https://ejserver.dev/problems/already-completed" {
+		t.Fatalf("a different completion: %+v", pr)
+	}
+	if pr := k.problem(call{method: "POST", path: cb + "/heartbeat", token: ap.CallbackToken}, 409); pr.Type != "https://ejserver.dev/problems/already-completed" {
+		t.Fatalf("a heartbeat after the end: %+v", pr)
+	}
+
 	// delete
 	k.problem(call{method: "DELETE", path: "/api/v1/jobs/beta", token: V}, 403)
 	k.do(call{method: "DELETE", path: "/api/v1/jobs/beta", token: A}, 204)
@@ -502,7 +532,7 @@ func TestAPIContract(t *testing.T) {
 
 	// the server's log names the token holder for writes and never holds a token
 	log := p.Log()
-	for _, secret := range []string{adminToken, viewerToken, "wrong-token-0123456789", testSecret} {
+	for _, secret := range []string{adminToken, viewerToken, "wrong-token-0123456789", testSecret, ap.CallbackToken} {
 		if strings.Contains(log, secret) {
 			t.Fatalf("the log holds a secret (%s...)", secret[:8])
 		}
