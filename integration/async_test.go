@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/integration/harness"
-	"github.com/ejserver/ejserver/internal/testutil/pgtest"
 )
 
 // leaseView is a callback's answer.
@@ -489,17 +487,7 @@ func waitAccepted(t *testing.T, p *harness.Peer, job string, item int) {
 // POSTed the item shows in every peer's API; once the lease record is gone (a short --lease-retention), the
 // same completion repeated still answers 200 from the history, and a different one 409.
 func TestAsyncCompletionOnAnotherPeerWithPostgres(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	pg, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Close() })
-	dsn, err := pg.CreateDatabase(ctx, "ejasync")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, dsn := newPostgres(t, "ejasync")
 	recv := newReceiver(t)
 	accepting(recv)
 	c := newCluster(t, 2, withArgs("--history-dsn", dsn, "--lease-retention", "1s"))

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/integration/harness"
-	"github.com/ejserver/ejserver/internal/testutil/pgtest"
 )
 
 type executionList struct {
@@ -26,17 +25,7 @@ type executionList struct {
 // Peers that share PostgreSQL show the whole cluster's history; when PostgreSQL stops, jobs keep firing and
 // /readyz says the store is degraded; when it is back, records are written again.
 func TestSharedPostgresHistoryAndOutage(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	pg, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Close() })
-	dsn, err := pg.CreateDatabase(ctx, "ejhist")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg, dsn := newPostgres(t, "ejhist")
 	recv := newReceiver(t)
 	c := newCluster(t, 2, withArgs("--history-dsn", dsn))
 	a, b := c.peers[0], c.peers[1]
@@ -122,6 +111,8 @@ func TestSharedPostgresHistoryAndOutage(t *testing.T) {
 	mustDo(t, a, "GET", "/api/v1/executions", nil, http.StatusServiceUnavailable, nil)
 
 	// back: records written again (an execution that started after the restart shows up)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	if err := pg.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}

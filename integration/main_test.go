@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/integration/harness"
+	"github.com/ejserver/ejserver/internal/testutil/pgtest"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -160,4 +162,22 @@ func mustDo(t *testing.T, p *harness.Peer, method, path string, body any, wantSt
 
 func job(name, cron string, total int, url string) map[string]any {
 	return map[string]any{"jobName": name, "cron": cron, "shardingTotalCount": total, "webhook": map[string]any{"url": url}}
+}
+
+// newPostgres starts a PostgreSQL server for the test (stopped at its end) and returns it with the DSN of a
+// new database db on it.
+func newPostgres(t *testing.T, db string) (*pgtest.Cluster, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Close() })
+	dsn, err := pg.CreateDatabase(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg, dsn
 }

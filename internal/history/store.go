@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/lease"
 )
 
 // Store is the execution history. SQLite and PostgreSQL implement it; Open returns one of them.
@@ -50,14 +51,11 @@ const (
 	MaxLimit     = 500
 )
 
-// asyncStates are the states of an accepted item (Execution.State, docs/long-running.md).
-var asyncStates = []string{"RUNNING", "RETRYING", "SUCCEEDED", "FAILED", "EXPIRED", "CANCELLED"}
-
 // Bounds of what an accepted item's receiver reports, in characters (docs/long-running.md): the store keeps
 // the start of a longer message or output.
 const (
-	maxMessageLen = 1024
-	maxOutputLen  = 4096
+	maxMessageLen = lease.MaxMessageLen
+	maxOutputLen  = lease.MaxOutputLen
 )
 
 // ExecutionFilter selects executions. Zero fields don't filter; the others must all match.
@@ -177,8 +175,12 @@ func (f ExecutionFilter) check() (checked, error) {
 	if f.Source != "" && !f.Source.Valid() {
 		return c, ejserver.Invalid("source", "must be one of NORMAL_TRIGGER, MISFIRE, FAILOVER, MANUAL, not %q", f.Source)
 	}
-	if f.State != "" && !slices.Contains(asyncStates, f.State) {
-		return c, ejserver.Invalid("state", "must be one of %s, not %q", strings.Join(asyncStates, ", "), f.State)
+	if f.State != "" && !lease.State(f.State).Valid() {
+		names := make([]string, len(lease.States))
+		for i, s := range lease.States {
+			names[i] = string(s)
+		}
+		return c, ejserver.Invalid("state", "must be one of %s, not %q", strings.Join(names, ", "), f.State)
 	}
 	if f.ShardingItem != nil && *f.ShardingItem < 0 {
 		return c, ejserver.Invalid("shardingItem", "must not be negative, not %d", *f.ShardingItem)

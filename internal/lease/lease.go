@@ -22,6 +22,9 @@ const (
 	Cancelled State = "CANCELLED"
 )
 
+// States lists every state, in the order of an item's life.
+var States = []State{Running, Retrying, Succeeded, Failed, Expired, Cancelled}
+
 // Ended reports whether s is final.
 func (s State) Ended() bool {
 	switch s {
