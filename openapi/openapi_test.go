@@ -103,3 +103,34 @@ func TestSwaggerYAMLIsSwaggerJSON(t *testing.T) {
 		t.Fatal("swagger.yaml and swagger.json differ: run make generate")
 	}
 }
+
+// The OpenAPI 3 document describes what ejserver sends to a webhook: the body's schema with the fields a
+// receiver that answers 202 reports back with, as a callback of the operations that set a webhook; and the
+// callbacks of accepted items are operations of their own.
+func TestWebhookAndCallbacksAreDocumented(t *testing.T) {
+	doc, err := spec.Load(context.Background(), openapi.OpenAPI3JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := doc.Components.Schemas[spec.WebhookPayload]
+	if payload == nil || payload.Value == nil {
+		t.Fatal("no webhook payload schema")
+	}
+	for _, field := range []string{"executionId", "shardingItem", "attempt", "callbackUrl", "callbackToken", "leaseSeconds"} {
+		if payload.Value.Properties[field] == nil {
+			t.Errorf("the webhook payload schema has no %s", field)
+		}
+	}
+	for _, op := range []*openapi3.Operation{doc.Paths.Value("/api/v1/jobs").Post, doc.Paths.Value("/api/v1/jobs/{jobName}").Put} {
+		cb := op.Callbacks["webhook"]
+		if cb == nil || cb.Value.Value("{$request.body#/webhook/url}") == nil || cb.Value.Value("{$request.body#/webhook/url}").Post.Responses.Status(202) == nil {
+			t.Errorf("%s: no webhook callback with its 202 answer", op.OperationID)
+		}
+	}
+	for _, kind := range []string{"heartbeat", "complete"} {
+		item := doc.Paths.Value("/api/v1/executions/{id}/" + kind)
+		if item == nil || item.Post == nil || item.Post.Responses.Status(409) == nil || item.Post.Responses.Status(401) == nil {
+			t.Errorf("the %s callback is not documented with its 401 and 409", kind)
+		}
+	}
+}

@@ -10,7 +10,10 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3gen"
 	"gopkg.in/yaml.v3"
+
+	"github.com/ejserver/ejserver/receiver"
 )
 
 // ProblemJSON is the media type of every error response (RFC 9457).
@@ -47,6 +50,9 @@ func Convert(ctx context.Context, swagger []byte) (*openapi3.T, error) {
 				}
 			}
 		}
+	}
+	if err := addWebhook(doc); err != nil {
+		return nil, err
 	}
 	if doc.Components != nil {
 		if s, ok := doc.Components.SecuritySchemes["BearerAuth"]; ok && s.Value != nil {
@@ -114,4 +120,55 @@ func Load(ctx context.Context, b []byte) (*openapi3.T, error) {
 		return nil, fmt.Errorf("not a valid OpenAPI 3 document: %w", err)
 	}
 	return doc, nil
+}
+
+// WebhookPayload names the schema of the body ejserver POSTs to a job's webhook.
+const WebhookPayload = "WebhookPayload"
+
+// addWebhook documents the request ejserver sends to a job's webhook, which Swagger 2.0 can't express: the
+// body's schema (receiver.Payload, the contract's one definition, callback fields included) and an OpenAPI 3
+// callback on the operations that set a webhook, with the answers ejserver understands.
+func addWebhook(doc *openapi3.T) error {
+	schema, err := openapi3gen.NewSchemaRefForValue(receiver.Payload{}, nil)
+	if err != nil {
+		return fmt.Errorf("schema of the webhook body: %w", err)
+	}
+	schema.Value.Description = "One item of one fire, POSTed to the job's webhook (headers webhook-id, webhook-timestamp, " +
+		"webhook-signature, shardingContext, Ejserver-Callback-Url and Ejserver-Callback-Token). callbackUrl and " +
+		"callbackToken let a receiver that answers 202 report progress and completion (/api/v1/executions/{id}/heartbeat, /complete)."
+	if doc.Components == nil {
+		doc.Components = &openapi3.Components{}
+	}
+	if doc.Components.Schemas == nil {
+		doc.Components.Schemas = openapi3.Schemas{}
+	}
+	doc.Components.Schemas[WebhookPayload] = schema
+	answer := func(desc string) *openapi3.Response { return openapi3.NewResponse().WithDescription(desc) }
+	ref := func(desc string) *openapi3.ResponseRef { return &openapi3.ResponseRef{Value: answer(desc)} }
+	responses := openapi3.NewResponses(
+		openapi3.WithStatus(200, ref("success (2xx); a streaming DATAFLOW job's {\"hasMore\": true} asks for the next iteration")),
+		openapi3.WithStatus(202, ref("accepted: the item stays RUNNING under its lease until the receiver completes it by callback")),
+		openapi3.WithStatus(410, ref("gone: a permanent failure, not retried")),
+		openapi3.WithName("default", answer("a failure, retried per the job's retry policy (429 and 503 honour Retry-After)")),
+	)
+	hook := &openapi3.PathItem{Post: &openapi3.Operation{
+		Summary: "An item of a fire, delivered to the job's webhook",
+		RequestBody: &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
+			WithJSONSchemaRef(&openapi3.SchemaRef{Ref: "#/components/schemas/" + WebhookPayload})},
+		Responses: responses,
+	}}
+	var cb openapi3.Callback
+	cb.Set("{$request.body#/webhook/url}", hook)
+	for _, key := range []string{"/api/v1/jobs", "/api/v1/jobs/{jobName}"} {
+		item := doc.Paths.Value(key)
+		if item == nil {
+			return fmt.Errorf("no path %s to hang the webhook on", key)
+		}
+		for _, op := range []*openapi3.Operation{item.Post, item.Put} {
+			if op != nil {
+				op.Callbacks = openapi3.Callbacks{"webhook": &openapi3.CallbackRef{Value: &cb}}
+			}
+		}
+	}
+	return nil
 }
