@@ -165,8 +165,8 @@ func TestAsyncItemCompletesByCallback(t *testing.T) {
 	if s, _, _ := callback(t, other, p.ExecutionID, "complete", "s3cret-admin-token-of-the-api", map[string]any{"status": "success"}); s != 401 {
 		t.Errorf("an API-like token: %d", s)
 	}
-	if s, typ, _ := callback(t, other, "0192f5e4-7b1a-7cc3-9d2e-3f4a5b6c7d8e", "complete", p.CallbackToken, map[string]any{"status": "success"}); s != 404 {
-		t.Errorf("unknown execution: %d %s", s, typ)
+	if s, typ, _ := callback(t, other, "0192f5e4-7b1a-7cc3-9d2e-3f4a5b6c7d8e", "complete", p.CallbackToken, map[string]any{"status": "success"}); s != 401 {
+		t.Errorf("another execution's id with this token: %d %s", s, typ)
 	}
 	if s, _, _ := callback(t, other, "../../x", "complete", p.CallbackToken, map[string]any{"status": "success"}); s != 404 {
 		t.Errorf("a path as execution id: %d", s)

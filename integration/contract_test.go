@@ -479,10 +479,11 @@ func TestAPIContract(t *testing.T) {
 	k.do(call{method: "POST", path: cb + "/heartbeat", token: ap.CallbackToken, body: map[string]any{"progress": 50, "message": "half"}}, 200)
 	k.problem(call{method: "POST", path: cb + "/heartbeat", token: A}, 401) // an API token opens no callback
 	k.problem(call{method: "POST", path: cb + "/heartbeat", token: ap.CallbackToken, body: map[string]any{"progress": 101}}, 400)
-	k.problem(call{method: "POST", path: unknown + "/heartbeat", token: ap.CallbackToken}, 404)
+	k.problem(call{method: "POST", path: unknown + "/heartbeat", token: ap.CallbackToken}, 401) // not that id's token
+	k.problem(call{method: "POST", path: "/api/v1/executions/not-an-id/heartbeat", token: ap.CallbackToken}, 404)
 	k.problem(call{method: "POST", path: cb + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "maybe"}}, 400)
 	k.problem(call{method: "POST", path: cb + "/complete", body: map[string]any{"status": "success"}}, 401)
-	k.problem(call{method: "POST", path: unknown + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "success"}}, 404)
+	k.problem(call{method: "POST", path: "/api/v1/executions/not-an-id/complete", token: ap.CallbackToken, body: map[string]any{"status": "success"}}, 404)
 	k.do(call{method: "POST", path: cb + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "success", "output": "ok"}}, 200)
 	k.do(call{method: "POST", path: cb + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "success", "output": "ok"}}, 200)
 	if pr := k.problem(call{method: "POST", path: cb + "/complete", token: ap.CallbackToken, body: map[string]any{"status": "failure"}}, 409); pr.Type != "https://ejserver.dev/problems/already-completed" {

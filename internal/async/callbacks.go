@@ -117,9 +117,9 @@ func (m *Manager) Complete(ctx context.Context, executionID, token string, req C
 	})
 }
 
-// callback finds the execution, checks the token and applies the event. Unknown executions are 404 before a
-// token is looked at: an execution id is no secret (it is the webhook-id), and a token is checked against
-// the id it names.
+// callback checks the token, finds the execution and applies the event. The token is checked first: it needs
+// nothing but the cluster's secret and the id, and only a valid one is worth waiting for a lease that may
+// not be recorded yet.
 func (m *Manager) callback(ctx context.Context, kind, executionID, token string, ev func(it, at int) lease.Event) (View, error) {
 	v, err := m.doCallback(ctx, executionID, token, ev)
 	m.cfg.Observer.Callback(kind, outcomeOf(err))
@@ -130,6 +130,10 @@ func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev 
 	if !cluster.ValidExecutionID(executionID) {
 		return View{}, notFound(executionID)
 	}
+	it, at, terr := lease.Verify(m.cfg.Secret, executionID, token)
+	if terr != nil {
+		return View{}, badToken()
+	}
 	_, _, err := m.reg.ReadLease(executionID)
 	if errors.Is(err, cluster.ErrNoLease) {
 		// the callback may have overtaken the 202 it follows: wait a moment for the lease
@@ -137,20 +141,16 @@ func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev 
 		werr := m.reg.WaitLease(wctx, executionID)
 		cancel()
 		if werr != nil {
-			return m.fromHistory(ctx, executionID, token, ev)
+			return m.fromHistory(ctx, executionID, it, at, ev)
 		}
 	} else if err != nil {
 		return View{}, ejserver.Unavailable(err, "read the lease of execution %s", executionID)
-	}
-	it, at, terr := lease.Verify(m.cfg.Secret, executionID, token)
-	if terr != nil {
-		return View{}, badToken()
 	}
 	m.cancelIfJobGone(executionID)
 	d, err := m.apply(executionID, func() lease.Event { return ev(it, at) }, nil)
 	switch {
 	case errors.Is(err, cluster.ErrNoLease):
-		return m.fromHistory(ctx, executionID, token, ev) // pruned meanwhile
+		return m.fromHistory(ctx, executionID, it, at, ev) // pruned meanwhile
 	case err != nil:
 		return View{}, ejserver.Unavailable(err, "apply a callback of execution %s", executionID)
 	}
@@ -165,7 +165,7 @@ func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev 
 
 // fromHistory answers a callback for an execution whose lease record is gone (or never was): from the
 // history store, which with PostgreSQL holds the whole cluster's executions and with SQLite this peer's.
-func (m *Manager) fromHistory(ctx context.Context, executionID, token string, ev func(it, at int) lease.Event) (View, error) {
+func (m *Manager) fromHistory(ctx context.Context, executionID string, it, at int, ev func(it, at int) lease.Event) (View, error) {
 	if m.cfg.History == nil {
 		return View{}, notFound(executionID)
 	}
@@ -175,10 +175,6 @@ func (m *Manager) fromHistory(ctx context.Context, executionID, token string, ev
 	}
 	if err != nil {
 		return View{}, ejserver.Unavailable(err, "look up execution %s", executionID)
-	}
-	it, at, terr := lease.Verify(m.cfg.Secret, executionID, token)
-	if terr != nil {
-		return View{}, badToken()
 	}
 	if !rec.Done() {
 		return View{}, notFound(executionID) // running, but not (or no longer) under a lease

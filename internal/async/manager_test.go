@@ -172,8 +172,12 @@ func TestCallbacksApplyAndRefuse(t *testing.T) {
 	if _, err := f.mgr.Complete(ctx, id, tok, CompleteRequest{Status: "failure"}); problemKind(err) != "already-completed" {
 		t.Fatalf("another completion: %v", err)
 	}
-	if _, err := f.mgr.Complete(ctx, "01a20d23-0000-75d9-a8b1-28fcace5ff8c", tok, done); problemKind(err) != "not_found" {
-		t.Fatalf("unknown execution: %v", err)
+	const unknown = "01a20d23-0000-75d9-a8b1-28fcace5ff8c"
+	if _, err := f.mgr.Complete(ctx, unknown, tok, done); problemKind(err) != "callback-token" {
+		t.Fatalf("unknown execution, another's token: %v", err)
+	}
+	if _, err := f.mgr.Complete(ctx, unknown, lease.Token(secret, unknown, 0, 1), done); problemKind(err) != "not_found" {
+		t.Fatalf("unknown execution, its token: %v", err)
 	}
 	f.obs.mu.Lock()
 	defer f.obs.mu.Unlock()
