@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -736,123 +735,6 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		attrs = append(attrs, "permanent", true)
 	}
 	e.log.Log(context.Background(), level, "item "+status, attrs...)
-}
-
-// awaitScheduledTime holds an item that was prepared ahead of its fire (fenced, its running node created)
-// until the scheduled time, so the request leaves on time rather than after ZooKeeper's round trips. It
-// reports whether the item may still run then: the peer is not shutting down, the session is not in doubt,
-// and the job and the item are still this peer's to run. Otherwise the running node created for it goes.
-// waited: the item was counted in Activity as waiting for its time, and still is (its departure uncounts it).
-func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion int32) (send, waited bool) {
-	wait := req.scheduledAt.Sub(e.clk.Now())
-	if wait <= 0 {
-		return true, false
-	}
-	reason := ""
-	growStack()
-	e.cfg.Activity.waiting(req.scheduledAt, 1)
-	slept := clock.Sleep(e.clk, wait, e.soft.Done())
-	if !slept {
-		reason = "the peer is shutting down"
-	} else if !e.reg.Lease() {
-		reason = "ZooKeeper session in doubt"
-	} else if snap := e.reg.Job(req.job); snap == nil || snap.Config.Disabled || !snap.Registered ||
-		snap.ServerDisabled(snap.MyIP) || !snap.IsMyItem(item) {
-		reason = "the job or the item is no longer this peer's to run"
-	}
-	if reason == "" {
-		return true, true
-	}
-	e.cfg.Activity.waiting(req.scheduledAt, -1)
-	e.log.Info("prepared item not sent: "+reason, "job", req.job, "item", item)
-	if runningVersion == 0 {
-		if err := e.reg.ClearStaleRunning(req.job, item, 0); err != nil {
-			e.log.Warn("could not remove the running node of an item that was not sent", "job", req.job, "item", item, "err", err)
-		}
-	}
-	return false, false
-}
-
-// sendStackFrame is the frame growStack pushes. Sending a webhook (resty, net/http) needs more than 16 KB of
-// stack, and a goroutine starts with a few; grown at the scheduled time, the stack is copied twice or three
-// times while the rest of the burst waits (runtime.newstack was a fifth of an item's CPU in a profile of the
-// `second` workload). A 16 KB frame on top of what the goroutine uses grows it to 32 KB.
-const sendStackFrame = 16 << 10
-
-// growStack grows the calling goroutine's stack to what sending needs, ahead of the scheduled time. The
-// runtime keeps it until a garbage collection finds it mostly unused.
-//
-//go:noinline
-func growStack() {
-	var frame [sendStackFrame]byte
-	useStack(frame[:])
-}
-
-//go:noinline
-func useStack(b []byte) { b[len(b)-1] = 1 }
-
-// begin creates the item's running node, fenced by ownership; it reports whether the item may run.
-func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) bool {
-	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: executionID, TaskID: req.taskID,
-		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param}
-	version := snap.Item(item).OwnerVersion
-	for attempt := 0; attempt < 2; attempt++ {
-		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover)
-		switch {
-		case err == nil:
-			return true
-		case errors.Is(err, cluster.ErrNotOwner):
-			// our view may lag a resharding by a moment: let the registry settle and look again
-			ctx, cancel := context.WithTimeout(e.soft, time.Second)
-			fresh, werr := e.reg.Wait(ctx, req.job, func(s *cluster.JobSnapshot) bool { return s.Settled })
-			cancel()
-			if werr != nil || fresh == nil || !fresh.IsMyItem(item) || fresh.Item(item).OwnerVersion == version {
-				e.log.Info("item is no longer this peer's: not run", "job", req.job, "item", item)
-				return false
-			}
-			version = fresh.Item(item).OwnerVersion
-		case errors.Is(err, cluster.ErrItemRunning):
-			cur, v, ok, rerr := e.reg.ReadRunning(req.job, item)
-			if rerr != nil {
-				e.log.Warn("could not read a running item", "job", req.job, "item", item, "err", rerr)
-				return false
-			}
-			stale := ok && (cur.InstanceID == e.me.InstanceID || !e.online(req.job, cur.InstanceID))
-			if ok && cur.Async {
-				// accepted work: its lease says whether it still runs, wherever the peer that sent it is
-				live, lerr := e.reg.LeaseLive(cur.ExecutionID)
-				if lerr != nil {
-					e.log.Warn("could not read the lease of a running item", "job", req.job, "item", item, "err", lerr)
-					return false
-				}
-				stale = !live
-			}
-			if !ok || stale {
-				// left by this instance id before (not in flight here), or by a peer that is gone
-				if stale {
-					e.log.Warn("clearing a stale running node", "job", req.job, "item", item, "instance", cur.InstanceID)
-					if err := e.reg.ClearStaleRunning(req.job, item, v); err != nil {
-						return false
-					}
-				}
-				continue
-			}
-			if snap.Config.Misfire && req.source != ejserver.SourceManual {
-				_ = e.reg.SetMisfire(req.job, item)
-			}
-			e.log.Info("item is running on another instance: not run", "job", req.job, "item", item, "instance", cur.InstanceID)
-			return false
-		default:
-			e.log.Warn("could not record the item as running: not run", "job", req.job, "item", item, "err", err)
-			return false
-		}
-	}
-	return false
-}
-
-func (e *Executor) online(job, instance string) bool {
-	snap := e.reg.Job(job)
-	return snap != nil && snap.Online(instance)
 }
 
 // finishItem ends an item's run here and starts what waited for it: one misfire catch-up, or the next
