@@ -61,6 +61,15 @@ func (m *Manager) send(l lease.Lease) {
 	m.log.Info("POSTing an accepted item again", "job", l.JobName, "item", l.ShardingItem, "execution_id", l.ExecutionID,
 		"attempt", l.Attempt, "iteration", l.Iteration, "cause", l.Cause)
 	res := m.cfg.Sender.Send(ctx, m.cfg.Sender.Prepare(d))
+	select {
+	case <-m.stop:
+		// this peer is stopping, not the item failing: it stays RETRYING, and when its window has passed the
+		// watcher (on whichever peer holds the duty then) POSTs it again
+		m.log.Info("re-POST of an accepted item cut short by the shutdown; the lease decides", "job", l.JobName,
+			"item", l.ShardingItem, "execution_id", l.ExecutionID)
+		return
+	default:
+	}
 	ev := lease.Event{Kind: lease.Sent, At: m.clk.Now(), Iteration: res.Iteration, Attempt: res.Attempt,
 		Accepted: res.Accepted, Success: res.Success && !res.Accepted, StatusCode: res.StatusCode,
 		Cause: res.FailureCause}

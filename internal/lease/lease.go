@@ -233,9 +233,15 @@ func apply(l Lease, ev Event, pol Policy) Decision {
 func callback(l Lease, ev Event, pol Policy) Decision {
 	older := ev.Iteration < l.Iteration || ev.Iteration == l.Iteration && ev.Attempt < l.Attempt
 	newer := ev.Iteration > l.Iteration || ev.Iteration == l.Iteration && ev.Attempt > l.Attempt
+	if newer && l.State == Retrying {
+		// a re-POST's own retry (after a 5xx, say) reached the receiver before the re-POST's outcome was
+		// recorded: the token proves ejserver sent that request, so it is the current attempt now
+		l.Iteration, l.Attempt = ev.Iteration, ev.Attempt
+		newer = false
+	}
 	switch {
 	case older || newer:
-		// newer can't come from a token this lease issued: treat it like any other token not of this attempt
+		// newer, outside a re-POST, can't come from a request ejserver sent: not this attempt's either way
 		return Decision{Lease: l, Refusal: StaleAttempt}
 	case l.State == Cancelled:
 		return Decision{Lease: l, Refusal: ExecutionCanceled}

@@ -51,6 +51,7 @@ func TestApply(t *testing.T) {
 		{"heartbeat after the lease ran out", running, Event{Kind: Heartbeat, At: t0.Add(time.Minute), Attempt: 1}, pol, Running, LeaseExpired, false, false, false},
 		{"heartbeat of an earlier attempt", retrying, Event{Kind: Heartbeat, At: t0.Add(time.Minute), Attempt: 1}, pol, Retrying, StaleAttempt, false, false, false},
 		{"heartbeat of a later attempt than issued", running, Event{Kind: Heartbeat, At: t0, Attempt: 2}, pol, Running, StaleAttempt, false, false, false},
+		{"heartbeat of a retry of the re-POST before its outcome is seen", retrying, Event{Kind: Heartbeat, At: t0.Add(61 * time.Second), Attempt: 3}, pol, Running, Applied, true, false, false},
 		{"heartbeat of the re-POSTed attempt before its 202 is seen", retrying, Event{Kind: Heartbeat, At: t0.Add(61 * time.Second), Attempt: 2}, pol, Running, Applied, true, false, false},
 		{"complete success", running, Event{Kind: Complete, At: t0.Add(time.Second), Attempt: 1, Success: true}, pol, Succeeded, Applied, true, true, false},
 		{"complete failure", running, Event{Kind: Complete, At: t0.Add(time.Second), Attempt: 1, Message: "disk full"}, pol, Failed, Applied, true, true, false},
