@@ -35,12 +35,14 @@
   const $ = (sel, root = document) => root.querySelector(sel);
   const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
 
-  // setHTML replaces an element's content only when it changed.
+  // setHTML replaces an element's content only when it changed. Disclosures the operator opened stay open.
   function setHTML(el, content) {
     const s = render(content);
     if (el && el.renderedHTML !== s) {
+      const open = $$('details', el).map((d) => d.open);
       el.innerHTML = s;
       el.renderedHTML = s;
+      if (open.includes(true)) $$('details', el).forEach((d, i) => { if (open[i]) d.open = true; });
     }
   }
 
