@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -486,6 +487,154 @@ func TestConsoleOpenAPI(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#dialog button.danger")))
 	b.waitText(`#jobs-table tbody tr[data-key="open-demo"]`, "DISABLED", 10*time.Second)
 	b.waitText("#result", "Disabled open-demo", 5*time.Second)
+	if probs := b.problems(); len(probs) > 0 {
+		t.Fatalf("the console wrote errors:\n%s", strings.Join(probs, "\n"))
+	}
+}
+
+// Items answered 202 Accepted, in the console: the sharding view shows a running item's progress bar (or "—"),
+// its receiver's last message as text, its lease counting down with the page's refresh, how long it has run,
+// and a re-POSTed item as RETRYING with its attempt; the executions list shows each accepted execution's state
+// as a badge (RUNNING, SUCCEEDED, FAILED, EXPIRED, CANCELLED) with its progress, message and output.
+func TestConsoleLongRunning(t *testing.T) {
+	recv := newReceiver(t)
+	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
+		if d.Payload.JobName == "reindex" && d.Payload.Attempt > 1 {
+			return http.StatusAccepted, "", time.Minute // the re-POST hangs: its lease stays RETRYING
+		}
+		return http.StatusAccepted, "", 0
+	})
+	c := newCluster(t, 1)
+	p := c.peers[0]
+
+	ledgers := asyncJob("reconcile-ledgers", "", 4, recv.URL, 30)
+	ledgers["shardingItemParameters"] = "0=north,1=south,2=east,3=west"
+	reindex := asyncJob("reindex", "", 1, recv.URL, 2)
+	reindex["retry"] = map[string]any{"maxAttempts": 2, "initialBackoffMs": 100, "maxBackoffMs": 100}
+	reindex["webhook"].(map[string]any)["timeoutMs"] = 90000
+	expiring := asyncJob("expiring", "", 1, recv.URL, 2)
+	expiring["retry"] = map[string]any{"maxAttempts": 1}
+	for _, spec := range []map[string]any{ledgers, reindex, expiring, asyncJob("doomed", "", 1, recv.URL, 30)} {
+		mustDo(t, p, "POST", "/api/v1/jobs", spec, http.StatusCreated, nil)
+		mustDo(t, p, "POST", "/api/v1/jobs/"+spec["jobName"].(string)+"/trigger", map[string]any{}, http.StatusAccepted, nil)
+	}
+	if _, ok := recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 7 }); !ok {
+		t.Fatalf("%d deliveries, want 7", len(recv.Deliveries(nil)))
+	}
+	sent := map[string]harness.Payload{} // "job/item" -> its first request
+	for _, d := range recv.Deliveries(nil) {
+		if d.Payload.Attempt <= 1 {
+			sent[fmt.Sprintf("%s/%d", d.Payload.JobName, d.Payload.ShardingItem)] = d.Payload
+		}
+	}
+	for i := range 4 {
+		waitAccepted(t, p, "reconcile-ledgers", i)
+	}
+	waitAccepted(t, p, "doomed", 0)
+	report := func(key, kind string, body map[string]any) {
+		t.Helper()
+		if s, typ, v := callback(t, p, sent[key].ExecutionID, kind, sent[key].CallbackToken, body); s != http.StatusOK {
+			t.Fatalf("%s of %s: %d %s %+v", kind, key, s, typ, v)
+		}
+	}
+	const hostile = `<script>window.pwned=1</script><img src=x onerror="window.pwned=2"> 2 of 9 partitions`
+	report("reconcile-ledgers/0", "heartbeat", map[string]any{"progress": 40, "message": "4,000 of 10,000 ledgers reconciled"})
+	report("reconcile-ledgers/1", "heartbeat", map[string]any{"message": hostile})
+	report("reconcile-ledgers/2", "complete", map[string]any{"status": "success", "message": "settled 1,200 ledgers", "output": "ledgers=1200\nskipped=0"})
+	report("reconcile-ledgers/3", "complete", map[string]any{"status": "failure", "message": "warehouse unreachable"})
+	mustDo(t, p, "DELETE", "/api/v1/jobs/doomed", nil, http.StatusNoContent, nil)
+
+	b := newBrowser(t, p.URL("/"))
+	b.do("open the console", 20*time.Second, chromedp.Navigate(p.URL("/#/jobs/reconcile-ledgers")))
+	b.waitText("main h1", "reconcile-ledgers", 10*time.Second)
+	row := func(item int) string { return fmt.Sprintf(`#items-table tbody tr[data-key="%d"]`, item) }
+
+	// item 0: a progress bar at 40 %, the message, the lease counting down from at most 30 s, the time it has run
+	b.waitText(row(0), "4,000 of 10,000 ledgers reconciled", 10*time.Second)
+	if v := eval[int](b, `document.querySelector('`+row(0)+` progress').value`); v != 40 {
+		t.Fatalf("item 0's progress bar is at %d, want 40", v)
+	}
+	b.waitText(row(0)+" .progress", "40%", 5*time.Second)
+	b.waitText(row(0)+" .badge", "RUNNING", 5*time.Second)
+	b.waitText(row(0), "MANUAL · running", 5*time.Second)
+	left := func() int {
+		t.Helper()
+		text := eval[string](b, `document.querySelector('`+row(0)+` .lease').textContent`)
+		var n int
+		if _, err := fmt.Sscanf(text, "lease expires in %d s", &n); err != nil || n <= 0 || n > 30 {
+			t.Fatalf("item 0's lease shows %q, want \"lease expires in N s\" with 0 < N <= 30", text)
+		}
+		return n
+	}
+	first := left()
+	b.waitFor("the lease to count down with the page's refresh", fmt.Sprintf(`(() => {
+		const m = /lease expires in (\d+) s/.exec(document.querySelector('%s .lease').textContent);
+		return !!m && Number(m[1]) < %d; })()`, row(0), first), 10*time.Second)
+	if n := left(); n >= first {
+		t.Fatalf("the lease still shows %d s, was %d s", n, first)
+	}
+
+	// item 1: no progress ("—"), and a receiver's markup shown as text, never run
+	b.waitText(row(1)+" .progress.none", "—", 5*time.Second)
+	if got := eval[string](b, `document.querySelector('`+row(1)+` .async-msg').textContent`); got != hostile {
+		t.Fatalf("item 1's message reads %q, want the receiver's text as it is: %q", got, hostile)
+	}
+	if n := b.count(`main script, main img`); n != 0 || eval[string](b, `String(window.pwned)`) != "undefined" {
+		t.Fatalf("a receiver's message made markup: %d elements, window.pwned=%s", n, eval[string](b, `String(window.pwned)`))
+	}
+	// the ended items are no longer running; their executions say how they ended
+	b.waitText(row(2), "COMPLETED", 5*time.Second)
+	b.waitFor("the recent executions' states", `(() => { const t = document.querySelector("#recent-table tbody");
+		return ["RUNNING", "SUCCEEDED", "FAILED"].every(s => !!t.querySelector(".badge.st-" + s)); })()`, 10*time.Second)
+	b.do("a taller window", 10*time.Second, chromedp.EmulateViewport(1280, 1240))
+	eval[chromedp.Void](b, `document.getElementById("sharding-title").scrollIntoView()`)
+	b.screenshot("async-running.png", false)
+	// on a phone the running items' cards fit the width
+	b.do("phone width", 10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	b.waitText(row(1), "lease expires in", 5*time.Second)
+	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
+		t.Fatalf("the job's page is %d px wide on a 390 px phone", w)
+	}
+	b.do("the usual window", 10*time.Second, chromedp.EmulateReset())
+
+	// a lease that ran out with an attempt left: RETRYING, attempt 2, while the re-POST waits for its answer
+	b.route("#/jobs/reindex", "reindex")
+	b.waitFor("item 0 of reindex RETRYING", `!!document.querySelector('`+row(0)+` .badge.st-RETRYING')`, 20*time.Second)
+	b.waitText(row(0), "attempt 2", 5*time.Second)
+	b.waitText(row(0), "being POSTed again", 5*time.Second)
+	b.waitText(row(0)+" .lease", "answer due in", 5*time.Second)
+
+	// the executions list: every ended state, and the running ones with their progress and message
+	b.route("#/executions", "Executions")
+	for _, state := range []string{"RUNNING", "SUCCEEDED", "FAILED", "EXPIRED", "CANCELLED"} {
+		b.waitFor("an execution "+state, `!!document.querySelector("#exec-table tbody .badge.st-`+state+`")`, 20*time.Second)
+	}
+	execRow := func(key string) string { return `#exec-table tbody tr[data-key="` + sent[key].ExecutionID + `"]` }
+	b.waitText(execRow("reconcile-ledgers/0"), "4,000 of 10,000 ledgers reconciled", 5*time.Second)
+	b.waitText(execRow("reconcile-ledgers/0")+" .progress", "40%", 5*time.Second)
+	b.waitText(execRow("reconcile-ledgers/0"), "lease expires in", 5*time.Second)
+	b.waitText(execRow("reconcile-ledgers/0"), "so far", 5*time.Second)
+	if got := eval[string](b, `document.querySelector('`+execRow("reconcile-ledgers/1")+` .async-msg').textContent`); got != hostile {
+		t.Fatalf("the execution's message reads %q, want %q", got, hostile)
+	}
+	b.waitText(execRow("reconcile-ledgers/3")+" .badge", "FAILED", 5*time.Second)
+	b.waitText(execRow("reconcile-ledgers/3"), "warehouse unreachable", 5*time.Second)
+	b.waitText(execRow("expiring/0")+" .badge", "EXPIRED", 5*time.Second)
+	b.waitText(execRow("doomed/0")+" .badge", "CANCELLED", 5*time.Second)
+	// the details: a completion's output, and when a running one was last heard from; an open disclosure
+	// stays open through the refreshes
+	eval[chromedp.Void](b, `document.querySelectorAll("#exec-table tbody details").forEach(d => d.open = true)`)
+	if got := eval[string](b, `document.querySelector('`+execRow("reconcile-ledgers/2")+` pre.output').textContent`); got != "ledgers=1200\nskipped=0" {
+		t.Fatalf("the output reads %q", got)
+	}
+	b.waitText(execRow("reconcile-ledgers/0")+" details", "Last heard", 5*time.Second)
+	b.waitFor("a refresh", `document.getElementById("live").textContent.includes("updated")`, 5*time.Second)
+	before := eval[string](b, `document.getElementById("live").textContent`)
+	b.waitFor("another refresh", `document.getElementById("live").textContent !== `+js(before), 10*time.Second)
+	if !eval[bool](b, `document.querySelector('`+execRow("reconcile-ledgers/0")+` details').open`) {
+		t.Fatal("a refresh closed the running execution's details")
+	}
+
 	if probs := b.problems(); len(probs) > 0 {
 		t.Fatalf("the console wrote errors:\n%s", strings.Join(probs, "\n"))
 	}

@@ -18,6 +18,7 @@ func TestHandler(t *testing.T) {
 		{"/", "GET", 200, "text/html; charset=utf-8", `<script src="app.js" defer></script>`},
 		{"/index.html", "GET", 200, "text/html; charset=utf-8", "<main"},
 		{"/app.js", "GET", 200, "text/javascript; charset=utf-8", "/api/v1/auth/whoami"},
+		{"/async.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAsync"},
 		{"/app.css", "GET", 200, "text/css; charset=utf-8", ":focus-visible"},
 		{"/favicon.svg", "GET", 200, "image/svg+xml", "<svg"},
 		{"/favicon.ico", "GET", 200, "image/svg+xml", "<svg"},
@@ -71,7 +72,7 @@ func TestHandlerRevalidates(t *testing.T) {
 
 // The CSP forbids inline scripts and styles: the files must not need them.
 func TestNoInlineScriptOrStyle(t *testing.T) {
-	for _, name := range []string{"static/index.html", "static/app.js"} {
+	for _, name := range []string{"static/index.html", "static/app.js", "static/async.js"} {
 		b, err := static.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -81,6 +82,33 @@ func TestNoInlineScriptOrStyle(t *testing.T) {
 			if strings.Contains(s, bad) {
 				t.Errorf("%s contains %q, which the Content-Security-Policy blocks", name, bad)
 			}
+		}
+	}
+}
+
+// async.js is loaded before app.js, which calls it as it starts.
+func TestAsyncModuleLoadsFirst(t *testing.T) {
+	b, err := static.ReadFile("static/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	module, app := strings.Index(s, `<script src="async.js" defer></script>`), strings.Index(s, `<script src="app.js" defer></script>`)
+	if module < 0 || app < 0 || module > app {
+		t.Fatalf("index.html must load async.js (at %d) before app.js (at %d), both deferred", module, app)
+	}
+}
+
+// What receivers write (heartbeat messages, output) reaches the page only through html“, which escapes:
+// async.js never writes markup itself.
+func TestAsyncModuleWritesNoMarkup(t *testing.T) {
+	b, err := static.ReadFile("static/async.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "createContextualFragment"} {
+		if strings.Contains(string(b), bad) {
+			t.Errorf("async.js uses %s: render through the html`` helper instead", bad)
 		}
 	}
 }

@@ -35,12 +35,14 @@
   const $ = (sel, root = document) => root.querySelector(sel);
   const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
 
-  // setHTML replaces an element's content only when it changed.
+  // setHTML replaces an element's content only when it changed. Disclosures the operator opened stay open.
   function setHTML(el, content) {
     const s = render(content);
     if (el && el.renderedHTML !== s) {
+      const open = $$('details', el).map((d) => d.open);
       el.innerHTML = s;
       el.renderedHTML = s;
+      if (open.includes(true)) $$('details', el).forEach((d, i) => { if (open[i]) d.open = true; });
     }
   }
 
@@ -122,6 +124,9 @@
 
   const badge = (status) => html`<span class="badge st-${status}">${status.replace('_', ' ')}</span>`;
 
+  // items answered 202 Accepted: their lease, progress and messages (async.js)
+  const asyncView = window.ejserverAsync({ html, badge, when });
+
   function duration(ms) {
     if (ms === undefined || ms === null) return '';
     if (ms < 1000) return `${ms} ms`;
@@ -130,6 +135,7 @@
   }
 
   function outcome(e) {
+    if (e.async && e.state) return badge(e.state); // accepted: the lease's state says more than the 202
     if (!e.completedAt) return html`<span class="badge st-RUNNING">RUNNING</span>`;
     const code = e.statusCode ? ` ${e.statusCode}` : '';
     return e.success
@@ -683,23 +689,32 @@
   function executionRows(items, { showJob = true } = {}) {
     return items.map((e) => ({
       key: e.id,
-      cls: e.completedAt && !e.success ? 'row-failed' : '',
+      cls: e.completedAt && !e.success && e.state !== 'CANCELLED' ? 'row-failed' : '',
       cells: [
         when(e.startedAt),
         ...(showJob ? [html`<a href="#/jobs/${encodeURIComponent(e.jobName)}">${e.jobName}</a>`] : []),
         String(e.shardingItem),
         html`<span class="source">${e.source}</span>`,
         html`<span class="mono">${e.instanceId}</span>`,
-        outcome(e),
+        e.async ? asyncView.result(e) : outcome(e),
         String(e.attempts),
-        duration(e.durationMs),
-        e.failureCause || e.responseExcerpt
-          ? html`<details><summary>${e.failureCause ? 'Failure cause' : 'Response'}</summary>
-              ${e.failureCause ? html`<p class="cause">${e.failureCause}</p>` : ''}
-              ${e.responseExcerpt ? html`<pre class="excerpt">${e.responseExcerpt}</pre>` : ''}</details>`
-          : html`<span class="muted">—</span>`,
+        e.async && asyncView.live(e) ? asyncView.runningFor(e) : duration(e.durationMs),
+        executionDetails(e),
       ],
     }));
+  }
+
+  function executionDetails(e) {
+    let summary = 'Response';
+    if (e.failureCause) summary = e.state === 'CANCELLED' ? 'Cause' : 'Failure cause';
+    else if (e.output) summary = 'Output';
+    else if (e.async) summary = 'Details';
+    const more = e.async ? asyncView.details(e, { summary }) : '';
+    if (!e.failureCause && !e.responseExcerpt && !more) return html`<span class="muted">—</span>`;
+    return html`<details><summary>${summary}</summary>
+      ${e.failureCause ? html`<p class="cause">${e.failureCause}</p>` : ''}
+      ${more}
+      ${e.responseExcerpt ? html`<pre class="excerpt">${e.responseExcerpt}</pre>` : ''}</details>`;
   }
 
   const executionHead = (showJob = true) => html`<thead><tr>
@@ -817,7 +832,9 @@
             it.parameter ? it.parameter : html`<span class="muted">—</span>`,
             it.instance ? html`<span class="mono">${it.instance}</span>${it.ownerOnline ? '' : html` <small class="warn">offline</small>`}` : html`<span class="muted">unassigned</span>`,
             it.serverIp || '—',
-            html`${badge(it.status)}${it.running ? html`<br><small class="muted">${it.running.source} since ${when(it.running.scheduledAt, { short: true })}</small>` : ''}`,
+            it.running && it.running.async
+              ? html`${it.status !== 'RUNNING' ? badge(it.status) : ''}${asyncView.runningStatus(it.running)}`
+              : html`${badge(it.status)}${it.running ? html`<br><small class="muted">${it.running.source} since ${when(it.running.scheduledAt, { short: true })}</small>` : ''}`,
             it.failover ? html`<span class="mono">${it.failover}</span>` : 'no',
             it.misfire ? html`<span class="warn">yes</span>` : 'no',
             it.lastOutcome ? html`${outcome({ completedAt: it.lastOutcome.finishedAt, success: it.lastOutcome.success, statusCode: it.lastOutcome.statusCode })} <small class="muted">${it.lastOutcome.source}, ${when(it.lastOutcome.finishedAt, { short: true })}</small>` : html`<span class="muted">—</span>`,
