@@ -288,6 +288,7 @@ func (m *Manager) effects(d lease.Decision) {
 	case d.Ended:
 		m.finish(l)
 	case d.Resend:
+		m.cfg.Recorder.Enqueue(Record(l)) // RETRYING, with the attempt being sent
 		m.resend(l)
 	default:
 		m.cfg.Recorder.Enqueue(Record(l))
@@ -307,7 +308,8 @@ func (m *Manager) finish(l lease.Lease) {
 		return // the job is gone, and its nodes with it
 	}
 	done := cluster.Completed{ExecutionID: l.ExecutionID, InstanceID: l.InstanceID, Source: ejserver.Source(l.Source),
-		Success: l.State == lease.Succeeded, StatusCode: l.StatusCode, ScheduledAt: l.ScheduledAt, FinishedAt: l.EndedAt}
+		Success: l.State == lease.Succeeded, StatusCode: l.StatusCode, ScheduledAt: l.ScheduledAt, FinishedAt: l.EndedAt,
+		State: string(l.State)}
 	if err := m.reg.EndItem(l.JobName, l.ShardingItem, -1, done, l.Source == string(ejserver.SourceFailover)); err != nil {
 		m.log.Warn("could not record the end of an accepted item", "job", l.JobName, "item", l.ShardingItem,
 			"execution_id", l.ExecutionID, "err", err)

@@ -107,6 +107,8 @@ type Completed struct {
 	ScheduledAt time.Time       `json:"scheduledAt"`
 	FinishedAt  time.Time       `json:"finishedAt"`
 	Permanent   bool            `json:"permanent,omitempty"`
+	// State is an accepted (async) item's final state: SUCCEEDED, FAILED, EXPIRED or CANCELLED.
+	State string `json:"state,omitempty"`
 }
 
 // TriggerRequest is the content of trigger/{instanceId}. ElasticJob's operators create the node empty:
