@@ -837,7 +837,7 @@
               : html`${badge(it.status)}${it.running ? html`<br><small class="muted">${it.running.source} since ${when(it.running.scheduledAt, { short: true })}</small>` : ''}`,
             it.failover ? html`<span class="mono">${it.failover}</span>` : 'no',
             it.misfire ? html`<span class="warn">yes</span>` : 'no',
-            it.lastOutcome ? html`${outcome({ completedAt: it.lastOutcome.finishedAt, success: it.lastOutcome.success, statusCode: it.lastOutcome.statusCode })} <small class="muted">${it.lastOutcome.source}, ${when(it.lastOutcome.finishedAt, { short: true })}</small>` : html`<span class="muted">—</span>`,
+            it.lastOutcome ? html`${outcome({ completedAt: it.lastOutcome.finishedAt, success: it.lastOutcome.success, statusCode: it.lastOutcome.statusCode, async: !!it.lastOutcome.state, state: it.lastOutcome.state })} <small class="muted">${it.lastOutcome.source}, ${when(it.lastOutcome.finishedAt, { short: true })}</small>` : html`<span class="muted">—</span>`,
             ...(write ? [it.disabled
               ? html`<button type="button" class="small" data-action="enable-item" data-job="${name}" data-item="${it.item}" aria-label="Enable item ${it.item}">Enable</button>`
               : html`<button type="button" class="small" data-action="disable-item" data-job="${name}" data-item="${it.item}" aria-label="Disable item ${it.item}">Disable</button>`] : []),
