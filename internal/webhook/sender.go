@@ -259,6 +259,7 @@ func (s *Sender) Prepare(d Delivery) *Prepared {
 		first := d.Payload
 		first.Attempt, first.Iteration = max(d.FirstAttempt, 1), iterationNumber(d, max(d.FirstIteration, 1))
 		setCallback(d, &first)
+		pr.p.firstCallback = [2]string{first.CallbackURL, first.CallbackToken}
 		pr.p.firstBody, _ = payloadBody(first) // on an error, the attempt reports it
 	}
 	return pr
@@ -318,8 +319,10 @@ type prepared struct {
 	connect time.Duration
 	timeout time.Duration
 	keys    map[string][]byte // HMAC key of each secret
-	// firstBody is the body of the first attempt of the first iteration, built ahead.
-	firstBody []byte
+	// firstBody is the body of the first attempt of the first iteration, built ahead, and firstCallback its
+	// callback URL and token.
+	firstBody     []byte
+	firstCallback [2]string
 }
 
 // signature returns the webhook-signature value at now ("" without a secret).
@@ -531,10 +534,11 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int) attemptResult {
 	payload := d.Payload
 	payload.Attempt, payload.Iteration = n, it
-	body := p.firstBody
+	body, callback := p.firstBody, p.firstCallback
 	if n != max(d.FirstAttempt, 1) || it != iterationNumber(d, max(d.FirstIteration, 1)) || body == nil {
 		var err error
 		setCallback(d, &payload)
+		callback = [2]string{payload.CallbackURL, payload.CallbackToken}
 		if body, err = payloadBody(payload); err != nil {
 			return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
 		}
@@ -551,8 +555,7 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 		h[HeaderSignature] = []string{sig}
 	}
 	if d.Callback != nil {
-		cbURL, token := d.Callback(it, n)
-		h[HeaderCallbackURL], h[HeaderCallbackToken] = []string{cbURL}, []string{token}
+		h[HeaderCallbackURL], h[HeaderCallbackToken] = []string{callback[0]}, []string{callback[1]}
 	}
 
 	actx, cancel := context.WithCancelCause(context.WithValue(ctx, connectTimeoutKey{}, p.connect))
