@@ -46,6 +46,8 @@ func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int
 	}
 	e.mu.Unlock()
 	e.taskItemEnded(req.task, item, true, true)
+	// delivered: counted with its lateness like any item; its end is counted when it comes (ejserver_async_*)
+	e.cfg.Observer.ItemDone(req.job, req.source, true, rec.StartedAt.Sub(req.scheduledAt), res.Duration)
 	e.log.Info("item accepted: its receiver reports the end", "job", req.job, "item", item, "execution_id", rec.ID,
 		"attempt", res.Attempt, "lease_seconds", cfg.Async.LeaseSeconds)
 }
