@@ -531,7 +531,7 @@ func TestAsyncCompletionOnAnotherPeerWithPostgres(t *testing.T) {
 	p := ds[0].Payload
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		children := zkCliOut(t, c.zk, "ls", "/"+c.ns+".ejserver/leases")
+		children := zkCliOut(t, c.zk, "ls", "/"+c.ns+".ejserver/ended-leases")
 		if strings.Contains(children, "\n[]\n") {
 			break
 		}

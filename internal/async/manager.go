@@ -29,7 +29,8 @@ type Registry interface {
 	AcceptItem(l lease.Lease, run cluster.Running, runningVersion int32, monitored bool) error
 	ReadLease(executionID string) (lease.Lease, int32, error)
 	WriteLease(l lease.Lease, version int32, fence any) (int32, error)
-	DeleteLease(executionID string, version int32) error
+	DeleteEnded(executionID string) error
+	EndedLeases() ([]string, error)
 	WaitLease(ctx context.Context, executionID string) error
 	ReleaseRunning(job string, item int, executionID string, catchUp bool) (bool, error)
 	EndItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) error
@@ -92,8 +93,9 @@ type Config struct {
 	Secret []byte
 	// AdvertiseURL is this peer's API base URL as receivers reach it (callbacks go to {AdvertiseURL}/api/v1/executions/{id}).
 	AdvertiseURL string
-	// Retention is how long an ended lease's record stays in ZooKeeper so that a repeated completion gets the
-	// same answer from any peer (default 10 minutes); after it the history store answers.
+	// Retention is how long an ended lease's record stays in ZooKeeper (in a folder of its own, apart from the
+	// live leases the watcher lists) so that a repeated completion gets the same answer from any peer (default
+	// 10 minutes); after it the history store answers.
 	Retention time.Duration
 	// EarlyWait bounds how long a callback waits for the lease of a 202 it overtook (default 5 s).
 	EarlyWait time.Duration
@@ -270,8 +272,8 @@ func (m *Manager) apply(executionID string, ev func() lease.Event, fence any) (l
 		if d.Refusal != lease.Applied || !d.Changed {
 			return d, nil
 		}
-		if _, err := m.reg.WriteLease(d.Lease, version, fence); errors.Is(err, cluster.ErrLeaseChanged) {
-			continue
+		if _, err := m.reg.WriteLease(d.Lease, version, fence); errors.Is(err, cluster.ErrLeaseChanged) || errors.Is(err, cluster.ErrNoLease) {
+			continue // written or ended by another peer meanwhile: decide again on what it wrote
 		} else if err != nil {
 			return d, err
 		}

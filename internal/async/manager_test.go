@@ -240,6 +240,12 @@ func TestWatcherRetriesAnExpiredLease(t *testing.T) {
 	if !strings.HasPrefix(body, id+" ") || !strings.Contains(body, `"attempt":2`) || !strings.Contains(body, lease.Token(secret, id, 0, 2)) {
 		t.Fatalf("re-POST: %s", body)
 	}
+	// the ended record goes after the retention (a minute here), and then the lease is unknown
+	waitFor(t, "the ended record to go", func() bool {
+		clk.Advance(10 * time.Second)
+		_, _, err := f2.reg.ReadLease(id)
+		return errors.Is(err, cluster.ErrNoLease)
+	})
 	f2.mgr.Stop()
 	f2.mgr.Stop()
 }

@@ -106,10 +106,12 @@ func (m *Manager) run() {
 	}
 }
 
-// due is one lease the watcher will look at, at its time.
+// due is one lease the watcher will look at, at its time: a live lease's due time, or when an ended record
+// goes.
 type due struct {
-	id string
-	at time.Time
+	id    string
+	at    time.Time
+	ended bool
 }
 
 type dueHeap []due
@@ -126,11 +128,31 @@ func (h *dueHeap) Pop() any {
 }
 
 // watch drives the leases while this peer holds the duty: one timer for the earliest due lease, one watch
-// on the list. It returns false when the manager stops, true when the duty is lost.
+// on the list of live leases. A lease that leaves the list has ended (its record moved to the ended folder):
+// its record goes Retention later. It returns false when the manager stops, true when the duty is lost.
 func (m *Manager) watch(fence any) bool {
-	known := map[string]time.Time{} // id -> when it is due (re-read then)
-	ended := map[string]bool{}      // ids whose lease has ended (kept for Retention)
+	live := map[string]time.Time{} // id -> when it is due (re-read then)
+	gone := map[string]bool{}      // ended records whose deletion is in the heap
 	var h dueHeap
+	// ended records this peer did not see end (they ended before it took the duty, or between two of its
+	// lists) are found by a sweep of the ended folder once per Retention, and go Retention after it: kept a
+	// little longer, never read
+	var lastSweep time.Time
+	sweep := func(now time.Time) bool {
+		ids, err := m.reg.EndedLeases()
+		if err != nil {
+			m.log.Warn("lease watcher: could not list the ended leases", "err", err)
+			return false
+		}
+		for _, id := range ids {
+			if !gone[id] {
+				gone[id] = true
+				heap.Push(&h, due{id, now.Add(m.cfg.Retention), true})
+			}
+		}
+		lastSweep = now
+		return true
+	}
 	var listCh <-chan struct{}
 	lastList := time.Time{}
 	listNow := true
@@ -139,6 +161,9 @@ func (m *Manager) watch(fence any) bool {
 			return true
 		}
 		now := m.clk.Now()
+		if (lastSweep.IsZero() || now.Sub(lastSweep) >= m.cfg.Retention) && !sweep(now) {
+			return true
+		}
 		if listNow && now.Sub(lastList) >= listInterval {
 			ids, ch, err := m.reg.Leases()
 			if err != nil {
@@ -149,42 +174,47 @@ func (m *Manager) watch(fence any) bool {
 			seen := make(map[string]bool, len(ids))
 			for _, id := range ids {
 				seen[id] = true
-				if _, ok := known[id]; !ok {
-					known[id] = now
-					heap.Push(&h, due{id, now}) // read it now
+				if _, ok := live[id]; !ok {
+					live[id] = now
+					heap.Push(&h, due{id: id, at: now}) // read it now
 				}
 			}
-			for id := range known {
-				if !seen[id] {
-					delete(known, id)
-					delete(ended, id)
+			for id := range live {
+				if !seen[id] { // ended: its record goes after the retention
+					delete(live, id)
+					gone[id] = true
+					heap.Push(&h, due{id, now.Add(m.cfg.Retention), true})
 				}
 			}
 		}
 		for h.Len() > 0 && !h[0].at.After(now) {
 			d := heap.Pop(&h).(due)
-			if at, ok := known[d.id]; !ok || !at.Equal(d.at) {
-				continue // superseded, or gone
+			if d.ended {
+				if err := m.reg.DeleteEnded(d.id); err != nil {
+					m.log.Warn("lease watcher: could not delete an ended lease's record", "execution_id", d.id, "err", err)
+					heap.Push(&h, due{d.id, now.Add(retryPause), true})
+					continue
+				}
+				delete(gone, d.id)
+				continue
 			}
-			next, over, err := m.look(d.id, now, fence)
+			if at, ok := live[d.id]; !ok || !at.Equal(d.at) {
+				continue // superseded, or ended
+			}
+			next, err := m.look(d.id, now, fence)
 			switch {
 			case errors.Is(err, cluster.ErrNotWatcher):
 				return true
-			case errors.Is(err, cluster.ErrNoLease):
-				delete(known, d.id)
-				delete(ended, d.id)
-				continue
 			case err != nil:
 				m.log.Warn("lease watcher: could not look at a lease", "execution_id", d.id, "err", err)
 				next = now.Add(retryPause)
+			case next.IsZero(): // it ended: the list's next change takes it out of live
+				continue
 			}
-			if over {
-				ended[d.id] = true
-			}
-			known[d.id] = next
-			heap.Push(&h, due{d.id, next})
+			live[d.id] = next
+			heap.Push(&h, due{id: d.id, at: next})
 		}
-		m.setHolder(true, len(known)-len(ended))
+		m.setHolder(true, len(live))
 		wait := rescan
 		if h.Len() > 0 {
 			wait = min(wait, h[0].at.Sub(m.clk.Now()))
@@ -192,6 +222,7 @@ func (m *Manager) watch(fence any) bool {
 		if listNow {
 			wait = min(wait, listInterval-m.clk.Now().Sub(lastList))
 		}
+		wait = min(wait, m.cfg.Retention-m.clk.Now().Sub(lastSweep))
 		t := m.clk.NewTimer(max(wait, time.Millisecond))
 		select {
 		case <-m.stop:
@@ -208,43 +239,29 @@ func (m *Manager) watch(fence any) bool {
 	}
 }
 
-// look reads one lease at now and applies what is due: an expiry (fenced by the duty), a retention that has
-// passed (the record goes), or nothing yet. It returns when to look again and whether the lease has ended.
-func (m *Manager) look(id string, now time.Time, fence any) (time.Time, bool, error) {
-	l, version, err := m.reg.ReadLease(id)
-	if err != nil {
-		return time.Time{}, false, err
+// look reads one live lease at now and applies what is due: an expiry (fenced by the duty), a cancellation
+// if its job is gone, or nothing yet. It returns when to look again (zero: the lease has ended).
+func (m *Manager) look(id string, now time.Time, fence any) (time.Time, error) {
+	l, _, err := m.reg.ReadLease(id)
+	if errors.Is(err, cluster.ErrNoLease) || err == nil && l.State.Ended() {
+		return time.Time{}, nil
 	}
-	if l.State.Ended() {
-		gone := l.EndedAt.Add(m.cfg.Retention)
-		if now.Before(gone) {
-			return gone, true, nil
-		}
-		// the peer that ended it may have died before releasing the running node: make sure it is released
-		if snap := m.reg.Job(l.JobName); snap != nil {
-			catchUp := snap.Config.Misfire && !snap.Config.Disabled
-			if _, err := m.reg.ReleaseRunning(l.JobName, l.ShardingItem, l.ExecutionID, catchUp); err != nil {
-				return now.Add(retryPause), true, err
-			}
-		}
-		if err := m.reg.DeleteLease(id, version); err != nil {
-			return now.Add(retryPause), true, err
-		}
-		return time.Time{}, true, cluster.ErrNoLease
+	if err != nil {
+		return time.Time{}, err
 	}
 	ev := lease.Event{Kind: lease.Tick}
 	switch {
 	case m.jobGone(l.JobName):
 		ev = lease.Event{Kind: lease.Cancel, Cause: "the job was deleted"}
 	case now.Before(l.DueAt()):
-		return l.DueAt(), false, nil
+		return l.DueAt(), nil
 	}
 	d, err := m.apply(id, func() lease.Event { ev.At = m.clk.Now(); return ev }, fence)
 	if err != nil {
-		return now.Add(retryPause), false, err
+		return time.Time{}, err
 	}
 	if d.Lease.State.Ended() {
-		return d.Lease.EndedAt.Add(m.cfg.Retention), true, nil
+		return time.Time{}, nil
 	}
-	return d.Lease.DueAt(), false, nil
+	return d.Lease.DueAt(), nil
 }

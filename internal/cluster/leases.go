@@ -54,9 +54,14 @@ func (r *Registry) AcceptItem(l lease.Lease, run Running, runningVersion int32, 
 	return err
 }
 
-// ReadLease reads an execution's lease and its node version.
+// ReadLease reads an execution's lease and its node version: the live lease, or else its ended record
+// (version -1: it is never written again).
 func (r *Registry) ReadLease(executionID string) (lease.Lease, int32, error) {
 	data, st, err := r.s.get(r.p.Lease(executionID))
+	if errors.Is(err, zk.ErrNoNode) {
+		data, _, err = r.s.get(r.p.EndedLease(executionID))
+		st = &zk.Stat{Version: -1}
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		return lease.Lease{}, -1, ErrNoLease
 	}
@@ -70,8 +75,9 @@ func (r *Registry) ReadLease(executionID string) (lease.Lease, int32, error) {
 	return l, st.Version, nil
 }
 
-// WriteLease replaces an execution's lease if its node still has version; the new version is returned.
-// fence, if not nil, is an op that must hold too (the lease watcher's duty).
+// WriteLease replaces an execution's lease if its node still has version; the new version is returned. An
+// ended lease moves to the ended folder in the same multi (the watcher lists only the live ones). fence, if
+// not nil, is an op that must hold too (the lease watcher's duty).
 func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (int32, error) {
 	data, err := json.Marshal(l)
 	if err != nil {
@@ -81,7 +87,11 @@ func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (int32, e
 	if fence != nil {
 		ops = append(ops, fence)
 	}
-	ops = append(ops, opSet(r.p.Lease(l.ExecutionID), data, version))
+	if l.State.Ended() {
+		ops = append(ops, opDelete(r.p.Lease(l.ExecutionID), version), r.s.opCreate(r.p.EndedLease(l.ExecutionID), data, 0))
+	} else {
+		ops = append(ops, opSet(r.p.Lease(l.ExecutionID), data, version))
+	}
 	resps, err := r.b.submit(ops...)
 	var oe *OpError
 	switch {
@@ -100,14 +110,23 @@ func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (int32, e
 	return -1, err
 }
 
-// DeleteLease removes an ended execution's lease node (its record is kept for a while after the end so a
-// repeated completion gets the same answer).
-func (r *Registry) DeleteLease(executionID string, version int32) error {
-	err := r.s.del(r.p.Lease(executionID), version)
-	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+// DeleteEnded removes an ended execution's record (kept for a while after the end so a repeated completion
+// gets the same answer from any peer).
+func (r *Registry) DeleteEnded(executionID string) error {
+	err := r.s.del(r.p.EndedLease(executionID), -1)
+	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
 	return err
+}
+
+// EndedLeases lists the execution ids that have an ended record.
+func (r *Registry) EndedLeases() ([]string, error) {
+	ids, _, err := r.s.children(r.p.EndedLeases())
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	return ids, err
 }
 
 // ReleaseRunning removes item i's running node if it still names executionID (an accepted execution that
@@ -174,17 +193,12 @@ func (r *Registry) LeaseLive(executionID string) (bool, error) {
 	if !ValidExecutionID(executionID) {
 		return false, nil
 	}
-	l, _, err := r.ReadLease(executionID)
-	if errors.Is(err, ErrNoLease) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return !l.State.Ended(), nil
+	ok, _, err := r.s.exists(r.p.Lease(executionID))
+	return ok, err
 }
 
-// WaitLease waits until executionID's lease node exists (a callback that overtook the 202 it follows).
+// WaitLease waits until executionID's lease node exists (a callback that overtook the 202 it follows), or
+// its ended record does.
 func (r *Registry) WaitLease(ctx context.Context, executionID string) error {
 	pth := r.p.Lease(executionID)
 	for {
@@ -193,6 +207,9 @@ func (r *Registry) WaitLease(ctx context.Context, executionID string) error {
 		r.waiters[pth] = append(r.waiters[pth], ch)
 		r.waitMu.Unlock()
 		ok, _, err := r.s.existsW(pth)
+		if err == nil && !ok { // not (or no longer) live: it may have ended already
+			ok, _, err = r.s.exists(r.p.EndedLease(executionID))
+		}
 		if err != nil || ok {
 			r.dropWaiter(pth, ch)
 			return err

@@ -54,6 +54,13 @@ func (p Paths) Leases() string { return p.Meta() + "/leases" }
 // Lease is one execution's lease node. Only a validated execution id (a UUID) reaches it.
 func (p Paths) Lease(executionID string) string { return p.Leases() + "/" + executionID }
 
+// EndedLeases is the meta folder of the records of ended leases, kept a while (so a repeated completion gets
+// the same answer from any peer) apart from the live ones, which the lease watcher lists.
+func (p Paths) EndedLeases() string { return p.Meta() + "/ended-leases" }
+
+// EndedLease is one ended execution's record.
+func (p Paths) EndedLease(executionID string) string { return p.EndedLeases() + "/" + executionID }
+
 // LeaseWatchers is the meta folder of the ephemeral sequential nodes of the peers that stand for the lease
 // watcher duty: the lowest holds it.
 func (p Paths) LeaseWatchers() string { return p.Meta() + "/lease-watchers" }

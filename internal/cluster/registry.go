@@ -182,7 +182,7 @@ func (r *Registry) emit(evs []Event) {
 
 // Start creates the namespace if needed, registers this peer, loads every job and starts watching.
 func (r *Registry) Start(ctx context.Context) error {
-	for _, pth := range []string{r.p.Root(), r.p.Peers(), r.p.Leases()} {
+	for _, pth := range []string{r.p.Root(), r.p.Peers(), r.p.Leases(), r.p.EndedLeases()} {
 		if err := r.s.ensurePath(pth); err != nil {
 			return fmt.Errorf("prepare namespace: %w", err)
 		}
