@@ -549,3 +549,43 @@ func TestAsyncCompletionOnAnotherPeerWithPostgres(t *testing.T) {
 		}
 	}
 }
+
+// A streaming DATAFLOW item answered 202 and completed with hasMore is POSTed again as its next iteration
+// (webhook-id {executionId}.2, its own token); that iteration's synchronous answer ends it.
+func TestAsyncDataflowNextIteration(t *testing.T) {
+	recv := newReceiver(t)
+	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
+		if d.Payload.Iteration == 1 {
+			return http.StatusAccepted, "", 0
+		}
+		return http.StatusOK, `{"hasMore": false}`, 0
+	})
+	c := newCluster(t, 1)
+	spec := asyncJob("stream", "", 1, recv.URL, 30)
+	spec["jobType"], spec["streamingProcess"] = "DATAFLOW", true
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", spec, http.StatusCreated, nil)
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs/stream/trigger", map[string]any{}, http.StatusAccepted, nil)
+	ds, ok := recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 1 })
+	if !ok {
+		t.Fatal("no delivery")
+	}
+	first := ds[0].Payload
+	if s, typ, v := callback(t, c.peers[0], first.ExecutionID, "complete", first.CallbackToken, map[string]any{"status": "success", "hasMore": true}); s != 200 || v.State != "RETRYING" {
+		t.Fatalf("completion with hasMore: %d %s %+v", s, typ, v)
+	}
+	ds, ok = recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 2 })
+	if !ok {
+		t.Fatal("the next iteration was not POSTed")
+	}
+	next := ds[1]
+	if next.Header.Get("webhook-id") != first.ExecutionID+".2" || next.Payload.Iteration != 2 || next.Payload.CallbackToken == first.CallbackToken {
+		t.Fatalf("next iteration: webhook-id %q iteration %d", next.Header.Get("webhook-id"), next.Payload.Iteration)
+	}
+	e := waitExecution(t, c.peers[0], first.ExecutionID, 15*time.Second, func(e executionRecord) bool { return e.CompletedAt != nil })
+	if !e.Success || e.State != "SUCCEEDED" {
+		t.Fatalf("after the synchronous last iteration: %+v", e)
+	}
+	if s, typ, _ := callback(t, c.peers[0], first.ExecutionID, "heartbeat", first.CallbackToken, nil); s != 409 || typ != "stale-attempt" {
+		t.Fatalf("the first iteration's token after the second: %d %s", s, typ)
+	}
+}
