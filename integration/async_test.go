@@ -589,3 +589,38 @@ func TestAsyncDataflowNextIteration(t *testing.T) {
 		t.Fatalf("the first iteration's token after the second: %d %s", s, typ)
 	}
 }
+
+// A manual trigger that finds an item's accepted work running is not dropped: one run (source MISFIRE)
+// follows the end of that work.
+func TestAsyncManualTriggerBehindAcceptedWork(t *testing.T) {
+	recv := newReceiver(t)
+	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
+		if d.Payload.Source == "MANUAL" {
+			return http.StatusAccepted, "", 0
+		}
+		return http.StatusOK, `{}`, 0
+	})
+	c := newCluster(t, 1)
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", asyncJob("queued", "", 1, recv.URL, 30), http.StatusCreated, nil)
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs/queued/trigger", map[string]any{}, http.StatusAccepted, nil)
+	ds, ok := recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 1 })
+	if !ok {
+		t.Fatal("no delivery")
+	}
+	waitAccepted(t, c.peers[0], "queued", 0)
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs/queued/trigger", map[string]any{}, http.StatusAccepted, nil)
+	if ds, ok := recv.WaitFor(2*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 2 }); ok {
+		t.Fatalf("the trigger ran while the accepted work did: %s", ds[1].Payload.Source)
+	}
+	p := ds[0].Payload
+	if s, typ, _ := callback(t, c.peers[0], p.ExecutionID, "complete", p.CallbackToken, map[string]any{"status": "success"}); s != 200 {
+		t.Fatalf("complete: %d %s", s, typ)
+	}
+	ds, ok = recv.WaitFor(15*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 2 })
+	if !ok || ds[1].Payload.Source != "MISFIRE" || ds[1].Payload.ExecutionID == p.ExecutionID {
+		t.Fatalf("after the end: %d deliveries", len(ds))
+	}
+	if ds, _ := recv.WaitFor(2*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 3 }); len(ds) != 2 {
+		t.Fatalf("%d deliveries: more than one run followed", len(ds))
+	}
+}

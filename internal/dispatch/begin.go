@@ -55,10 +55,15 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				}
 				continue
 			}
-			if snap.Config.Misfire && req.source != ejserver.SourceManual {
+			if snap.Config.Misfire && (req.source != ejserver.SourceManual || cur.Async) {
+				// a manual trigger behind accepted work is queued as its one catch-up (the work may last hours)
 				_ = e.reg.SetMisfire(req.job, item)
 			}
-			e.log.Info("item is running on another instance: not run", "job", req.job, "item", item, "instance", cur.InstanceID)
+			what := "item is running on another instance: not run"
+			if cur.Async {
+				what = "item's accepted work is running: not run now; one catch-up follows its end"
+			}
+			e.log.Info(what, "job", req.job, "item", item, "instance", cur.InstanceID, "execution_id", cur.ExecutionID)
 			return false
 		default:
 			e.log.Warn("could not record the item as running: not run", "job", req.job, "item", item, "err", err)
