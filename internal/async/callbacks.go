@@ -134,7 +134,8 @@ func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev 
 	if terr != nil {
 		return View{}, badToken()
 	}
-	_, _, err := m.reg.ReadLease(executionID)
+	l, version, err := m.reg.ReadLease(executionID)
+	read := &l
 	if errors.Is(err, cluster.ErrNoLease) {
 		// the callback may have overtaken the 202 it follows: wait a moment for the lease
 		wctx, cancel := context.WithTimeout(ctx, m.cfg.EarlyWait)
@@ -143,11 +144,13 @@ func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev 
 		if werr != nil {
 			return m.fromHistory(ctx, executionID, it, at, ev)
 		}
+		read = nil // it is there now: read it in apply
 	} else if err != nil {
 		return View{}, ejserver.Unavailable(err, "read the lease of execution %s", executionID)
+	} else if m.cancelIfJobGone(l) {
+		read = nil
 	}
-	m.cancelIfJobGone(executionID)
-	d, err := m.apply(executionID, func() lease.Event { return ev(it, at) }, nil)
+	d, err := m.applyRead(executionID, read, version, func() lease.Event { return ev(it, at) }, nil)
 	switch {
 	case errors.Is(err, cluster.ErrNoLease):
 		return m.fromHistory(ctx, executionID, it, at, ev) // pruned meanwhile
@@ -251,16 +254,17 @@ func outcomeOf(err error) string {
 
 // cancelIfJobGone ends an execution's lease as cancelled when its job has been deleted, so the callback
 // that found it learns it at once rather than when the lease runs out.
-func (m *Manager) cancelIfJobGone(executionID string) {
-	l, _, err := m.reg.ReadLease(executionID)
-	if err != nil || l.State.Ended() || m.reg.Job(l.JobName) != nil || !m.jobGone(l.JobName) {
-		return
+// It reports whether it wrote the lease.
+func (m *Manager) cancelIfJobGone(l lease.Lease) bool {
+	if l.State.Ended() || m.reg.Job(l.JobName) != nil || !m.jobGone(l.JobName) {
+		return false
 	}
-	if _, err := m.apply(executionID, func() lease.Event {
+	if _, err := m.apply(l.ExecutionID, func() lease.Event {
 		return lease.Event{Kind: lease.Cancel, At: m.clk.Now(), Cause: "the job was deleted"}
 	}, nil); err != nil {
-		m.log.Warn("could not cancel the lease of a deleted job's item", "job", l.JobName, "execution_id", executionID, "err", err)
+		m.log.Warn("could not cancel the lease of a deleted job's item", "job", l.JobName, "execution_id", l.ExecutionID, "err", err)
 	}
+	return true
 }
 
 // jobGone reports whether job was deleted: not in the registry's cache, and its config node is gone.

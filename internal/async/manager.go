@@ -32,7 +32,7 @@ type Registry interface {
 	DeleteEnded(executionID string) error
 	EndedLeases() ([]string, error)
 	WaitLease(ctx context.Context, executionID string) error
-	ReleaseRunning(job string, item int, executionID string, catchUp bool) (bool, error)
+	CatchUp(job string, item int, executionID string) (bool, error)
 	EndItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) error
 	Leases() ([]string, <-chan struct{}, error)
 	JobGone(job string) (bool, error)
@@ -263,10 +263,20 @@ func (m *Manager) policy(l lease.Lease) lease.Policy {
 // apply reads the lease, applies ev and writes the result, again on a conflict, and carries out the
 // effects. It returns the decision that was written (or refused).
 func (m *Manager) apply(executionID string, ev func() lease.Event, fence any) (lease.Decision, error) {
+	return m.applyRead(executionID, nil, -1, ev, fence)
+}
+
+// applyRead is apply starting from a lease already read (read nil: read it first).
+func (m *Manager) applyRead(executionID string, read *lease.Lease, version int32, ev func() lease.Event, fence any) (lease.Decision, error) {
 	for range 8 {
-		l, version, err := m.reg.ReadLease(executionID)
-		if err != nil {
-			return lease.Decision{}, err
+		var l lease.Lease
+		if read != nil {
+			l, read = *read, nil
+		} else {
+			var err error
+			if l, version, err = m.reg.ReadLease(executionID); err != nil {
+				return lease.Decision{}, err
+			}
 		}
 		d := lease.Apply(l, ev(), m.policy(l))
 		if d.Refusal != lease.Applied || !d.Changed {
@@ -316,11 +326,15 @@ func (m *Manager) finish(l lease.Lease) {
 		m.log.Warn("could not record the end of an accepted item", "job", l.JobName, "item", l.ShardingItem,
 			"execution_id", l.ExecutionID, "err", err)
 	}
-	catchUp := snap.Config.Misfire && !snap.Config.Disabled
-	misfire, err := m.reg.ReleaseRunning(l.JobName, l.ShardingItem, l.ExecutionID, catchUp)
-	if err != nil {
-		m.log.Warn("could not release an accepted item's running node", "job", l.JobName, "item", l.ShardingItem,
-			"execution_id", l.ExecutionID, "err", err)
+	// its running node went with the lease's end (WriteLease); a fire that found it running meanwhile gets
+	// its one catch-up now
+	misfire := false
+	if snap.Config.Misfire && !snap.Config.Disabled {
+		var err error
+		if misfire, err = m.reg.CatchUp(l.JobName, l.ShardingItem, l.ExecutionID); err != nil {
+			m.log.Warn("could not hand on the catch-up of an accepted item", "job", l.JobName, "item", l.ShardingItem,
+				"execution_id", l.ExecutionID, "err", err)
+		}
 	}
 	level := slog.LevelInfo
 	if l.State != lease.Succeeded {
@@ -328,7 +342,7 @@ func (m *Manager) finish(l lease.Lease) {
 	}
 	m.log.Log(context.Background(), level, "accepted item ended", "job", l.JobName, "item", l.ShardingItem,
 		"execution_id", l.ExecutionID, "state", string(l.State), "attempt", l.Attempt, "cause", l.Cause,
-		"misfire_catch_up", misfire && catchUp)
+		"misfire_catch_up", misfire)
 }
 
 // ErrNotFound: no execution of that id is known.

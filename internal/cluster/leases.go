@@ -89,6 +89,15 @@ func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (int32, e
 	}
 	if l.State.Ended() {
 		ops = append(ops, opDelete(r.p.Lease(l.ExecutionID), version), r.s.opCreate(r.p.EndedLease(l.ExecutionID), data, 0))
+		// the item's running node goes in the same multi: the lease is live until this commits, and nobody
+		// else removes an accepted item's running node while its lease is live, so the version read here is
+		// still its node's (a node created after the end could have the same version)
+		running := r.p.ItemNode(l.JobName, l.ShardingItem, NodeRunning)
+		if rdata, st, err := r.s.get(running); err == nil && decodeRunning(rdata).ExecutionID == l.ExecutionID {
+			ops = append(ops, opDelete(running, st.Version))
+		} else if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return -1, err
+		}
 	} else {
 		ops = append(ops, opSet(r.p.Lease(l.ExecutionID), data, version))
 	}
@@ -129,63 +138,31 @@ func (r *Registry) EndedLeases() ([]string, error) {
 	return ids, err
 }
 
-// ReleaseRunning removes item i's running node if it still names executionID (an accepted execution that
-// ended), and reports whether a fire found the item running meanwhile (its misfire node): then, if
-// catchUp is set and the item has an owner, the misfire node is replaced by a trigger node that makes the
-// owner run the item once more with source MISFIRE, in the same multi, so exactly one catch-up follows.
-func (r *Registry) ReleaseRunning(job string, item int, executionID string, catchUp bool) (misfire bool, err error) {
-	running := r.p.ItemNode(job, item, NodeRunning)
-	var ops []any
-	data, st, err := r.s.get(running)
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-	case err != nil:
-		return false, err
-	case decodeRunning(data).ExecutionID == executionID:
-		ops = append(ops, opDelete(running, st.Version))
-	}
+// CatchUp hands the one catch-up of item i to its owner after an accepted execution ended: if a fire found
+// the item running meanwhile (its misfire node), the misfire node is replaced by a trigger node that makes the
+// owner run the item once more with source MISFIRE, in one multi, so exactly one catch-up follows. It reports
+// whether there was a misfire.
+func (r *Registry) CatchUp(job string, item int, executionID string) (bool, error) {
 	misfirePath := r.p.ItemNode(job, item, NodeMisfire)
 	ok, mst, err := r.s.exists(misfirePath)
-	if err != nil {
+	if err != nil || !ok {
 		return false, err
 	}
-	if ok && catchUp {
-		owner := ""
-		if snap := r.Job(job); snap != nil {
-			owner = snap.Item(item).Owner
-		}
-		if owner != "" {
-			t, _ := json.Marshal(TriggerRequest{ID: "misfire-" + executionID, Items: []int{item}, Misfire: true,
-				RequestedAt: r.clk.Now().UTC()})
-			ops = append(ops, opDelete(misfirePath, mst.Version), r.s.opCreate(r.p.Trigger(job, owner), t, 0))
-		}
+	owner := ""
+	if snap := r.Job(job); snap != nil {
+		owner = snap.Item(item).Owner
 	}
-	if len(ops) == 0 {
-		return ok, nil
+	if owner == "" {
+		return true, nil // resharding: the misfire node stays for the item's next owner to find
 	}
-	if _, err := r.b.submit(ops...); err != nil {
-		if errors.Is(err, zk.ErrNodeExists) {
-			// the owner has a trigger waiting already: leave the misfire for the item's next run on it
-			return ok, r.deleteIfVersion(running, ops)
-		}
-		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
-			return ok, nil // someone else released it or took the misfire first
-		}
-		return ok, err
+	t, _ := json.Marshal(TriggerRequest{ID: "misfire-" + executionID, Items: []int{item}, Misfire: true,
+		RequestedAt: r.clk.Now().UTC()})
+	_, err = r.b.submit(opDelete(misfirePath, mst.Version), r.s.opCreate(r.p.Trigger(job, owner), t, 0))
+	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+		// the owner has a trigger waiting already, or another peer took the misfire first
+		return true, nil
 	}
-	return ok, nil
-}
-
-// deleteIfVersion retries only the running node's delete of ops, if ops held one.
-func (r *Registry) deleteIfVersion(running string, ops []any) error {
-	for _, op := range ops {
-		if d, ok := op.(*zk.DeleteRequest); ok && d.Path == running {
-			if err := r.s.del(running, d.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-				return err
-			}
-		}
-	}
-	return nil
+	return true, err
 }
 
 // LeaseLive reports whether executionID has a lease that has not ended: its running node must stay.
