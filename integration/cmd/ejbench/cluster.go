@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +30,8 @@ type benchCluster struct {
 	peers  []*harness.Peer
 	pprof  []string // each peer's profiler address, if profiling
 	client *http.Client
+	// secretFile holds the cluster's callback token secret (--callback-secret-file)
+	secretFile string
 }
 
 func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
@@ -41,6 +45,19 @@ func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
 	_, port, _ := strings.Cut(zk.Addr, ":")
 	p, _ := strconv.Atoi(port)
 	c.zkPID = pidListening(p)
+	// every peer holds the same callback token secret; without the file each would warn that the secret is in
+	// ZooKeeper without --zk-digest (true here, and a note in every workload's row)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	c.secretFile = filepath.Join(c.dir, "callback-secret")
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		c.stop()
+		return nil, err
+	}
+	if err := os.WriteFile(c.secretFile, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+		c.stop()
+		return nil, err
+	}
 	for range peers {
 		if _, err := c.addPeer(); err != nil {
 			c.stop()
@@ -53,7 +70,8 @@ func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
 // addPeer starts one more peer (server IP 127.0.0.{n}).
 func (c *benchCluster) addPeer() (*harness.Peer, error) {
 	i := len(c.peers) + 1
-	args := []string{"--log-level", c.e.o.peerLogLevel} // the last --log-level wins over the harness's debug
+	// the last --log-level wins over the harness's debug
+	args := []string{"--log-level", c.e.o.peerLogLevel, "--callback-secret-file", c.secretFile}
 	addr := ""
 	if c.e.o.profile != "" {
 		port, err := harness.FreePort()
