@@ -92,6 +92,15 @@ func (c *benchCluster) addPeer() (*harness.Peer, error) {
 	return p, nil
 }
 
+// urls are the peers' base URLs (http://host:port).
+func (c *benchCluster) urls() []string {
+	var out []string
+	for _, p := range c.peers {
+		out = append(out, strings.TrimSuffix(p.URL("/"), "/"))
+	}
+	return out
+}
+
 func (c *benchCluster) pids() []int {
 	var out []int
 	for _, p := range c.peers {
@@ -168,6 +177,9 @@ func jobBody(w workload, k int, url string) map[string]any {
 			params[i] = fmt.Sprintf("%d=part-%d", i, i)
 		}
 		j["shardingItemParameters"] = strings.Join(params, ",")
+	}
+	if w.kind == "async" {
+		j["async"] = map[string]any{"leaseSeconds": w.leaseSeconds}
 	}
 	if w.kind == "failover" {
 		j["failover"] = true
@@ -332,10 +344,11 @@ func fetch(url, path string, timeout time.Duration) error {
 
 // counterPrefixes are the peers' own counters the benchmark reports (their change over the window, summed
 // over the peers): they say why a fire was missed (skipped, by reason), late (misfires) or failed, and how
-// often the peers collected garbage (all collections, and those started between bursts).
+// often the peers collected garbage (all collections, and those started between bursts), and what became of
+// accepted (202) items.
 var counterPrefixes = []string{"ejserver_fires_skipped_total", "ejserver_item_executions_total", "ejserver_misfires_total",
 	"ejserver_failovers_total", "ejserver_reshardings_total", "ejserver_history_dropped_total",
-	"ejserver_gc_between_bursts_total", "go_gc_duration_seconds_count"}
+	"ejserver_gc_between_bursts_total", "go_gc_duration_seconds_count", "ejserver_async_"}
 
 // counters reads counterPrefixes' series from every peer's /metrics, summed by series.
 func (c *benchCluster) counters() map[string]float64 {
