@@ -117,8 +117,10 @@ func reposts(recs []record) (retried, reposted int) {
 // accepted and completed.
 func (e *env) runAsync(w workload, rec *recorder) (Result, error) {
 	r := w.result("ejserver")
+	// repeats follow their first completion by 1-5 s, or by the delays' own range if that is shorter
 	cp := newCompleter(completerConfig{seed: e.o.seed, minDelay: e.o.callbackMin, maxDelay: e.o.callbackMax,
-		repeatShare: e.o.repeatShare, repeatMin: time.Second, repeatMax: 5 * time.Second, conc: 64})
+		repeatShare: e.o.repeatShare, repeatMin: min(e.o.callbackMin, time.Second), repeatMax: min(e.o.callbackMax, 5*time.Second),
+		conc: 64})
 	rec.async.Store(cp)
 	defer func() {
 		rec.async.Store(nil)

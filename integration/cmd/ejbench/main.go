@@ -95,7 +95,7 @@ func run(args []string) int {
 	fs.IntVar(&o.leaseSeconds, "lease-seconds", 60, "async: the jobs' async.leaseSeconds (no heartbeats are sent: keep it above -callback-max)")
 	fs.DurationVar(&o.callbackMin, "callback-min", time.Second, "async: the shortest delay from a delivery to its completion callback")
 	fs.DurationVar(&o.callbackMax, "callback-max", 30*time.Second, "async: the longest (delays are uniform between the two)")
-	fs.Float64Var(&o.repeatShare, "repeat-share", 0.1, "async: the share of completions answered 200 that are sent again, 1-5 s later, to another peer")
+	fs.Float64Var(&o.repeatShare, "repeat-share", 0.1, "async: the share of completions answered 200 that are sent again, 1-5 s later (at most the delays' range), to another peer")
 	fs.Uint64Var(&o.seed, "seed", 1, "async: the seed of the callbacks' delays, targets and repeats")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: ejbench [flags]\n\nRuns real ZooKeeper, real ejserver peers and a recording receiver through named workloads, each beside a\nbare-loop baseline, and prints one table.\n\n")
