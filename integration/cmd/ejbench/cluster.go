@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +30,8 @@ type benchCluster struct {
 	peers  []*harness.Peer
 	pprof  []string // each peer's profiler address, if profiling
 	client *http.Client
+	// secretFile holds the cluster's callback token secret (--callback-secret-file)
+	secretFile string
 }
 
 func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
@@ -41,6 +45,19 @@ func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
 	_, port, _ := strings.Cut(zk.Addr, ":")
 	p, _ := strconv.Atoi(port)
 	c.zkPID = pidListening(p)
+	// every peer holds the same callback token secret; without the file each would warn that the secret is in
+	// ZooKeeper without --zk-digest (true here, and a note in every workload's row)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	c.secretFile = filepath.Join(c.dir, "callback-secret")
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		c.stop()
+		return nil, err
+	}
+	if err := os.WriteFile(c.secretFile, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+		c.stop()
+		return nil, err
+	}
 	for range peers {
 		if _, err := c.addPeer(); err != nil {
 			c.stop()
@@ -53,7 +70,8 @@ func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
 // addPeer starts one more peer (server IP 127.0.0.{n}).
 func (c *benchCluster) addPeer() (*harness.Peer, error) {
 	i := len(c.peers) + 1
-	args := []string{"--log-level", c.e.o.peerLogLevel} // the last --log-level wins over the harness's debug
+	// the last --log-level wins over the harness's debug
+	args := []string{"--log-level", c.e.o.peerLogLevel, "--callback-secret-file", c.secretFile}
 	addr := ""
 	if c.e.o.profile != "" {
 		port, err := harness.FreePort()
@@ -72,6 +90,15 @@ func (c *benchCluster) addPeer() (*harness.Peer, error) {
 	c.peers = append(c.peers, p)
 	c.pprof = append(c.pprof, addr)
 	return p, nil
+}
+
+// urls are the peers' base URLs (http://host:port).
+func (c *benchCluster) urls() []string {
+	var out []string
+	for _, p := range c.peers {
+		out = append(out, strings.TrimSuffix(p.URL("/"), "/"))
+	}
+	return out
 }
 
 func (c *benchCluster) pids() []int {
@@ -150,6 +177,9 @@ func jobBody(w workload, k int, url string) map[string]any {
 			params[i] = fmt.Sprintf("%d=part-%d", i, i)
 		}
 		j["shardingItemParameters"] = strings.Join(params, ",")
+	}
+	if w.kind == "async" {
+		j["async"] = map[string]any{"leaseSeconds": w.leaseSeconds}
 	}
 	if w.kind == "failover" {
 		j["failover"] = true
@@ -314,10 +344,11 @@ func fetch(url, path string, timeout time.Duration) error {
 
 // counterPrefixes are the peers' own counters the benchmark reports (their change over the window, summed
 // over the peers): they say why a fire was missed (skipped, by reason), late (misfires) or failed, and how
-// often the peers collected garbage (all collections, and those started between bursts).
+// often the peers collected garbage (all collections, and those started between bursts), and what became of
+// accepted (202) items.
 var counterPrefixes = []string{"ejserver_fires_skipped_total", "ejserver_item_executions_total", "ejserver_misfires_total",
 	"ejserver_failovers_total", "ejserver_reshardings_total", "ejserver_history_dropped_total",
-	"ejserver_gc_between_bursts_total", "go_gc_duration_seconds_count"}
+	"ejserver_gc_between_bursts_total", "go_gc_duration_seconds_count", "ejserver_async_"}
 
 // counters reads counterPrefixes' series from every peer's /metrics, summed by series.
 func (c *benchCluster) counters() map[string]float64 {

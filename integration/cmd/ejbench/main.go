@@ -8,11 +8,14 @@
 //	go run ./integration/cmd/ejbench                       # every workload, 5-minute windows (make bench)
 //	go run ./integration/cmd/ejbench -workload second,fanout -duration 2m
 //	go run ./integration/cmd/ejbench -workload steady-200 -duration 1m -profile /tmp/prof
+//	go run ./integration/cmd/ejbench -workload async -duration 2m
 //
 // Workloads: steady-1k, steady-10k (1,000 / 10,000 jobs x 1 item every 10 s on 3 peers; steady-N for any N),
 // fanout (1 job x 2,000 items, each with its parameter, every 10 s, 3 peers), second (200 jobs every second,
 // 1 peer), failover (kill -9 one of 3 peers while a slow receiver holds its items: time until every orphaned
-// item is re-POSTed), reshard (a 4th peer joins 3 peers carrying 1,000 jobs: time until fires use it).
+// item is re-POSTed), reshard (a 4th peer joins 3 peers carrying 1,000 jobs: time until fires use it), async
+// (1,000 jobs x 10 items a minute on 3 peers, each item answered 202 and completed by callback 1-30 s later:
+// nothing lost, nothing recorded twice, and the callbacks' round trips).
 //
 // Only loopback is used. Every process is started by this program and stopped by its PID.
 package main
@@ -50,9 +53,15 @@ type options struct {
 	peerLogLevel   string
 	regWorkers     int
 	grace          time.Duration
+	// the async workload's
+	leaseSeconds int
+	callbackMin  time.Duration
+	callbackMax  time.Duration
+	repeatShare  float64
+	seed         uint64
 }
 
-var allWorkloads = []string{"steady-1k", "steady-10k", "fanout", "second", "failover", "reshard"}
+var allWorkloads = []string{"steady-1k", "steady-10k", "fanout", "second", "failover", "reshard", "async"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "loop" {
@@ -67,7 +76,7 @@ func run(args []string) int {
 	wl := fs.String("workload", strings.Join(allWorkloads, ","), "workloads to run, comma-separated: "+strings.Join(allWorkloads, ", ")+", or steady-N (N jobs)")
 	fs.DurationVar(&o.duration, "duration", 5*time.Minute, "measured window of the steady workloads (steady-*, fanout, second); a multiple of their period")
 	fs.DurationVar(&o.warmup, "warmup", 0, "time between the jobs being scheduled on every peer and the window (default: one period + 5s)")
-	fs.DurationVar(&o.period, "period", 0, "override the jobs' period of steady-* workloads (a divisor of 60s; default 10s)")
+	fs.DurationVar(&o.period, "period", 0, "override the jobs' period of steady-* workloads and async (a divisor of 60s; default 10s, async 60s)")
 	fs.IntVar(&o.peers, "peers", 0, "override the number of peers of every workload (default: the workload's)")
 	fs.IntVar(&o.jobs, "jobs", 0, "override the number of jobs of every workload (default: the workload's)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
@@ -77,17 +86,26 @@ func run(args []string) int {
 	fs.BoolVar(&o.ejserver, "ejserver", true, "run ejserver (false: the baselines only, to calibrate the machine)")
 	fs.StringVar(&o.bin, "bin", "", "ejserver binary to run (default: build ./cmd/ejserver)")
 	fs.StringVar(&o.profile, "profile", "", "directory: take a CPU profile of every peer during the window (peers run with --pprof) and a heap profile at its end")
-	fs.StringVar(&o.records, "records", "", "directory: write each run's deliveries as CSV (workload-run.csv: scheduled and arrival times, job, item, source, instance)")
+	fs.StringVar(&o.records, "records", "", "directory: write each run's deliveries as CSV (workload-run.csv: scheduled and arrival times, job, item, source, instance, execution id, attempt)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "the peers' --session-timeout")
 	fs.StringVar(&o.zkHeap, "zk-heap", "1g", "ZooKeeper's JVM heap (EJ_ZK_HEAP)")
 	fs.StringVar(&o.peerLogLevel, "peer-log-level", "warn", "the peers' --log-level (info logs every item; with -keep the logs stay)")
 	fs.IntVar(&o.regWorkers, "register-workers", 32, "concurrent API calls registering jobs")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "how long after the window late deliveries are still awaited")
+	fs.IntVar(&o.leaseSeconds, "lease-seconds", 60, "async: the jobs' async.leaseSeconds (no heartbeats are sent: keep it above -callback-max)")
+	fs.DurationVar(&o.callbackMin, "callback-min", time.Second, "async: the shortest delay from a delivery to its completion callback")
+	fs.DurationVar(&o.callbackMax, "callback-max", 30*time.Second, "async: the longest (delays are uniform between the two)")
+	fs.Float64Var(&o.repeatShare, "repeat-share", 0.1, "async: the share of completions answered 200 that are sent again, 1-5 s later (at most the delays' range), to another peer")
+	fs.Uint64Var(&o.seed, "seed", 1, "async: the seed of the callbacks' delays, targets and repeats")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: ejbench [flags]\n\nRuns real ZooKeeper, real ejserver peers and a recording receiver through named workloads, each beside a\nbare-loop baseline, and prints one table.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.callbackMin <= 0 || o.callbackMax < o.callbackMin || o.repeatShare < 0 || o.repeatShare > 1 {
+		fmt.Fprintln(os.Stderr, "ejbench: -callback-min must be positive and at most -callback-max, -repeat-share within 0-1")
 		return 2
 	}
 	for _, w := range strings.Split(*wl, ",") {
@@ -214,11 +232,13 @@ func btoi(b bool) int {
 // workload is one named benchmark.
 type workload struct {
 	name     string
-	kind     string // steady, fanout, second, failover, reshard
+	kind     string // steady, fanout, second, failover, reshard, async
 	peers    int
 	sched    schedule
 	strategy string
 	duration time.Duration
+	// leaseSeconds is the async workload's async.leaseSeconds
+	leaseSeconds int
 }
 
 func (w workload) describe() string {
@@ -250,10 +270,15 @@ func lookupWorkload(name string, o options) (workload, error) {
 		w.duration = 60 * time.Second
 	case name == "reshard":
 		w.duration = 60 * time.Second
+	case name == "async":
+		// 10,000 items a minute answered 202 and completed by callback later: 1,000 jobs of 10 items, job k at
+		// second k % 60 of every minute (160-170 items a second, as steady-10k spreads its jobs over its period)
+		w.sched.jobs, w.sched.items, w.sched.period = 1000, 10, time.Minute
+		w.leaseSeconds = o.leaseSeconds
 	default:
 		return w, fmt.Errorf("unknown workload %q (have %s, steady-N)", name, strings.Join(allWorkloads, ", "))
 	}
-	if o.period > 0 && w.kind == "steady" {
+	if o.period > 0 && (w.kind == "steady" || w.kind == "async") {
 		if o.period%time.Second != 0 || (60*time.Second)%o.period != 0 {
 			return w, fmt.Errorf("-period %s: must be whole seconds dividing a minute", o.period)
 		}
@@ -266,7 +291,7 @@ func lookupWorkload(name string, o options) (workload, error) {
 		w.sched.jobs = o.jobs
 	}
 	switch w.kind {
-	case "steady", "fanout", "second":
+	case "steady", "fanout", "second", "async":
 		if w.duration%w.sched.period != 0 {
 			return w, fmt.Errorf("-duration %s: must be a multiple of %s's period %s", w.duration, name, w.sched.period)
 		}
@@ -291,6 +316,8 @@ func (e *env) runWorkload(w workload) ([]Result, error) {
 			r, err = e.runFailover(w, rec)
 		case "reshard":
 			r, err = e.runReshard(w, rec)
+		case "async":
+			r, err = e.runAsync(w, rec)
 		}
 		if err != nil {
 			return nil, err

@@ -47,6 +47,7 @@ type record struct {
 	instance  string
 	execID    string
 	item      int32
+	attempt   int16
 	src       source
 }
 
@@ -60,7 +61,8 @@ type fireKey struct {
 func (r *record) key() fireKey { return fireKey{r.job, r.item, r.scheduled} }
 
 // recorder is the benchmark's webhook receiver: it answers 200 at once (or, for NORMAL_TRIGGER requests, after
-// a set delay) and records each request into storage allocated up front, so it is never the bottleneck.
+// a set delay, or, with a completer, 202 Accepted and a completion callback later) and records each request
+// into storage allocated up front, so it is never the bottleneck.
 type recorder struct {
 	URL string
 	ln  net.Listener
@@ -69,7 +71,8 @@ type recorder struct {
 	mu   sync.Mutex
 	recs []record
 
-	delayNormal atomic.Int64 // ns: answer NORMAL_TRIGGER requests this late (the failover workload's slow receiver)
+	delayNormal atomic.Int64              // ns: answer NORMAL_TRIGGER requests this late (the failover workload's slow receiver)
+	async       atomic.Pointer[completer] // the async workload: it decides each request's answer
 	bufs        sync.Pool
 }
 
@@ -96,6 +99,10 @@ type body struct {
 	Source       string `json:"source"`
 	ScheduledAt  string `json:"scheduledAt"`
 	InstanceID   string `json:"instanceId"`
+	Attempt      int    `json:"attempt"`
+	// the async workload's
+	CallbackURL   string `json:"callbackUrl"`
+	CallbackToken string `json:"callbackToken"`
 }
 
 func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -107,6 +114,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rec := record{arrived: arrived.UnixNano(), src: srcOther}
 	if json.Unmarshal(buf.Bytes(), &b) == nil {
 		rec.job, rec.item, rec.instance, rec.execID = b.JobName, b.ShardingItem, b.InstanceID, b.ExecutionID
+		rec.attempt = int16(min(b.Attempt, 1<<15-1))
 		rec.src = parseSource(b.Source)
 		if t, err := time.Parse(time.RFC3339Nano, b.ScheduledAt); err == nil {
 			rec.scheduled = t.UnixNano()
@@ -116,6 +124,10 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.recs = append(r.recs, rec)
 	r.mu.Unlock()
+	if c := r.async.Load(); c != nil {
+		w.WriteHeader(c.take(&rec, req.Header.Get("webhook-id"), b.CallbackURL, b.CallbackToken))
+		return
+	}
 	if d := time.Duration(r.delayNormal.Load()); d > 0 && rec.src == srcNormal {
 		t := time.NewTimer(d)
 		select {
@@ -150,18 +162,18 @@ func (r *recorder) reset() {
 }
 
 // writeCSV writes the records, one delivery a line, with a header: scheduled and arrival times (Unix ns),
-// lateness (ms), job, item, source and the delivering instance.
+// lateness (ms), job, item, source, the delivering instance, the execution id and the attempt.
 func writeCSV(path string, recs []record) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "scheduled_ns,arrived_ns,late_ms,job,item,source,instance")
+	fmt.Fprintln(w, "scheduled_ns,arrived_ns,late_ms,job,item,source,instance,execution_id,attempt")
 	for i := range recs {
 		r := &recs[i]
-		fmt.Fprintf(w, "%d,%d,%.3f,%s,%d,%s,%s\n", r.scheduled, r.arrived, float64(r.arrived-r.scheduled)/1e6,
-			r.job, r.item, sourceNames[r.src], r.instance)
+		fmt.Fprintf(w, "%d,%d,%.3f,%s,%d,%s,%s,%s,%d\n", r.scheduled, r.arrived, float64(r.arrived-r.scheduled)/1e6,
+			r.job, r.item, sourceNames[r.src], r.instance, r.execID, r.attempt)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()

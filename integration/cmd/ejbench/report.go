@@ -90,6 +90,7 @@ func printTable(w io.Writer, results []Result) {
 			span, f(r.RequestsPS), cpu, rss, zkCPU, zkLat, host, zkReq)
 	}
 	tw.Flush()
+	printAsyncTable(w, results)
 	// the workload-specific figures, below the table
 	for _, r := range results {
 		if r.Run == "ratio" {
@@ -115,6 +116,18 @@ func printTable(w io.Writer, results []Result) {
 			parts = append(parts, fmt.Sprintf("4th peer ready %.1f s after start; it fired %d jobs (ROUND_ROBIN gives it %d), the first %.1f s and the last of them %.1f s after it was ready",
 				rs.JoinMs/1000, rs.MovedJobs, rs.ExpectedJobs, rs.FirstFireMs/1000, rs.AllMovedMs/1000))
 		}
+		if a := r.Async; a != nil {
+			parts = append(parts, fmt.Sprintf("async (lease %d s, no heartbeats, completions %s after the delivery, seed %d): %d deliveries answered 202 "+
+				"(%d executions, fires up to the window's end; %d later ones answered 200), %d completed, lost %d, double-recorded %d, retried %d; "+
+				"completions sent %d (%d to the callbackUrl's peer, %d to another), round trip p50 %s, p99 %s, max %s ms (callbackUrl's peer p99 %s, another p99 %s); "+
+				"repeated completions %d of %d answered 200, p99 %s ms; callbacks started p99 %s ms after their due time; "+
+				"peers: accepted %.0f, ended %v, lease expiries %.0f, callbacks %v, running %.0f",
+				a.LeaseSeconds, a.Delay, a.Seed, a.Accepted, a.AcceptedIDs, a.Declined, a.Completed, a.Lost, a.DoubleRecorded, a.Retried,
+				a.Completions.Sent, a.Completions.ToOwn, a.Completions.ToOther, trim(a.Completions.Latency.P50), trim(a.Completions.Latency.P99),
+				trim(a.Completions.Latency.Max), trim(a.Completions.Own.P99), trim(a.Completions.Other.P99),
+				a.Repeats.OK, a.Repeats.Sent, trim(a.Repeats.Latency.P99), trim(a.SendLag.P99),
+				a.Peers.Accepted, a.Peers.Ended, a.Peers.LeaseExpiries, a.Peers.Callbacks, a.Peers.Running))
+		}
 		if r.Other > 0 {
 			parts = append(parts, fmt.Sprintf("deliveries of the window's fires by other sources: %v", r.OtherBy))
 		}
@@ -127,7 +140,8 @@ func printTable(w io.Writer, results []Result) {
 		if len(r.PeerCounters) > 0 {
 			var cs []string
 			for _, k := range slices.Sorted(maps.Keys(r.PeerCounters)) {
-				if !strings.HasPrefix(k, "item_executions_total") || !strings.Contains(k, `outcome="success"`) {
+				gauge := strings.HasPrefix(k, "async_items_running")
+				if !gauge && (!strings.HasPrefix(k, "item_executions_total") || !strings.Contains(k, `outcome="success"`)) {
 					cs = append(cs, fmt.Sprintf("%s %.0f", k, r.PeerCounters[k]))
 				}
 			}
@@ -164,4 +178,31 @@ func trim(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// printAsyncTable writes the async workload's own figures, if it ran, as a second table: delivered against
+// expected (the window), accepted and completed executions (the whole run), what was lost or recorded twice,
+// the completion callbacks' round trips, and the peers' CPU, RSS and lateness from the main table.
+func printAsyncTable(w io.Writer, results []Result) {
+	var rows []Result
+	for _, r := range results {
+		if r.Async != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	fmt.Fprintln(tw, "workload\tdelivered/expected\taccepted\tcompleted\tlost\tdouble\tlease expiries\trepeats 200\t"+
+		"callback p50 ms\tp99 ms\tmax ms\tCPU% per peer\tRSS MB per peer\tlate p99 ms\t")
+	for _, r := range rows {
+		a := r.Async
+		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%d\t%d\t%d\t%.0f\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Workload, r.Received, r.Expected,
+			a.AcceptedIDs, a.Completed, a.Lost, a.DoubleRecorded, a.Peers.LeaseExpiries, a.Repeats.OK, a.Repeats.Sent,
+			trim(a.Completions.Latency.P50), trim(a.Completions.Latency.P99), trim(a.Completions.Latency.Max),
+			joinF(r.Usage.CPUPercent, 1), joinF(r.Usage.RSSMB, 0), trim(r.Lateness.P99))
+	}
+	tw.Flush()
 }

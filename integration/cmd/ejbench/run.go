@@ -52,6 +52,7 @@ type Result struct {
 	FirstFiresMs float64            `json:"firstFiresMs,omitempty"` // from then until every job had fired (and been sharded) once
 	Failover     *FailoverResult    `json:"failover,omitempty"`
 	Reshard      *ReshardResult     `json:"reshard,omitempty"`
+	Async        *AsyncResult       `json:"async,omitempty"`
 	Notes        []string           `json:"notes,omitempty"`
 	// PeerLog holds the first ERROR and WARN lines of each peer's log, "peer N: line".
 	PeerLog []string `json:"peerLog,omitempty"`
@@ -102,6 +103,9 @@ func (e *env) prepare(w workload, rec *recorder, r *Result) (*benchCluster, erro
 	if err != nil {
 		return nil, err
 	}
+	if cp := rec.async.Load(); cp != nil {
+		cp.setPeers(c.urls())
+	}
 	took, err := c.register(w, rec.URL)
 	if err != nil {
 		c.stop()
@@ -146,6 +150,10 @@ func (e *env) settle(w workload, rec *recorder, r *Result) {
 func (e *env) warmup(w workload) time.Duration {
 	if e.o.warmup > 0 {
 		return e.o.warmup
+	}
+	if w.kind == "async" {
+		// settle has seen a whole period of fires; the completions of the last ones come this much later
+		return e.o.callbackMax + 5*time.Second
 	}
 	return w.sched.period + 5*time.Second
 }

@@ -52,7 +52,7 @@ func (s schedule) periodS() int64 { return int64(s.period / time.Second) }
 
 func (s schedule) jobName(k int) string { return fmt.Sprintf("%s-%05d", s.prefix, k) }
 
-// cron is job k's Quartz expression.
+// cron is job k's Quartz expression. A period of a minute is a fixed second: Quartz steps stop at 59.
 func (s schedule) cron(k int) string {
 	p := s.periodS()
 	if p == 1 {
@@ -61,6 +61,9 @@ func (s schedule) cron(k int) string {
 	off := int64(0)
 	if s.spread {
 		off = int64(k) % p
+	}
+	if p == 60 {
+		return fmt.Sprintf("%d * * * * ?", off)
 	}
 	return fmt.Sprintf("%d/%d * * * * ?", off, p)
 }
