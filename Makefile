@@ -2,9 +2,12 @@
 .DEFAULT_GOAL := help
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# the commit's time, not the build's: the same commit builds to the same bytes
+DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: help run test test-race test-unit test-integration lint build bench generate clean
+.PHONY: help run test test-race test-unit test-integration lint build bench generate clean release test-release
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -32,6 +35,12 @@ lint: ## gofmt, go vet and staticcheck
 
 build: ## build bin/ejserver
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ejserver ./cmd/ejserver
+
+release: ## static, reproducible binaries of HEAD for linux/amd64, linux/arm64, darwin/arm64, windows/amd64 + SHA256SUMS in dist/
+	@scripts/release.sh build dist
+
+test-release: ## build HEAD twice (separate dirs, empty build caches), compare the bytes, run it in an empty root (minutes)
+	@scripts/release.sh test
 
 bench: ## run the benchmark harness (real ZooKeeper and peers; minutes)
 	@scripts/bench.sh
