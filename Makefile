@@ -7,7 +7,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: help run test test-race test-unit test-integration lint build bench generate clean release test-release
+.PHONY: help run test test-race test-unit test-integration lint build bench generate clean release test-release image test-image
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -41,6 +41,12 @@ release: ## static, reproducible binaries of HEAD for linux/amd64, linux/arm64, 
 
 test-release: ## build HEAD twice (separate dirs, empty build caches), compare the bytes, run it in an empty root (minutes)
 	@scripts/release.sh test
+
+image: ## OCI image ejserver:VERSION FROM scratch (binary, CA roots, user 65532) with buildah; IMAGE_FORMAT=docker keeps HEALTHCHECK
+	@scripts/image.sh build
+
+test-image: ## install podman/buildah/runc, build the image, run it against real ZooKeeper and a receiver (minutes)
+	@scripts/image.sh test
 
 bench: ## run the benchmark harness (real ZooKeeper and peers; minutes)
 	@scripts/bench.sh
