@@ -7,7 +7,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: help run test test-race test-unit test-integration lint build bench generate clean release test-release image test-image
+.PHONY: help run test test-race test-unit test-integration lint build bench generate clean release test-release image test-image test-deploy
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ image: ## OCI image ejserver:VERSION FROM scratch (binary, CA roots, user 65532)
 
 test-image: ## install podman/buildah/runc, build the image, run it against real ZooKeeper and a receiver (minutes)
 	@scripts/image.sh test
+
+test-deploy: ## the deploy/ module: k8s manifests (k8s.io/api, strict), compose-go, systemd-analyze, promtool
+	@scripts/deploy-test.sh
 
 bench: ## run the benchmark harness (real ZooKeeper and peers; minutes)
 	@scripts/bench.sh
