@@ -175,3 +175,45 @@ func TestImage(t *testing.T) {
 	}
 	t.Logf("podman stop (SIGTERM): drained and exited 0 in %s", time.Since(stopped).Round(time.Millisecond))
 }
+
+// A Docker-format image keeps the HEALTHCHECK (OCI images have no such field): podman runs it, and it is
+// `ejserver healthcheck`, healthy while the peer answers.
+func TestImageDockerFormatHealthcheck(t *testing.T) {
+	image := os.Getenv("EJ_IMAGE_DOCKER")
+	if image == "" {
+		t.Skip("EJ_IMAGE_DOCKER is not set: make test-image builds the Docker-format image and sets it")
+	}
+	if hc := mustPodman(t, "image", "inspect", "--format", "{{json .HealthCheck}}", image); !strings.Contains(hc, `"/usr/local/bin/ejserver","healthcheck"`) {
+		t.Fatalf("the image's health check is %s", hc)
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	name := fmt.Sprintf("ejserver-image-hc-%d", os.Getpid())
+	args := append([]string{"run", "-d", "--name", name, "--network", "host"}, limits(t)...)
+	mustPodman(t, append(args, "-e", "EJ_ZK="+zktest.Addr(t), "-e", "EJ_NAMESPACE="+zktest.Namespace("imagehc"),
+		"-e", "EJ_LISTEN="+listen, "-e", "EJ_SERVER_IP=127.0.0.1", image)...)
+	t.Cleanup(func() { _, _ = podman(t, "rm", "-f", "-t", "0", name) })
+	p := &harness.Peer{Addr: listen}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if status, _, err := p.Do("GET", "/readyz", nil, nil); err == nil && status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			logs, _ := podman(t, "logs", name)
+			t.Fatalf("the container's peer is not ready:\n%s", logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// podman schedules health checks with systemd timers, which this machine lacks: run one by hand
+	if out, err := podman(t, "healthcheck", "run", name); err != nil {
+		t.Fatalf("podman healthcheck run: %v\n%s", err, out)
+	}
+	if health := mustPodman(t, "inspect", "--format", "{{.State.Health.Status}}", name); health != "healthy" {
+		t.Fatalf("health %q after a passing check", health)
+	}
+	t.Log("podman healthcheck run: healthy")
+}
