@@ -35,10 +35,11 @@ build_in() {
   (cd "$out" && sha256sum ejserver_* > SHA256SUMS)
 }
 
-# export_head DIR: the commit's files, and nothing else, in DIR.
+# export_head DIR: the files of the commit HEAD was at the start, and nothing else, in DIR (HEAD may move
+# while a build runs).
 export_head() {
   mkdir -p "$1"
-  git archive --format=tar HEAD | tar -x -C "$1"
+  git archive --format=tar "$COMMIT" | tar -x -C "$1"
 }
 
 warn_dirty() {
