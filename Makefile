@@ -2,9 +2,12 @@
 .DEFAULT_GOAL := help
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# the commit's time, not the build's: the same commit builds to the same bytes
+DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: help run test test-race test-unit test-integration lint build bench generate clean
+.PHONY: help run test test-race test-unit test-integration lint build bench generate clean release test-release image test-image test-deploy
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -32,6 +35,21 @@ lint: ## gofmt, go vet and staticcheck
 
 build: ## build bin/ejserver
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ejserver ./cmd/ejserver
+
+release: ## static, reproducible binaries of HEAD for linux/amd64, linux/arm64, darwin/arm64, windows/amd64 + SHA256SUMS in dist/
+	@scripts/release.sh build dist
+
+test-release: ## build HEAD twice (separate dirs, empty build caches), compare the bytes, run it in an empty root (minutes)
+	@scripts/release.sh test
+
+image: ## OCI image ejserver:VERSION FROM scratch (binary, CA roots, user 65532) with buildah; IMAGE_FORMAT=docker keeps HEALTHCHECK
+	@scripts/image.sh build
+
+test-image: ## install podman/buildah/runc, build the image, run it against real ZooKeeper and a receiver (minutes)
+	@scripts/image.sh test
+
+test-deploy: ## the deploy/ module: k8s manifests (k8s.io/api, strict), compose-go, systemd-analyze, promtool
+	@scripts/deploy-test.sh
 
 bench: ## run the benchmark harness (real ZooKeeper and peers; minutes)
 	@scripts/bench.sh

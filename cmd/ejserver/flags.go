@@ -25,7 +25,11 @@ func newEnvFlags(name, summary string) *envFlags {
 			if fl.DefValue != "" && fl.DefValue != "false" && fl.DefValue != "0s" {
 				def = fmt.Sprintf(" (default %s)", fl.DefValue)
 			}
-			fmt.Fprintf(fs.Output(), "  --%s [%s]%s\n      %s\n", fl.Name, f.envs[fl.Name], def, fl.Usage)
+			env := ""
+			if e := f.envs[fl.Name]; e != "" {
+				env = " [" + e + "]"
+			}
+			fmt.Fprintf(fs.Output(), "  --%s%s%s\n      %s\n", fl.Name, env, def, fl.Usage)
 		})
 	}
 	return f

@@ -6,16 +6,14 @@
 //	ejserver execution ...      get, list executions; heartbeat, complete for receivers of long-running items
 //	ejserver cron next EXPR     the next fire times of an expression
 //	ejserver token new|hash     make API tokens
-//	ejserver version            print the version
+//	ejserver healthcheck        exit 0 if the local peer's /healthz answers (for container health checks)
+//	ejserver version            print the version, commit, build date and Go version
 package main
 
 import (
 	"fmt"
 	"os"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -41,9 +39,10 @@ func run(args []string) int {
 		return cronCmd(args[1:], os.Stdout, os.Stderr)
 	case "token":
 		return tokenCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case "healthcheck":
+		return healthcheckCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":
-		fmt.Println("ejserver", version)
-		return 0
+		return versionCmd(args[1:], os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		usage()
 		return 0
@@ -67,7 +66,9 @@ Usage:
                               [--output O|--output-file F] [--has-more]
   ejserver cron next 'EXPR' [--tz ZONE] [--count N]
   ejserver token new|hash [--role admin|viewer] [--name NAME]
-  ejserver version                    print the version
+  ejserver healthcheck [--ready] [--url URL]
+                                      exit 0 if the peer's /healthz (/readyz) answers 200, else 1
+  ejserver version [--json]           print the version, commit, build date and Go version
 
 Run "ejserver serve --help" for the peer's flags, "ejserver job" for the job commands, "ejserver execution"
 for the execution commands. The client commands reach the server at --server [EJ_SERVER]

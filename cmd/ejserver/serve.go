@@ -250,18 +250,20 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	var sched *dispatch.Scheduler
-	mets := metrics.New(metrics.Config{PerJobLabels: c.metricsPerJob, Logger: log, Sources: metrics.Sources{
-		InFlight: sender.InFlight, Waiting: sender.Waiting,
-		HistoryStats: func() (int64, int64, int64, int64) {
-			st := writer.Stats()
-			return int64(st.Backlog), st.Written, st.Dropped, st.Failures
-		},
-		HistoryDegraded: func() bool { return writer.Health().State == history.HealthDegraded },
-		SessionHealthy:  sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
-		Leaderships:     func() int { return leaderships(reg) },
-		ScheduledJobs:   func() int { return sched.Len() },
-		GCBetweenBursts: collector.Collections,
-	}})
+	build := currentBuild()
+	mets := metrics.New(metrics.Config{PerJobLabels: c.metricsPerJob, Logger: log,
+		Build: metrics.Build{Version: build.Version, Commit: build.Commit, GoVersion: build.Go}, Sources: metrics.Sources{
+			InFlight: sender.InFlight, Waiting: sender.Waiting,
+			HistoryStats: func() (int64, int64, int64, int64) {
+				st := writer.Stats()
+				return int64(st.Backlog), st.Written, st.Dropped, st.Failures
+			},
+			HistoryDegraded: func() bool { return writer.Health().State == history.HealthDegraded },
+			SessionHealthy:  sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
+			Leaderships:     func() int { return leaderships(reg) },
+			ScheduledJobs:   func() int { return sched.Len() },
+			GCBetweenBursts: collector.Collections,
+		}})
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,
 		Secret: secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Clock: clk, Logger: log})
 	if err != nil {
@@ -319,7 +321,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
-	log.Info("ejserver serving", "listen", ln.Addr().String(), "jobs", len(reg.Jobs()), "server_ip", c.serverIP)
+	log.Info("ejserver serving", "listen", ln.Addr().String(), "jobs", len(reg.Jobs()), "server_ip", c.serverIP,
+		"version", build.Version, "commit", build.Commit)
 
 	select {
 	case <-ctx.Done():

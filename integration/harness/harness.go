@@ -42,6 +42,22 @@ func Build(dir string, race bool) (string, error) {
 	return BuildPackage(dir, "./cmd/ejserver", race)
 }
 
+// BuildVersion compiles ./cmd/ejserver into dir as ejserver-{version}, with version set as `make build`
+// sets it (-X main.version), so that a test can run an older and a newer build side by side.
+func BuildVersion(dir, version string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "ejserver-"+version)
+	cmd := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version="+version, "./cmd/ejserver")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build ejserver %s: %v\n%s", version, err, out)
+	}
+	return bin, nil
+}
+
 // BuildPackage compiles the main package pkg (a path relative to the repository root, e.g.
 // "./integration/cmd/ejbench") into dir, naming the binary after the package's last element, and returns its
 // path.

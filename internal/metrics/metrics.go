@@ -21,6 +21,14 @@ type Config struct {
 	Sources Sources
 	// Logger gets the errors of serving a scrape; nil: slog.Default().
 	Logger *slog.Logger
+	// Build labels ejserver_build_info, so that dashboards show which build each peer runs (a rolling
+	// upgrade's progress); an empty Version leaves the series out.
+	Build Build
+}
+
+// Build is the running binary's build facts.
+type Build struct {
+	Version, Commit, GoVersion string
 }
 
 // Sources are the values kept elsewhere that a scrape reads. Each must be cheap and safe for concurrent
@@ -162,6 +170,14 @@ func New(cfg Config) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	if cfg.Build.Version != "" {
+		info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "ejserver_build_info",
+			Help: "Always 1; its labels name the running build.",
+			ConstLabels: prometheus.Labels{"version": cfg.Build.Version, "commit": cfg.Build.Commit,
+				"goversion": cfg.Build.GoVersion}})
+		info.Set(1)
+		m.reg.MustRegister(info)
+	}
 	if c := newSourceCollector(cfg.Sources); c != nil {
 		m.reg.MustRegister(c)
 	}

@@ -537,3 +537,12 @@ func BenchmarkItemDone(b *testing.B) {
 		})
 	}
 }
+
+func TestBuildInfo(t *testing.T) {
+	t.Parallel()
+	if fams := gather(t, New(Config{})); fams["ejserver_build_info"] != nil {
+		t.Error("ejserver_build_info is exposed without a build")
+	}
+	fams := gather(t, New(Config{Build: Build{Version: "v1.2.3", Commit: "abc", GoVersion: "go1.26.8"}}))
+	want(t, fams, "ejserver_build_info", map[string]string{"version": "v1.2.3", "commit": "abc", "goversion": "go1.26.8"}, 1)
+}
