@@ -27,3 +27,61 @@ func TestServeFireLead(t *testing.T) {
 		}
 	}
 }
+
+func TestAdvertiseURL(t *testing.T) {
+	tests := []struct {
+		given, listen, want, err string
+	}{
+		{"", "127.0.0.1:8080", "http://127.0.0.1:8080", ""},
+		{"", "0.0.0.0:8080", "http://10.0.0.7:8080", ""},
+		{"", ":8080", "http://10.0.0.7:8080", ""},
+		{"", "[::]:8080", "http://10.0.0.7:8080", ""},
+		{"https://ejserver.example.com/", "0.0.0.0:8080", "https://ejserver.example.com", ""},
+		{"https://ejserver.example.com/base", "", "https://ejserver.example.com/base", ""},
+		{"", "no-port", "", "cannot derive"},
+		{"ftp://h", "", "", "http(s) URL"},
+		{"https://", "", "", "http(s) URL"},
+		{"https://u:p@h", "", "", "http(s) URL"},
+		{"https://h/?x=1", "", "", "http(s) URL"},
+		{"ejserver:8080", "", "", "http(s) URL"},
+	}
+	for _, tt := range tests {
+		got, err := advertiseURL(tt.given, tt.listen, "10.0.0.7")
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("advertiseURL(%q, %q) = %q, %v; want an error with %q", tt.given, tt.listen, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("advertiseURL(%q, %q) = %q, %v; want %q", tt.given, tt.listen, got, err, tt.want)
+		}
+	}
+	if _, err := parseServe([]string{"--lease-retention", "0s"}); err == nil || !strings.Contains(err.Error(), "--lease-retention") {
+		t.Errorf("--lease-retention 0s: %v", err)
+	}
+	if _, err := parseServe([]string{"--advertise-url", "not a url"}); err == nil || !strings.Contains(err.Error(), "--advertise-url") {
+		t.Errorf("--advertise-url: %v", err)
+	}
+}
+
+func TestCallbackSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	good, short := dir+"/good", dir+"/short"
+	if err := os.WriteFile(good, []byte(strings.Repeat("k", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(short, []byte("too-short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := newLogger(serveConfig{logLevel: "error", logFormat: "text"})
+	b, err := callbackSecret(serveConfig{callbackSecret: good}, nil, log)
+	if err != nil || string(b) != strings.Repeat("k", 40) {
+		t.Fatalf("good file: %q, %v", b, err)
+	}
+	for _, f := range []string{short, dir + "/missing"} {
+		if _, err := callbackSecret(serveConfig{callbackSecret: f}, nil, log); err == nil || !strings.Contains(err.Error(), "--callback-secret-file") {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
