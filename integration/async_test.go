@@ -436,7 +436,8 @@ func TestAsyncDisableAndDelete(t *testing.T) {
 	for _, d := range ds {
 		byJob[d.Payload.JobName] = d.Payload
 	}
-	time.Sleep(500 * time.Millisecond) // the accepts are recorded
+	waitAccepted(t, c.peers[0], "todelete", 0)
+	waitAccepted(t, c.peers[0], "todisable", 0)
 	mustDo(t, c.peers[0], "POST", "/api/v1/jobs/todisable/disable", nil, http.StatusOK, nil)
 	mustDo(t, c.peers[0], "DELETE", "/api/v1/jobs/todelete", nil, http.StatusNoContent, nil)
 	del := byJob["todelete"]

@@ -70,17 +70,16 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) Accepted(string)                 {}
-func (nopObserver) Callback(string, string)         {}
-func (nopObserver) Ended(string, lease.State)       {}
-func (nopObserver) Expired(string)                  {}
-func (nopObserver) Running(int)                     {}
-func (nopRecorder) Enqueue(ejserver.Execution) bool { return true }
-func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool {
-	return true
-}
+func (nopObserver) Accepted(string)           {}
+func (nopObserver) Callback(string, string)   {}
+func (nopObserver) Ended(string, lease.State) {}
+func (nopObserver) Expired(string)            {}
+func (nopObserver) Running(int)               {}
 
 type nopRecorder struct{}
+
+func (nopRecorder) Enqueue(ejserver.Execution) bool        { return true }
+func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool { return true }
 
 // Config configures a Manager.
 type Config struct {
@@ -122,7 +121,6 @@ type Manager struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	holder  bool
-	tracked int
 }
 
 // New returns a manager. Its watcher runs from Start to Stop; Accept and the callbacks work without it.

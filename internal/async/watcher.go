@@ -54,11 +54,11 @@ func (m *Manager) Holder() bool {
 	return m.holder
 }
 
-func (m *Manager) setHolder(held bool, tracked int) {
+func (m *Manager) setHolder(held bool, running int) {
 	m.mu.Lock()
-	m.holder, m.tracked = held, tracked
+	m.holder = held
 	m.mu.Unlock()
-	m.cfg.Observer.Running(tracked)
+	m.cfg.Observer.Running(running)
 }
 
 // run campaigns for the duty and watches while it holds it.

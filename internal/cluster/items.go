@@ -217,10 +217,7 @@ func (r *Registry) oneShot(pth string) bool {
 func (r *Registry) WaitGone(ctx context.Context, paths []string) error {
 	for _, pth := range paths {
 		for {
-			ch := make(chan struct{})
-			r.waitMu.Lock()
-			r.waiters[pth] = append(r.waiters[pth], ch)
-			r.waitMu.Unlock()
+			ch := r.addWaiter(pth)
 			ok, _, err := r.s.existsW(pth)
 			if err == nil && ok {
 				select {
@@ -238,6 +235,15 @@ func (r *Registry) WaitGone(ctx context.Context, paths []string) error {
 		}
 	}
 	return nil
+}
+
+// addWaiter returns a channel closed by the next watch event on pth (oneShot); arm the watch after it.
+func (r *Registry) addWaiter(pth string) chan struct{} {
+	ch := make(chan struct{})
+	r.waitMu.Lock()
+	r.waiters[pth] = append(r.waiters[pth], ch)
+	r.waitMu.Unlock()
+	return ch
 }
 
 func (r *Registry) dropWaiter(pth string, ch chan struct{}) {

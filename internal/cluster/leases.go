@@ -179,10 +179,7 @@ func (r *Registry) LeaseLive(executionID string) (bool, error) {
 func (r *Registry) WaitLease(ctx context.Context, executionID string) error {
 	pth := r.p.Lease(executionID)
 	for {
-		ch := make(chan struct{})
-		r.waitMu.Lock()
-		r.waiters[pth] = append(r.waiters[pth], ch)
-		r.waitMu.Unlock()
+		ch := r.addWaiter(pth)
 		ok, _, err := r.s.existsW(pth)
 		if err == nil && !ok { // not (or no longer) live: it may have ended already
 			ok, _, err = r.s.exists(r.p.EndedLease(executionID))
@@ -204,10 +201,7 @@ func (r *Registry) WaitLease(ctx context.Context, executionID string) error {
 // when the list changes (or the watch is lost).
 func (r *Registry) Leases() ([]string, <-chan struct{}, error) {
 	pth := r.p.Leases()
-	ch := make(chan struct{})
-	r.waitMu.Lock()
-	r.waiters[pth] = append(r.waiters[pth], ch)
-	r.waitMu.Unlock()
+	ch := r.addWaiter(pth)
 	ids, _, err := r.s.childrenW(pth)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err = r.s.ensurePath(pth); err == nil {
@@ -257,10 +251,7 @@ func (r *Registry) WatcherDuty(mine string) (held bool, node string, fence any, 
 		return true, mine, opCheck(mine, -1), nil, nil
 	}
 	ahead := folder + "/" + kids[pos-1]
-	ch := make(chan struct{})
-	r.waitMu.Lock()
-	r.waiters[ahead] = append(r.waiters[ahead], ch)
-	r.waitMu.Unlock()
+	ch := r.addWaiter(ahead)
 	ok, _, err := r.s.existsW(ahead)
 	if err != nil || !ok {
 		r.dropWaiter(ahead, ch)
