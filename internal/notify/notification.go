@@ -11,18 +11,18 @@ type Kind string
 
 // The event kinds. The strings are the API's values of a rule's `on` list.
 const (
-	KindItemFailed        Kind = "ITEM_FAILED"         // an item failed after its last attempt
-	KindFireFailed        Kind = "FIRE_FAILED"         // a fire's items did not all succeed
+	KindItemFailed        Kind = "ITEM_FAILED"           // an item failed after its last attempt
+	KindFireFailed        Kind = "FIRE_FAILED"           // a fire's items did not all succeed
 	KindFailedFiresInARow Kind = "FAILED_FIRES_IN_A_ROW" // failedFiresInARow fires in a row failed
-	KindMisfire           Kind = "MISFIRE"             // a fire was missed (caught up or not)
-	KindFailover          Kind = "FAILOVER"            // items of a dead peer were re-run by a survivor
-	KindLate              Kind = "LATE"                // a fire left later than lateAfterMs
-	KindFireSkipped       Kind = "FIRE_SKIPPED"        // a fire was skipped (no instance, clock difference, disabled server)
-	KindLeaseExpired      Kind = "LEASE_EXPIRED"       // an async item's lease ran out
-	KindRunningLong       Kind = "RUNNING_LONG"        // an item still running past runningLongerThanSeconds
-	KindNoInstance        Kind = "NO_INSTANCE"         // no live instance of the job at its fire time
-	KindRecovered         Kind = "RECOVERED"           // the next fire succeeded after one of the above
-	KindTest              Kind = "TEST"                // POST /api/v1/channels/{name}/test
+	KindMisfire           Kind = "MISFIRE"               // a fire was missed (caught up or not)
+	KindFailover          Kind = "FAILOVER"              // items of a dead peer were re-run by a survivor
+	KindLate              Kind = "LATE"                  // a fire left later than lateAfterMs
+	KindFireSkipped       Kind = "FIRE_SKIPPED"          // a fire was skipped (no instance, clock difference, disabled server)
+	KindLeaseExpired      Kind = "LEASE_EXPIRED"         // an async item's lease ran out
+	KindRunningLong       Kind = "RUNNING_LONG"          // an item still running past runningLongerThanSeconds
+	KindNoInstance        Kind = "NO_INSTANCE"           // no live instance of the job at its fire time
+	KindRecovered         Kind = "RECOVERED"             // the next fire succeeded after one of the above
+	KindTest              Kind = "TEST"                  // POST /api/v1/channels/{name}/test
 )
 
 // Kinds lists every kind a rule may name, in documentation order.
