@@ -265,7 +265,9 @@ func ParseScope(s string) (Scope, error) {
 	return out, nil
 }
 
-func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f || r == 0x85 || r == 0xa0 || r == 0x2028 || r == 0x2029 }
+func isSpaceOrControl(r rune) bool {
+	return r <= ' ' || r == 0x7f || r == 0x85 || r == 0xa0 || r == 0x2028 || r == 0x2029
+}
 
 // clip keeps an error message short whatever the input.
 func clip(s string) string {
