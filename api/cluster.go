@@ -197,7 +197,7 @@ func (h *handlers) jobExecutions(c echo.Context) error {
 
 func (h *handlers) listExecutions(c echo.Context, job string) error {
 	f := history.ExecutionFilter{JobName: job, Source: ejserver.Source(c.QueryParam("source")),
-		InstanceID: c.QueryParam("instance"), Cursor: c.QueryParam("cursor")}
+		InstanceID: c.QueryParam("instance"), Cursor: c.QueryParam("cursor"), Jobs: h.jobSet(grantOf(c).Scope)}
 	if s := c.QueryParam("item"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
@@ -250,6 +250,12 @@ func (h *handlers) execution(c echo.Context) error {
 	e, err := h.svc.Execution(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
+	}
+	// another job's execution is "not found", word for word as one that does not exist
+	if ok, err := h.sees(c.Request().Context(), grantOf(c).Scope, e.JobName); err != nil {
+		return err
+	} else if !ok {
+		return ejserver.Errorf(ejserver.ENOTFOUND, "execution %q not found", c.Param("id"))
 	}
 	return c.JSON(http.StatusOK, e)
 }

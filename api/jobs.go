@@ -71,6 +71,10 @@ func (h *handlers) createJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// a scoped token creates only jobs in its scope (an invalid name is the service's 400 to give)
+	if t, _ := callerOf(c); ejserver.ValidateJobName(cfg.JobName) == nil && !t.Scope.InScope(cfg.JobName, cfg.Label) {
+		return outOfScope(t, cfg.JobName, cfg.Label)
+	}
 	v, secret, err := h.svc.CreateJob(c.Request().Context(), cfg)
 	if err != nil {
 		return err
@@ -100,8 +104,11 @@ func (h *handlers) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.svc.ListJobs(c.Request().Context(), service.JobFilter{
-		Query: c.QueryParam("q"), Status: c.QueryParam("status"), After: c.QueryParam("cursor"), Limit: limit})
+	f := service.JobFilter{Query: c.QueryParam("q"), Status: c.QueryParam("status"), After: c.QueryParam("cursor"), Limit: limit}
+	if s := grantOf(c).Scope; !s.Unscoped() {
+		f.Visible = s.InScope
+	}
+	page, err := h.svc.ListJobs(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -165,7 +172,22 @@ func (h *handlers) replaceJob(c echo.Context) error {
 	if pre != nil {
 		check = pre.matches
 	}
-	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, check)
+	// a scoped token keeps the job in its scope: it was (authorize checked, the guard checks again on the
+	// very version replaced) and it stays (the new config)
+	var guard service.Guard
+	if t, _ := callerOf(c); !t.Scope.Unscoped() {
+		name := c.Param("jobName")
+		if !t.Scope.InScope(name, cfg.Label) {
+			return outOfScope(t, name, cfg.Label)
+		}
+		guard = func(cur ejserver.JobConfig) error {
+			if !t.Scope.InScope(cur.JobName, cur.Label) {
+				return ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", name)
+			}
+			return nil
+		}
+	}
+	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, check, guard)
 	if why := pre.whyNoMatch(); why != "" && ejserver.ErrorCodeOf(err) == ejserver.EPRECONDITION {
 		return ejserver.Errorf(ejserver.EPRECONDITION, "%s", why)
 	}
