@@ -66,6 +66,7 @@ type CronPreview struct {
 //	@Success	200		{object}	ServerList
 //	@Failure	400		{object}	Problem	"a bad limit"
 //	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"a scoped token: the cluster's servers and instances are not its"
 //	@Security	BearerAuth
 //	@Router		/api/v1/servers [get]
 func (h *handlers) servers(c echo.Context) error {
@@ -91,7 +92,8 @@ func (h *handlers) servers(c echo.Context) error {
 //	@Success	200	{object}	ServerChange
 //	@Failure	400	{object}	Problem	"ip is not an IP address"
 //	@Failure	401	{object}	Problem	"no or unknown token"
-//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	403	{object}	Problem	"not an admin token"
+//	@Failure	404	{object}	Problem	"a scoped token: a change to every job is not its"
 //	@Security	BearerAuth
 //	@Router		/api/v1/servers/{ip}/disable [post]
 func (h *handlers) disableServer(c echo.Context) error { return h.setServer(c, true) }
@@ -106,7 +108,8 @@ func (h *handlers) disableServer(c echo.Context) error { return h.setServer(c, t
 //	@Success	200	{object}	ServerChange
 //	@Failure	400	{object}	Problem	"ip is not an IP address"
 //	@Failure	401	{object}	Problem	"no or unknown token"
-//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	403	{object}	Problem	"not an admin token"
+//	@Failure	404	{object}	Problem	"a scoped token: a change to every job is not its"
 //	@Security	BearerAuth
 //	@Router		/api/v1/servers/{ip}/enable [post]
 func (h *handlers) enableServer(c echo.Context) error { return h.setServer(c, false) }
@@ -130,6 +133,7 @@ func (h *handlers) setServer(c echo.Context, disabled bool) error {
 //	@Success	200		{object}	InstanceList
 //	@Failure	400		{object}	Problem	"a bad limit"
 //	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"a scoped token: the cluster's servers and instances are not its"
 //	@Security	BearerAuth
 //	@Router		/api/v1/instances [get]
 func (h *handlers) instances(c echo.Context) error {
@@ -242,7 +246,7 @@ func (h *handlers) listExecutions(c echo.Context, job string) error {
 //	@Param		id	path		string	true	"execution id (the webhook-id)"
 //	@Success	200	{object}	ejserver.Execution
 //	@Failure	401	{object}	Problem	"no or unknown token"
-//	@Failure	404	{object}	Problem	"no such execution"
+//	@Failure	404	{object}	Problem	"no such execution, or (for a scoped token) another job's"
 //	@Failure	503	{object}	Problem	"no history store"
 //	@Security	BearerAuth
 //	@Router		/api/v1/executions/{id} [get]

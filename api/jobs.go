@@ -59,7 +59,7 @@ func decodeJob(c echo.Context) (ejserver.JobConfig, error) {
 //	@Header			201	{string}	Location	"the job's URL"
 //	@Failure		400	{object}	Problem	"invalid field, unknown field or wrong type (field names it)"
 //	@Failure		401	{object}	Problem	"no or unknown token"
-//	@Failure		403	{object}	Problem	"a viewer token"
+//	@Failure		403	{object}	Problem	"a viewer or operator token, or a job outside the token's scope"
 //	@Failure		409	{object}	Problem	"a job with this name exists"
 //	@Failure		413	{object}	Problem	"the body is larger than the limit"
 //	@Failure		415	{object}	Problem	"the body is not application/json"
@@ -151,7 +151,7 @@ func (h *handlers) getJob(c echo.Context) error {
 //	@Header			200			{string}	ETag	"the new version"
 //	@Failure		400			{object}	Problem	"invalid field, unknown field, wrong type, a rename or an If-Match that is not entity-tag syntax"
 //	@Failure		401			{object}	Problem	"no or unknown token"
-//	@Failure		403			{object}	Problem	"a viewer token"
+//	@Failure		403			{object}	Problem	"a viewer or operator token, or a change that moves the job out of the token's scope"
 //	@Failure		404			{object}	Problem	"no such job"
 //	@Failure		412			{object}	Problem	"If-Match does not match: the job changed since the ETag you sent, or the tag is not one ejserver sent"
 //	@Failure		413			{object}	Problem	"the body is larger than the limit"
@@ -207,7 +207,7 @@ func (h *handlers) replaceJob(c echo.Context) error {
 //	@Param		jobName	path	string	true	"job name"
 //	@Success	204
 //	@Failure	401	{object}	Problem	"no or unknown token"
-//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	403	{object}	Problem	"a viewer or operator token"
 //	@Failure	404	{object}	Problem	"no such job"
 //	@Security	BearerAuth
 //	@Router		/api/v1/jobs/{jobName} [delete]
