@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/ejserver/ejserver/integration/harness"
 )
 
@@ -313,4 +315,46 @@ func checkScopeMoves(t *testing.T, p *harness.Peer, spec func(name, label string
 	}
 	// within the scope a label may change: team-a-1 stays in by its name
 	mustDo(t, p, "PUT", "/api/v1/jobs/team-a-1", spec("team-a-1", "other"), http.StatusOK, nil, scopedAdmin...)
+}
+
+// The console shows a scoped operator its jobs only, the actions it may take (trigger, enable, disable) and
+// none it may not (new job, edit, delete, the servers page), and its scope next to its name.
+func TestConsoleForAScopedOperator(t *testing.T) {
+	recv := newReceiver(t)
+	c := newCluster(t, 1, withArgs("--api-tokens", scopedTokensFile(t)))
+	p := c.peers[0]
+	for _, name := range []string{"team-a-1", "team-b-2"} {
+		mustDo(t, p, "POST", "/api/v1/jobs", job(name, "@yearly", 2, recv.URL), http.StatusCreated, nil, as(0)...)
+	}
+	b := newBrowser(t, p.URL("/"))
+	b.do("open the console", 20*time.Second, chromedp.Navigate(p.URL("/")), chromedp.WaitVisible(chromedp.ID("signin-token")))
+	b.do("sign in as a scoped operator", 10*time.Second, chromedp.SendKeys(chromedp.ID("signin-token"), scopeGrants[4].secret),
+		chromedp.Click(chromedp.CSS(`#signin-form button[type="submit"]`)))
+	b.waitText(`#jobs-table tbody tr[data-key="team-a-1"]`, "team-a-1", 10*time.Second)
+	b.waitText("#who", "operator", 5*time.Second)
+	b.waitText("#who", teamScope, 5*time.Second)
+	if n := b.count(`#jobs-table tbody tr`); n != 1 {
+		t.Fatalf("the scoped operator sees %d jobs", n)
+	}
+	if b.count(`a[href="#/create"]`) != 0 || b.count(`#jobs-table [data-action="trigger"]`) != 1 || b.count(`#jobs-table [data-action="disable-job"]`) != 1 {
+		t.Fatal("the jobs page: want trigger and disable, no new job")
+	}
+	if eval[bool](b, `!document.querySelector('[data-nav="servers"]').closest('li').hidden`) {
+		t.Fatal("the servers page is offered")
+	}
+	b.route("#/jobs/team-a-1", "team-a-1")
+	b.waitFor("the job's actions", `!!document.querySelector('#job-actions [data-action="trigger"]')`, 10*time.Second)
+	b.waitFor("the item actions", `!!document.querySelector('#items-table [data-action="disable-item"]')`, 10*time.Second)
+	if b.count(`#job-actions [data-action="delete-job"], a[href$="/edit"]`) != 0 {
+		t.Fatal("an operator is offered edit or delete")
+	}
+	b.route("#/create", "New job")
+	b.waitText("main", "not create them", 5*time.Second)
+	b.route("#/servers", "Servers and instances")
+	b.waitText("main", "sees only the jobs of its scope", 5*time.Second)
+	b.route("#/jobs/team-b-2", "team-b-2")
+	b.waitText("main", "not found", 10*time.Second)
+	if probs := b.problems(); len(probs) > 0 {
+		t.Fatalf("the console wrote errors:\n%s", strings.Join(probs, "\n"))
+	}
 }
