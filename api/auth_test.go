@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -210,4 +211,35 @@ func TestDocsPageOffersOnlyTheServedSpecs(t *testing.T) {
 	if strings.Contains(rec.Body.String(), "doc.json") {
 		t.Fatal("the docs page offers doc.json, which nothing serves")
 	}
+}
+
+// Whatever the file, ParseTokens neither panics nor shows a token in its error, and a line it accepts
+// writes back (TokenLine) to the same token.
+func FuzzParseTokens(f *testing.F) {
+	f.Add("admin ops " + adminSecret + " scope=prefix:team-a-|label:payments")
+	f.Add("viewer dash - scope=label:x\noperator oncall " + HashToken(operatorSecret))
+	f.Add("admin ops " + adminSecret + " scope=prefix:a/b")
+	f.Fuzz(func(t *testing.T, file string) {
+		toks, err := ParseTokens(strings.NewReader(file))
+		if err != nil {
+			for _, line := range strings.Split(file, "\n") {
+				if fs := strings.Fields(line); len(fs) >= 3 && len(fs[2]) >= 8 && fs[2] != fs[1] && fs[2] != fs[0] &&
+					!strings.HasPrefix(fs[2], "sha256:") && strings.Contains(err.Error(), fs[2]) {
+					t.Fatalf("the error %q shows the token %q", err, fs[2])
+				}
+			}
+			return
+		}
+		for _, tok := range toks {
+			secret := CertOnly
+			if tok.bearer {
+				secret = "sha256:" + hex.EncodeToString(tok.hash[:])
+			}
+			again, err := ParseTokens(strings.NewReader(TokenLine(tok.Role, tok.Name, secret, tok.Scope)))
+			if err != nil || len(again) != 1 || again[0].Name != tok.Name || again[0].Role != tok.Role ||
+				again[0].Scope.String() != tok.Scope.String() || again[0].hash != tok.hash || again[0].bearer != tok.bearer {
+				t.Fatalf("%+v writes back as %+v, %v", tok, again, err)
+			}
+		}
+	})
 }
