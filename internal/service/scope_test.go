@@ -9,16 +9,23 @@ import (
 	"github.com/ejserver/ejserver/internal/clock"
 )
 
-// A replace's guard sees the stored config, and its error stops the write.
-func TestReplaceGuard(t *testing.T) {
-	ctx := context.Background()
+// withLabelledJob is a service over a memory registry holding job "j", labelled payments.
+func withLabelledJob(t *testing.T) (*memRegistry, *Service) {
+	t.Helper()
 	reg := newMemRegistry()
 	svc := newTestService(reg, clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)))
 	cfg := secretJob(nil, false)
 	cfg.Label = "payments"
-	if _, _, err := svc.CreateJob(ctx, cfg); err != nil {
+	if _, _, err := svc.CreateJob(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
+	return reg, svc
+}
+
+// A replace's guard sees the stored config, and its error stops the write.
+func TestReplaceGuard(t *testing.T) {
+	ctx := context.Background()
+	reg, svc := withLabelledJob(t)
 	before := reg.versions["j"]
 	var seen string
 	refuse := func(cur ejserver.JobConfig) error {
@@ -41,13 +48,7 @@ func TestReplaceGuard(t *testing.T) {
 // JobLabel falls back to the registry for a job the cache doesn't hold yet (memRegistry's cache is empty).
 func TestJobLabel(t *testing.T) {
 	ctx := context.Background()
-	reg := newMemRegistry()
-	svc := newTestService(reg, clock.NewFake(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)))
-	cfg := secretJob(nil, false)
-	cfg.Label = "payments"
-	if _, _, err := svc.CreateJob(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	_, svc := withLabelledJob(t)
 	if l, err := svc.JobLabel(ctx, "j"); err != nil || l != "payments" {
 		t.Fatalf("label %q, %v", l, err)
 	}
