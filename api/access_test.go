@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -58,35 +59,62 @@ func TestEveryRouteHasARule(t *testing.T) {
 	}
 }
 
-// The decision of every registered route for every role and scope, as a readable table in the test log:
-// `go test -run TestRouteDecisions -v ./api/` prints it.
+// The decision of every route for every role and scope is docs/access.md, which this test writes with
+// EJ_UPDATE_DOCS=1 and otherwise checks, so the published table is the code's. It also checks the
+// invariants the README states.
 func TestRouteDecisions(t *testing.T) {
 	scoped := access.Scope{Prefixes: []string{"team-a-"}}
 	grants := []access.Grant{{Role: access.Admin}, {Role: access.Operator}, {Role: access.Viewer},
 		{Role: access.Admin, Scope: scoped}, {Role: access.Operator, Scope: scoped}, {Role: access.Viewer, Scope: scoped}}
+	word := map[access.Decision]string{access.Allow: "yes", access.Forbid: "403", access.Hide: "404", access.NotAPI: "no token"}
 	var b strings.Builder
-	b.WriteString("route | admin operator viewer | scoped: admin operator viewer\n")
-	for _, r := range fullAPI(t).Routes() {
-		rule, _ := ruleFor(r.Method, r.Path)
-		b.WriteString(r.Method + " " + r.Path + " |")
-		for i, g := range grants {
-			if i == 3 {
-				b.WriteString(" |")
-			}
-			b.WriteString(" " + access.Decide(g, rule).String())
-		}
-		b.WriteString("\n")
-		// the invariants the README states
-		d := func(i int) access.Decision { return access.Decide(grants[i], rule) }
-		if rule.Reach == access.Cluster && (d(3) != access.Hide && d(3) != access.Forbid) {
-			t.Errorf("%s %s: a scoped admin reaches a cluster-wide route", r.Method, r.Path)
-		}
-		if r.Method != http.MethodGet && r.Method != echo.RouteNotFound && rule.Reach != access.Public && rule.Reach != access.CallbackToken &&
-			d(2) != access.Forbid {
-			t.Errorf("%s %s: a viewer may write", r.Method, r.Path)
+	b.WriteString("# Who may call what\n\n" +
+		"Generated from `routeRules` (api/access.go) by `EJ_UPDATE_DOCS=1 go test -run TestRouteDecisions ./api/`; the test fails\n" +
+		"when this file and the code differ. *yes*: allowed (a scoped token then sees only its jobs: a job outside its\n" +
+		"scope is 404, lists are filtered); *403*: the role may not; *404*: hidden from a scoped token; *no token*: the\n" +
+		"route takes no API token (open, or an execution's callback token). Routes of other branches that are not\n" +
+		"served yet are listed too.\n\n" +
+		"| route | what | admin | operator | viewer | scoped admin | scoped operator | scoped viewer |\n|---|---|---|---|---|---|---|---|\n")
+	keys := make([]string, 0, len(routeRules))
+	for k := range routeRules {
+		if !strings.HasPrefix(k, echo.RouteNotFound) {
+			keys = append(keys, k)
 		}
 	}
-	t.Log("\n" + b.String())
+	slices.SortFunc(keys, func(a, b string) int {
+		pa, pb := strings.SplitN(a, " ", 2), strings.SplitN(b, " ", 2)
+		return strings.Compare(pa[1]+" "+pa[0], pb[1]+" "+pb[0])
+	})
+	for _, key := range keys {
+		rule := routeRules[key]
+		b.WriteString("| `" + key + "` | " + rule.Action.String() + ", " + rule.Reach.String() + " |")
+		for _, g := range grants {
+			b.WriteString(" " + word[access.Decide(g, rule)] + " |")
+		}
+		b.WriteString("\n")
+		d := func(i int) access.Decision { return access.Decide(grants[i], rule) }
+		method := strings.SplitN(key, " ", 2)[0]
+		if rule.Reach == access.Cluster && (d(3) != access.Hide && d(3) != access.Forbid) {
+			t.Errorf("%s: a scoped admin reaches a cluster-wide route", key)
+		}
+		if method != http.MethodGet && rule.Reach != access.Public && rule.Reach != access.CallbackToken && d(2) != access.Forbid {
+			t.Errorf("%s: a viewer may write", key)
+		}
+		if method != http.MethodGet && rule.Action == access.Read {
+			t.Errorf("%s changes state but its rule is a read", key)
+		}
+	}
+	const doc = "../docs/access.md"
+	if os.Getenv("EJ_UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(doc, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(doc)
+	if err != nil || string(got) != b.String() {
+		t.Fatalf("%s is not the table of routeRules (%v): run EJ_UPDATE_DOCS=1 go test -run TestRouteDecisions ./api/", doc, err)
+	}
 }
 
 func whoamiAs(t *testing.T, e *echo.Echo, auth string) (int, Caller) {
