@@ -192,6 +192,7 @@ func (h *handlers) executions(c echo.Context) error {
 //	@Success	200		{object}	ExecutionList
 //	@Failure	400		{object}	Problem	"a bad filter, cursor or limit"
 //	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"a job outside the token's scope (a scoped token)"
 //	@Failure	503		{object}	Problem	"no history store"
 //	@Security	BearerAuth
 //	@Router		/api/v1/jobs/{jobName}/executions [get]
@@ -276,6 +277,7 @@ func (h *handlers) execution(c echo.Context) error {
 //	@Success	200		{object}	TraceList
 //	@Failure	400		{object}	Problem	"a bad limit"
 //	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"a job outside the token's scope (a scoped token)"
 //	@Failure	503		{object}	Problem	"no history store"
 //	@Security	BearerAuth
 //	@Router		/api/v1/jobs/{jobName}/traces [get]

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,7 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		{method: "POST", path: "/api/v1/servers/127.0.0.1/disable", want: map[string]string{"": "200 403 403 | 404 403 403"}},
 		{method: "POST", path: "/api/v1/servers/127.0.0.1/enable", want: map[string]string{"": "200 403 403 | 404 403 403"}},
 	}
+	k := newContract(t, p)
 	exercised := map[string]bool{}
 	for _, r := range rows {
 		jobs := r.jobs
@@ -175,13 +177,14 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 				if r.body != nil {
 					body = r.body(g, j)
 				}
-				status, raw, err := p.Do(r.method, path, body, nil, as(g)...)
-				if err != nil {
-					t.Fatal(err)
+				wantStatus, _ := strconv.Atoi(want[g])
+				var raw []byte
+				if path == "/metrics" { // not in the OpenAPI document
+					raw = mustDo(t, p, r.method, path, body, wantStatus, nil, as(g)...)
+				} else { // every answer, 403s and 404s included, is checked against the OpenAPI document
+					raw = k.do(call{method: r.method, path: path, token: scopeGrants[g].secret, body: body}, wantStatus)
 				}
-				if fmt.Sprint(status) != want[g] {
-					t.Errorf("%s %s as %s: status %d, want %s: %s", r.method, path, scopeGrants[g].name, status, want[g], raw)
-				}
+				status := wantStatus
 				if status == http.StatusNotFound && j == "team-b-2" && strings.Contains(string(raw), "scope") {
 					t.Errorf("%s %s as %s: the 404 talks of scopes, telling the job exists: %s", r.method, path, scopeGrants[g].name, raw)
 				}
