@@ -160,6 +160,7 @@ func TestClientCertificateMapsToALine(t *testing.T) {
 		{"a line with a token answers to its certificate too", "oncall", "", 200, "oncall", ""},
 		{"the bearer token wins", "dashboards", "Bearer " + adminSecret, 200, "ops", ""},
 		{"a bad bearer token is not rescued by the certificate", "dashboards", "Bearer " + adminSecret + "x", 401, "", ""},
+		{"another Authorization scheme is judged alone", "dashboards", "Basic b3BzOng=", 401, "", ""},
 		{"an unknown certificate name", "stranger", "", 401, "", ""},
 		{"EJ_API_TOKEN is no certificate's", "EJ_API_TOKEN", "", 401, "", ""},
 		{"no certificate, no token", "", "", 401, "", ""},
