@@ -12,7 +12,9 @@ import (
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
-func newRegistry(t *testing.T, ns, digest string) *cluster.Registry { return startRegistry(t, ns, digest, true) }
+func newRegistry(t *testing.T, ns, digest string) *cluster.Registry {
+	return startRegistry(t, ns, digest, true)
+}
 
 // startRegistry dials a session (with digest, if set) and makes a registry, started if start.
 func startRegistry(t *testing.T, ns, digest string, start bool) *cluster.Registry {
