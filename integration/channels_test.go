@@ -418,3 +418,62 @@ func mustAtoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestChannelCLI drives `ejserver channel` against a server with tokens: apply creates then replaces
+// (keeping the secret the second file leaves out), list, get, test, history and delete work; a viewer token
+// reads channels but may not write or test them.
+func TestChannelCLI(t *testing.T) {
+	slack := newCapture(t, nil)
+	c := newCluster(t, 1, withArgs("--api-tokens", tokensFile(t)))
+	p := c.peers[0]
+	admin := []string{"EJ_SERVER=" + p.Addr, "EJ_TOKEN=" + adminToken}
+	viewer := []string{"EJ_SERVER=" + p.Addr, "EJ_TOKEN=" + viewerToken}
+	dir := t.TempDir()
+	first := writeFile(t, dir, "channels.yaml", `
+- name: ops-slack
+  kind: slack
+  default: true
+  slack: {url: "`+slack.srv.URL+`/services/T/B/cli-secret-token"}
+- name: ops-hook
+  kind: webhook
+  webhook: {url: "`+slack.srv.URL+`/hook"}
+`)
+	if out := cliOK(t, admin, "channel", "apply", "-f", first); !strings.Contains(out, "created channel ops-slack") ||
+		!strings.Contains(out, "created channel ops-hook") {
+		t.Fatalf("first apply: %s", out)
+	}
+	second := writeFile(t, dir, "again.yaml", `{"name": "ops-slack", "kind": "slack", "default": true, "description": "on call", "slack": {}}`)
+	if out := cliOK(t, admin, "channel", "apply", "-f", second); !strings.Contains(out, "replaced channel ops-slack") {
+		t.Fatalf("second apply: %s", out)
+	}
+	if out := cliOK(t, viewer, "channel", "list"); !strings.Contains(out, "ops-slack") || !strings.Contains(out, "on call") ||
+		strings.Contains(out, "cli-secret-token") {
+		t.Fatalf("list: %s", out)
+	}
+	if out := cliOK(t, viewer, "channel", "get", "ops-slack"); !strings.Contains(out, "hasUrl: true") || strings.Contains(out, "cli-secret-token") {
+		t.Fatalf("get: %s", out)
+	}
+	if out := cliOK(t, admin, "channel", "test", "ops-slack"); !strings.Contains(out, "ops-slack: sent (HTTP 200)") {
+		t.Fatalf("test: %s", out)
+	}
+	if got := slack.wait(t, 1, 5*time.Second)[0]; got.Path != "/services/T/B/cli-secret-token" {
+		t.Fatalf("the kept URL was not used: %s", got.Path)
+	}
+	if out := cliOK(t, viewer, "channel", "history", "--channel", "ops-slack"); !strings.Contains(out, "TEST") || !strings.Contains(out, "sent") {
+		t.Fatalf("history: %s", out)
+	}
+	if _, errOut, code := cliRun(t, viewer, "channel", "test", "ops-slack"); code != 1 || !strings.Contains(errOut, "403") {
+		t.Fatalf("a viewer's test: exit %d, %s", code, errOut)
+	}
+	if _, errOut, code := cliRun(t, viewer, "channel", "delete", "ops-hook"); code != 1 || !strings.Contains(errOut, "403") {
+		t.Fatalf("a viewer's delete: exit %d, %s", code, errOut)
+	}
+	bad := writeFile(t, dir, "bad.yaml", `{"name": "x", "kind": "slack", "slack": {"url": "http://example.com/x"}}`)
+	if _, errOut, code := cliRun(t, admin, "channel", "apply", "-f", bad); code != 1 || !strings.Contains(errOut, "slack.url") {
+		t.Fatalf("a bad channel: exit %d, %s", code, errOut)
+	}
+	cliOK(t, admin, "channel", "delete", "ops-hook")
+	if _, _, code := cliRun(t, admin, "channel", "get", "ops-hook"); code != 1 {
+		t.Fatalf("get after delete: exit %d", code)
+	}
+}
