@@ -315,7 +315,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	// Notification channels: a watched cache of the cluster's channels, and the dispatcher that delivers
 	// to them off the dispatch path. The dispatcher is the notify.Deliverer alert rules hand their
 	// notifications to.
-	channels := notify.NewStore(notify.StoreConfig{Registry: reg, Logger: log, Clock: clk})
+	channels := notify.NewStore(notify.StoreConfig{Registry: reg, Logger: log, Clock: clk,
+		OnRemoved: mets.ForgetChannel})
 	if err := channels.Start(ctx); err != nil {
 		return abort(err)
 	}
