@@ -208,25 +208,27 @@ func (d *Dispatcher) Deliver(n Notification, channels []string) {
 			d.finish(Channel{Name: name}, n, Result{Outcome: OutcomeUnknown, Error: "no channel of that name"})
 			continue
 		}
-		q, ok := d.queue(name)
-		if !ok {
+		switch d.enqueue(name, n) {
+		case errStopping:
 			d.finish(ch, n, Result{Outcome: OutcomeDropped, Error: "the peer is shutting down"})
-			continue
-		}
-		select {
-		case q <- n:
-		default:
+		case errFull:
 			d.finish(ch, n, Result{Outcome: OutcomeDropped, Error: fmt.Sprintf("the channel's queue is full (%d notifications waiting)", d.cfg.QueueSize)})
 		}
 	}
 }
 
-// queue returns channel name's queue, starting its worker on first use; false once stopping.
-func (d *Dispatcher) queue(name string) (chan Notification, bool) {
+var (
+	errStopping = errors.New("stopping")
+	errFull     = errors.New("queue full")
+)
+
+// enqueue puts n on channel name's queue without waiting, starting its worker on first use. It holds the
+// lock while it sends, so Forget never closes a queue a send is on its way to.
+func (d *Dispatcher) enqueue(name string, n Notification) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopping {
-		return nil, false
+		return errStopping
 	}
 	q, ok := d.queues[name]
 	if !ok {
@@ -235,7 +237,23 @@ func (d *Dispatcher) queue(name string) (chan Notification, bool) {
 		d.wg.Add(1)
 		go d.work(name, q)
 	}
-	return q, true
+	select {
+	case q <- n:
+		return nil
+	default:
+		return errFull
+	}
+}
+
+// Forget ends the worker of a channel that was deleted, once it has gone through what is queued (each
+// found to have no channel any more); a notification for the name later starts a new one.
+func (d *Dispatcher) Forget(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if q, ok := d.queues[name]; ok && !d.stopping {
+		delete(d.queues, name)
+		close(q)
+	}
 }
 
 // work sends channel name's notifications one at a time, in order. Once Stop began it sends what is queued
@@ -244,12 +262,18 @@ func (d *Dispatcher) work(name string, q chan Notification) {
 	defer d.wg.Done()
 	for {
 		select {
-		case n := <-q:
+		case n, ok := <-q:
+			if !ok {
+				return // forgotten: the channel was deleted
+			}
 			d.deliverOne(name, n)
 		case <-d.drain:
 			for {
 				select {
-				case n := <-q:
+				case n, ok := <-q:
+					if !ok {
+						return
+					}
 					d.deliverOne(name, n)
 				default:
 					return

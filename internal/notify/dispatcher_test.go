@@ -220,3 +220,57 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
+
+// TestForgetADeletedChannel: the worker of a deleted channel goes through what is queued (the channel is
+// gone: unknown) and ends; a channel of that name made again gets a new worker.
+func TestForgetADeletedChannel(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, func(n int, _ http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			<-release
+		}
+	})
+	chans := &lockedChannels{m: map[string]Channel{"a": slackChannel("a", s.URL)}}
+	tl := newTally()
+	d := NewDispatcher(DispatcherConfig{Channels: chans, Recorder: tl, Observer: tl})
+	defer d.Stop()
+	d.Deliver(note("n1"), []string{"a"})
+	recv(t, s.got)                       // n1 in flight
+	d.Deliver(note("n2"), []string{"a"}) // queued
+	chans.set("a", nil)                  // deleted
+	d.Forget("a")
+	close(release)
+	tl.waitRecords(t, 2)
+	if tl.count("a/sent") != 1 || tl.count("a/unknown") != 1 {
+		t.Fatalf("counts %v", tl.counts)
+	}
+	c := slackChannel("a", s.URL)
+	chans.set("a", &c) // made again
+	d.Deliver(note("n3"), []string{"a"})
+	recv(t, s.got)
+	if tl.waitRecords(t, 3); tl.count("a/sent") != 2 {
+		t.Fatalf("counts %v", tl.counts)
+	}
+}
+
+type lockedChannels struct {
+	mu sync.Mutex
+	m  map[string]Channel
+}
+
+func (l *lockedChannels) Lookup(name string) (Channel, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.m[name]
+	return c, ok
+}
+
+func (l *lockedChannels) set(name string, c *Channel) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c == nil {
+		delete(l.m, name)
+	} else {
+		l.m[name] = *c
+	}
+}
