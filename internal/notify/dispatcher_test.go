@@ -3,14 +3,17 @@ package notify
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/webhook"
 )
 
 // channelMap is a fixed set of channels.
@@ -205,20 +208,9 @@ func TestTestSendScrubsSecrets(t *testing.T) {
 	defer d.Stop()
 	u := "http://127.0.0.1:1/services/T/B/secret-token"
 	res := d.Test(context.Background(), slackChannel("x", u), note("n"))
-	if res.Outcome != OutcomeFailed || res.Attempts != 1 || contains(res.Error, "secret-token") || res.Error == "" {
+	if res.Outcome != OutcomeFailed || res.Attempts != 1 || strings.Contains(res.Error, "secret-token") || res.Error == "" {
 		t.Fatalf("result %+v", res)
 	}
-}
-
-func contains(s, sub string) bool { return len(sub) > 0 && len(s) >= len(sub) && indexOf(s, sub) >= 0 }
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 // TestForgetADeletedChannel: the worker of a deleted channel goes through what is queued (the channel is
@@ -272,5 +264,25 @@ func (l *lockedChannels) set(name string, c *Channel) {
 		delete(l.m, name)
 	} else {
 		l.m[name] = *c
+	}
+}
+
+// TestTargetPolicyApplies: with the operator's policy in Dial, a channel cannot reach a metadata address
+// (refused before the socket connects), over HTTP or SMTP.
+func TestTargetPolicyApplies(t *testing.T) {
+	policy, err := webhook.ParseAllowList("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDispatcher(DispatcherConfig{Channels: channelMap{}, Dial: policy.DialContext(&net.Dialer{Timeout: time.Second})})
+	defer d.Stop()
+	res := d.Test(context.Background(), Channel{Name: "h", Kind: ChannelWebhook, Webhook: &WebhookSettings{URL: "https://169.254.169.254/latest"}}, note("n"))
+	if res.Outcome != OutcomeFailed || !strings.Contains(res.Error, "refused") {
+		t.Fatalf("http: %+v", res)
+	}
+	res = d.Test(context.Background(), Channel{Name: "m", Kind: ChannelEmail, Email: &EmailSettings{Host: "169.254.169.254", Port: 25,
+		TLS: TLSNone, From: "a@example.com", To: []string{"b@example.com"}}}, note("n"))
+	if res.Outcome != OutcomeFailed || !strings.Contains(res.Error, "refused") {
+		t.Fatalf("smtp: %+v", res)
 	}
 }
