@@ -17,10 +17,15 @@ import (
 
 type fakeCallbacks struct{ Callbacks }
 
+type fakeChannels struct{ Channels }
+
+type fakeNotifications struct{ Notifications }
+
 // fullAPI is the API with every optional part on, so that every route is registered.
 func fullAPI(t *testing.T) *echo.Echo {
 	t.Helper()
 	h := New(Config{Service: &fakeService{}, Tokens: testTokens(t), MetricsAuth: true, Callbacks: fakeCallbacks{},
+		Channels: fakeChannels{}, Notifications: fakeNotifications{},
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up 1\n") }),
 		Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console") })})
 	return h.(*echo.Echo)

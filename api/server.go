@@ -83,6 +83,9 @@ type Config struct {
 	Middleware []echo.MiddlewareFunc
 	// Callbacks, when set, serves the callbacks of accepted items (authorised by their callback tokens).
 	Callbacks Callbacks
+	// Channels, when set, serves /api/v1/channels; Notifications, /api/v1/notifications.
+	Channels      Channels
+	Notifications Notifications
 }
 
 // New returns the HTTP handler of the API.
@@ -150,6 +153,7 @@ func New(cfg Config) http.Handler {
 	v1.GET("/instances", h.instances)
 	v1.GET("/cron/next", h.cronNext)
 	v1.GET("/auth/whoami", whoami)
+	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
 	if cfg.Metrics != nil {
 		var mws []echo.MiddlewareFunc
 		if cfg.MetricsAuth && len(cfg.Tokens) > 0 {

@@ -117,6 +117,13 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 			mustDo(t, p, "POST", "/api/v1/jobs", spec(name(grant, j), ""), http.StatusCreated, nil, admin...)
 		}
 	}
+	channel := func(g int, name string) any {
+		if strings.HasSuffix(name, "-") { // a POST's fresh name per token
+			name += fmt.Sprint(g)
+		}
+		return map[string]any{"name": name, "kind": "webhook", "webhook": map[string]any{"url": recv.URL}}
+	}
+	mustDo(t, p, "POST", "/api/v1/channels", channel(0, "ops-ch"), http.StatusCreated, nil, admin...)
 	rows := []row{
 		{method: "GET", path: "/api/v1/jobs/{jobName}", jobs: abl, want: byJob(reads, hidden)},
 		{method: "GET", path: "/api/v1/jobs/{jobName}/sharding", jobs: abl, want: byJob(reads, hidden)},
@@ -149,6 +156,22 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		{method: "GET", path: "/metrics", want: map[string]string{"": hidden}},
 		{method: "POST", path: "/api/v1/servers/127.0.0.1/disable", want: map[string]string{"": "200 403 403 | 404 403 403"}},
 		{method: "POST", path: "/api/v1/servers/127.0.0.1/enable", want: map[string]string{"": "200 403 403 | 404 403 403"}},
+		// alert channels are cluster-wide: unscoped tokens read them, unscoped admins write them, scoped tokens
+		// are told they do not exist; the notification history shows a scoped token its jobs' rows only
+		{method: "GET", path: "/api/v1/channels", want: map[string]string{"": hidden}},
+		{method: "GET", path: "/api/v1/channels/{name}", jobs: []string{"ops-ch"}, want: map[string]string{"ops-ch": hidden}},
+		{method: "POST", path: "/api/v1/channels", jobs: []string{"new-ch-"}, body: channel,
+			want: map[string]string{"new-ch-": "201 403 403 | 404 403 403"}},
+		{method: "PUT", path: "/api/v1/channels/{name}", jobs: []string{"ops-ch"}, body: channel,
+			want: map[string]string{"ops-ch": "200 403 403 | 404 403 403"}},
+		{method: "POST", path: "/api/v1/channels/{name}/test", jobs: []string{"ops-ch"},
+			want: map[string]string{"ops-ch": "200 403 403 | 404 403 403"}},
+		{method: "DELETE", path: "/api/v1/channels/{name}", jobs: []string{"del-ch-"},
+			setup: func(g int, j string) {
+				mustDo(t, p, "POST", "/api/v1/channels", channel(g, j+fmt.Sprint(g)), http.StatusCreated, nil, admin...)
+			},
+			want: map[string]string{"del-ch-": "204 403 403 | 404 403 403"}},
+		{method: "GET", path: "/api/v1/notifications", want: map[string]string{"": reads}},
 	}
 	k := newContract(t, p)
 	exercised := map[string]bool{}
@@ -173,6 +196,7 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 				}
 				path := strings.ReplaceAll(r.path, "{jobName}", url.PathEscape(name))
 				path = strings.ReplaceAll(path, "{id}", execOf[j])
+				path = strings.ReplaceAll(path, "{name}", url.PathEscape(name))
 				var body any
 				if r.body != nil {
 					body = r.body(g, j)

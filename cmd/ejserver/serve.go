@@ -27,6 +27,7 @@ import (
 	"github.com/ejserver/ejserver/internal/history"
 	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/metrics"
+	"github.com/ejserver/ejserver/internal/notify"
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/internal/sharding"
 	"github.com/ejserver/ejserver/internal/webhook"
@@ -311,13 +312,32 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	defer leases.Stop()
 
+	// Notification channels: a watched cache of the cluster's channels, and the dispatcher that delivers
+	// to them off the dispatch path. The dispatcher is the notify.Deliverer alert rules hand their
+	// notifications to.
+	var dispatcher *notify.Dispatcher // set before the store's watch starts, which is what calls OnRemoved
+	channels := notify.NewStore(notify.StoreConfig{Registry: reg, Logger: log, Clock: clk,
+		OnRemoved: func(name string) { mets.ForgetChannel(name); dispatcher.Forget(name) }})
+	dispatcher = notify.NewDispatcher(notify.DispatcherConfig{Channels: channels, Recorder: store, Observer: mets,
+		Dial:     allow.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
+		Instance: c.instanceID, UserAgent: "ejserver/" + version, Clock: clk, Logger: log})
+	if err := channels.Start(ctx); err != nil {
+		return abort(err)
+	}
+	defer channels.Stop()
+	if err := dispatcher.Start(ctx); err != nil {
+		return abort(err)
+	}
+	defer dispatcher.Stop()
+
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
 	if err := applyJobs(ctx, svc, jobs, log); err != nil {
 		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
-		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases})
+		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
+		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
@@ -332,7 +352,9 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	sched.Stop()
 	exec.Drain(c.shutdownTimeout)
-	leases.Stop() // accepted items keep their leases: another peer takes the watcher duty
+	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
+	dispatcher.Stop() // queued notifications get a few seconds to go out
+	channels.Stop()
 	fo.Stop()
 	coord.Stop()
 	reg.Stop()
