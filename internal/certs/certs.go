@@ -178,3 +178,21 @@ func VerifiedClientName(st *tls.ConnectionState) string {
 	}
 	return CertName(st.VerifiedChains[0][0])
 }
+
+// LoadLeaf reads the first certificate of a PEM file (the leaf of a chain).
+func LoadLeaf(path string) (*x509.Certificate, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			return nil, errors.New("no PEM certificate found")
+		}
+		if block.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(block.Bytes)
+		}
+	}
+}

@@ -1,0 +1,27 @@
+package api
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/ejserver/ejserver/internal/certs"
+)
+
+// ClientCertNameKey is the echo context key under which a request that presented a client certificate
+// verified against --tls-client-ca carries the certificate's name (a string): its first DNS SAN, else its
+// subject's common name, else its first URI SAN (certs.CertName). The token middleware maps it to the
+// tokens-file line of the same NAME.
+const ClientCertNameKey = "ej.clientCertName"
+
+// clientCertName runs before the token check on every route: it names the request's verified client
+// certificate, if any. An unverified certificate never reaches here: the TLS handshake (VerifyClientCertIfGiven)
+// refuses one that does not chain to --tls-client-ca, and a plain-HTTP request has none.
+func clientCertName() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if name := certs.VerifiedClientName(c.Request().TLS); name != "" {
+				c.Set(ClientCertNameKey, name)
+			}
+			return next(c)
+		}
+	}
+}
