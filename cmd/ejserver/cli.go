@@ -32,8 +32,8 @@ type cli struct {
 	// caFile, clientCert and clientKey are for an API on HTTPS.
 	caFile, clientCert, clientKey *string
 	jsonFlag                      *bool
-	timeout       *time.Duration
-	c             *client.Client
+	timeout                       *time.Duration
+	c                             *client.Client
 	// exitCode maps the error of a command that ran to its exit code (nil: 1).
 	exitCode func(error) int
 	// problemTypes adds the problem's type to a printed refusal, for scripts that tell refusals apart.
