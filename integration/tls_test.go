@@ -18,6 +18,7 @@ import (
 	"github.com/ejserver/ejserver/integration/harness"
 	"github.com/ejserver/ejserver/internal/testutil/testca"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
+	"github.com/ejserver/ejserver/receiver"
 )
 
 // apiTLS is a test CA, a loopback certificate for the API in files, and a client config that trusts the CA.
@@ -299,5 +300,108 @@ func TestPeersOnATLSOnlyZooKeeper(t *testing.T) {
 	out, err = serveCmd(t, &testCluster{zk: zs.Addr, ns: c.ns}, ctx, fmt.Sprintf("127.0.0.1:%d", port), "--zk-tls-ca", caFile).CombinedOutput()
 	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "--zk-tls-cert") {
 		t.Fatalf("no ZooKeeper client certificate: exit %d, want 1 with an error naming --zk-tls-cert:\n%s", code, out)
+	}
+}
+
+// A receiver that demands client certificates gets signed webhooks from a job whose webhook.tls holds one;
+// with the wrong client certificate the failure is recorded with its cause. The key never leaves: not in the
+// job's JSON, the registry dump, nor the peers' logs.
+func TestWebhookMutualTLS(t *testing.T) {
+	serverCA, clientCA := testca.New(t, "receiver-ca"), testca.New(t, "client-ca")
+	srv := serverCA.Issue(t, testca.Names{CommonName: "receiver", DNS: []string{"receiver.internal"}})
+	srvPair, err := tls.X509KeyPair(srv.CertPEM, srv.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCA.Cert)
+	recv, err := harness.NewReceiverTLS(&tls.Config{Certificates: []tls.Certificate{srvPair}, ClientCAs: pool,
+		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(recv.Close)
+	good, rogue := clientCA.Client(t, "ejserver"), testca.New(t, "rogue").Client(t, "ejserver")
+
+	c := newCluster(t, 1)
+	p := c.peers[0]
+	spec := job("mtls", "", 1, recv.URL)
+	spec["retry"] = map[string]any{"maxAttempts": 1}
+	spec["webhook"].(map[string]any)["generateSecret"] = true
+	spec["webhook"].(map[string]any)["tls"] = map[string]any{"caPem": string(serverCA.CertPEM), "serverName": "receiver.internal",
+		"clientCertPem": string(good.CertPEM), "clientKeyPem": string(good.KeyPEM)}
+	var created struct {
+		GeneratedSecret string `json:"generatedSecret"`
+	}
+	raw := mustDo(t, p, "POST", "/api/v1/jobs", spec, http.StatusCreated, &created)
+	keyLine := strings.Split(strings.TrimSpace(string(good.KeyPEM)), "\n")[1]
+	if strings.Contains(string(raw), "PRIVATE KEY") || !strings.Contains(string(raw), `"hasClientKey":true`) {
+		t.Fatalf("the create answer: %s", raw)
+	}
+
+	mustDo(t, p, "POST", "/api/v1/jobs/mtls/trigger", map[string]any{}, http.StatusAccepted, nil)
+	ds, ok := recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 1 })
+	if !ok {
+		t.Fatalf("no webhook reached the mTLS receiver:\n%s", p.Log())
+	}
+	if err := receiver.Verify(created.GeneratedSecret, ds[0].Header, ds[0].Body); err != nil {
+		t.Fatalf("the webhook is not signed: %v", err)
+	}
+
+	// the GET body PUT back keeps the key; then the wrong client certificate
+	var got map[string]any
+	mustDo(t, p, "GET", "/api/v1/jobs/mtls", nil, http.StatusOK, &got)
+	wh := got["webhook"].(map[string]any)
+	if tlsv := wh["tls"].(map[string]any); tlsv["hasClientKey"] != true || tlsv["clientKeyPem"] != nil {
+		t.Fatalf("GET shows webhook.tls as %v", tlsv)
+	}
+	wh["tls"].(map[string]any)["clientCertPem"] = string(rogue.CertPEM)
+	wh["tls"].(map[string]any)["clientKeyPem"] = string(rogue.KeyPEM)
+	put := map[string]any{"jobName": "mtls", "shardingTotalCount": 1, "webhook": wh, "retry": map[string]any{"maxAttempts": 1}}
+	mustDo(t, p, "PUT", "/api/v1/jobs/mtls", put, http.StatusOK, nil)
+	mustDo(t, p, "POST", "/api/v1/jobs/mtls/trigger", map[string]any{}, http.StatusAccepted, nil)
+	var failed struct {
+		Items []struct {
+			Success      bool   `json:"success"`
+			FailureCause string `json:"failureCause"`
+		} `json:"items"`
+	}
+	if !eventually(20*time.Second, func() bool {
+		mustDo(t, p, "GET", "/api/v1/jobs/mtls/executions", nil, http.StatusOK, &failed)
+		for _, e := range failed.Items {
+			if !e.Success && e.FailureCause != "" {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no failed execution recorded: %+v", failed.Items)
+	}
+	for _, e := range failed.Items {
+		if !e.Success && !strings.Contains(e.FailureCause, "certificate") {
+			t.Fatalf("the failure cause %q does not say the certificate was refused", e.FailureCause)
+		} else if !e.Success {
+			t.Logf("recorded failure cause: %s", e.FailureCause)
+		}
+	}
+	if n := len(recv.Deliveries(nil)); n != 1 {
+		t.Fatalf("the receiver's handler got %d requests; the rogue certificate's should not have reached it", n)
+	}
+
+	// a key that does not match the certificate is a field error
+	wh["tls"].(map[string]any)["clientKeyPem"] = string(good.KeyPEM)
+	body := mustDo(t, p, "PUT", "/api/v1/jobs/mtls", put, http.StatusBadRequest, nil)
+	if !strings.Contains(string(body), "webhook.tls.clientKeyPem") {
+		t.Fatalf("a mismatched key: %s", body)
+	}
+
+	dump := mustDo(t, p, "GET", "/api/v1/jobs/mtls/dump", nil, http.StatusOK, nil)
+	for what, s := range map[string]string{"dump": string(dump), "log": p.Log()} {
+		if strings.Contains(s, keyLine) || strings.Contains(s, "PRIVATE KEY") {
+			t.Fatalf("the %s holds the client key", what)
+		}
+	}
+	if !strings.Contains(string(dump), "ejserver.webhook.tls.clientKeyPem: '******'") {
+		t.Fatalf("the dump does not show the key as hidden:\n%s", dump)
 	}
 }
