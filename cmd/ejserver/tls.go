@@ -5,8 +5,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
+	"syscall"
 
 	"github.com/ejserver/ejserver/internal/certs"
 	"github.com/ejserver/ejserver/internal/cluster"
@@ -116,6 +118,8 @@ func zkTLSError(err error) error {
 		return fmt.Errorf("--zk-tls-ca: ZooKeeper %s's certificate is not trusted by that CA: %w", te.Server, te.Err)
 	case errors.As(err, &rec):
 		return fmt.Errorf("--zk: %s does not speak TLS (give ZooKeeper's secureClientPort): %w", te.Server, te.Err)
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("--zk: %s closed the connection during the TLS handshake (give ZooKeeper's secureClientPort): %w", te.Server, te.Err)
 	case strings.Contains(err.Error(), "remote error"):
 		return fmt.Errorf("--zk-tls-cert: ZooKeeper %s refused the handshake (does it need a client certificate its trust store holds?): %w", te.Server, te.Err)
 	}
