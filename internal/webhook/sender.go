@@ -596,7 +596,9 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 		}
 		mu.Unlock()
 	}()
+	var handshook atomic.Bool // a TLS handshake completed in this attempt
 	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) { handshook.Store(err == nil) },
 		GotConn: func(httptrace.GotConnInfo) {
 			if connectTimer.Stop() {
 				mu.Lock()
@@ -616,7 +618,11 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	req.SetBody(body)
 	resp, err := req.Execute(p.method, p.url.String())
 	if err != nil {
-		return s.transportFailure(actx, ctx, p, err)
+		a := s.transportFailure(actx, ctx, p, err)
+		if handshook.Load() && closedAfterHandshake(err) {
+			a.cause += closedAfterHandshakeHint
+		}
+		return a
 	}
 	raw := resp.RawBody()
 	defer raw.Close()

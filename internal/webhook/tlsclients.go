@@ -4,9 +4,13 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-resty/resty/v2"
 
@@ -114,4 +118,17 @@ func clientTLS(t *ejserver.WebhookTLS) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil
+}
+
+// closedAfterHandshakeHint explains a connection closed right after a TLS handshake that had succeeded: under
+// TLS 1.3 the client's handshake ends before the server has checked the client's certificate, so a receiver
+// that refuses it (or requires one) may close the connection before its alert is read.
+const closedAfterHandshakeHint = " (the receiver closed the connection right after the TLS handshake: " +
+	"under TLS 1.3 that is how a receiver refusing or requiring a client certificate can show; see webhook.tls)"
+
+// closedAfterHandshake reports whether err is the peer closing the connection (no alert read), as a write or
+// a read sees it, or as HTTP/2's set-up reports it (net/http does not export that error).
+func closedAfterHandshake(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "http2: client conn could not be established")
 }
