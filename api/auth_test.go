@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -22,13 +23,18 @@ func (f *fakeService) CronNext(expr, tz string, from time.Time, count int) ([]ti
 }
 
 const (
-	adminSecret  = "admin-token-0123456789"
-	viewerSecret = "viewer-token-0123456789"
+	adminSecret       = "admin-token-0123456789"
+	viewerSecret      = "viewer-token-0123456789"
+	operatorSecret    = "operator-token-0123456789"
+	scopedAdminSecret = "team-a-admin-token-0123456789"
 )
 
 func testTokens(t *testing.T) []Token {
 	t.Helper()
-	file := "# role name token\nadmin ops " + HashToken(adminSecret) + "\n\nviewer grafana " + viewerSecret + "\n"
+	file := "# role name token\nadmin ops " + HashToken(adminSecret) + "\n\nviewer grafana " + viewerSecret + "\n" +
+		"operator oncall " + HashToken(operatorSecret) + "\n" +
+		"admin team-a " + HashToken(scopedAdminSecret) + " scope=prefix:team-a-|label:payments\n" +
+		"viewer dashboards - scope=prefix:team-a-\n"
 	toks, err := ParseTokens(strings.NewReader(file))
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +44,12 @@ func testTokens(t *testing.T) []Token {
 
 func TestParseTokens(t *testing.T) {
 	toks := testTokens(t)
-	if len(toks) != 2 || toks[0].Name != "ops" || toks[0].Role != RoleAdmin || toks[1].Role != RoleViewer {
+	if len(toks) != 5 || toks[0].Name != "ops" || toks[0].Role != RoleAdmin || toks[1].Role != RoleViewer ||
+		toks[2].Role != RoleOperator || toks[3].Scope.String() != "prefix:team-a-|label:payments" || !toks[0].Scope.Unscoped() {
 		t.Fatalf("tokens %+v", toks)
+	}
+	if _, ok := lookup(toks, CertOnly); ok {
+		t.Fatal("a certificate-only line matched the bearer token \"-\"")
 	}
 	if tok, ok := lookup(toks, adminSecret); !ok || tok.Name != "ops" {
 		t.Fatalf("admin secret: %v %v", tok, ok)
@@ -52,6 +62,10 @@ func TestParseTokens(t *testing.T) {
 	}
 	bad := []struct{ name, file, want string }{
 		{"two fields", "admin ops", "line 1: want"},
+		{"five fields", "admin ops " + adminSecret + " scope=prefix:a scope=label:b", "line 1: want \"ROLE NAME TOKEN [scope=SCOPE]\" (3 or 4 fields), got 5"},
+		{"not a scope", "admin ops " + adminSecret + " prefix:a", "line 1: token \"ops\": the 4th field must be scope=SCOPE"},
+		{"bad scope", "admin ops " + adminSecret + " scope=prefix:a/b", "line 1: token \"ops\": scope alternative 1: prefix \"a/b\""},
+		{"empty scope", "viewer ops - scope=", "line 1: token \"ops\": scope is empty"},
 		{"bad role", "root ops " + adminSecret, "line 1: token \"ops\": role \"root\""},
 		{"short", "admin ops short", "line 1: token \"ops\" is shorter"},
 		{"bad hash", "admin ops sha256:abc", "line 1: token \"ops\": sha256: must be"},
@@ -197,4 +211,35 @@ func TestDocsPageOffersOnlyTheServedSpecs(t *testing.T) {
 	if strings.Contains(rec.Body.String(), "doc.json") {
 		t.Fatal("the docs page offers doc.json, which nothing serves")
 	}
+}
+
+// Whatever the file, ParseTokens neither panics nor shows a token in its error, and a line it accepts
+// writes back (TokenLine) to the same token.
+func FuzzParseTokens(f *testing.F) {
+	f.Add("admin ops " + adminSecret + " scope=prefix:team-a-|label:payments")
+	f.Add("viewer dash - scope=label:x\noperator oncall " + HashToken(operatorSecret))
+	f.Add("admin ops " + adminSecret + " scope=prefix:a/b")
+	f.Fuzz(func(t *testing.T, file string) {
+		toks, err := ParseTokens(strings.NewReader(file))
+		if err != nil {
+			for _, line := range strings.Split(file, "\n") {
+				if fs := strings.Fields(line); len(fs) >= 3 && len(fs[2]) >= 8 && fs[2] != fs[1] && fs[2] != fs[0] &&
+					!strings.HasPrefix(fs[2], "sha256:") && strings.Contains(err.Error(), fs[2]) {
+					t.Fatalf("the error %q shows the token %q", err, fs[2])
+				}
+			}
+			return
+		}
+		for _, tok := range toks {
+			secret := CertOnly
+			if tok.bearer {
+				secret = "sha256:" + hex.EncodeToString(tok.hash[:])
+			}
+			again, err := ParseTokens(strings.NewReader(TokenLine(tok.Role, tok.Name, secret, tok.Scope)))
+			if err != nil || len(again) != 1 || again[0].Name != tok.Name || again[0].Role != tok.Role ||
+				again[0].Scope.String() != tok.Scope.String() || again[0].hash != tok.hash || again[0].bearer != tok.bearer {
+				t.Fatalf("%+v writes back as %+v, %v", tok, again, err)
+			}
+		}
+	})
 }

@@ -6,15 +6,11 @@ import (
 	"github.com/ejserver/ejserver/internal/certs"
 )
 
-// ClientCertNameKey is the echo context key under which a request that presented a client certificate
-// verified against --tls-client-ca carries the certificate's name (a string): its first DNS SAN, else its
-// subject's common name, else its first URI SAN (certs.CertName). The token middleware maps it to the
-// tokens-file line of the same NAME.
-const ClientCertNameKey = "ej.clientCertName"
-
 // clientCertName runs before the token check on every route: it names the request's verified client
 // certificate, if any. An unverified certificate never reaches here: the TLS handshake (VerifyClientCertIfGiven)
-// refuses one that does not chain to --tls-client-ca, and a plain-HTTP request has none.
+// refuses one that does not chain to --tls-client-ca, and a plain-HTTP request has none. The name (the key
+// ClientCertNameKey, declared with the token check that reads it) is the certificate's first DNS SAN, else its
+// subject's common name, else its first URI SAN (certs.CertName).
 func clientCertName() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

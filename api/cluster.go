@@ -66,6 +66,7 @@ type CronPreview struct {
 //	@Success	200		{object}	ServerList
 //	@Failure	400		{object}	Problem	"a bad limit"
 //	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"a scoped token: the cluster's servers and instances are not its"
 //	@Security	BearerAuth
 //	@Router		/api/v1/servers [get]
 func (h *handlers) servers(c echo.Context) error {
@@ -91,7 +92,8 @@ func (h *handlers) servers(c echo.Context) error {
 //	@Success	200	{object}	ServerChange
 //	@Failure	400	{object}	Problem	"ip is not an IP address"
 //	@Failure	401	{object}	Problem	"no or unknown token"
-//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	403	{object}	Problem	"not an admin token"
+//	@Failure	404	{object}	Problem	"a scoped token: a change to every job is not its"
 //	@Security	BearerAuth
 //	@Router		/api/v1/servers/{ip}/disable [post]
 func (h *handlers) disableServer(c echo.Context) error { return h.setServer(c, true) }
@@ -106,7 +108,8 @@ func (h *handlers) disableServer(c echo.Context) error { return h.setServer(c, t
 //	@Success	200	{object}	ServerChange
 //	@Failure	400	{object}	Problem	"ip is not an IP address"
 //	@Failure	401	{object}	Problem	"no or unknown token"
-//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	403	{object}	Problem	"not an admin token"
+//	@Failure	404	{object}	Problem	"a scoped token: a change to every job is not its"
 //	@Security	BearerAuth
 //	@Router		/api/v1/servers/{ip}/enable [post]
 func (h *handlers) enableServer(c echo.Context) error { return h.setServer(c, false) }
@@ -130,6 +133,7 @@ func (h *handlers) setServer(c echo.Context, disabled bool) error {
 //	@Success	200		{object}	InstanceList
 //	@Failure	400		{object}	Problem	"a bad limit"
 //	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"a scoped token: the cluster's servers and instances are not its"
 //	@Security	BearerAuth
 //	@Router		/api/v1/instances [get]
 func (h *handlers) instances(c echo.Context) error {
@@ -188,6 +192,7 @@ func (h *handlers) executions(c echo.Context) error {
 //	@Success	200		{object}	ExecutionList
 //	@Failure	400		{object}	Problem	"a bad filter, cursor or limit"
 //	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"a job outside the token's scope (a scoped token)"
 //	@Failure	503		{object}	Problem	"no history store"
 //	@Security	BearerAuth
 //	@Router		/api/v1/jobs/{jobName}/executions [get]
@@ -197,7 +202,7 @@ func (h *handlers) jobExecutions(c echo.Context) error {
 
 func (h *handlers) listExecutions(c echo.Context, job string) error {
 	f := history.ExecutionFilter{JobName: job, Source: ejserver.Source(c.QueryParam("source")),
-		InstanceID: c.QueryParam("instance"), Cursor: c.QueryParam("cursor")}
+		InstanceID: c.QueryParam("instance"), Cursor: c.QueryParam("cursor"), Jobs: h.jobSet(grantOf(c).Scope)}
 	if s := c.QueryParam("item"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
@@ -242,7 +247,7 @@ func (h *handlers) listExecutions(c echo.Context, job string) error {
 //	@Param		id	path		string	true	"execution id (the webhook-id)"
 //	@Success	200	{object}	ejserver.Execution
 //	@Failure	401	{object}	Problem	"no or unknown token"
-//	@Failure	404	{object}	Problem	"no such execution"
+//	@Failure	404	{object}	Problem	"no such execution, or (for a scoped token) another job's"
 //	@Failure	503	{object}	Problem	"no history store"
 //	@Security	BearerAuth
 //	@Router		/api/v1/executions/{id} [get]
@@ -250,6 +255,12 @@ func (h *handlers) execution(c echo.Context) error {
 	e, err := h.svc.Execution(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
+	}
+	// another job's execution is "not found", word for word as one that does not exist
+	if ok, err := h.sees(c.Request().Context(), grantOf(c).Scope, e.JobName); err != nil {
+		return err
+	} else if !ok {
+		return ejserver.Errorf(ejserver.ENOTFOUND, "execution %q not found", c.Param("id"))
 	}
 	return c.JSON(http.StatusOK, e)
 }
@@ -266,6 +277,7 @@ func (h *handlers) execution(c echo.Context) error {
 //	@Success	200		{object}	TraceList
 //	@Failure	400		{object}	Problem	"a bad limit"
 //	@Failure	401		{object}	Problem	"no or unknown token"
+//	@Failure	404		{object}	Problem	"a job outside the token's scope (a scoped token)"
 //	@Failure	503		{object}	Problem	"no history store"
 //	@Security	BearerAuth
 //	@Router		/api/v1/jobs/{jobName}/traces [get]

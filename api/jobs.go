@@ -59,7 +59,7 @@ func decodeJob(c echo.Context) (ejserver.JobConfig, error) {
 //	@Header			201	{string}	Location	"the job's URL"
 //	@Failure		400	{object}	Problem	"invalid field, unknown field or wrong type (field names it)"
 //	@Failure		401	{object}	Problem	"no or unknown token"
-//	@Failure		403	{object}	Problem	"a viewer token"
+//	@Failure		403	{object}	Problem	"a viewer or operator token, or a job outside the token's scope"
 //	@Failure		409	{object}	Problem	"a job with this name exists"
 //	@Failure		413	{object}	Problem	"the body is larger than the limit"
 //	@Failure		415	{object}	Problem	"the body is not application/json"
@@ -70,6 +70,10 @@ func (h *handlers) createJob(c echo.Context) error {
 	cfg, err := decodeJob(c)
 	if err != nil {
 		return err
+	}
+	// a scoped token creates only jobs in its scope (an invalid name is the service's 400 to give)
+	if t, _ := callerOf(c); ejserver.ValidateJobName(cfg.JobName) == nil && !t.Scope.InScope(cfg.JobName, cfg.Label) {
+		return outOfScope(t, cfg.JobName, cfg.Label)
 	}
 	v, secret, err := h.svc.CreateJob(c.Request().Context(), cfg)
 	if err != nil {
@@ -100,8 +104,11 @@ func (h *handlers) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.svc.ListJobs(c.Request().Context(), service.JobFilter{
-		Query: c.QueryParam("q"), Status: c.QueryParam("status"), After: c.QueryParam("cursor"), Limit: limit})
+	f := service.JobFilter{Query: c.QueryParam("q"), Status: c.QueryParam("status"), After: c.QueryParam("cursor"), Limit: limit}
+	if s := grantOf(c).Scope; !s.Unscoped() {
+		f.Visible = s.InScope
+	}
+	page, err := h.svc.ListJobs(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -144,7 +151,7 @@ func (h *handlers) getJob(c echo.Context) error {
 //	@Header			200			{string}	ETag	"the new version"
 //	@Failure		400			{object}	Problem	"invalid field, unknown field, wrong type, a rename or an If-Match that is not entity-tag syntax"
 //	@Failure		401			{object}	Problem	"no or unknown token"
-//	@Failure		403			{object}	Problem	"a viewer token"
+//	@Failure		403			{object}	Problem	"a viewer or operator token, or a change that moves the job out of the token's scope"
 //	@Failure		404			{object}	Problem	"no such job"
 //	@Failure		412			{object}	Problem	"If-Match does not match: the job changed since the ETag you sent, or the tag is not one ejserver sent"
 //	@Failure		413			{object}	Problem	"the body is larger than the limit"
@@ -165,7 +172,22 @@ func (h *handlers) replaceJob(c echo.Context) error {
 	if pre != nil {
 		check = pre.matches
 	}
-	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, check)
+	// a scoped token keeps the job in its scope: it was (authorize checked, the guard checks again on the
+	// very version replaced) and it stays (the new config)
+	var guard service.Guard
+	if t, _ := callerOf(c); !t.Scope.Unscoped() {
+		name := c.Param("jobName")
+		if !t.Scope.InScope(name, cfg.Label) {
+			return outOfScope(t, name, cfg.Label)
+		}
+		guard = func(cur ejserver.JobConfig) error {
+			if !t.Scope.InScope(cur.JobName, cur.Label) {
+				return ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", name)
+			}
+			return nil
+		}
+	}
+	v, secret, err := h.svc.ReplaceJob(c.Request().Context(), c.Param("jobName"), cfg, check, guard)
 	if why := pre.whyNoMatch(); why != "" && ejserver.ErrorCodeOf(err) == ejserver.EPRECONDITION {
 		return ejserver.Errorf(ejserver.EPRECONDITION, "%s", why)
 	}
@@ -185,7 +207,7 @@ func (h *handlers) replaceJob(c echo.Context) error {
 //	@Param		jobName	path	string	true	"job name"
 //	@Success	204
 //	@Failure	401	{object}	Problem	"no or unknown token"
-//	@Failure	403	{object}	Problem	"a viewer token"
+//	@Failure	403	{object}	Problem	"a viewer or operator token"
 //	@Failure	404	{object}	Problem	"no such job"
 //	@Security	BearerAuth
 //	@Router		/api/v1/jobs/{jobName} [delete]

@@ -11,7 +11,7 @@
 //	@securityDefinitions.apikey	BearerAuth
 //	@in							header
 //	@name						Authorization
-//	@description				"Bearer <token>": an admin token may do everything, a viewer token only GET. Not needed when the server runs without tokens (then it listens on loopback only).
+//	@description				"Bearer <token>": an admin token may do everything, an operator token reads, triggers, enables and disables, a viewer token only reads; a token with a scope sees only its jobs (404 for the others). Not needed when the server runs without tokens (then it listens on loopback only).
 package api
 
 import (
@@ -36,7 +36,7 @@ type Service interface {
 	CreateJob(ctx context.Context, cfg ejserver.JobConfig) (service.JobView, string, error)
 	GetJob(ctx context.Context, name string) (service.JobView, error)
 	ListJobs(ctx context.Context, f service.JobFilter) (service.JobPage, error)
-	ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, check service.VersionCheck) (service.JobView, string, error)
+	ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, check service.VersionCheck, guard service.Guard) (service.JobView, string, error)
 	DeleteJob(ctx context.Context, name string) error
 	SetJobDisabled(ctx context.Context, name string, disabled bool) (service.JobView, error)
 	TriggerJob(ctx context.Context, name string, req service.TriggerRequest) (service.TriggerResult, error)
@@ -51,6 +51,8 @@ type Service interface {
 	Executions(ctx context.Context, f history.ExecutionFilter) (history.ExecutionPage, error)
 	Execution(ctx context.Context, id string) (ejserver.Execution, error)
 	Traces(ctx context.Context, f history.TraceFilter) ([]ejserver.StatusTrace, error)
+	JobLabel(ctx context.Context, name string) (string, error)
+	JobsLabeled(labels []string) []string
 }
 
 // Health reports readiness for /readyz.
@@ -68,10 +70,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// Metrics serves /metrics when set.
 	Metrics http.Handler
-	// Tokens are the bearer tokens /api/v1 accepts; with none, the API is open (cmd then listens on loopback
-	// only unless told --insecure). /healthz, /readyz, the spec and the docs page are always open.
+	// Tokens are the credentials /api/v1 accepts (bearer tokens, and client certificates mapped to a line
+	// by name); with none, the API is open (cmd then listens on loopback only unless told --insecure).
+	// /healthz, /readyz, the spec and the docs page are always open. What each token may do on each route
+	// is routeRules'.
 	Tokens []Token
-	// MetricsAuth makes /metrics need a token too (any role).
+	// MetricsAuth makes /metrics need an unscoped token too (any role; a scoped token gets 404).
 	MetricsAuth bool
 	// Console serves the web console at / when set.
 	Console http.Handler
@@ -116,8 +120,9 @@ func New(cfg Config) http.Handler {
 	}
 	v1 := e.Group("/api/v1")
 	if len(cfg.Tokens) > 0 {
-		v1.Use(requireToken(cfg.Tokens, apiRoles)) // first: a stranger gets 401 whatever it sends
+		v1.Use(authenticate(cfg.Tokens)) // first: a stranger gets 401 whatever it sends
 	}
+	v1.Use(h.authorize) // without tokens every caller is an unscoped admin
 	v1.Use(middleware.BodyLimit(bodyLimit(cfg.MaxBodyBytes)))
 	for _, mw := range cfg.Middleware {
 		v1.Use(mw)
@@ -145,11 +150,11 @@ func New(cfg Config) http.Handler {
 	v1.POST("/servers/:ip/enable", h.enableServer)
 	v1.GET("/instances", h.instances)
 	v1.GET("/cron/next", h.cronNext)
-	v1.GET("/auth/whoami", whoami(cfg.Tokens))
+	v1.GET("/auth/whoami", whoami)
 	if cfg.Metrics != nil {
 		var mws []echo.MiddlewareFunc
 		if cfg.MetricsAuth && len(cfg.Tokens) > 0 {
-			mws = append(mws, requireToken(cfg.Tokens, anyRole))
+			mws = append(mws, authenticate(cfg.Tokens), h.authorize)
 		}
 		e.GET("/metrics", echo.WrapHandler(cfg.Metrics), mws...)
 	}

@@ -2,9 +2,10 @@ package api
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/ejserver/ejserver/internal/access"
 )
 
 // Caller is who the API takes the caller for: the web console asks it to show only the actions the
@@ -14,33 +15,43 @@ type Caller struct {
 	Authenticated bool `json:"authenticated"`
 	// Name is the token's name (the audit log's user); absent without tokens.
 	Name string `json:"name,omitempty" example:"ops"`
-	// Role is admin (may do everything) or viewer (may only read).
-	Role Role `json:"role" example:"admin"`
-	// CanWrite says whether the caller may use the API's writes (create, trigger, disable, delete...).
+	// Role is admin (may do everything), operator (reads, triggers, enables and disables) or viewer (reads).
+	Role Role `json:"role" example:"admin" enums:"admin,operator,viewer"`
+	// Scope is the jobs the token sees, as its tokens-file line writes it; absent for every job.
+	Scope string `json:"scope,omitempty" example:"prefix:team-a-|label:payments"`
+	// CanWrite says whether the caller may use some of the API's writes (an admin or an operator token).
 	CanWrite bool `json:"canWrite"`
+	// Can says which kinds of action the caller may take on the jobs it sees.
+	Can Abilities `json:"can"`
+}
+
+// Abilities are what a caller may do, by kind of action.
+type Abilities struct {
+	// Operate: trigger, enable and disable jobs, items and a job's servers.
+	Operate bool `json:"operate"`
+	// Manage: create, replace and delete jobs (within the scope).
+	Manage bool `json:"manage"`
+	// Cluster: see the servers and instances pages (unscoped tokens).
+	Cluster bool `json:"cluster"`
+	// Administer: disable or enable a server for every job, and other cluster-wide changes (unscoped admins).
+	Administer bool `json:"administer"`
 }
 
 // whoami godoc
 //
 //	@Summary		Who am I
-//	@Description	The caller's token name and role, so a client (the web console) shows only the actions it may take. Without tokens configured the API is open and every caller is an admin (authenticated false).
+//	@Description	The caller's token name, role and scope, and what it may do, so a client (the web console) shows only the actions it may take. Without tokens configured the API is open and every caller is an admin (authenticated false).
 //	@Tags			auth
 //	@Produce		json,application/problem+json
 //	@Success		200	{object}	Caller
 //	@Failure		401	{object}	Problem	"no or unknown token"
 //	@Security		BearerAuth
 //	@Router			/api/v1/auth/whoami [get]
-func whoami(tokens []Token) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if len(tokens) == 0 {
-			return c.JSON(http.StatusOK, Caller{Role: RoleAdmin, CanWrite: true})
-		}
-		// requireToken has let only a known token through: find it again for its role.
-		_, secret, _ := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
-		t, ok := lookup(tokens, strings.TrimSpace(secret))
-		if !ok {
-			return &authError{http.StatusUnauthorized, "the bearer token is not valid", realm + `, error="invalid_token"`}
-		}
-		return c.JSON(http.StatusOK, Caller{Authenticated: true, Name: t.Name, Role: t.Role, CanWrite: t.Role == RoleAdmin})
-	}
+func whoami(c echo.Context) error {
+	t, authenticated := callerOf(c)
+	g := t.grant()
+	return c.JSON(http.StatusOK, Caller{Authenticated: authenticated, Name: t.Name, Role: t.Role, Scope: g.Scope.String(),
+		CanWrite: g.Can(access.Operate),
+		Can: Abilities{Operate: g.Can(access.Operate), Manage: g.Can(access.Manage), Cluster: g.Scope.Unscoped(),
+			Administer: g.Can(access.Administer)}})
 }

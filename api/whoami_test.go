@@ -9,6 +9,7 @@ import (
 
 func TestWhoami(t *testing.T) {
 	withTokens := New(Config{Service: &fakeService{}, Tokens: testTokens(t)})
+	adminAll := Abilities{Operate: true, Manage: true, Cluster: true, Administer: true}
 	open := New(Config{Service: &fakeService{}})
 	tests := []struct {
 		name       string
@@ -17,11 +18,15 @@ func TestWhoami(t *testing.T) {
 		wantStatus int
 		want       Caller
 	}{
-		{"admin", withTokens, adminSecret, 200, Caller{Authenticated: true, Name: "ops", Role: RoleAdmin, CanWrite: true}},
-		{"viewer", withTokens, viewerSecret, 200, Caller{Authenticated: true, Name: "grafana", Role: RoleViewer}},
+		{"admin", withTokens, adminSecret, 200, Caller{Authenticated: true, Name: "ops", Role: RoleAdmin, CanWrite: true, Can: adminAll}},
+		{"viewer", withTokens, viewerSecret, 200, Caller{Authenticated: true, Name: "grafana", Role: RoleViewer, Can: Abilities{Cluster: true}}},
+		{"operator", withTokens, operatorSecret, 200, Caller{Authenticated: true, Name: "oncall", Role: RoleOperator, CanWrite: true,
+			Can: Abilities{Operate: true, Cluster: true}}},
+		{"scoped admin", withTokens, scopedAdminSecret, 200, Caller{Authenticated: true, Name: "team-a", Role: RoleAdmin,
+			Scope: "prefix:team-a-|label:payments", CanWrite: true, Can: Abilities{Operate: true, Manage: true}}},
 		{"no token", withTokens, "", 401, Caller{}},
 		{"unknown token", withTokens, "not-a-token-0123456789", 401, Caller{}},
-		{"open API", open, "", 200, Caller{Role: RoleAdmin, CanWrite: true}},
+		{"open API", open, "", 200, Caller{Role: RoleAdmin, CanWrite: true, Can: adminAll}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

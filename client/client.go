@@ -40,7 +40,7 @@ type settings struct {
 	retries          int
 }
 
-// WithToken sends "Authorization: Bearer token" (an admin or viewer token); "" sends none.
+// WithToken sends "Authorization: Bearer token" (an admin, operator or viewer token); "" sends none.
 func WithToken(token string) Option { return func(s *settings) { s.token = token } }
 
 // WithHTTPClient makes the client send through hc (its transport and TLS config).
@@ -572,7 +572,7 @@ func (c *Client) CronNext(ctx context.Context, cq CronQuery) (*CronPreview, erro
 	return &out, nil
 }
 
-// WhoAmI returns the name and role of the client's token, as the server sees it.
+// WhoAmI returns the name, role and scope of the client's token, as the server sees it.
 func (c *Client) WhoAmI(ctx context.Context) (*Caller, error) {
 	var out Caller
 	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/auth/whoami", out: &out}); err != nil {

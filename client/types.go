@@ -513,7 +513,24 @@ type Caller struct {
 	// Authenticated is false when the server runs without tokens (then every caller is an admin).
 	Authenticated bool   `json:"authenticated"`
 	Name          string `json:"name,omitempty"`
-	// Role is admin or viewer.
-	Role     string `json:"role"`
-	CanWrite bool   `json:"canWrite"`
+	// Role is admin, operator or viewer.
+	Role string `json:"role"`
+	// Scope is the jobs the token sees ("prefix:team-a-|label:payments"); "" for every job.
+	Scope string `json:"scope,omitempty"`
+	// CanWrite: the token may use some writes (admin or operator).
+	CanWrite bool `json:"canWrite"`
+	// Can says which kinds of action the token may take.
+	Can Abilities `json:"can"`
+}
+
+// Abilities are what a caller may do, by kind of action.
+type Abilities struct {
+	// Operate: trigger, enable and disable jobs, items and a job's servers.
+	Operate bool `json:"operate"`
+	// Manage: create, replace and delete jobs (within the scope).
+	Manage bool `json:"manage"`
+	// Cluster: see servers and instances (unscoped tokens).
+	Cluster bool `json:"cluster"`
+	// Administer: change a server for every job, and other cluster-wide changes (unscoped admins).
+	Administer bool `json:"administer"`
 }

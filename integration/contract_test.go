@@ -240,8 +240,9 @@ func TestAPIContract(t *testing.T) {
 	// who am I: the web console shows a viewer no action buttons
 	k.problem(call{method: "GET", path: "/api/v1/auth/whoami"}, 401)
 	for token, want := range map[string]api.Caller{
-		A: {Authenticated: true, Name: "ops", Role: api.RoleAdmin, CanWrite: true},
-		V: {Authenticated: true, Name: "grafana", Role: api.RoleViewer},
+		A: {Authenticated: true, Name: "ops", Role: api.RoleAdmin, CanWrite: true,
+			Can: api.Abilities{Operate: true, Manage: true, Cluster: true, Administer: true}},
+		V: {Authenticated: true, Name: "grafana", Role: api.RoleViewer, Can: api.Abilities{Cluster: true}},
 	} {
 		var me api.Caller
 		json.Unmarshal(k.do(call{method: "GET", path: "/api/v1/auth/whoami", token: token}, 200), &me)

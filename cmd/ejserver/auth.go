@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ejserver/ejserver/api"
+	"github.com/ejserver/ejserver/internal/access"
 )
 
 // loadTokens reads the API tokens: the --api-tokens file, plus EJ_API_TOKEN as one admin token named
@@ -58,15 +59,22 @@ func isLoopback(listen string) bool {
 // checkExposure refuses an API without tokens on anything but loopback, unless insecure; it says so either way.
 func checkExposure(listen string, tokens []api.Token, insecure bool, log *slog.Logger) error {
 	if len(tokens) > 0 {
-		var admins, viewers []string
+		var admins, viewers, operators, scoped []string
 		for _, t := range tokens {
-			if t.Role == api.RoleAdmin {
+			switch t.Role {
+			case api.RoleAdmin:
 				admins = append(admins, t.Name)
-			} else {
+			case api.RoleOperator:
+				operators = append(operators, t.Name)
+			default:
 				viewers = append(viewers, t.Name)
 			}
+			if !t.Scope.Unscoped() {
+				scoped = append(scoped, t.Name)
+			}
 		}
-		log.Info("API needs a bearer token", "admin_tokens", strings.Join(admins, ","), "viewer_tokens", strings.Join(viewers, ","))
+		log.Info("API needs a bearer token", "admin_tokens", strings.Join(admins, ","), "viewer_tokens", strings.Join(viewers, ","),
+			"operator_tokens", strings.Join(operators, ","), "scoped_tokens", strings.Join(scoped, ","))
 		return nil
 	}
 	switch {
@@ -84,15 +92,18 @@ func checkExposure(listen string, tokens []api.Token, insecure bool, log *slog.L
 func tokenCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "new" && args[0] != "hash") {
 		fmt.Fprint(stderr, `Usage:
-  ejserver token new [--role admin|viewer] [--name NAME]   print a new token and its tokens-file line
-  ejserver token hash [--role admin|viewer] [--name NAME]  read a token on stdin, print its tokens-file line
+  ejserver token new [--role admin|operator|viewer] [--name NAME] [--scope SCOPE]   print a new token and its tokens-file line
+  ejserver token hash [--role admin|operator|viewer] [--name NAME] [--scope SCOPE]  read a token on stdin, print its tokens-file line
+
+SCOPE limits the token to some jobs: prefix:NAME-START, label:LABEL, or several joined by '|'.
 `)
 		return 2
 	}
 	fs := flag.NewFlagSet("ejserver token "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	role := fs.String("role", "admin", "admin (everything) or viewer (reads only)")
-	name := fs.String("name", "", "the token's name in the audit log (default: the role)")
+	role := fs.String("role", "admin", "admin (everything), operator (read, trigger, enable, disable) or viewer (reads only)")
+	name := fs.String("name", "", "the token's name in the audit log and a client certificate's name (default: the role)")
+	scopeSpec := fs.String("scope", "", "only the jobs named prefix:NAME-START or labelled label:LABEL, several joined by '|' (default: every job)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -101,6 +112,14 @@ func tokenCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *name == "" {
 		*name = *role
+	}
+	var scope access.Scope
+	if *scopeSpec != "" {
+		var err error
+		if scope, err = access.ParseScope(*scopeSpec); err != nil {
+			fmt.Fprintln(stderr, "ejserver token: --scope:", err)
+			return 2
+		}
 	}
 	var secret string
 	if args[0] == "new" {
@@ -122,11 +141,12 @@ func tokenCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ejserver token:", err)
 		return 2
 	}
+	line := api.TokenLine(api.Role(*role), *name, api.HashToken(secret), scope)
 	if args[0] == "new" {
 		fmt.Fprintf(stdout, "token: %s\n", secret)
-		fmt.Fprintf(stdout, "tokens-file line (holds only the hash): %s %s %s\n", *role, *name, api.HashToken(secret))
+		fmt.Fprintf(stdout, "tokens-file line (holds only the hash): %s\n", line)
 		return 0
 	}
-	fmt.Fprintf(stdout, "%s %s %s\n", *role, *name, api.HashToken(secret))
+	fmt.Fprintln(stdout, line)
 	return 0
 }

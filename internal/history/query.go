@@ -99,12 +99,37 @@ func (q *query) where(cond string) {
 
 func (q *query) String() string { return q.sb.String() }
 
+// jobSet is the condition "job_name is in set". A prefix is compared with substr, not LIKE: SQLite's LIKE
+// ignores ASCII case and both databases' LIKE would read '_' in a prefix as a wildcard. Prefixes are ASCII
+// (job names are), so their length in bytes is their length in characters; it is written into the SQL as
+// a number, never taken from the input's text.
+func (q *query) jobSet(set JobSet) string {
+	var alts []string
+	for _, p := range set.Prefixes {
+		alts = append(alts, "substr(job_name, 1, "+strconv.Itoa(len(p))+") = "+q.arg(p))
+	}
+	if len(set.Names) > 0 {
+		ph := make([]string, len(set.Names))
+		for i, n := range set.Names {
+			ph[i] = q.arg(n)
+		}
+		alts = append(alts, "job_name IN ("+strings.Join(ph, ", ")+")")
+	}
+	if len(alts) == 0 {
+		return "1 = 0"
+	}
+	return "(" + strings.Join(alts, " OR ") + ")"
+}
+
 // listExecutions builds the page query: one row more than the page, to tell whether another page follows.
 func listExecutions(d dialect, f checked) *query {
 	q := &query{d: d}
 	q.write("SELECT ", executionSelect, " FROM JOB_EXECUTION_LOG")
 	if f.JobName != "" {
 		q.where("job_name = " + q.arg(f.JobName))
+	}
+	if f.Jobs != nil {
+		q.where(q.jobSet(*f.Jobs))
 	}
 	if f.ShardingItem != nil {
 		q.where("sharding_item = " + q.arg(*f.ShardingItem))

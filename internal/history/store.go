@@ -77,6 +77,16 @@ type ExecutionFilter struct {
 	Cursor string
 	// Limit is the page size: 0 means DefaultLimit; at most MaxLimit.
 	Limit int
+	// Jobs, when not nil, keeps only the executions of these jobs (an API token's scope): the filter is in
+	// the query, so pages stay full and cursors stay right.
+	Jobs *JobSet
+}
+
+// JobSet is a set of jobs: those whose name starts with one of Prefixes, and those named in Names. An
+// empty JobSet holds no job.
+type JobSet struct {
+	Prefixes []string
+	Names    []string
 }
 
 // ExecutionPage is one page of executions.

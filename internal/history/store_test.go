@@ -480,3 +480,65 @@ func TestPing(t *testing.T) {
 		}
 	})
 }
+
+// A token's scope is in the query: prefixes compare exactly (no LIKE wildcards, case kept), names join
+// them, and paging over a scoped list neither skips nor repeats a row.
+func TestListExecutionsJobSet(t *testing.T) {
+	var all []ejserver.Execution
+	add := func(job string, sec int) ejserver.Execution {
+		e := newExec(job, 0, t0.Add(time.Duration(sec)*time.Second))
+		all = append(all, e)
+		return e
+	}
+	a1 := add("t_a-1", 1)
+	add("txa-1", 2) // '_' in a prefix is not a wildcard
+	add("T_A-2", 3) // nor is the case ignored
+	a2 := add("t_a-2", 4)
+	pay := add("billing", 5)
+	add("other", 6)
+	a3 := add("t_a-3", 7)
+
+	tests := []struct {
+		name string
+		set  JobSet
+		want []ejserver.Execution
+	}{
+		{"prefix", JobSet{Prefixes: []string{"t_a-"}}, []ejserver.Execution{a3, a2, a1}},
+		{"prefix or name", JobSet{Prefixes: []string{"t_a-"}, Names: []string{"billing"}}, []ejserver.Execution{a3, pay, a2, a1}},
+		{"names", JobSet{Names: []string{"billing", "gone"}}, []ejserver.Execution{pay}},
+		{"empty set holds nothing", JobSet{}, nil},
+	}
+	eachStore(t, func(t *testing.T, s Store) {
+		mustWrite(t, s, all...)
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				set := tt.set
+				p, err := s.ListExecutions(testCtx(t), ExecutionFilter{Jobs: &set})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := ids(p.Items), ids(tt.want); !slices.Equal(got, want) {
+					t.Fatalf("got %v\nwant %v", got, want)
+				}
+			})
+		}
+		t.Run("paged", func(t *testing.T) {
+			set := JobSet{Prefixes: []string{"t_a-"}, Names: []string{"billing"}}
+			var got []string
+			cursor := ""
+			for range 10 {
+				p, err := s.ListExecutions(testCtx(t), ExecutionFilter{Jobs: &set, Limit: 1, Cursor: cursor})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, ids(p.Items)...)
+				if cursor = p.NextCursor; cursor == "" {
+					break
+				}
+			}
+			if want := ids([]ejserver.Execution{a3, pay, a2, a1}); !slices.Equal(got, want) {
+				t.Fatalf("pages %v\nwant %v", got, want)
+			}
+		})
+	})
+}

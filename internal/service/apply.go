@@ -46,7 +46,7 @@ func (s *Service) ApplyJob(ctx context.Context, cfg ejserver.JobConfig) (string,
 		if sameConfig(cur, cfg) {
 			return ApplyUnchanged, nil
 		}
-		if _, _, err := s.ReplaceJob(ctx, cfg.JobName, cfg, nil); err != nil {
+		if _, _, err := s.ReplaceJob(ctx, cfg.JobName, cfg, nil, nil); err != nil {
 			return "", err
 		}
 		return ApplyReplaced, nil

@@ -95,7 +95,7 @@ func TestSecretRules(t *testing.T) {
 	first := gen
 
 	// an absent secret keeps the stored one
-	if _, gen, err = svc.ReplaceJob(ctx, "j", secretJob(nil, false), nil); err != nil || gen != "" {
+	if _, gen, err = svc.ReplaceJob(ctx, "j", secretJob(nil, false), nil, nil); err != nil || gen != "" {
 		t.Fatal(gen, err)
 	}
 	if w := reg.jobs["j"].Webhook; w.Secret != first || w.PreviousSecret != "" {
@@ -103,7 +103,7 @@ func TestSecretRules(t *testing.T) {
 	}
 
 	// generateSecret rotates: the old one keeps signing for the grace period
-	if _, gen, err = svc.ReplaceJob(ctx, "j", secretJob(nil, true), nil); err != nil || gen == "" || gen == first {
+	if _, gen, err = svc.ReplaceJob(ctx, "j", secretJob(nil, true), nil, nil); err != nil || gen == "" || gen == first {
 		t.Fatal(gen, err)
 	}
 	w := reg.jobs["j"].Webhook
@@ -119,7 +119,7 @@ func TestSecretRules(t *testing.T) {
 
 	// once the grace period is over, the next replace forgets the previous secret
 	clk.Advance(25 * time.Hour)
-	if _, _, err = svc.ReplaceJob(ctx, "j", secretJob(nil, false), nil); err != nil {
+	if _, _, err = svc.ReplaceJob(ctx, "j", secretJob(nil, false), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w := reg.jobs["j"].Webhook; w.PreviousSecret != "" {
@@ -127,7 +127,7 @@ func TestSecretRules(t *testing.T) {
 	}
 
 	// "" removes it
-	if _, _, err = svc.ReplaceJob(ctx, "j", secretJob(ptr(""), false), nil); err != nil {
+	if _, _, err = svc.ReplaceJob(ctx, "j", secretJob(ptr(""), false), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w := reg.jobs["j"].Webhook; w.Secret != "" || w.PreviousSecret != "" {
@@ -136,24 +136,24 @@ func TestSecretRules(t *testing.T) {
 
 	// a given secret and generateSecret together are refused, and nothing changes
 	before := reg.versions["j"]
-	_, _, err = svc.ReplaceJob(ctx, "j", secretJob(ptr(secretA), true), nil)
+	_, _, err = svc.ReplaceJob(ctx, "j", secretJob(ptr(secretA), true), nil, nil)
 	var de *ejserver.Error
 	if !errors.As(err, &de) || de.Field() != "webhook.generateSecret" || reg.versions["j"] != before {
 		t.Fatalf("both: %v", err)
 	}
 	// a malformed secret is refused
-	_, _, err = svc.ReplaceJob(ctx, "j", secretJob(ptr("hunter2"), false), nil)
+	_, _, err = svc.ReplaceJob(ctx, "j", secretJob(ptr("hunter2"), false), nil, nil)
 	if !errors.As(err, &de) || de.Field() != "webhook.secret" {
 		t.Fatalf("malformed: %v", err)
 	}
 	// a version the check refuses is refused before anything is written; the check sees the stored version
 	var checked []int32
-	_, _, err = svc.ReplaceJob(ctx, "j", secretJob(nil, false), func(v int32) bool { checked = append(checked, v); return false })
+	_, _, err = svc.ReplaceJob(ctx, "j", secretJob(nil, false), func(v int32) bool { checked = append(checked, v); return false }, nil)
 	if ejserver.ErrorCodeOf(err) != ejserver.EPRECONDITION || reg.versions["j"] != before || !slices.Equal(checked, []int32{before}) {
 		t.Fatalf("stale: %v (checked %v)", err, checked)
 	}
 	// one it accepts is replaced
-	if _, _, err = svc.ReplaceJob(ctx, "j", secretJob(nil, false), func(v int32) bool { return v == before }); err != nil || reg.versions["j"] != before+1 {
+	if _, _, err = svc.ReplaceJob(ctx, "j", secretJob(nil, false), func(v int32) bool { return v == before }, nil); err != nil || reg.versions["j"] != before+1 {
 		t.Fatalf("matching version: %v", err)
 	}
 }

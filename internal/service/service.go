@@ -258,6 +258,8 @@ type JobFilter struct {
 	// After is the cursor: the last job name of the previous page.
 	After string
 	Limit int
+	// Visible, when set, keeps only the jobs it accepts (an API token's scope); Total counts only those.
+	Visible func(name, label string) bool
 }
 
 // JobPage is one page of jobs.
@@ -290,6 +292,9 @@ func (s *Service) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 			continue
 		}
 		if f.Status != "" && !strings.EqualFold(JobStatus(snap), f.Status) {
+			continue
+		}
+		if f.Visible != nil && !f.Visible(name, snap.Config.Label) {
 			continue
 		}
 		page.Total++
@@ -354,10 +359,15 @@ func firstErr(errs ...error) error {
 // whether that version may be replaced. A nil VersionCheck replaces whatever version is stored.
 type VersionCheck func(version int32) bool
 
+// Guard is a replace's precondition on the job's stored config (an API token's scope): an error refuses
+// the replace. It is checked on the config the conditional write replaces, so a concurrent change can't
+// slip a job past it.
+type Guard func(cur ejserver.JobConfig) error
+
 // ReplaceJob replaces a job's config if check accepts its stored version (EPRECONDITION if not); the write
 // itself is conditional on that version, so a change in between fails it too. The secret follows the rules
 // of ejserver.Webhook: absent keeps it, "" removes it, a new one rotates with a grace period.
-func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, check VersionCheck) (JobView, string, error) {
+func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, check VersionCheck, guard Guard) (JobView, string, error) {
 	if cfg.JobName == "" {
 		cfg.JobName = name
 	}
@@ -368,6 +378,11 @@ func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobC
 	cur, curVersion, err := s.reg.GetJob(name)
 	if err != nil {
 		return JobView{}, "", err
+	}
+	if guard != nil {
+		if err := guard(cur); err != nil {
+			return JobView{}, "", err
+		}
 	}
 	if check != nil && !check(curVersion) {
 		return JobView{}, "", ejserver.Errorf(ejserver.EPRECONDITION, "job %q was changed since the version you sent (it is at version %d now); read it again", name, curVersion)

@@ -170,7 +170,10 @@
   class Unreachable extends Error {}
 
   const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
-  const canWrite = () => !!(state.caller && state.caller.canWrite);
+  // what the caller's token may do (whoami's can): operate (trigger, enable, disable), manage (create, edit,
+  // delete), cluster (see servers and instances), administer (change a server for every job)
+  const can = (what) => !!(state.caller && state.caller.can && state.caller.can[what]);
+  const canWrite = () => can('operate');
   const path = (...parts) => parts.map(encodeURIComponent).join('/');
 
   async function api(method, url, { body, headers = {}, signIn = true } = {}) {
@@ -249,7 +252,7 @@
       return;
     }
     setHTML(who, c.authenticated
-      ? html`<span class="role role-${c.role}" title="the token's role">${c.role}</span> <span class="muted">${c.name}</span>
+      ? html`<span class="role role-${c.role}" title="the token's role">${c.role}</span> <span class="muted">${c.name}</span>${c.scope ? html` <span class="muted scope" title="the jobs this token sees">${c.scope}</span>` : ''}
         <button type="button" class="small" data-action="sign-out">Sign out</button>`
       : html`<span class="role role-open" title="This ejserver runs without API tokens: anyone who reaches it is an admin">open API</span>`);
   }
@@ -598,7 +601,7 @@
     setHTML(main, html`
       <div class="head">
         <h1 tabindex="-1">Jobs</h1>
-        ${write ? html`<a class="button primary" href="#/create">New job</a>` : ''}
+        ${can('manage') ? html`<a class="button primary" href="#/create">New job</a>` : ''}
       </div>
       <form class="filters" role="search" id="jobs-filters" novalidate>
         <div class="field"><label for="jobs-q">Search</label>
@@ -798,7 +801,10 @@
         setHTML($('#job-error', main), '');
         const [sharding, servers, recent] = await Promise.all([
           api('GET', `${jobURL}/sharding`).then((x) => x.data),
-          api('GET', '/api/v1/servers?limit=1000').then((x) => x.data).catch((e) => { if (quiet(e)) throw e; return { items: [] }; }),
+          // a token limited to some jobs doesn't see the cluster's servers: the job's item owners stand in
+          can('cluster')
+            ? api('GET', '/api/v1/servers?limit=1000').then((x) => x.data).catch((e) => { if (quiet(e)) throw e; return { items: [] }; })
+            : Promise.resolve(null),
           api('GET', `${jobURL}/executions?limit=10`).then((x) => x.data).catch((e) => { if (quiet(e)) throw e; return { error: e.message }; }),
         ]);
         setHTML($('#job-status', main), badge(job.status));
@@ -809,8 +815,8 @@
             ${job.disabled
               ? html`<button type="button" data-action="enable-job" data-job="${job.jobName}">Enable</button>`
               : html`<button type="button" data-action="disable-job" data-job="${job.jobName}">Disable</button>`}
-            <a class="button" href="#/jobs/${encodeURIComponent(job.jobName)}/edit">Edit</a>
-            <button type="button" class="danger" data-action="delete-job" data-job="${job.jobName}">Delete…</button>`);
+            ${can('manage') ? html`<a class="button" href="#/jobs/${encodeURIComponent(job.jobName)}/edit">Edit</a>
+            <button type="button" class="danger" data-action="delete-job" data-job="${job.jobName}">Delete…</button>` : ''}`);
         }
         const st = job.stats;
         setHTML($('#job-summary', main), html`
@@ -846,7 +852,8 @@
 
         // the servers of this job: those owning an item, and those that disabled it
         const owners = new Set(sharding.items.map((it) => it.serverIp).filter(Boolean));
-        const jobServers = servers.items.filter((s) => owners.has(s.ip) || s.disabledJobs.includes(name) || (s.online && s.jobCount > 0));
+        const serverList = servers || { items: [...owners].sort().map((ip) => ({ ip, online: true, disabledJobs: [], jobCount: 1 })) };
+        const jobServers = serverList.items.filter((s) => owners.has(s.ip) || s.disabledJobs.includes(name) || (s.online && s.jobCount > 0));
         patchRows($('#job-servers-table tbody', main), jobServers.map((s) => {
           const off = s.disabledJobs.includes(name);
           return {
@@ -1014,7 +1021,12 @@
   }
 
   function serversScreen(main) {
-    const write = canWrite();
+    if (!can('cluster')) {
+      setHTML(main, html`<div class="head"><h1 tabindex="-1">Servers and instances</h1></div>
+        <p class="msg">Servers and instances are the whole cluster's: your token sees only the jobs of its scope (${state.caller.scope}).</p>`);
+      return {};
+    }
+    const write = can('administer');
     let known = null; // instance id -> instance, from the previous refresh
     const gone = new Map(); // instance id -> {instance, at}
     setHTML(main, html`
@@ -1284,8 +1296,10 @@
         ${editing ? html`<a href="#/jobs/${encodeURIComponent(editing)}">${editing}</a> <span aria-hidden="true">/</span> ` : ''}<span aria-current="page">${editing ? 'Edit' : 'New job'}</span></nav>
       <div class="head"><h1 tabindex="-1">${title}</h1></div>
       <div id="form-slot"><p class="loading">Loading…</p></div>`);
-    if (!canWrite()) {
-      setHTML($('#form-slot', main), html`<p class="msg msg-error">Your token may only read: ask for an admin token to ${editing ? 'edit' : 'create'} jobs.</p>`);
+    if (!can('manage')) {
+      setHTML($('#form-slot', main), canWrite()
+        ? html`<p class="msg msg-error">Your token may trigger, enable and disable jobs, not ${editing ? 'edit' : 'create'} them: ask for an admin token.</p>`
+        : html`<p class="msg msg-error">Your token may only read: ask for an admin token to ${editing ? 'edit' : 'create'} jobs.</p>`);
       return {};
     }
     return {
@@ -1470,6 +1484,7 @@
   function start() {
     renderWho();
     $('#nav').hidden = false;
+    $('[data-nav="servers"]').closest('li').hidden = !can('cluster');
     if (!location.hash.startsWith('#/')) history.replaceState(null, '', '#/jobs');
     navigate();
   }

@@ -1,0 +1,363 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ejserver/ejserver/integration/harness"
+)
+
+// The six kinds of token: each role unscoped, then each role limited to the jobs named team-a-... or
+// labelled payments.
+var scopeGrants = []struct{ name, role, secret string }{
+	{"ops", "admin", "scopes-admin-token-0001"},
+	{"oncall", "operator", "scopes-operator-token-0001"},
+	{"grafana", "viewer", "scopes-viewer-token-0001"},
+	{"a-admin", "admin", "scopes-a-admin-token-0001"},
+	{"a-op", "operator", "scopes-a-operator-token-0001"},
+	{"a-view", "viewer", "scopes-a-viewer-token-0001"},
+}
+
+const teamScope = "prefix:team-a-|label:payments"
+
+func scopedTokensFile(t *testing.T) string {
+	var b strings.Builder
+	for i, g := range scopeGrants {
+		fmt.Fprintf(&b, "%s %s %s", g.role, g.name, g.secret)
+		if i >= 3 {
+			b.WriteString(" scope=" + teamScope)
+		}
+		b.WriteString("\n")
+	}
+	return writeFile(t, t.TempDir(), "tokens", b.String())
+}
+
+func as(i int) []string { return []string{"Authorization", "Bearer " + scopeGrants[i].secret} }
+
+// Every endpoint against every role and scope on a real peer (real ZooKeeper, real history store): the
+// statuses, the list filters and the 404s that hide other teams' jobs. The jobs: team-a-1 (in scope by
+// its name), team-b-1 (in scope by its label, payments) and team-b-2 (outside).
+func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
+	recv := newReceiver(t)
+	c := newCluster(t, 1, withArgs("--api-tokens", scopedTokensFile(t), "--metrics-auth"))
+	p := c.peers[0]
+	admin := as(0)
+	spec := func(name, label string) map[string]any {
+		j := job(name, "@yearly", 2, recv.URL)
+		if label != "" {
+			j["label"] = label
+		}
+		return j
+	}
+	labels := map[string]string{"team-a-1": "", "team-b-1": "payments", "team-b-2": ""}
+	for name, label := range labels {
+		mustDo(t, p, "POST", "/api/v1/jobs", spec(name, label), http.StatusCreated, nil, admin...)
+	}
+	// one execution of each job, by the admin, for the history routes
+	execOf := map[string]string{}
+	for name := range labels {
+		if !eventually(30*time.Second, func() bool {
+			s, _, _ := p.Do("POST", "/api/v1/jobs/"+name+"/trigger", nil, nil, admin...)
+			return s == http.StatusAccepted
+		}) {
+			t.Fatalf("trigger %s", name)
+		}
+	}
+	if !eventually(30*time.Second, func() bool {
+		var page struct {
+			Items []struct{ ID, JobName string }
+		}
+		if s, _, err := p.Do("GET", "/api/v1/executions?limit=500", nil, &page, admin...); err != nil || s != 200 {
+			return false
+		}
+		for _, e := range page.Items {
+			execOf[e.JobName] = e.ID
+		}
+		return len(execOf) == 3
+	}) {
+		t.Fatalf("executions: %v", execOf)
+	}
+
+	// The table: a row is one request; want is the status for ops, oncall, grafana | a-admin, a-op, a-view.
+	// {job} is filled with each of the row's jobs.
+	type row struct {
+		method, path string // path as the OpenAPI document writes it
+		jobs         []string
+		body         func(grant int, job string) any
+		want         map[string]string // by job ("" for a row without one)
+		setup        func(grant int, job string)
+	}
+	const (
+		reads    = "200 200 200 | 200 200 200"
+		hidden   = "200 200 200 | 404 404 404"
+		operate  = "200 200 403 | 200 200 403"
+		operateB = "200 200 403 | 404 404 403"
+		item     = "204 204 403 | 204 204 403"
+		itemB    = "204 204 403 | 404 404 403"
+	)
+	abl := []string{"team-a-1", "team-b-1", "team-b-2"}
+	byJob := func(visible, outside string) map[string]string {
+		return map[string]string{"team-a-1": visible, "team-b-1": visible, "team-b-2": outside}
+	}
+	fresh := func(prefix string) func(int, string) string { // a job name of its own for each token
+		return func(grant int, _ string) string { return fmt.Sprintf("%s%d", prefix, grant) }
+	}
+	created := func(name func(int, string) string) func(int, string) {
+		return func(grant int, j string) {
+			mustDo(t, p, "POST", "/api/v1/jobs", spec(name(grant, j), ""), http.StatusCreated, nil, admin...)
+		}
+	}
+	rows := []row{
+		{method: "GET", path: "/api/v1/jobs/{jobName}", jobs: abl, want: byJob(reads, hidden)},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/sharding", jobs: abl, want: byJob(reads, hidden)},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/executions", jobs: abl, want: byJob(reads, hidden)},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/traces", jobs: abl, want: byJob(reads, hidden)},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/dump", jobs: abl, want: byJob(reads, hidden)},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/trigger", jobs: abl,
+			want: byJob("202 202 403 | 202 202 403", "202 202 403 | 404 404 403")},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/disable", jobs: abl, want: byJob(operate, operateB)},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/enable", jobs: abl, want: byJob(operate, operateB)},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/sharding/1/disable", jobs: abl, want: byJob(item, itemB)},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/sharding/1/enable", jobs: abl, want: byJob(item, itemB)},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/servers/127.0.0.1/disable", jobs: abl, want: byJob(item, itemB)},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/servers/127.0.0.1/enable", jobs: abl, want: byJob(item, itemB)},
+		{method: "PUT", path: "/api/v1/jobs/{jobName}", jobs: abl, body: func(_ int, j string) any { return spec(j, labels[j]) },
+			want: byJob("200 403 403 | 200 403 403", "200 403 403 | 404 403 403")},
+		{method: "DELETE", path: "/api/v1/jobs/{jobName}", jobs: []string{"team-a-del-", "team-c-del-"},
+			setup: created(func(g int, j string) string { return j + fmt.Sprint(g) }),
+			want:  map[string]string{"team-a-del-": "204 403 403 | 204 403 403", "team-c-del-": "204 403 403 | 404 403 403"}},
+		{method: "POST", path: "/api/v1/jobs", jobs: []string{"team-a-new-", "team-c-new-"},
+			body: func(g int, j string) any { return spec(fresh(j)(g, j), "") },
+			want: map[string]string{"team-a-new-": "201 403 403 | 201 403 403", "team-c-new-": "201 403 403 | 403 403 403"}},
+		{method: "GET", path: "/api/v1/jobs", want: map[string]string{"": reads}},
+		{method: "GET", path: "/api/v1/executions", want: map[string]string{"": reads}},
+		{method: "GET", path: "/api/v1/executions/{id}", jobs: abl, want: byJob(reads, hidden)},
+		{method: "GET", path: "/api/v1/servers", want: map[string]string{"": hidden}},
+		{method: "GET", path: "/api/v1/instances", want: map[string]string{"": hidden}},
+		{method: "GET", path: "/api/v1/cron/next?cron=@hourly", want: map[string]string{"": reads}},
+		{method: "GET", path: "/api/v1/auth/whoami", want: map[string]string{"": reads}},
+		{method: "GET", path: "/metrics", want: map[string]string{"": hidden}},
+		{method: "POST", path: "/api/v1/servers/127.0.0.1/disable", want: map[string]string{"": "200 403 403 | 404 403 403"}},
+		{method: "POST", path: "/api/v1/servers/127.0.0.1/enable", want: map[string]string{"": "200 403 403 | 404 403 403"}},
+	}
+	k := newContract(t, p)
+	exercised := map[string]bool{}
+	for _, r := range rows {
+		jobs := r.jobs
+		if jobs == nil {
+			jobs = []string{""}
+		}
+		exercised[r.method+" "+strings.SplitN(r.path, "?", 2)[0]] = true
+		for _, j := range jobs {
+			want := strings.Fields(strings.ReplaceAll(r.want[j], "|", ""))
+			if len(want) != len(scopeGrants) {
+				t.Fatalf("%s %s %s: want %q", r.method, r.path, j, r.want[j])
+			}
+			for g := range scopeGrants {
+				name := j
+				if r.setup != nil || r.method == "POST" && r.path == "/api/v1/jobs" {
+					name = j + fmt.Sprint(g)
+				}
+				if r.setup != nil {
+					r.setup(g, j)
+				}
+				path := strings.ReplaceAll(r.path, "{jobName}", url.PathEscape(name))
+				path = strings.ReplaceAll(path, "{id}", execOf[j])
+				var body any
+				if r.body != nil {
+					body = r.body(g, j)
+				}
+				wantStatus, _ := strconv.Atoi(want[g])
+				var raw []byte
+				if path == "/metrics" { // not in the OpenAPI document
+					raw = mustDo(t, p, r.method, path, body, wantStatus, nil, as(g)...)
+				} else { // every answer, 403s and 404s included, is checked against the OpenAPI document
+					raw = k.do(call{method: r.method, path: path, token: scopeGrants[g].secret, body: body}, wantStatus)
+				}
+				status := wantStatus
+				if status == http.StatusNotFound && j == "team-b-2" && strings.Contains(string(raw), "scope") {
+					t.Errorf("%s %s as %s: the 404 talks of scopes, telling the job exists: %s", r.method, path, scopeGrants[g].name, raw)
+				}
+			}
+		}
+	}
+
+	// every operation of the OpenAPI document is in the table, but health, the spec and the callbacks (which
+	// take an execution's callback token, not an API token)
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	mustDo(t, p, "GET", "/openapi/openapi3.json", nil, http.StatusOK, &doc)
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			key := strings.ToUpper(method) + " " + path
+			if path == "/healthz" || path == "/readyz" || strings.HasSuffix(path, "/heartbeat") || strings.HasSuffix(path, "/complete") {
+				continue
+			}
+			tmpl := regexpReplaceConcrete(key)
+			if !exercised[tmpl] {
+				t.Errorf("%s is not in the role-and-scope table", key)
+			}
+		}
+	}
+
+	checkScopedLists(t, p, execOf)
+	checkScopeMoves(t, p, spec)
+}
+
+// regexpReplaceConcrete maps a document's path to the table's: the table writes a concrete item and IP.
+func regexpReplaceConcrete(key string) string {
+	key = strings.ReplaceAll(key, "{item}", "1")
+	return strings.ReplaceAll(key, "{ip}", "127.0.0.1")
+}
+
+// Lists keep to the scope: the jobs list and its total, the executions list and its pages, a job filter
+// naming another team's job.
+func checkScopedLists(t *testing.T, p *harness.Peer, execOf map[string]string) {
+	t.Helper()
+	visible := []string{"team-a-1", "team-b-1"}
+	for g := range scopeGrants {
+		var jobs struct {
+			Items []struct{ JobName string }
+			Total int
+		}
+		mustDo(t, p, "GET", "/api/v1/jobs?limit=1000", nil, http.StatusOK, &jobs, as(g)...)
+		var names []string
+		for _, j := range jobs.Items {
+			names = append(names, j.JobName)
+		}
+		scoped := g >= 3
+		for _, n := range names {
+			if scoped && !strings.HasPrefix(n, "team-a-") && n != "team-b-1" {
+				t.Errorf("%s lists %s", scopeGrants[g].name, n)
+			}
+		}
+		if slices.Contains(names, "team-b-2") == scoped || jobs.Total != len(names) {
+			t.Errorf("%s lists %v (total %d)", scopeGrants[g].name, names, jobs.Total)
+		}
+
+		// executions, one per page: every page full, only visible jobs, nothing skipped
+		var seen []string
+		cursor := ""
+		for range 50 {
+			var page struct {
+				Items      []struct{ ID, JobName string }
+				NextCursor string
+			}
+			mustDo(t, p, "GET", "/api/v1/executions?limit=1&cursor="+url.QueryEscape(cursor), nil, http.StatusOK, &page, as(g)...)
+			for _, e := range page.Items {
+				seen = append(seen, e.JobName)
+			}
+			if page.NextCursor != "" && len(page.Items) != 1 {
+				t.Errorf("%s: a page of %d before the last", scopeGrants[g].name, len(page.Items))
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		sort.Strings(seen)
+		seen = slices.Compact(seen)
+		want := []string{"team-a-1", "team-b-1", "team-b-2"}
+		if scoped {
+			want = visible
+		}
+		if !slices.Equal(seen, want) {
+			t.Errorf("%s: executions of %v, want %v", scopeGrants[g].name, seen, want)
+		}
+		var filtered struct{ Items []any }
+		mustDo(t, p, "GET", "/api/v1/executions?job=team-b-2", nil, http.StatusOK, &filtered, as(g)...)
+		if (len(filtered.Items) == 0) != scoped {
+			t.Errorf("%s: executions?job=team-b-2 gives %d", scopeGrants[g].name, len(filtered.Items))
+		}
+		var who struct {
+			Role, Scope string
+			Can         struct{ Operate, Manage, Cluster, Administer bool }
+		}
+		mustDo(t, p, "GET", "/api/v1/auth/whoami", nil, http.StatusOK, &who, as(g)...)
+		if who.Role != scopeGrants[g].role || (who.Scope == teamScope) != scoped || who.Can.Cluster == scoped ||
+			who.Can.Administer != (g == 0) || who.Can.Manage != (who.Role == "admin") {
+			t.Errorf("%s: whoami %+v", scopeGrants[g].name, who)
+		}
+	}
+	// a job outside the scope is answered word for word as one that does not exist
+	var hiddenJob, missing struct{ Type, Title, Detail string }
+	mustDo(t, p, "GET", "/api/v1/jobs/team-b-2", nil, http.StatusNotFound, &hiddenJob, as(5)...)
+	mustDo(t, p, "GET", "/api/v1/jobs/team-b-9", nil, http.StatusNotFound, &missing, as(5)...)
+	if hiddenJob.Type != missing.Type || strings.ReplaceAll(hiddenJob.Detail, "team-b-2", "X") != strings.ReplaceAll(missing.Detail, "team-b-9", "X") {
+		t.Errorf("a hidden job %+v, a missing one %+v", hiddenJob, missing)
+	}
+	var hiddenExec, missingExec struct{ Type, Detail string }
+	mustDo(t, p, "GET", "/api/v1/executions/"+execOf["team-b-2"], nil, http.StatusNotFound, &hiddenExec, as(5)...)
+	mustDo(t, p, "GET", "/api/v1/executions/nosuchexecution", nil, http.StatusNotFound, &missingExec, as(5)...)
+	if hiddenExec.Type != missingExec.Type {
+		t.Errorf("a hidden execution %+v, a missing one %+v", hiddenExec, missingExec)
+	}
+}
+
+// A scoped admin can't move a job out of its scope nor into it, and the job is left as it was.
+func checkScopeMoves(t *testing.T, p *harness.Peer, spec func(name, label string) map[string]any) {
+	t.Helper()
+	scopedAdmin := as(3)
+	mustDo(t, p, "PUT", "/api/v1/jobs/team-b-1", spec("team-b-1", "other"), http.StatusForbidden, nil, scopedAdmin...)
+	mustDo(t, p, "PUT", "/api/v1/jobs/team-b-2", spec("team-b-2", "payments"), http.StatusNotFound, nil, scopedAdmin...)
+	var b1, b2 struct{ Label string }
+	mustDo(t, p, "GET", "/api/v1/jobs/team-b-1", nil, http.StatusOK, &b1, as(0)...)
+	mustDo(t, p, "GET", "/api/v1/jobs/team-b-2", nil, http.StatusOK, &b2, as(0)...)
+	if b1.Label != "payments" || b2.Label != "" {
+		t.Fatalf("labels after refused moves: %q %q", b1.Label, b2.Label)
+	}
+	// within the scope a label may change: team-a-1 stays in by its name
+	mustDo(t, p, "PUT", "/api/v1/jobs/team-a-1", spec("team-a-1", "other"), http.StatusOK, nil, scopedAdmin...)
+}
+
+// The console shows a scoped operator its jobs only, the actions it may take (trigger, enable, disable) and
+// none it may not (new job, edit, delete, the servers page), and its scope next to its name.
+func TestConsoleForAScopedOperator(t *testing.T) {
+	recv := newReceiver(t)
+	c := newCluster(t, 1, withArgs("--api-tokens", scopedTokensFile(t)))
+	p := c.peers[0]
+	for _, name := range []string{"team-a-1", "team-b-2"} {
+		mustDo(t, p, "POST", "/api/v1/jobs", job(name, "@yearly", 2, recv.URL), http.StatusCreated, nil, as(0)...)
+	}
+	b := newBrowser(t, p.URL("/"))
+	b.do("open the console", 20*time.Second, chromedp.Navigate(p.URL("/")), chromedp.WaitVisible(chromedp.ID("signin-token")))
+	b.do("sign in as a scoped operator", 10*time.Second, chromedp.SendKeys(chromedp.ID("signin-token"), scopeGrants[4].secret),
+		chromedp.Click(chromedp.CSS(`#signin-form button[type="submit"]`)))
+	b.waitText(`#jobs-table tbody tr[data-key="team-a-1"]`, "team-a-1", 10*time.Second)
+	b.waitText("#who", "operator", 5*time.Second)
+	b.waitText("#who", teamScope, 5*time.Second)
+	if n := b.count(`#jobs-table tbody tr`); n != 1 {
+		t.Fatalf("the scoped operator sees %d jobs", n)
+	}
+	if b.count(`a[href="#/create"]`) != 0 || b.count(`#jobs-table [data-action="trigger"]`) != 1 || b.count(`#jobs-table [data-action="disable-job"]`) != 1 {
+		t.Fatal("the jobs page: want trigger and disable, no new job")
+	}
+	if eval[bool](b, `!document.querySelector('[data-nav="servers"]').closest('li').hidden`) {
+		t.Fatal("the servers page is offered")
+	}
+	b.route("#/jobs/team-a-1", "team-a-1")
+	b.waitFor("the job's actions", `!!document.querySelector('#job-actions [data-action="trigger"]')`, 10*time.Second)
+	b.waitFor("the item actions", `!!document.querySelector('#items-table [data-action="disable-item"]')`, 10*time.Second)
+	if b.count(`#job-actions [data-action="delete-job"], a[href$="/edit"]`) != 0 {
+		t.Fatal("an operator is offered edit or delete")
+	}
+	b.route("#/create", "New job")
+	b.waitText("main", "not create them", 5*time.Second)
+	b.route("#/servers", "Servers and instances")
+	b.waitText("main", "sees only the jobs of its scope", 5*time.Second)
+	b.route("#/jobs/team-b-2", "team-b-2")
+	b.waitText("main", "not found", 10*time.Second)
+	if probs := b.problems(); len(probs) > 0 {
+		t.Fatalf("the console wrote errors:\n%s", strings.Join(probs, "\n"))
+	}
+}
