@@ -405,3 +405,76 @@ func TestWebhookMutualTLS(t *testing.T) {
 		t.Fatalf("the dump does not show the key as hidden:\n%s", dump)
 	}
 }
+
+// Client certificates stand for tokens-file lines by their name: one mapped to a viewer line reads but cannot
+// write, one mapped to an admin line writes, an unknown name is 401, and a bearer token wins over a certificate.
+func TestClientCertificateMappedToViewerCannotWrite(t *testing.T) {
+	a := newAPITLS(t)
+	dir := t.TempDir()
+	const adminToken = "admin-token-0123456789abcdef"
+	tokens := filepath.Join(dir, "tokens")
+	lines := "admin ops " + adminToken + "\nviewer dashboards.example -\nadmin release-bot -\n"
+	if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, 1, withArgs(append(a.args(), "--api-tokens", tokens)...), withClientTLS(a.client))
+	p := c.peers[0]
+	base := "https://" + p.Addr
+
+	certClient := func(names testca.Names) *client.Client {
+		t.Helper()
+		names.Client = true
+		cf, kf := a.clientCA.Issue(t, names).WriteFiles(t, t.TempDir(), "client")
+		tc, err := client.TLSConfig(client.TLSFiles{CAFile: a.caFile, CertFile: cf, KeyFile: kf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return client.New(base, client.WithTLSConfig(tc))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spec := client.JobSpec{JobName: "certjob", ShardingTotalCount: 1, Webhook: client.WebhookSpec{URL: "http://127.0.0.1:9/never"}}
+
+	// a viewer by its DNS SAN (the name wins over the CN)
+	viewer := certClient(testca.Names{CommonName: "ignored", DNS: []string{"dashboards.example"}})
+	who, err := viewer.WhoAmI(ctx)
+	if err != nil || who.Name != "dashboards.example" || who.Role != "viewer" {
+		t.Fatalf("whoami of the viewer certificate: %+v, %v", who, err)
+	}
+	if _, err := viewer.ListJobs(ctx, client.ListJobsOptions{}); err != nil {
+		t.Fatalf("the viewer certificate cannot read: %v", err)
+	}
+	if _, err := viewer.CreateJob(ctx, spec); client.StatusOf(err) != http.StatusForbidden {
+		t.Fatalf("the viewer certificate's create: %v, want 403", err)
+	}
+
+	// an admin by its CN
+	admin := certClient(testca.Names{CommonName: "release-bot"})
+	if _, err := admin.CreateJob(ctx, spec); err != nil {
+		t.Fatalf("the admin certificate's create: %v", err)
+	}
+	if _, err := viewer.TriggerJob(ctx, "certjob", client.TriggerRequest{}); client.StatusOf(err) != http.StatusForbidden {
+		t.Fatalf("the viewer certificate's trigger: %v, want 403", err)
+	}
+
+	// a certificate of the right CA whose name is on no line
+	stranger := certClient(testca.Names{CommonName: "stranger"})
+	if _, err := stranger.ListJobs(ctx, client.ListJobsOptions{}); client.StatusOf(err) != http.StatusUnauthorized {
+		t.Fatalf("an unknown certificate name: %v, want 401", err)
+	}
+
+	// a bearer token wins over the certificate: the viewer certificate with the admin token writes as ops
+	cf, kf := a.clientCA.Issue(t, testca.Names{DNS: []string{"dashboards.example"}, Client: true}).WriteFiles(t, t.TempDir(), "both")
+	out, errOut, code := cliRun(t, []string{"EJ_TOKEN=" + adminToken}, "job", "disable", "certjob", "-server", base,
+		"-ca-file", a.caFile, "-client-cert", cf, "-client-key", kf)
+	if code != 0 {
+		t.Fatalf("the CLI with the viewer certificate and the admin token: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(p.Log(), `msg="api write" `) || !strings.Contains(p.Log(), "user=ops") {
+		t.Error("the write was not logged as the token's")
+	}
+	_, errOut, code = cliRun(t, nil, "job", "enable", "certjob", "-server", base, "-ca-file", a.caFile, "-client-cert", cf, "-client-key", kf)
+	if code == 0 || !strings.Contains(errOut, "403") {
+		t.Fatalf("the CLI with the viewer certificate alone: exit %d, want a 403:\n%s", code, errOut)
+	}
+}
