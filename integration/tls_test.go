@@ -183,40 +183,12 @@ func TestAPIServesTLSAndReloadsItsCertificate(t *testing.T) {
 	}
 }
 
-// zkTLSFiles starts a ZooKeeper serving TLS only (its plaintext port closed) that needs client certificates,
-// and writes the files a peer needs for it.
-func zkTLSFiles(t *testing.T) (zs *zktest.Server, caFile, certFile, keyFile string) {
-	t.Helper()
-	dir := t.TempDir()
-	ca := testca.New(t, "zk-ca")
-	srv := ca.Loopback(t, "zookeeper")
-	keyStore := filepath.Join(dir, "keystore.pem")
-	if err := os.WriteFile(keyStore, append(append([]byte{}, srv.KeyPEM...), srv.CertPEM...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	caFile = ca.WriteFile(t, dir, "zk-ca.pem")
-	cl := ca.Client(t, "ejserver")
-	certFile, keyFile = cl.WriteFiles(t, dir, "zk-client")
-	pair, err := tls.X509KeyPair(cl.CertPEM, cl.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
-	zs, err = zktest.StartTLS(filepath.Join(dir, "zk"), zktest.TLSFiles{KeyStore: keyStore, TrustStore: caFile},
-		&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(zs.Stop)
-	return zs, caFile, certFile, keyFile
-}
-
 // Three peers on a ZooKeeper whose plaintext port is closed, with the digest ACL too: they register, share a
 // job's items, fire it, and fail a killed peer's items over. A wrong CA stops a peer at start, naming the flag.
 func TestPeersOnATLSOnlyZooKeeper(t *testing.T) {
 	const sessionTimeout = 2 * time.Second
-	zs, caFile, certFile, keyFile := zkTLSFiles(t)
+	f := zktest.StartTLSFixture(t)
+	zs, caFile, certFile, keyFile := f.Server, f.CAFile, f.CertFile, f.KeyFile
 	recv := newReceiver(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })

@@ -180,19 +180,35 @@ func leafOf(t *testing.T, addr string, cfg *tls.Config) *x509.Certificate {
 	return c.ConnectionState().PeerCertificates[0]
 }
 
-func TestReloaderServesTheRotatedCertificateAtTheNextHandshake(t *testing.T) {
-	dir := t.TempDir()
-	ca := testca.New(t, "ca")
-	first := ca.Loopback(t, "first")
-	certFile, keyFile := first.WriteFiles(t, dir, "tls")
-	r, err := certs.NewReloader(certFile, keyFile, nil)
-	if err != nil {
+// reloadingServer serves a loopback certificate named cn from files in dir through a Reloader, and returns
+// the files, the Reloader, the address and a client config that trusts the CA.
+type reloadingServer struct {
+	ca                *testca.CA
+	certFile, keyFile string
+	r                 *certs.Reloader
+	addr              string
+	client            *tls.Config
+}
+
+func newReloadingServer(t *testing.T, dir, cn string) reloadingServer {
+	t.Helper()
+	s := reloadingServer{ca: testca.New(t, "ca")}
+	s.certFile, s.keyFile = s.ca.Loopback(t, cn).WriteFiles(t, dir, "tls")
+	var err error
+	if s.r, err = certs.NewReloader(s.certFile, s.keyFile, nil); err != nil {
 		t.Fatal(err)
 	}
-	addr := serveTLS(t, certs.ServerConfig(r.GetCertificate, nil))
+	s.addr = serveTLS(t, certs.ServerConfig(s.r.GetCertificate, nil))
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
-	client := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	pool.AddCert(s.ca.Cert)
+	s.client = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return s
+}
+
+func TestReloaderServesTheRotatedCertificateAtTheNextHandshake(t *testing.T) {
+	dir := t.TempDir()
+	srv := newReloadingServer(t, dir, "first")
+	ca, certFile, keyFile, r, addr, client := srv.ca, srv.certFile, srv.keyFile, srv.r, srv.addr, srv.client
 	if cn := leafOf(t, addr, client).Subject.CommonName; cn != "first" {
 		t.Fatalf("served %q", cn)
 	}
@@ -221,17 +237,10 @@ func TestReloaderServesTheRotatedCertificateAtTheNextHandshake(t *testing.T) {
 }
 
 func TestServerRefusesTLS11(t *testing.T) {
-	dir := t.TempDir()
-	ca := testca.New(t, "ca")
-	certFile, keyFile := ca.Loopback(t, "srv").WriteFiles(t, dir, "tls")
-	r, err := certs.NewReloader(certFile, keyFile, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := serveTLS(t, certs.ServerConfig(r.GetCertificate, nil))
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
-	_, err = tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11})
+	srv := newReloadingServer(t, t.TempDir(), "srv")
+	old := srv.client.Clone()
+	old.MinVersion, old.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
+	_, err := tls.Dial("tcp", srv.addr, old)
 	if err == nil || !strings.Contains(err.Error(), "protocol version") {
 		t.Fatalf("a TLS 1.1 handshake: err = %v, want a protocol version refusal", err)
 	}

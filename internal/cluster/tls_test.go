@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,36 +14,9 @@ import (
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
-// tlsZK starts a ZooKeeper that serves TLS only (no plaintext port) and needs a client certificate, and
-// returns it with a client config that trusts it and holds a certificate it trusts.
-func tlsZK(t *testing.T) (*zktest.Server, *tls.Config) {
-	t.Helper()
-	dir := t.TempDir()
-	ca := testca.New(t, "zk-ca")
-	srv := ca.Loopback(t, "zookeeper")
-	keyStore := filepath.Join(dir, "keystore.pem")
-	if err := os.WriteFile(keyStore, append(append([]byte{}, srv.KeyPEM...), srv.CertPEM...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	trust := ca.WriteFile(t, dir, "trust.pem")
-	cl := ca.Client(t, "ejserver")
-	pair, err := tls.X509KeyPair(cl.CertPEM, cl.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
-	client := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	zs, err := zktest.StartTLS(filepath.Join(dir, "zk"), zktest.TLSFiles{KeyStore: keyStore, TrustStore: trust}, client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(zs.Stop)
-	return zs, client
-}
-
 func TestSessionOverTLSWithDigest(t *testing.T) {
-	zs, client := tlsZK(t)
+	f := zktest.StartTLSFixture(t)
+	zs, client := f.Server, f.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := ProbeTLS(ctx, []string{zs.Addr}, client); err != nil {
