@@ -26,6 +26,10 @@ const (
 	PropPreviousSecret     = "ejserver.webhook.previousSecret"
 	PropPreviousSecretExp  = "ejserver.webhook.previousSecretExpiresAt"
 	PropSecretGrace        = "ejserver.webhook.secretGracePeriodSeconds"
+	PropTLSCA              = "ejserver.webhook.tls.caPem"
+	PropTLSClientCert      = "ejserver.webhook.tls.clientCertPem"
+	PropTLSClientKey       = "ejserver.webhook.tls.clientKeyPem" // a secret, like PropSecret
+	PropTLSServerName      = "ejserver.webhook.tls.serverName"
 	PropRetryMaxAttempts   = "ejserver.retry.maxAttempts"
 	PropRetryInitial       = "ejserver.retry.initialBackoffMs"
 	PropRetryMax           = "ejserver.retry.maxBackoffMs"
@@ -91,6 +95,14 @@ func MarshalElasticJobYAML(cfg JobConfig) ([]byte, error) {
 		props[PropPreviousSecretExp] = w.PreviousSecretExpiresAt.UTC().Format(time.RFC3339)
 	}
 	props[PropSecretGrace] = strconv.Itoa(w.SecretGracePeriodSeconds)
+	if t := w.TLS; t != nil {
+		for k, v := range map[string]string{PropTLSCA: t.CAPem, PropTLSClientCert: t.ClientCertPem,
+			PropTLSClientKey: t.ClientKeyPem, PropTLSServerName: t.ServerName} {
+			if v != "" {
+				props[k] = v
+			}
+		}
+	}
 	if cfg.JobType == JobTypeDataflow {
 		props[PropJobType] = string(JobTypeDataflow)
 		props[PropStreamingProcess] = strconv.FormatBool(cfg.StreamingProcess)
@@ -195,6 +207,14 @@ func ParseElasticJobYAML(b []byte) (JobConfig, error) {
 		w.PreviousSecretExpiresAt, _ = time.Parse(time.RFC3339, v)
 	}
 	takeInt(PropSecretGrace, &w.SecretGracePeriodSeconds)
+	var t WebhookTLS
+	t.CAPem, _ = take(PropTLSCA)
+	t.ClientCertPem, _ = take(PropTLSClientCert)
+	t.ClientKeyPem, _ = take(PropTLSClientKey)
+	t.ServerName, _ = take(PropTLSServerName)
+	if !t.Empty() {
+		w.TLS = &t
+	}
 	if v, _ := take(PropJobType); v != "" {
 		cfg.JobType = JobType(strings.ToUpper(v))
 	}

@@ -111,8 +111,12 @@ type Webhook struct {
 	// PreviousSecret signs too until PreviousSecretExpiresAt (secret rotation). Never serialised to JSON.
 	PreviousSecret          string    `json:"-"`
 	PreviousSecretExpiresAt time.Time `json:"-"`
+	// TLS, when set, is how requests speak TLS to a private receiver (its CA, a client certificate for mTLS).
+	TLS *WebhookTLS `json:"tls,omitempty"`
 	// secretSet records, after decoding a request, whether "secret" was present at all (absent = keep).
 	secretSet bool
+	// tlsSet records whether "tls" was present (absent = keep).
+	tlsSet bool
 }
 
 // webhookJSON is Webhook as it is written to clients: no secret material, only whether one is set.
@@ -125,6 +129,7 @@ type webhookJSON struct {
 	SecretGracePeriodSeconds int               `json:"secretGracePeriodSeconds"`
 	HasSecret                bool              `json:"hasSecret"`
 	SecretRotating           bool              `json:"secretRotating,omitempty"`
+	TLS                      *WebhookTLS       `json:"tls,omitempty"`
 }
 
 // MarshalJSON never writes a secret: a job's JSON can be logged or returned without leaking one.
@@ -132,7 +137,7 @@ func (w Webhook) MarshalJSON() ([]byte, error) {
 	return json.Marshal(webhookJSON{
 		URL: w.URL, Method: w.Method, Headers: w.Headers, TimeoutMs: w.TimeoutMs,
 		ConnectTimeoutMs: w.ConnectTimeoutMs, SecretGracePeriodSeconds: w.SecretGracePeriodSeconds,
-		HasSecret: w.Secret != "", SecretRotating: w.PreviousSecret != "",
+		HasSecret: w.Secret != "", SecretRotating: w.PreviousSecret != "", TLS: w.TLS,
 	})
 }
 
@@ -150,6 +155,7 @@ func (w *Webhook) UnmarshalJSON(b []byte) error {
 		GenerateSecret           bool              `json:"generateSecret"`
 		HasSecret                bool              `json:"hasSecret"`
 		SecretRotating           bool              `json:"secretRotating"`
+		TLS                      json.RawMessage   `json:"tls"`
 	}
 	var v in
 	if err := decodeStrict(b, &v); err != nil {
@@ -167,8 +173,22 @@ func (w *Webhook) UnmarshalJSON(b []byte) error {
 		w.Secret, w.secretSet = *v.Secret, true
 	}
 	w.GenerateSecret = v.GenerateSecret
+	if v.TLS != nil {
+		w.tlsSet, w.TLS = true, nil
+		if string(v.TLS) != "null" {
+			var t WebhookTLS
+			if err := json.Unmarshal(v.TLS, &t); err != nil {
+				return nestedError("webhook", err)
+			}
+			w.TLS = &t
+		}
+	}
 	return nil
 }
+
+// TLSGiven reports whether the decoded request carried "tls" (null included): absent on replace keeps the
+// stored settings, null removes them, an object replaces them (its absent clientKeyPem keeping the stored key).
+func (w Webhook) TLSGiven() bool { return w.tlsSet }
 
 // SecretGiven reports whether the decoded request carried a "secret" field (even an empty one).
 func (w Webhook) SecretGiven() bool { return w.secretSet || w.Secret != "" }

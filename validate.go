@@ -124,6 +124,9 @@ func ValidSecret(secret string) error {
 func (c *JobConfig) Normalize() {
 	c.JobType = JobType(strings.ToUpper(string(c.JobType)))
 	c.Webhook.Method = strings.ToUpper(c.Webhook.Method)
+	if c.Webhook.TLS != nil && c.Webhook.TLS.Empty() {
+		c.Webhook.TLS = nil // nothing set: the same as no tls
+	}
 	c.JobShardingStrategyType = strings.ToUpper(c.JobShardingStrategyType)
 	c.JobExecutorThreadPoolSizeProviderType = strings.ToUpper(c.JobExecutorThreadPoolSizeProviderType)
 	c.JobErrorHandlerType = strings.ToUpper(c.JobErrorHandlerType)
@@ -248,6 +251,7 @@ func (c *JobConfig) validateWebhook(v *validator) {
 			v.add("webhook.secret", "%v", err)
 		}
 	}
+	v.validateTLS(w)
 }
 
 type validator struct{ fields []FieldError }

@@ -103,6 +103,7 @@ func New(cfg Config) http.Handler {
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestID())
 	e.Use(requestLogger(cfg.Logger))
+	e.Use(clientCertName()) // before the token check of /api/v1, which maps the name to a tokens-file line
 
 	h := &handlers{svc: cfg.Service, health: cfg.Health, maxBody: cfg.MaxBodyBytes}
 	e.GET("/healthz", h.healthz)

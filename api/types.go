@@ -24,12 +24,30 @@ type WebhookView struct {
 	SecretGracePeriodSeconds int               `json:"secretGracePeriodSeconds" example:"86400"`
 	HasSecret                bool              `json:"hasSecret"`
 	SecretRotating           bool              `json:"secretRotating,omitempty"`
+	// TLS is the webhook's TLS settings, its client key write-only (hasClientKey).
+	TLS *WebhookTLSView `json:"tls,omitempty"`
+}
+
+// WebhookTLSView is webhook.tls as the API returns it: the client key is write-only, like the secret.
+type WebhookTLSView struct {
+	// CAPem is the PEM CA bundle that verifies the receiver (absent: the system's roots).
+	CAPem string `json:"caPem,omitempty"`
+	// ClientCertPem is the PEM client certificate presented to a receiver that asks for one.
+	ClientCertPem string `json:"clientCertPem,omitempty"`
+	// ServerName is the name the receiver's certificate must hold (absent: the URL's host).
+	ServerName   string `json:"serverName,omitempty" example:"receiver.internal"`
+	HasClientKey bool   `json:"hasClientKey"`
 }
 
 func webhookView(w ejserver.Webhook) WebhookView {
+	var t *WebhookTLSView
+	if w.TLS != nil {
+		t = &WebhookTLSView{CAPem: w.TLS.CAPem, ClientCertPem: w.TLS.ClientCertPem, ServerName: w.TLS.ServerName,
+			HasClientKey: w.TLS.ClientKeyPem != ""}
+	}
 	return WebhookView{URL: w.URL, Method: w.Method, Headers: w.Headers, TimeoutMs: w.TimeoutMs,
 		ConnectTimeoutMs: w.ConnectTimeoutMs, SecretGracePeriodSeconds: w.SecretGracePeriodSeconds,
-		HasSecret: w.Secret != "", SecretRotating: w.PreviousSecret != ""}
+		HasSecret: w.Secret != "", SecretRotating: w.PreviousSecret != "", TLS: t}
 }
 
 func jobOf(v service.JobView) Job { return Job{JobView: v, Webhook: webhookView(v.JobConfig.Webhook)} }

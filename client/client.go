@@ -8,6 +8,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/go-resty/resty/v2"
+
+	"github.com/ejserver/ejserver/internal/certs"
 )
 
 // Client calls one ejserver (any peer serves the whole cluster). It is safe for concurrent use.
@@ -32,6 +35,7 @@ type Option func(*settings)
 type settings struct {
 	token, userAgent string
 	hc               *http.Client
+	tls              *tls.Config
 	timeout          time.Duration
 	retries          int
 }
@@ -41,6 +45,22 @@ func WithToken(token string) Option { return func(s *settings) { s.token = token
 
 // WithHTTPClient makes the client send through hc (its transport and TLS config).
 func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.hc = hc } }
+
+// WithTLSConfig makes the client verify the server and present a client certificate per cfg (see
+// TLSConfig for one read from PEM files). Applied to the transport of WithHTTPClient's client too.
+func WithTLSConfig(cfg *tls.Config) Option { return func(s *settings) { s.tls = cfg } }
+
+// TLSFiles are PEM files for an ejserver API on HTTPS: CAFile verifies the server's certificate (empty: the
+// system's roots); CertFile and KeyFile are a client certificate, for a server that maps client
+// certificates to tokens-file lines (--tls-client-ca).
+type TLSFiles struct {
+	CAFile, CertFile, KeyFile string
+}
+
+// TLSConfig reads files into a tls.Config for WithTLSConfig: TLS 1.2 or later. The error names the file.
+func TLSConfig(files TLSFiles) (*tls.Config, error) {
+	return certs.ClientConfig(certs.ClientFiles{CA: files.CAFile, Cert: files.CertFile, Key: files.KeyFile})
+}
 
 // WithTimeout bounds each request (default 30 s).
 func WithTimeout(d time.Duration) Option { return func(s *settings) { s.timeout = d } }
@@ -60,7 +80,9 @@ func New(baseURL string, opts ...Option) *Client {
 	}
 	r := resty.New()
 	if s.hc != nil {
-		r = resty.NewWithClient(s.hc)
+		r = resty.NewWithClient(withTLS(s.hc, s.tls))
+	} else if s.tls != nil {
+		r.SetTLSClientConfig(s.tls) // resty.New's own transport
 	}
 	r.SetBaseURL(strings.TrimRight(baseURL, "/")).SetTimeout(s.timeout).SetDisableWarn(true).
 		SetHeader("User-Agent", s.userAgent).SetHeader("Accept", "application/json, application/problem+json")
@@ -84,6 +106,24 @@ func New(baseURL string, opts ...Option) *Client {
 		})
 	}
 	return &Client{r: r}
+}
+
+// withTLS is a copy of hc whose transport (cloned, never shared: it may be http.DefaultTransport) uses cfg.
+func withTLS(hc *http.Client, cfg *tls.Config) *http.Client {
+	if cfg == nil {
+		return hc
+	}
+	c := *hc
+	t, ok := c.Transport.(*http.Transport)
+	if c.Transport == nil {
+		t, ok = http.DefaultTransport.(*http.Transport)
+	}
+	if ok {
+		t = t.Clone()
+		t.TLSClientConfig = cfg
+		c.Transport = t
+	}
+	return &c
 }
 
 // FieldError names one offending field of an invalid request.

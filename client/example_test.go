@@ -3,11 +3,14 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -223,5 +226,38 @@ func ExampleClient_Heartbeat() {
 	// Output:
 	// RUNNING 40 10:01:10
 	// <nil>
+	// true
+}
+
+// An ejserver serving HTTPS (--tls-cert): the client verifies its certificate with the CA that signed it, and
+// can present a client certificate (TLSFiles.CertFile and KeyFile) to a server with --tls-client-ca.
+func ExampleTLSConfig() {
+	plain := fakeEjserver()
+	plain.Close()
+	srv := httptest.NewUnstartedServer(plain.Config.Handler)
+	srv.StartTLS()
+	defer srv.Close()
+	dir, _ := os.MkdirTemp("", "ejca")
+	defer os.RemoveAll(dir)
+	caFile := filepath.Join(dir, "ca.pem") // here the test server's own certificate stands for the CA
+	_ = os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
+
+	tc, err := client.TLSConfig(client.TLSFiles{CAFile: caFile})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c := client.New(srv.URL, client.WithTLSConfig(tc), client.WithToken("example-admin-token"))
+	job, err := c.GetJob(context.Background(), "settle")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(job.JobName, "over", strings.SplitN(srv.URL, ":", 2)[0])
+
+	_, err = client.New(srv.URL).GetJob(context.Background(), "settle") // the system's roots do not know it
+	fmt.Println(err != nil)
+	// Output:
+	// settle over https
 	// true
 }

@@ -52,6 +52,21 @@ type WebhookSpec struct {
 	Secret *string `json:"secret,omitempty"`
 	// GenerateSecret has ejserver generate a secret, returned once in JobResult.GeneratedSecret.
 	GenerateSecret bool `json:"generateSecret,omitempty"`
+	// TLS is how requests speak TLS to a private receiver; nil keeps the stored settings on replace.
+	TLS *WebhookTLSSpec `json:"tls,omitempty"`
+}
+
+// WebhookTLSSpec sets a webhook's TLS: a CA for a private receiver, a client certificate for one that
+// demands it (mTLS), a server name override.
+type WebhookTLSSpec struct {
+	// CAPem is a PEM CA bundle that verifies the receiver instead of the system's roots.
+	CAPem string `json:"caPem,omitempty"`
+	// ClientCertPem and ClientKeyPem are a PEM client certificate and its key. The key is write-only: nil
+	// keeps the stored one on replace (with the same certificate), "" removes it.
+	ClientCertPem string  `json:"clientCertPem,omitempty"`
+	ClientKeyPem  *string `json:"clientKeyPem,omitempty"`
+	// ServerName is the name the receiver's certificate must hold (default: the URL's host).
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // RetryPolicy bounds the attempts of one item of one fire; a zero field keeps its default.
@@ -117,17 +132,21 @@ type Job struct {
 // ETag is the job's entity tag, for ReplaceJob's If-Match.
 func (j *Job) ETag() string { return `"` + itoa(int(j.Version)) + `"` }
 
-// Spec returns the job's config as a JobSpec, to change and send back with ReplaceJob: its secret is left
-// out, which keeps the stored one.
+// Spec returns the job's config as a JobSpec, to change and send back with ReplaceJob: its secret and its
+// webhook.tls client key are left out, which keeps the stored ones.
 func (j *Job) Spec() JobSpec {
 	retry, async := j.Retry, j.Async
 	monitor, misfire := j.MonitorExecution, j.Misfire
 	diff, reconcile, grace := j.MaxTimeDiffSeconds, j.ReconcileIntervalMinutes, j.Webhook.SecretGracePeriodSeconds
+	var tlsSpec *WebhookTLSSpec
+	if t := j.Webhook.TLS; t != nil {
+		tlsSpec = &WebhookTLSSpec{CAPem: t.CAPem, ClientCertPem: t.ClientCertPem, ServerName: t.ServerName} // the key: kept
+	}
 	return JobSpec{JobName: j.JobName, Cron: j.Cron, TimeZone: j.TimeZone, ShardingTotalCount: j.ShardingTotalCount,
 		ShardingItemParameters: j.ShardingItemParameters, JobParameter: j.JobParameter, Description: j.Description,
 		Disabled: j.Disabled, JobType: j.JobType, StreamingProcess: j.StreamingProcess,
 		Webhook: WebhookSpec{URL: j.Webhook.URL, Method: j.Webhook.Method, Headers: j.Webhook.Headers,
-			TimeoutMs: j.Webhook.TimeoutMs, ConnectTimeoutMs: j.Webhook.ConnectTimeoutMs, SecretGracePeriodSeconds: &grace},
+			TimeoutMs: j.Webhook.TimeoutMs, ConnectTimeoutMs: j.Webhook.ConnectTimeoutMs, SecretGracePeriodSeconds: &grace, TLS: tlsSpec},
 		Retry: &retry, Async: &async, MaxConcurrentRequests: j.MaxConcurrentRequests, ReplayMissedFires: j.ReplayMissedFires,
 		MonitorExecution: &monitor, Failover: j.Failover, Misfire: &misfire, MaxTimeDiffSeconds: &diff,
 		ReconcileIntervalMinutes: &reconcile, JobShardingStrategyType: j.JobShardingStrategyType,
@@ -147,6 +166,16 @@ type Webhook struct {
 	HasSecret                bool              `json:"hasSecret"`
 	// SecretRotating: a previous secret still signs too, until its grace period ends.
 	SecretRotating bool `json:"secretRotating,omitempty"`
+	// TLS is the webhook's TLS settings; the client key only as HasClientKey.
+	TLS *WebhookTLS `json:"tls,omitempty"`
+}
+
+// WebhookTLS is a webhook's TLS settings as ejserver returns them.
+type WebhookTLS struct {
+	CAPem         string `json:"caPem,omitempty"`
+	ClientCertPem string `json:"clientCertPem,omitempty"`
+	ServerName    string `json:"serverName,omitempty"`
+	HasClientKey  bool   `json:"hasClientKey"`
 }
 
 // JobStats are the execution counts of the last hour and day.

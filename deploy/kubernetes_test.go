@@ -2,8 +2,16 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -220,7 +228,7 @@ func TestKubernetesManifests(t *testing.T) {
 		if env["EJ_SERVER_IP"] != "$(POD_IP)" {
 			t.Errorf("EJ_SERVER_IP=%q, want the pod's IP", env["EJ_SERVER_IP"])
 		}
-		if u := env["EJ_ADVERTISE_URL"]; !strings.HasPrefix(u, "http://") || !strings.Contains(u, "$(POD_") {
+		if u := env["EJ_ADVERTISE_URL"]; !strings.HasPrefix(u, "https://") || !strings.Contains(u, "$(POD_") {
 			t.Errorf("EJ_ADVERTISE_URL=%q is not built from the pod's fields", u)
 		}
 		for _, name := range []string{"EJ_ZK_DIGEST", "EJ_HISTORY_DSN"} {
@@ -237,6 +245,41 @@ func TestKubernetesManifests(t *testing.T) {
 		for _, name := range []string{"EJ_API_TOKENS", "EJ_CALLBACK_SECRET_FILE"} {
 			if !mounted[env[name]] {
 				t.Errorf("%s=%q is no file of the mounted Secret (%v)", name, env[name], mounted)
+			}
+		}
+	})
+
+	t.Run("certificates from Secrets, mounted as directories, HTTPS everywhere", func(t *testing.T) {
+		dirs := secretDirs(pod, c)
+		tlsVars := []string{"EJ_TLS_CERT", "EJ_TLS_KEY", "EJ_TLS_CLIENT_CA", "EJ_ZK_TLS_CA", "EJ_ZK_TLS_CERT", "EJ_ZK_TLS_KEY"}
+		for _, name := range tlsVars {
+			path, ok := env[name]
+			if !ok {
+				continue
+			}
+			if _, ok := dirs[filepath.Dir(path)]; !ok {
+				t.Errorf("%s=%q is in no directory mounted whole from a Secret (%v): a subPath or item mount would not see rotations", name, path, dirs)
+			}
+		}
+		if env["EJ_TLS_CERT"] == "" || env["EJ_TLS_KEY"] == "" {
+			t.Fatal("the API does not serve TLS (EJ_TLS_CERT and EJ_TLS_KEY)")
+		}
+		for name, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe, "startup": c.StartupProbe} {
+			if p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+				t.Errorf("the %s probe asks %q, the API serves HTTPS", name, p.HTTPGet.Scheme)
+			}
+		}
+		if d.Spec.Template.Annotations["prometheus.io/scheme"] != "https" {
+			t.Error("the scrape annotations do not say https")
+		}
+		// the ConfigMap's comments name the optional files: they must be files of the mounts too
+		for _, line := range strings.Split(configMapComments(t), "\n") {
+			for _, name := range tlsVars {
+				if _, v, ok := strings.Cut(line, name+": "); ok {
+					if _, ok := dirs[filepath.Dir(strings.TrimSpace(v))]; !ok {
+						t.Errorf("configmap.yaml suggests %s=%s, in no mounted Secret directory", name, v)
+					}
+				}
 			}
 		}
 	})
@@ -334,6 +377,38 @@ func listenPort(t *testing.T, listen string) int {
 	return n
 }
 
+// secretDirs maps the directories where a Secret is mounted whole (no items, no subPath) to its name.
+func secretDirs(pod corev1.PodSpec, c corev1.Container) map[string]string {
+	dirs := map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.Secret == nil || len(v.Secret.Items) > 0 {
+			continue
+		}
+		for _, vm := range c.VolumeMounts {
+			if vm.Name == v.Name && vm.SubPath == "" {
+				dirs[vm.MountPath] = v.Secret.SecretName
+			}
+		}
+	}
+	return dirs
+}
+
+// configMapComments is the commented-out part of configmap.yaml: the optional settings it documents.
+func configMapComments(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("kubernetes/configmap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for line := range strings.Lines(string(raw)) {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "#") {
+			b.WriteString(strings.TrimSpace(strings.TrimPrefix(t, "#")) + "\n")
+		}
+	}
+	return b.String()
+}
+
 // secretFiles returns the paths of the files the Secret's volume puts into the container.
 func secretFiles(t *testing.T, pod corev1.PodSpec, c corev1.Container, s *corev1.Secret) map[string]bool {
 	t.Helper()
@@ -386,7 +461,8 @@ func TestKubernetesProbesAnswerOnARealPeer(t *testing.T) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range env {
 		switch k {
-		case "EJ_ZK_DIGEST", "EJ_HISTORY_DSN", "EJ_API_TOKENS", "EJ_SERVER_IP", "EJ_ADVERTISE_URL", "EJ_DATA_DIR", "EJ_LISTEN", "EJ_ZK", "EJ_NAMESPACE":
+		case "EJ_ZK_DIGEST", "EJ_HISTORY_DSN", "EJ_API_TOKENS", "EJ_SERVER_IP", "EJ_ADVERTISE_URL", "EJ_DATA_DIR", "EJ_LISTEN", "EJ_ZK", "EJ_NAMESPACE",
+			"EJ_TLS_CERT", "EJ_TLS_KEY":
 			continue
 		}
 		if strings.HasPrefix(k, "EJ_") {
@@ -395,6 +471,18 @@ func TestKubernetesProbesAnswerOnARealPeer(t *testing.T) {
 	}
 	cmd.Env = append(cmd.Env, "EJ_ZK="+zk, "EJ_NAMESPACE=deploy-probes-"+strconv.Itoa(os.Getpid()), "EJ_LISTEN="+addr,
 		"EJ_SERVER_IP=127.0.0.1", "EJ_DATA_DIR="+dir, "EJ_CALLBACK_SECRET_FILE="+secret, "EJ_SESSION_TIMEOUT=4s")
+	if env["EJ_TLS_CERT"] != "" {
+		certFile, keyFile := selfSigned(t, dir)
+		cmd.Env = append(cmd.Env, "EJ_TLS_CERT="+certFile, "EJ_TLS_KEY="+keyFile)
+	}
+	// the kubelet's probes and the scrape speak the scheme the manifests say, without verifying the
+	// certificate (as the kubelet does)
+	scheme := strings.ToLower(string(c.ReadinessProbe.HTTPGet.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer hc.CloseIdleConnections()
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -408,7 +496,7 @@ func TestKubernetesProbesAnswerOnARealPeer(t *testing.T) {
 		}
 	}()
 	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
+		resp, err := hc.Get(scheme + "://" + addr + path)
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -446,4 +534,32 @@ func TestKubernetesProbesAnswerOnARealPeer(t *testing.T) {
 	if _, b := get("/readyz"); json.Unmarshal([]byte(b), &ready) != nil || !ready.Ready || ready.Checks.ZooKeeper.Status != "ok" {
 		t.Errorf("/readyz does not report the ZooKeeper session: %s", b)
 	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key into dir.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ejserver"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }

@@ -5,7 +5,9 @@
 #   zk_start DIR [PORT]             # standalone; prints "127.0.0.1:PORT"
 #   zk_ensemble_start DIR [BASE]    # 3 nodes; prints "h:p1,h:p2,h:p3"
 #   zk_stop DIR                     # stops every node under DIR by PID
-ZK_CP=/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar
+# zookeeper.jar's manifest class path omits netty-codec.jar (SslHandler's parent class) and netty-resolver.jar:
+# without them a secureClientPort (Netty connection factory with TLS) fails to start
+ZK_CP=/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar:/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar
 ZK_TICK=${ZK_TICK:-500}          # ms; min session timeout = minSessionTimeout below
 
 zk_install() {

@@ -120,7 +120,7 @@ func TestLocalURL(t *testing.T) {
 		"[::]:8080":      "http://[::1]:8080/healthz",
 		"10.1.2.3:9000":  "http://10.1.2.3:9000/healthz",
 	} {
-		if got, err := localURL(listen, "/healthz"); err != nil || got != want {
+		if got, err := localURL(listen, "/healthz", false); err != nil || got != want {
 			t.Errorf("localURL(%q) = %q, %v; want %q", listen, got, err, want)
 		}
 	}

@@ -29,9 +29,11 @@ type cli struct {
 	// server and token are the API's; nil for the callback verbs, which talk to the URL they are given.
 	server, token *string
 	output        *string
-	jsonFlag      *bool
-	timeout       *time.Duration
-	c             *client.Client
+	// caFile, clientCert and clientKey are for an API on HTTPS.
+	caFile, clientCert, clientKey *string
+	jsonFlag                      *bool
+	timeout                       *time.Duration
+	c                             *client.Client
 	// exitCode maps the error of a command that ran to its exit code (nil: 1).
 	exitCode func(error) int
 	// problemTypes adds the problem's type to a printed refusal, for scripts that tell refusals apart.
@@ -56,6 +58,9 @@ func newBareCLI(name, usage string, stdout, stderr io.Writer) *cli {
 	k.jsonFlag = fs.Bool("json", false, "the same as -o json")
 	k.envs["timeout"] = "EJ_TIMEOUT"
 	k.timeout = fs.Duration("timeout", 30*time.Second, "bound on each API request")
+	k.caFile = k.str("ca-file", "", "PEM CA bundle that verifies an https:// server's certificate (default: the system's roots)", "EJ_CA_FILE")
+	k.clientCert = k.str("client-cert", "", "PEM client certificate, for a server with --tls-client-ca (with -client-key)", "EJ_CLIENT_CERT")
+	k.clientKey = k.str("client-key", "", "PEM private key of -client-cert", "EJ_CLIENT_KEY")
 	fs.Usage = func() {
 		fmt.Fprintf(k.stderr, "Usage: ejserver %s\n\nFlags (before or after the arguments; each also read from the environment variable shown):\n", usage)
 		fs.VisitAll(func(fl *flag.Flag) {
@@ -116,6 +121,13 @@ func (k *cli) parse(args []string) ([]string, error) {
 		return nil, fmt.Errorf("-o: must be table or json, got %q", *k.output)
 	}
 	opts := []client.Option{client.WithTimeout(*k.timeout), client.WithUserAgent("ejserver-cli/" + version)}
+	if *k.caFile != "" || *k.clientCert != "" || *k.clientKey != "" {
+		tc, err := client.TLSConfig(client.TLSFiles{CAFile: *k.caFile, CertFile: *k.clientCert, KeyFile: *k.clientKey})
+		if err != nil {
+			return nil, cliTLSError(err)
+		}
+		opts = append(opts, client.WithTLSConfig(tc))
+	}
 	if k.server == nil {
 		k.c = client.New("", opts...)
 		return pos, nil

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,12 +12,16 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/ejserver/ejserver/internal/certs"
 )
 
 // healthcheckCmd is `ejserver healthcheck`: it asks the local peer's /healthz (or /readyz with --ready) and
 // exits 0 on 200, 1 otherwise. A FROM-scratch image has no shell or curl, so this is what a container
 // runtime's health check runs. The address comes from --url, else from --listen [EJ_LISTEN], the same
-// variable the peer reads, with a wildcard host replaced by loopback.
+// variable the peer reads, with a wildcard host replaced by loopback. When the peer serves TLS (--tls-cert
+// [EJ_TLS_CERT], again the peer's own variable) it asks over https and accepts exactly the certificate in that
+// file: a loopback address is rarely among a certificate's names, and the file is the peer's own.
 func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 	f := newEnvFlags("ejserver healthcheck", "Exit 0 if the local peer's /healthz (or /readyz) answers 200, else 1.")
 	f.fs.SetOutput(stderr)
@@ -24,6 +30,8 @@ func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 	ready := f.fs.Bool("ready", false, "ask /readyz (holds a ZooKeeper session) instead of /healthz (the process answers)")
 	timeout := f.fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	quiet := f.fs.Bool("quiet", false, "print nothing on success")
+	tlsCert := f.String("tls-cert", "", "the peer's --tls-cert: ask over https and accept the certificate in this file")
+	caFile := f.fs.String("ca-file", "", "PEM CA bundle that verifies an https --url (default: the system's roots)")
 	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -38,14 +46,19 @@ func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 			path = "/readyz"
 		}
 		var err error
-		if target, err = localURL(*listen, path); err != nil {
+		if target, err = localURL(*listen, path, *tlsCert != ""); err != nil {
 			fmt.Fprintln(stderr, "ejserver healthcheck: --listen:", err)
 			return 2
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	status, err := probe(ctx, target)
+	hc, err := probeClient(*tlsCert, *caFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "ejserver healthcheck:", err)
+		return 2
+	}
+	status, err := probe(ctx, hc, target)
 	if err != nil {
 		fmt.Fprintf(stderr, "ejserver healthcheck: %s: %v\n", target, err)
 		return 1
@@ -61,7 +74,7 @@ func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // localURL is the URL of path on the peer listening at listen, asked from the same host.
-func localURL(listen, path string) (string, error) {
+func localURL(listen, path string, https bool) (string, error) {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return "", err
@@ -72,10 +85,43 @@ func localURL(listen, path string) (string, error) {
 			host = "::1"
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port) + path, nil
+	scheme := "http://"
+	if https {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, port) + path, nil
 }
 
-func probe(ctx context.Context, target string) (int, error) {
+// probeClient is the HTTP client of the probe: pinned to the certificate in certFile when given, else
+// verifying with caFile's CAs (or the system's).
+func probeClient(certFile, caFile string) (*http.Client, error) {
+	cfg := &tls.Config{MinVersion: certs.MinVersion}
+	switch {
+	case certFile != "":
+		pair, err := certs.LoadLeaf(certFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert: %w", err)
+		}
+		cfg.InsecureSkipVerify = true // replaced by the pin below
+		cfg.VerifyConnection = func(st tls.ConnectionState) error {
+			if len(st.PeerCertificates) == 0 || !bytes.Equal(st.PeerCertificates[0].Raw, pair.Raw) {
+				return fmt.Errorf("the peer's certificate is not the one in %s", certFile)
+			}
+			return nil
+		}
+	case caFile != "":
+		pool, err := certs.LoadPool(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-file: %w", err)
+		}
+		cfg.RootCAs = pool
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = cfg
+	return &http.Client{Transport: t}, nil
+}
+
+func probe(ctx context.Context, hc *http.Client, target string) (int, error) {
 	if !strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
 		return 0, fmt.Errorf("not an http(s) URL")
 	}
@@ -84,7 +130,7 @@ func probe(ctx context.Context, target string) (int, error) {
 		return 0, err
 	}
 	req.Header.Set("User-Agent", "ejserver-healthcheck/"+version)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -62,6 +63,7 @@ type serveConfig struct {
 	advertiseURL     string
 	callbackSecret   string // file holding the cluster's callback token secret
 	leaseRetention   time.Duration
+	tls              tlsFiles
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -93,6 +95,7 @@ func parseServe(args []string) (serveConfig, error) {
 	advertise := f.String("advertise-url", "", "this peer's API base URL as receivers reach it, for the callbacks of accepted (202) items (default: http:// and --listen, a wildcard host replaced by --server-ip)")
 	cbSecret := f.String("callback-secret-file", "", "file holding the cluster's callback token secret (at least 32 bytes, the same on every peer; default: kept in ZooKeeper, readable only with --zk-digest)")
 	leaseRetention := f.Duration("lease-retention", 10*time.Minute, "how long an ended accepted item's lease record stays in ZooKeeper, so a repeated completion gets the same answer from any peer; after it the history store answers (PostgreSQL: any peer; SQLite: the peer that recorded the end)")
+	tlsOf := tlsFlags(f)
 	pprofFlag(f)
 	err := f.Parse(args)
 	if err != nil {
@@ -102,7 +105,10 @@ func parseServe(args []string) (serveConfig, error) {
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
 		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
-		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention}
+		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf()}
+	if err := c.tls.check(); err != nil {
+		return c, err
+	}
 	switch {
 	case c.sessionTimeout < time.Second || c.sessionTimeout > 60*time.Second:
 		return c, fmt.Errorf("--session-timeout: must be between 1s and 60s, got %s", c.sessionTimeout)
@@ -128,7 +134,7 @@ func parseServe(args []string) (serveConfig, error) {
 	} else if net.ParseIP(c.serverIP) == nil {
 		return c, fmt.Errorf("--server-ip: %q is not an IP address", c.serverIP)
 	}
-	if c.advertiseURL, err = advertiseURL(c.advertiseURL, c.listen, c.serverIP); err != nil {
+	if c.advertiseURL, err = advertiseURL(c.advertiseURL, c.listen, c.serverIP, c.tls.api()); err != nil {
 		return c, fmt.Errorf("--advertise-url: %v", err)
 	}
 	if c.instanceID == "" {
@@ -226,12 +232,26 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			return fmt.Errorf("--jobs: %w", err)
 		}
 	}
+	apiTLS, err := c.tls.apiTLS(log)
+	if err != nil {
+		return err
+	}
+	zkTLS, err := c.tls.zkTLS()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
-	log.Info("connecting to ZooKeeper", "zk", c.zk, "namespace", c.namespace)
-	sess, err := dialZK(ctx, c, log)
+	if zkTLS != nil {
+		if err := cluster.ProbeTLS(ctx, strings.Split(c.zk, ","), zkTLS); err != nil {
+			ln.Close()
+			return zkTLSError(err)
+		}
+	}
+	log.Info("connecting to ZooKeeper", "zk", c.zk, "namespace", c.namespace, "tls", zkTLS != nil)
+	sess, err := dialZK(ctx, c, zkTLS, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -338,10 +358,18 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
-	log.Info("ejserver serving", "listen", ln.Addr().String(), "jobs", len(reg.Jobs()), "server_ip", c.serverIP,
+	go func() {
+		if apiTLS != nil {
+			srvErr <- srv.ServeTLS(ln, "", "") // the certificate comes from apiTLS.GetCertificate
+			return
+		}
+		srvErr <- srv.Serve(ln)
+	}()
+	log.Info("ejserver serving", "listen", ln.Addr().String(), "tls", apiTLS != nil, "client_certs", c.tls.clientCA != "",
+		"jobs", len(reg.Jobs()), "server_ip", c.serverIP,
 		"version", build.Version, "commit", build.Commit)
 
 	select {
@@ -413,11 +441,11 @@ func scheduleOn(reg *cluster.Registry, sched *dispatch.Scheduler, exec *dispatch
 	}
 }
 
-func dialZK(ctx context.Context, c serveConfig, log *slog.Logger) (*cluster.Session, error) {
+func dialZK(ctx context.Context, c serveConfig, zkTLS *tls.Config, log *slog.Logger) (*cluster.Session, error) {
 	servers := strings.Split(c.zk, ",")
 	for attempt := 1; ; attempt++ {
 		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		sess, err := cluster.Dial(dctx, cluster.SessionConfig{Servers: servers, SessionTimeout: c.sessionTimeout, Digest: c.zkDigest, Logger: log})
+		sess, err := cluster.Dial(dctx, cluster.SessionConfig{Servers: servers, SessionTimeout: c.sessionTimeout, Digest: c.zkDigest, Logger: log, TLS: zkTLS})
 		cancel()
 		if err == nil {
 			return sess, nil
@@ -506,9 +534,9 @@ func (r readiness) Ready(ctx context.Context) (bool, map[string]any) {
 	return zkOK, map[string]any{"zookeeper": zk, "history": hist}
 }
 
-// advertiseURL checks --advertise-url, or derives it from --listen: http://{listen}, a wildcard host replaced
-// by the server IP (receivers call back there).
-func advertiseURL(given, listen, serverIP string) (string, error) {
+// advertiseURL checks --advertise-url, or derives it from --listen: http(s)://{listen} (https when the API
+// serves TLS), a wildcard host replaced by the server IP (receivers call back there).
+func advertiseURL(given, listen, serverIP string, https bool) (string, error) {
 	if given == "" {
 		host, port, err := net.SplitHostPort(listen)
 		if err != nil {
@@ -517,7 +545,11 @@ func advertiseURL(given, listen, serverIP string) (string, error) {
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			host = serverIP
 		}
-		return "http://" + net.JoinHostPort(host, port), nil
+		scheme := "http://"
+		if https {
+			scheme = "https://"
+		}
+		return scheme + net.JoinHostPort(host, port), nil
 	}
 	u, err := url.Parse(given)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||

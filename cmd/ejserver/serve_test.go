@@ -46,7 +46,7 @@ func TestAdvertiseURL(t *testing.T) {
 		{"ejserver:8080", "", "", "http(s) URL"},
 	}
 	for _, tt := range tests {
-		got, err := advertiseURL(tt.given, tt.listen, "10.0.0.7")
+		got, err := advertiseURL(tt.given, tt.listen, "10.0.0.7", false)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("advertiseURL(%q, %q) = %q, %v; want an error with %q", tt.given, tt.listen, got, err, tt.err)

@@ -5,6 +5,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -91,6 +92,9 @@ type PeerConfig struct {
 	DataDir        string
 	ExtraArgs      []string
 	Env            []string
+	// ClientTLS, when set, is how the harness reaches a peer that serves its API on TLS (--tls-cert): over
+	// https, trusting what it says.
+	ClientTLS *tls.Config
 }
 
 // Peer is a running ejserver process.
@@ -102,6 +106,7 @@ type Peer struct {
 	done    chan struct{}
 	exitErr error
 	mu      sync.Mutex
+	hc      *http.Client
 }
 
 // FreePort returns a free TCP port on 127.0.0.1.
@@ -173,7 +178,7 @@ func (p *Peer) start() error {
 func (p *Peer) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + p.Addr + "/readyz")
+		resp, err := p.HTTPClient().Get(p.URL("/readyz"))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -265,7 +270,27 @@ func (p *Peer) Log() string {
 }
 
 // URL returns the peer's API URL for path.
-func (p *Peer) URL(path string) string { return "http://" + p.Addr + path }
+func (p *Peer) URL(path string) string {
+	if p.Config.ClientTLS != nil {
+		return "https://" + p.Addr + path
+	}
+	return "http://" + p.Addr + path
+}
+
+// HTTPClient is the client that reaches the peer (over TLS with ClientTLS).
+func (p *Peer) HTTPClient() *http.Client {
+	if p.Config.ClientTLS == nil {
+		return http.DefaultClient
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hc == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = p.Config.ClientTLS.Clone() // HTTP/2 set-up adds to it: never share it
+		p.hc = &http.Client{Transport: t}
+	}
+	return p.hc
+}
 
 // Do calls the peer's API with a JSON body (nil for none) and decodes a JSON answer into out (if non-nil).
 // It returns the status and the raw body.
@@ -292,7 +317,7 @@ func (p *Peer) Do(method, path string, body any, out any, headers ...string) (in
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.HTTPClient().Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"slices"
@@ -47,6 +49,21 @@ func NewReceiver() (*Receiver, error) {
 	r := &Receiver{URL: "http://" + ln.Addr().String() + "/hook", ln: ln, changed: make(chan struct{})}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// NewReceiverTLS is a receiver that serves HTTPS with cfg (its certificate, and ClientAuth for a receiver
+// that demands client certificates); its URL names host, which cfg's certificate must hold.
+func NewReceiverTLS(cfg *tls.Config, host string) (*Receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	r := &Receiver{URL: "https://" + net.JoinHostPort(host, port) + "/hook", ln: ln, changed: make(chan struct{})}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg,
+		ErrorLog: log.New(io.Discard, "", 0)} // the refused handshakes the tests provoke
+	go func() { _ = r.srv.ServeTLS(ln, "", "") }()
 	return r, nil
 }
 

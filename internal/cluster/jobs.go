@@ -267,14 +267,36 @@ func redactProps(pth string, data []byte, configPath string) string {
 		return s
 	}
 	lines := strings.Split(s, "\n")
-	for i, l := range lines {
+	out := lines[:0]
+	skipDeeper := -1 // while >= 0: drop the lines indented deeper than this (a redacted multi-line value)
+	for _, l := range lines {
 		t := strings.TrimSpace(l)
-		if strings.HasPrefix(t, ejserver.PropSecret+":") || strings.HasPrefix(t, ejserver.PropPreviousSecret+":") {
+		indent := len(l) - len(strings.TrimLeft(l, " "))
+		if skipDeeper >= 0 {
+			if t == "" || indent > skipDeeper {
+				continue
+			}
+			skipDeeper = -1
+		}
+		if secretProp(t) {
 			k, _, _ := strings.Cut(l, ":")
-			lines[i] = k + ": '******'"
+			out = append(out, k+": '******'")
+			skipDeeper = indent
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// secretProp reports whether a YAML line starts a props entry holding a secret.
+func secretProp(line string) bool {
+	for _, k := range []string{ejserver.PropSecret, ejserver.PropPreviousSecret, ejserver.PropTLSClientKey} {
+		if strings.HasPrefix(line, k+":") {
+			return true
 		}
 	}
-	return strings.Join(lines, "\n")
+	return false
 }
 
 // compareNodeNames orders numeric names numerically, the rest by text.

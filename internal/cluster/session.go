@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,9 @@ type SessionConfig struct {
 	Digest string
 	Logger *slog.Logger
 	Clock  clock.Clock
+	// TLS, when set, makes every connection TLS to ZooKeeper's secureClientPort (the servers' addresses
+	// must be that port); with Digest too, both apply.
+	TLS *tls.Config
 }
 
 // SessionEvent is a change of the session's standing that services must act on.
@@ -110,10 +115,15 @@ func Dial(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		}
 		s.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
 	}
+	dialer := zk.Dialer(net.DialTimeout) // go-zookeeper's default
+	if cfg.TLS != nil {
+		dialer = tlsDialer(cfg.TLS)
+	}
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithEventCallback(s.queue.push),
 		zk.WithLogger(zkLogger{s.log}),
-		zk.WithLogInfo(false))
+		zk.WithLogInfo(false),
+		zk.WithDialer(dialer))
 	if err != nil {
 		return nil, fmt.Errorf("connect to ZooKeeper %v: %w", cfg.Servers, err)
 	}

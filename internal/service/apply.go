@@ -53,8 +53,16 @@ func (s *Service) ApplyJob(ctx context.Context, cfg ejserver.JobConfig) (string,
 	}
 }
 
+func keyOf(t *ejserver.WebhookTLS) string {
+	if t == nil {
+		return ""
+	}
+	return t.ClientKeyPem
+}
+
 // sameConfig reports whether stored equals the config a file asks for: the same JSON (which holds no
-// secret) and, when the file gives a secret, the same secret (an absent one keeps the stored secret).
+// secret) and, when the file gives a secret, the same secret (an absent one keeps the stored secret); the
+// same for webhook.tls's client key.
 func sameConfig(stored, want ejserver.JobConfig) bool {
 	if !want.Webhook.SecretGiven() {
 		want.Webhook.Secret = stored.Webhook.Secret
@@ -63,6 +71,10 @@ func sameConfig(stored, want ejserver.JobConfig) bool {
 		return false
 	}
 	want.Webhook.PreviousSecret = stored.Webhook.PreviousSecret
+	want.Webhook.MergeTLS(stored.Webhook)
+	if keyOf(want.Webhook.TLS) != keyOf(stored.Webhook.TLS) {
+		return false
+	}
 	a, err1 := json.Marshal(stored)
 	b, err2 := json.Marshal(want)
 	return err1 == nil && err2 == nil && bytes.Equal(a, b)

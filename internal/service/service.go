@@ -387,6 +387,7 @@ func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobC
 	if check != nil && !check(curVersion) {
 		return JobView{}, "", ejserver.Errorf(ejserver.EPRECONDITION, "job %q was changed since the version you sent (it is at version %d now); read it again", name, curVersion)
 	}
+	cfg.Webhook.MergeTLS(cur.Webhook) // before validation: a kept client key must match the certificate given
 	// validate what the user sent, then generate or keep the secret
 	if err := s.checkJob(&cfg); err != nil {
 		return JobView{}, "", err

@@ -60,6 +60,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock is the time source (timestamps, deadline, back-off, timeouts); SystemClock() if nil.
 	Clock Clock
+	// MaxTLSClients bounds the connection pools kept for distinct webhook.tls settings (least recently used
+	// dropped past it); DefaultMaxTLSClients if 0.
+	MaxTLSClients int
 }
 
 // Delivery is one item of one fire, to be delivered with retries (and, for a streaming DATAFLOW job,
@@ -140,6 +143,7 @@ type Sender struct {
 	rand      Rand
 	transport *http.Transport
 	client    *resty.Client
+	tls       *tlsClients // per webhook.tls setting
 	limit     *limiter
 	inFlight  atomic.Int64
 }
@@ -174,39 +178,53 @@ func New(cfg Config) *Sender {
 	if s.rand == nil {
 		s.rand = globalRand{}
 	}
-	s.transport = &http.Transport{
+	s.client, s.transport = s.newClient(&tls.Config{MinVersion: tls.VersionTLS12})
+	s.tls = newTLSClients(cfg.MaxTLSClients, s.newClient)
+	return s
+}
+
+// newClient is an HTTP client of the Sender with tlsCfg: its own transport (connection pool), the target
+// policy checked at each dial.
+func (s *Sender) newClient(tlsCfg *tls.Config) (*resty.Client, *http.Transport) {
+	t := &http.Transport{
 		DialContext:       s.dial,
 		ForceAttemptHTTP2: true,
 		// The concurrency bound is the most connections that can be busy at once; keep that many idle per
 		// host so a burst to one receiver finds warm connections instead of dialling (and exhausting ports).
-		MaxIdleConns:        2 * cfg.MaxConcurrent,
-		MaxIdleConnsPerHost: cfg.MaxConcurrent,
+		MaxIdleConns:        2 * s.cfg.MaxConcurrent,
+		MaxIdleConnsPerHost: s.cfg.MaxConcurrent,
 		// A request can take its slot before the transport has put the previous request's connection back
 		// in the pool; capping connections per host at the bound makes it wait for that one, not dial more.
-		MaxConnsPerHost:       cfg.MaxConcurrent,
+		MaxConnsPerHost:       s.cfg.MaxConcurrent,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second, // the attempt's connect timer ends the request sooner
 		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:       tlsCfg,
 	}
-	if cfg.Proxy != nil {
-		s.transport.Proxy = http.ProxyURL(cfg.Proxy)
+	if s.cfg.Proxy != nil {
+		t.Proxy = http.ProxyURL(s.cfg.Proxy)
 	}
 	hc := &http.Client{
-		Transport: s.transport,
+		Transport: t,
 		// Redirects are never followed: a 3xx is the answer, and a failure.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	s.client = resty.NewWithClient(hc).
+	client := resty.NewWithClient(hc).
 		SetDoNotParseResponse(true). // the body is read here, through io.LimitReader
 		SetRetryCount(0).            // retries are Deliver's, explicit
 		SetDisableWarn(true).
 		SetLogger(restyLogger{s.log})
-	return s
+	return client, t
 }
 
 // Close closes idle connections and abandons dials no request waits for. The Sender stays usable.
-func (s *Sender) Close() { s.transport.CloseIdleConnections() }
+func (s *Sender) Close() {
+	s.transport.CloseIdleConnections()
+	s.tls.closeIdle()
+}
+
+// TLSClients returns how many connection pools are kept for webhook.tls settings, and how many were made.
+func (s *Sender) TLSClients() (kept, created int) { return s.tls.stats() }
 
 // InFlight returns the number of requests in flight now.
 func (s *Sender) InFlight() int { return int(s.inFlight.Load()) }
@@ -319,6 +337,7 @@ type prepared struct {
 	connect time.Duration
 	timeout time.Duration
 	keys    map[string][]byte // HMAC key of each secret
+	client  *resty.Client     // the Sender's, or the one of the job's webhook.tls
 	// firstBody is the body of the first attempt of the first iteration, built ahead, and firstCallback its
 	// callback URL and token.
 	firstBody     []byte
@@ -358,6 +377,12 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 	}
 	if p.timeout <= 0 {
 		p.timeout = ejserver.DefaultTimeoutMs * time.Millisecond
+	}
+	p.client = s.client
+	if t := d.Webhook.TLS; t != nil && !t.Empty() {
+		if p.client, err = s.tls.get(t); err != nil {
+			return nil, err // never holds a PEM
+		}
 	}
 	p.keys = make(map[string][]byte, 2)
 	for _, secret := range []string{d.Webhook.Secret, d.Webhook.PreviousSecret} {
@@ -571,7 +596,9 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 		}
 		mu.Unlock()
 	}()
+	var handshook atomic.Bool // a TLS handshake completed in this attempt
 	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) { handshook.Store(err == nil) },
 		GotConn: func(httptrace.GotConnInfo) {
 			if connectTimer.Stop() {
 				mu.Lock()
@@ -586,12 +613,16 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 		},
 	})
 
-	req := s.client.R().SetContext(actx)
+	req := p.client.R().SetContext(actx)
 	req.Header = h
 	req.SetBody(body)
 	resp, err := req.Execute(p.method, p.url.String())
 	if err != nil {
-		return s.transportFailure(actx, ctx, p, err)
+		a := s.transportFailure(actx, ctx, p, err)
+		if handshook.Load() && closedAfterHandshake(err) {
+			a.cause += closedAfterHandshakeHint
+		}
+		return a
 	}
 	raw := resp.RawBody()
 	defer raw.Close()

@@ -6,6 +6,7 @@ package zktest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -21,13 +22,18 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Classpath of Debian's zookeeper package.
-const Classpath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+// Classpath of Debian's zookeeper package. zookeeper.jar's manifest names most of Netty but not
+// netty-codec.jar (SslHandler's parent class, ByteToMessageDecoder, lives there) nor netty-resolver.jar, so a
+// server with a secureClientPort (the Netty connection factory with TLS) needs them added.
+const Classpath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar:" +
+	"/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar"
 
 // Server is one ZooKeeper process started by this package.
 type Server struct {
-	Addr string // 127.0.0.1:port
+	Addr string // 127.0.0.1:port (the secure client port of a TLS server)
 	Dir  string
+	// TLS is the client side of a TLS-only server (StartTLS), used to see that it serves.
+	TLS  *tls.Config
 	cmd  *exec.Cmd
 	cfg  string
 	mu   sync.Mutex
@@ -109,6 +115,55 @@ func StartStandalone(dir string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, cfg: config(dir, port, "")}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// TLSFiles are the PEM files of a TLS-only server: KeyStore holds its private key and certificate (chain),
+// TrustStore the CAs its clients' certificates must chain to.
+type TLSFiles struct {
+	KeyStore, TrustStore string
+	// ClientAuth is ssl.clientAuth: "need" (default), "want" or "none".
+	ClientAuth string
+}
+
+// StartTLS starts one ZooKeeper that serves TLS only: a secureClientPort through the Netty connection factory
+// with PEM key and trust stores, and no plaintext client port at all. client is the TLS config the test's
+// clients use (it must trust the server's certificate), used here to see that it serves.
+func StartTLS(dir string, files TLSFiles, client *tls.Config) (*Server, error) {
+	if err := CheckInstalled(); err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	auth := files.ClientAuth
+	if auth == "" {
+		auth = "need"
+	}
+	cfg := fmt.Sprintf(`tickTime=500
+initLimit=10
+syncLimit=5
+minSessionTimeout=1000
+maxSessionTimeout=60000
+dataDir=%s/data
+secureClientPort=%d
+secureClientPortAddress=127.0.0.1
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=%s
+ssl.keyStore.type=PEM
+ssl.trustStore.location=%s
+ssl.trustStore.type=PEM
+ssl.clientAuth=%s
+admin.enableServer=false
+4lw.commands.whitelist=*
+extendedTypesEnabled=true
+maxClientCnxns=0
+`, dir, port, files.KeyStore, files.TrustStore, auth)
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, cfg: cfg, TLS: client}
 	if err := s.Start(); err != nil {
 		return nil, err
 	}
@@ -203,7 +258,7 @@ func (s *Server) launch() error {
 func (s *Server) wait(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if mode := Mode(s.Addr); mode != "" {
+		if mode := s.mode(); mode != "" {
 			return nil
 		}
 		select {
@@ -245,7 +300,28 @@ func (s *Server) signal(sig syscall.Signal, grace time.Duration) {
 
 // FourLetter sends a ZooKeeper four-letter command and returns the answer.
 func FourLetter(addr, cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	return fourLetter(addr, cmd, nil)
+}
+
+// mode is Mode over TLS for a TLS-only server.
+func (s *Server) mode() string {
+	out, err := fourLetter(s.Addr, "srvr", s.TLS)
+	if err != nil {
+		return ""
+	}
+	return modeOf(out)
+}
+
+func fourLetter(addr, cmd string, tc *tls.Config) (string, error) {
+	var (
+		c   net.Conn
+		err error
+	)
+	if tc != nil {
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, tc)
+	} else {
+		c, err = net.DialTimeout("tcp", addr, 2*time.Second)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -269,6 +345,10 @@ func Mode(addr string) string {
 	if err != nil {
 		return ""
 	}
+	return modeOf(out)
+}
+
+func modeOf(out string) string {
 	for _, line := range strings.Split(out, "\n") {
 		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
 			return strings.TrimSpace(m)
