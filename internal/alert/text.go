@@ -17,8 +17,8 @@ func (p Policy) notification(r Rule, k notify.Kind, e Event, s State, now time.T
 		items = s.untold(e) // a partial told some already: the end tells the rest
 	}
 	n := notify.Notification{
-		ID:        notificationID(p.DedupKey(r.Name), string(k), string(e.Type), e.Fire, e.ScheduledAt.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano)),
-		Kind:      k, Severity: severity(k), At: now, Namespace: p.Namespace, Job: p.Job, Rule: r.Name,
+		ID:   notificationID(p.DedupKey(r.Name), string(k), string(e.Type), e.Fire, e.ScheduledAt.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano)),
+		Kind: k, Severity: severity(k), At: now, Namespace: p.Namespace, Job: p.Job, Rule: r.Name,
 		DedupKey: p.DedupKey(r.Name), Resolve: k == notify.KindRecovered, ScheduledAt: e.ScheduledAt,
 		Partial: partial,
 	}
