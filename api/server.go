@@ -79,6 +79,8 @@ type Config struct {
 	Middleware []echo.MiddlewareFunc
 	// Callbacks, when set, serves the callbacks of accepted items (authorised by their callback tokens).
 	Callbacks Callbacks
+	// Alerts, when set, serves the cluster's default alert rules.
+	Alerts AlertDefaults
 }
 
 // New returns the HTTP handler of the API.
@@ -145,6 +147,9 @@ func New(cfg Config) http.Handler {
 	v1.GET("/instances", h.instances)
 	v1.GET("/cron/next", h.cronNext)
 	v1.GET("/auth/whoami", whoami(cfg.Tokens))
+	if cfg.Alerts != nil {
+		alertRoutes(v1, cfg.Alerts)
+	}
 	if cfg.Metrics != nil {
 		var mws []echo.MiddlewareFunc
 		if cfg.MetricsAuth && len(cfg.Tokens) > 0 {

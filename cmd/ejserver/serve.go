@@ -61,6 +61,7 @@ type serveConfig struct {
 	advertiseURL     string
 	callbackSecret   string // file holding the cluster's callback token secret
 	leaseRetention   time.Duration
+	alertLostGrace   time.Duration
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -92,6 +93,7 @@ func parseServe(args []string) (serveConfig, error) {
 	advertise := f.String("advertise-url", "", "this peer's API base URL as receivers reach it, for the callbacks of accepted (202) items (default: http:// and --listen, a wildcard host replaced by --server-ip)")
 	cbSecret := f.String("callback-secret-file", "", "file holding the cluster's callback token secret (at least 32 bytes, the same on every peer; default: kept in ZooKeeper, readable only with --zk-digest)")
 	leaseRetention := f.Duration("lease-retention", 10*time.Minute, "how long an ended accepted item's lease record stays in ZooKeeper, so a repeated completion gets the same answer from any peer; after it the history store answers (PostgreSQL: any peer; SQLite: the peer that recorded the end)")
+	lostGrace := alertFlags(f)
 	pprofFlag(f)
 	err := f.Parse(args)
 	if err != nil {
@@ -101,7 +103,8 @@ func parseServe(args []string) (serveConfig, error) {
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
 		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
-		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention}
+		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention,
+		alertLostGrace: *lostGrace}
 	switch {
 	case c.sessionTimeout < time.Second || c.sessionTimeout > 60*time.Second:
 		return c, fmt.Errorf("--session-timeout: must be between 1s and 60s, got %s", c.sessionTimeout)
@@ -115,6 +118,9 @@ func parseServe(args []string) (serveConfig, error) {
 		return c, fmt.Errorf("--lease-retention: must be between 1s and 168h, got %s", c.leaseRetention)
 	case c.fireLead < 0 || c.fireLead > time.Minute:
 		return c, fmt.Errorf("--fire-lead: must be between 0 and 1m, got %s", c.fireLead)
+	}
+	if err := checkAlertFlags(c); err != nil {
+		return c, err
 	}
 	if err := cluster.ValidNamespace(c.namespace); err != nil {
 		return c, fmt.Errorf("--namespace: %v", err)
@@ -264,8 +270,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			ScheduledJobs:   func() int { return sched.Len() },
 			GCBetweenBursts: collector.Collections,
 		}})
+	alerting := newAlerts(c, reg, nil, nil, urlChecker{allow}.CheckURL, clk, log)
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,
-		Secret: secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Clock: clk, Logger: log})
+		Follower: alerting.svc,
+		Secret:   secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Clock: clk, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err
@@ -273,7 +281,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
-		Activity: activity, Async: leases,
+		Activity: activity, Async: leases, Follower: alerting.svc,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
@@ -310,6 +318,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	defer leases.Stop()
+	alerting.start(log)
+	defer alerting.stop()
 
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
@@ -317,7 +327,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
-		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases})
+		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
+		Alerts: alerting.svc})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
@@ -333,6 +344,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	sched.Stop()
 	exec.Drain(c.shutdownTimeout)
 	leases.Stop() // accepted items keep their leases: another peer takes the watcher duty
+	alerting.stop()
 	fo.Stop()
 	coord.Stop()
 	reg.Stop()
