@@ -6,9 +6,26 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/ejserver/ejserver/internal/notify"
 )
+
+// The events an alert rule may be on (internal/notify's Kinds; a test keeps the two lists equal).
+const (
+	EventItemFailed        = "ITEM_FAILED"
+	EventFireFailed        = "FIRE_FAILED"
+	EventFailedFiresInARow = "FAILED_FIRES_IN_A_ROW"
+	EventMisfire           = "MISFIRE"
+	EventFailover          = "FAILOVER"
+	EventLate              = "LATE"
+	EventFireSkipped       = "FIRE_SKIPPED"
+	EventLeaseExpired      = "LEASE_EXPIRED"
+	EventRunningLong       = "RUNNING_LONG"
+	EventNoInstance        = "NO_INSTANCE"
+	EventRecovered         = "RECOVERED"
+)
+
+// AlertEvents lists the events in documentation order.
+var AlertEvents = []string{EventItemFailed, EventFireFailed, EventFailedFiresInARow, EventMisfire, EventFailover,
+	EventLate, EventFireSkipped, EventLeaseExpired, EventRunningLong, EventNoInstance, EventRecovered}
 
 // Bounds of a job's alerts and hooks, documented in the README.
 const (
@@ -53,8 +70,8 @@ type Alerts struct {
 
 // AlertRule sends the events it is on to its channels, folding repeats within its quiet period into one digest.
 type AlertRule struct {
-	On       []notify.Kind `json:"on"`
-	Channels []string      `json:"channels"`
+	On       []string `json:"on"`
+	Channels []string `json:"channels"`
 	// QuietPeriodSeconds: after a notification, more of the same rule within this period are folded into
 	// one digest sent when it ends (0: every notification goes out).
 	QuietPeriodSeconds int `json:"quietPeriodSeconds,omitempty"`
@@ -144,13 +161,13 @@ func (a Alerts) validate(v *validator, prefix string) {
 		}
 		for j, k := range r.On {
 			switch {
-			case !slices.Contains(notify.Kinds, k):
+			case !slices.Contains(AlertEvents, k):
 				v.add(fmt.Sprintf("%s.on[%d]", rf, j), "%q is not an event; use one of %s", k, kindList())
-			case k == notify.KindLate && a.LateAfterMs == 0:
+			case k == EventLate && a.LateAfterMs == 0:
 				v.add(fmt.Sprintf("%s.on[%d]", rf, j), "LATE needs %s (how late is late)", field("lateAfterMs"))
-			case k == notify.KindRunningLong && a.RunningLongerThanSeconds == 0:
+			case k == EventRunningLong && a.RunningLongerThanSeconds == 0:
 				v.add(fmt.Sprintf("%s.on[%d]", rf, j), "RUNNING_LONG needs %s", field("runningLongerThanSeconds"))
-			case k == notify.KindFailedFiresInARow && a.FailedFiresInARow == 0:
+			case k == EventFailedFiresInARow && a.FailedFiresInARow == 0:
 				v.add(fmt.Sprintf("%s.on[%d]", rf, j), "FAILED_FIRES_IN_A_ROW needs %s", field("failedFiresInARow"))
 			}
 		}
@@ -170,11 +187,7 @@ func (a Alerts) validate(v *validator, prefix string) {
 }
 
 func kindList() string {
-	names := make([]string, len(notify.Kinds))
-	for i, k := range notify.Kinds {
-		names[i] = string(k)
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(AlertEvents, ", ")
 }
 
 func (h Hooks) validate(v *validator) {

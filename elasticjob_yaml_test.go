@@ -1,7 +1,6 @@
 package ejserver
 
 import (
-	"github.com/ejserver/ejserver/internal/notify"
 	"reflect"
 	"strings"
 	"testing"
@@ -68,7 +67,7 @@ func TestElasticJobYAMLRoundTrip(t *testing.T) {
 	cfg.ReplayMissedFires = true
 	cfg.Props = map[string]string{"owner": "team-a"}
 	cfg.Alerts = Alerts{FailedFiresInARow: 2, RunningLongerThanSeconds: 60, Rules: []AlertRule{
-		{On: []notify.Kind{notify.KindFireFailed, notify.KindRecovered}, Channels: []string{"ops", "pd"}, QuietPeriodSeconds: 300}}}
+		{On: []string{EventFireFailed, EventRecovered}, Channels: []string{"ops", "pd"}, QuietPeriodSeconds: 300}}}
 	cfg.Hooks = Hooks{BeforeFire: "https://hooks.example.com/before", AfterFire: "https://hooks.example.com/after"}
 	b, err := MarshalElasticJobYAML(cfg)
 	if err != nil {

@@ -1,7 +1,6 @@
 package ejserver
 
 import (
-	"github.com/ejserver/ejserver/internal/notify"
 	"reflect"
 	"strings"
 	"testing"
@@ -28,7 +27,7 @@ func TestValidateAcceptsAGoodJob(t *testing.T) {
 		func(c *JobConfig) { c.Webhook.Headers = map[string]string{"Authorization": "Bearer x"} },
 		func(c *JobConfig) { c.JobErrorHandlerType = "EMAIL" },
 		func(c *JobConfig) {
-			c.Alerts = Alerts{FailedFiresInARow: 3, LateAfterMs: 500, Rules: []AlertRule{{On: []notify.Kind{notify.KindFailedFiresInARow, notify.KindLate}, Channels: []string{"ops.slack"}}}}
+			c.Alerts = Alerts{FailedFiresInARow: 3, LateAfterMs: 500, Rules: []AlertRule{{On: []string{EventFailedFiresInARow, EventLate}, Channels: []string{"ops.slack"}}}}
 			c.Hooks = Hooks{BeforeFire: "http://127.0.0.1:1/b", AfterFire: "https://h/a"}
 		},
 	} {
@@ -81,18 +80,18 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"strategy", func(c *JobConfig) { c.JobShardingStrategyType = "HASH" }, "jobShardingStrategyType", ""},
 		{"handler", func(c *JobConfig) { c.JobErrorHandlerType = "SMS" }, "jobErrorHandlerType", "EMAIL"},
 		{"rule kind", func(c *JobConfig) {
-			c.Alerts.Rules = []AlertRule{{On: []notify.Kind{"BROKEN"}, Channels: []string{"ops"}}}
+			c.Alerts.Rules = []AlertRule{{On: []string{"BROKEN"}, Channels: []string{"ops"}}}
 		}, "alerts.rules[0].on[0]", "not an event"},
 		{"rule no event", func(c *JobConfig) { c.Alerts.Rules = []AlertRule{{Channels: []string{"ops"}}} }, "alerts.rules[0].on", "no event"},
-		{"rule no channel", func(c *JobConfig) { c.Alerts.Rules = []AlertRule{{On: []notify.Kind{notify.KindItemFailed}}} }, "alerts.rules[0].channels", "no channel"},
+		{"rule no channel", func(c *JobConfig) { c.Alerts.Rules = []AlertRule{{On: []string{EventItemFailed}}} }, "alerts.rules[0].channels", "no channel"},
 		{"rule channel name", func(c *JobConfig) {
-			c.Alerts.Rules = []AlertRule{{On: []notify.Kind{notify.KindItemFailed}, Channels: []string{"a b"}}}
+			c.Alerts.Rules = []AlertRule{{On: []string{EventItemFailed}, Channels: []string{"a b"}}}
 		}, "alerts.rules[0].channels[0]", "channel name"},
 		{"late needs threshold", func(c *JobConfig) {
-			c.Alerts.Rules = []AlertRule{{On: []notify.Kind{notify.KindLate}, Channels: []string{"ops"}}}
+			c.Alerts.Rules = []AlertRule{{On: []string{EventLate}, Channels: []string{"ops"}}}
 		}, "alerts.rules[0].on[0]", "lateAfterMs"},
 		{"quiet", func(c *JobConfig) {
-			c.Alerts.Rules = []AlertRule{{On: []notify.Kind{notify.KindItemFailed}, Channels: []string{"ops"}, QuietPeriodSeconds: -1}}
+			c.Alerts.Rules = []AlertRule{{On: []string{EventItemFailed}, Channels: []string{"ops"}, QuietPeriodSeconds: -1}}
 		}, "alerts.rules[0].quietPeriodSeconds", "between"},
 		{"in a row", func(c *JobConfig) { c.Alerts.FailedFiresInARow = -1 }, "alerts.failedFiresInARow", "between"},
 		{"hook url", func(c *JobConfig) { c.Hooks.AfterFire = "ftp://x/y" }, "hooks.afterFire", "http or https"},

@@ -79,6 +79,9 @@ type Config struct {
 	Middleware []echo.MiddlewareFunc
 	// Callbacks, when set, serves the callbacks of accepted items (authorised by their callback tokens).
 	Callbacks Callbacks
+	// Channels, when set, serves /api/v1/channels; Notifications, /api/v1/notifications.
+	Channels      Channels
+	Notifications Notifications
 	// Alerts, when set, serves the cluster's default alert rules.
 	Alerts AlertDefaults
 }
@@ -147,6 +150,7 @@ func New(cfg Config) http.Handler {
 	v1.GET("/instances", h.instances)
 	v1.GET("/cron/next", h.cronNext)
 	v1.GET("/auth/whoami", whoami(cfg.Tokens))
+	channelRoutes(v1, cfg.Channels, cfg.Notifications)
 	if cfg.Alerts != nil {
 		alertRoutes(v1, cfg.Alerts)
 	}

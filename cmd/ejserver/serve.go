@@ -27,6 +27,7 @@ import (
 	"github.com/ejserver/ejserver/internal/history"
 	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/metrics"
+	"github.com/ejserver/ejserver/internal/notify"
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/internal/sharding"
 	"github.com/ejserver/ejserver/internal/webhook"
@@ -270,7 +271,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			ScheduledJobs:   func() int { return sched.Len() },
 			GCBetweenBursts: collector.Collections,
 		}})
-	alerting := newAlerts(c, reg, nil, nil, urlChecker{allow}.CheckURL, clk, log)
+	alerting := newAlerts(c, reg, urlChecker{allow}.CheckURL, clk, log)
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,
 		Follower: alerting.svc,
 		Secret:   secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Clock: clk, Logger: log})
@@ -318,7 +319,23 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	defer leases.Stop()
-	alerting.start(log)
+
+	// Notification channels: a watched cache of the cluster's channels, and the dispatcher that delivers
+	// to them off the dispatch path. The dispatcher is the notify.Deliverer alert rules hand their
+	// notifications to.
+	channels := notify.NewStore(notify.StoreConfig{Registry: reg, Logger: log, Clock: clk})
+	if err := channels.Start(ctx); err != nil {
+		return abort(err)
+	}
+	defer channels.Stop()
+	dispatcher := notify.NewDispatcher(notify.DispatcherConfig{Channels: channels, Recorder: store, Observer: mets,
+		Dial:     allow.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
+		Instance: c.instanceID, UserAgent: "ejserver/" + version, Clock: clk, Logger: log})
+	if err := dispatcher.Start(ctx); err != nil {
+		return abort(err)
+	}
+	defer dispatcher.Stop()
+	alerting.start(dispatcher, channels, log)
 	defer alerting.stop()
 
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
@@ -328,7 +345,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
-		Alerts: alerting.svc})
+		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
@@ -343,8 +360,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	sched.Stop()
 	exec.Drain(c.shutdownTimeout)
-	leases.Stop() // accepted items keep their leases: another peer takes the watcher duty
-	alerting.stop()
+	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
+	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
+	dispatcher.Stop() // queued notifications get a few seconds to go out
+	channels.Stop()
 	fo.Stop()
 	coord.Stop()
 	reg.Stop()

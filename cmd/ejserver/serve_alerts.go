@@ -29,17 +29,22 @@ type alerts struct {
 	hooks *alert.HookPoster
 }
 
-// newAlerts wires the alert edge; deliver is the channels' Deliverer (nil: notifications are only logged).
-func newAlerts(c serveConfig, reg *cluster.Registry, deliver notify.Deliverer, defaultChannel alert.DefaultChannel,
-	check func(string) error, clk clock.Clock, log *slog.Logger) *alerts {
+// newAlerts wires the alert edge (before the executor, which tells it about fires).
+func newAlerts(c serveConfig, reg *cluster.Registry, check func(string) error, clk clock.Clock, log *slog.Logger) *alerts {
 	hooks := alert.NewHookPoster(alert.HookPosterConfig{Clock: clk, Logger: log, Check: check, UserAgent: "ejserver/" + version})
-	svc := alert.NewService(alert.ServiceConfig{Registry: reg, Deliverer: deliver, Namespace: c.namespace,
-		DefaultChannel: defaultChannel, Hooks: hooks, Clock: clk, Logger: log, LostGrace: c.alertLostGrace})
+	svc := alert.NewService(alert.ServiceConfig{Registry: reg, Namespace: c.namespace, Hooks: hooks, Clock: clk,
+		Logger: log, LostGrace: c.alertLostGrace})
 	return &alerts{svc: svc, hooks: hooks}
 }
 
-// start runs the edge once the registry is loaded (the default rules are read from it).
-func (a *alerts) start(log *slog.Logger) {
+// start runs the edge once the registry is loaded (the default rules are read from it) and the channels
+// exist: notifications go to deliver, jobErrorHandlerType EMAIL/DINGTALK/WECHAT to the store's default
+// channel of kind email/dingtalk/wecom.
+func (a *alerts) start(deliver notify.Deliverer, channels *notify.Store, log *slog.Logger) {
+	a.svc.Use(deliver, func(kind string) (string, bool) {
+		ch, ok := channels.Default(notify.ChannelKind(kind))
+		return ch.Name, ok
+	})
 	a.hooks.Start()
 	if err := a.svc.Start(); err != nil {
 		log.Warn("alerts: default rules not loaded (retried every 10 s)", "err", err)

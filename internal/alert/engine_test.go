@@ -193,14 +193,14 @@ func TestPolicyFor(t *testing.T) {
 	t.Parallel()
 	cfg := ejserver.DefaultJobConfig()
 	cfg.JobName = "settle"
-	defaults := ejserver.Alerts{LateAfterMs: 500, Rules: []ejserver.AlertRule{{On: []notify.Kind{notify.KindFireFailed}, Channels: []string{"ops"}}}}
+	defaults := ejserver.Alerts{LateAfterMs: 500, Rules: []ejserver.AlertRule{{On: []string{ejserver.EventFireFailed}, Channels: []string{"ops"}}}}
 	dc := func(kind string) (string, bool) { return map[string]string{"email": "mail"}[kind], kind == "email" }
 
 	p := PolicyFor("ns", cfg, defaults, dc)
 	if len(p.Rules) != 1 || p.Rules[0].Name != "default/0" || p.LateAfter != 500*time.Millisecond {
 		t.Fatalf("defaults not applied: %+v", p)
 	}
-	cfg.Alerts = ejserver.Alerts{LateAfterMs: 100, Rules: []ejserver.AlertRule{{On: []notify.Kind{notify.KindMisfire}, Channels: []string{"x"}, QuietPeriodSeconds: 60}}}
+	cfg.Alerts = ejserver.Alerts{LateAfterMs: 100, Rules: []ejserver.AlertRule{{On: []string{ejserver.EventMisfire}, Channels: []string{"x"}, QuietPeriodSeconds: 60}}}
 	p = PolicyFor("ns", cfg, defaults, dc)
 	if len(p.Rules) != 1 || p.Rules[0].Name != "job/0" || p.Rules[0].Quiet != time.Minute || p.LateAfter != 100*time.Millisecond {
 		t.Fatalf("job rules not preferred: %+v", p)
@@ -219,5 +219,18 @@ func TestPolicyFor(t *testing.T) {
 	cfg.Alerts, cfg.JobErrorHandlerType = ejserver.Alerts{}, "LOG"
 	if p := PolicyFor("ns", cfg, ejserver.Alerts{}, dc); p.Active() {
 		t.Fatalf("a job without alerts has a policy: %+v", p)
+	}
+}
+
+// The domain package lists the events rules may name; notify names them for channels: the same list.
+func TestEventListsAgree(t *testing.T) {
+	t.Parallel()
+	if len(ejserver.AlertEvents) != len(notify.Kinds) {
+		t.Fatalf("%v vs %v", ejserver.AlertEvents, notify.Kinds)
+	}
+	for i, k := range notify.Kinds {
+		if ejserver.AlertEvents[i] != string(k) {
+			t.Fatalf("event %d: %q vs %q", i, ejserver.AlertEvents[i], k)
+		}
 	}
 }

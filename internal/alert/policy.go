@@ -48,7 +48,11 @@ func PolicyFor(namespace string, cfg ejserver.JobConfig, defaults ejserver.Alert
 		rules, prefix = defaults.Rules, "default"
 	}
 	for i, r := range rules {
-		p.Rules = append(p.Rules, Rule{Name: fmt.Sprintf("%s/%d", prefix, i), On: slices.Clone(r.On),
+		on := make([]notify.Kind, len(r.On))
+		for j, k := range r.On {
+			on[j] = notify.Kind(k)
+		}
+		p.Rules = append(p.Rules, Rule{Name: fmt.Sprintf("%s/%d", prefix, i), On: on,
 			Channels: slices.Clone(r.Channels), Quiet: time.Duration(r.QuietPeriodSeconds) * time.Second})
 	}
 	pick := func(job, def int) int {

@@ -79,6 +79,7 @@ type Service struct {
 	clk clock.Clock
 
 	defaults atomic.Pointer[ejserver.Alerts]
+	out      atomic.Pointer[outlets]
 
 	mu        sync.Mutex
 	fires     map[string]*localFire // by job + "/" + key
@@ -117,7 +118,20 @@ func NewService(cfg ServiceConfig) *Service {
 	s := &Service{cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, fires: map[string]*localFire{},
 		digestDue: map[string]time.Time{}, queue: make(chan func(), cfg.Queue), stop: make(chan struct{})}
 	s.defaults.Store(&ejserver.Alerts{})
+	s.out.Store(&outlets{deliver: cfg.Deliverer, defaultChannel: cfg.DefaultChannel})
 	return s
+}
+
+// outlets are where decisions go: set with the config, or by Use once the channels exist.
+type outlets struct {
+	deliver        notify.Deliverer
+	defaultChannel DefaultChannel
+}
+
+// Use sets the Deliverer and the default-channel lookup (the channels start after dispatch, which the
+// service follows from the start).
+func (s *Service) Use(d notify.Deliverer, dc DefaultChannel) {
+	s.out.Store(&outlets{deliver: d, defaultChannel: dc})
 }
 
 // Start loads the cluster's default rules and starts the worker and the ticker.
@@ -236,7 +250,7 @@ func (s *Service) policy(job string) (Policy, *cluster.JobSnapshot) {
 	if snap == nil || snap.ConfigErr != nil {
 		return Policy{Namespace: s.cfg.Namespace, Job: job}, nil
 	}
-	return PolicyFor(s.cfg.Namespace, snap.Config, *s.defaults.Load(), s.cfg.DefaultChannel), snap
+	return PolicyFor(s.cfg.Namespace, snap.Config, *s.defaults.Load(), s.out.Load().defaultChannel), snap
 }
 
 // apply runs fn on the job's alert state under a version check (again on a concurrent write) and delivers
@@ -292,8 +306,8 @@ func (s *Service) deliver(out []Outgoing) {
 		s.sent.Add(1)
 		s.log.Info("notification", "job", n.Job, "rule", n.Rule, "kind", string(n.Kind), "id", n.ID,
 			"channels", o.Channels, "folded", n.Folded, "partial", n.Partial)
-		if s.cfg.Deliverer != nil {
-			s.cfg.Deliverer.Deliver(n, o.Channels)
+		if d := s.out.Load().deliver; d != nil {
+			d.Deliver(n, o.Channels)
 		}
 	}
 }

@@ -68,6 +68,12 @@ func (p Paths) LeaseWatchers() string { return p.Meta() + "/lease-watchers" }
 // CallbackSecret is the meta node of the cluster's callback token secret (readable only with the digest).
 func (p Paths) CallbackSecret() string { return p.Meta() + "/callback-secret" }
 
+// Channels is the meta folder of the cluster's notification channels, one node per channel name.
+func (p Paths) Channels() string { return p.Meta() + "/channels" }
+
+// Channel is one notification channel's node. Only a validated channel name reaches it.
+func (p Paths) Channel(name string) string { return p.Channels() + "/" + name }
+
 // Clock is the meta node written to read ZooKeeper's clock (its mtime).
 func (p Paths) Clock() string { return p.Meta() + "/clock" }
 

@@ -77,6 +77,7 @@ type Registry struct {
 
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{} // WaitGone's one-shot watches, by path
+	chw     channelWatch               // the notification channels' watches
 
 	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
 	clockKnown  atomic.Bool
@@ -252,6 +253,7 @@ func (r *Registry) onSession(ev SessionEvent) {
 	if ev != SessionRenewed {
 		return
 	}
+	r.chw.fire() // the channel watches went with the session: the cache reads them again
 	r.mu.RLock()
 	for _, e := range r.jobs {
 		e.mu.Lock()

@@ -155,11 +155,15 @@ func TestUpgradeFromVersion1(t *testing.T) {
 
 			rec := newLogRecorder()
 			s := openDSN(t, dsn, WithLogger(slog.New(rec)))
-			if n := rec.count("history schema migrated"); n != 1 {
-				t.Errorf("%d migrations logged, want 1 (version 2)", n)
+			all, err := migrations(kind) // the dialects have the same versions
+			if err != nil {
+				t.Fatal(err)
 			}
-			if n := countMigrations(t, kind, dsn); n != 2 {
-				t.Errorf("schema_migrations has %d rows, want 2", n)
+			if n := rec.count("history schema migrated"); n != len(all)-1 {
+				t.Errorf("%d migrations logged, want %d (every version after 1)", n, len(all)-1)
+			}
+			if n := countMigrations(t, kind, dsn); n != len(all) {
+				t.Errorf("schema_migrations has %d rows, want %d", n, len(all))
 			}
 			for _, e := range v1 {
 				if got, want := mustGet(t, s, e.ID), sanitizeExecution(e); !reflect.DeepEqual(got, want) {

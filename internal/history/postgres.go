@@ -297,6 +297,8 @@ func (s *postgresStore) Prune(ctx context.Context, before time.Time, batch int) 
 		 DELETE FROM JOB_EXECUTION_LOG t USING doomed WHERE t.id = doomed.id`,
 		`WITH doomed AS (SELECT id FROM JOB_STATUS_TRACE_LOG WHERE creation_time < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
 		 DELETE FROM JOB_STATUS_TRACE_LOG t USING doomed WHERE t.id = doomed.id`,
+		`WITH doomed AS (SELECT id FROM NOTIFICATION_LOG WHERE finished_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+		 DELETE FROM NOTIFICATION_LOG t USING doomed WHERE t.id = doomed.id`,
 	} {
 		tag, err := s.pool.Exec(ctx, stmt, normalize(before), batch)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/lease"
+	"github.com/ejserver/ejserver/internal/notify"
 )
 
 // Store is the execution history. SQLite and PostgreSQL implement it; Open returns one of them.
@@ -37,8 +38,14 @@ type Store interface {
 	// running: see Execution.Done).
 	LastExecutions(ctx context.Context, jobs []string) (map[string]ejserver.Execution, error)
 
-	// Prune deletes up to batch executions that started before before and up to batch status traces created
-	// before it, and returns how many rows it deleted.
+	// WriteNotification upserts one notification's delivery to one channel (keyed by notification id and
+	// channel).
+	WriteNotification(ctx context.Context, r notify.Record) error
+	// ListNotifications returns one page of notification records, newest finish first.
+	ListNotifications(ctx context.Context, f NotificationFilter) (NotificationPage, error)
+
+	// Prune deletes up to batch executions that started before before, up to batch status traces created
+	// before it and up to batch notification records finished before it, and returns how many rows it deleted.
 	Prune(ctx context.Context, before time.Time, batch int) (int64, error)
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error

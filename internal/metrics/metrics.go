@@ -118,7 +118,8 @@ type Metrics struct {
 	latenessBy    [len(sourceLabels)]prometheus.Observer // by sourceIndex
 	reshardTiming prometheus.Observer
 
-	async asyncMetrics
+	async  asyncMetrics
+	notify notifyMetrics
 }
 
 // New returns a Metrics with its own registry, holding the Go and process collectors too.
@@ -188,6 +189,7 @@ func New(cfg Config) *Metrics {
 	}
 	m.reshardTiming = reshard
 	m.async = newAsyncMetrics(m.reg)
+	m.notify = newNotifyMetrics(m.reg)
 	if !m.perJob {
 		for i, src := range sourceLabels[:srcOther] {
 			m.firesBy[i] = m.fires.WithLabelValues(src)

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -238,4 +239,18 @@ func validHostname(h string) bool {
 		}
 	}
 	return true
+}
+
+// DialContext returns a dial function that checks each resolved address of the target against the policy
+// before the socket connects, as item webhooks do (for other senders: notification channels).
+func (p *TargetPolicy) DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		dd := *d
+		dd.Control = p.control(host)
+		return dd.DialContext(ctx, network, addr)
+	}
 }
