@@ -9,6 +9,6 @@
 //	                  │ quiet period running: fold into the rule's pending digest
 //	tick  ──► Flush(policy, state, now) ──► digests whose quiet period ended
 //
-// An incident opens when a rule sends (or folds) a failure kind and closes with one RECOVERED (same
+// An incident opens when a rule sends (or folds) a failure kind (Opens) and closes with one RECOVERED (same
 // DedupKey) when a later fire of the job ends with every item succeeded.
 package alert

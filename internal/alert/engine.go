@@ -86,14 +86,16 @@ func Decide(p Policy, s State, e Event, now time.Time) (State, []Outgoing) {
 			out = append(out, p.outgoing(r, n))
 			continue
 		}
-		if s.Open == nil {
-			s.Open = map[string]notify.Kind{}
-		}
-		if _, open := s.Open[r.Name]; !open {
+		_, open := s.Open[r.Name]
+		opens := Opens(k) && !open // news: a new incident is never folded
+		if opens {
+			if s.Open == nil {
+				s.Open = map[string]notify.Kind{}
+			}
 			s.Open[r.Name] = k
 		}
 		q := s.Quiet[r.Name]
-		if r.Quiet > 0 && now.Before(q.Until) {
+		if r.Quiet > 0 && now.Before(q.Until) && !opens {
 			q.Pending, q.Folded = &n, q.Folded+1
 			s.setQuiet(r.Name, q)
 			continue
@@ -172,6 +174,17 @@ func (s *State) kindsOf(p Policy, e Event) []notify.Kind {
 		return kinds
 	}
 	return nil
+}
+
+// Opens reports whether a kind opens an incident that a RECOVERED closes: the failures. MISFIRE, FAILOVER,
+// LATE and RUNNING_LONG are told, but a later success is no news after them.
+func Opens(k notify.Kind) bool {
+	switch k {
+	case notify.KindItemFailed, notify.KindFireFailed, notify.KindFailedFiresInARow, notify.KindLeaseExpired,
+		notify.KindNoInstance, notify.KindFireSkipped:
+		return true
+	}
+	return false
 }
 
 // pick returns the most severe of kinds the rule is on: one notification per rule per event.

@@ -48,7 +48,9 @@ func FuzzDecide(f *testing.F) {
 					open[n.DedupKey] = false
 					continue
 				}
-				open[n.DedupKey] = true
+				if Opens(n.Kind) {
+					open[n.DedupKey] = true
+				}
 				if !n.Partial && n.Folded == 0 && n.ScheduledAt.Equal(now) {
 					k := key{n.Rule, fmt.Sprint(fire), string(n.Kind)}
 					if seen[k] && n.Kind != notify.KindMisfire && n.Kind != notify.KindFailover && n.Kind != notify.KindLate {
