@@ -72,6 +72,8 @@ func PolicyFor(namespace string, cfg ejserver.JobConfig, defaults ejserver.Alert
 			}
 		}
 		if len(r.Channels) == 0 {
+			// no such channel: the Deliverer counts and records it as going to an unknown channel
+			r.Channels = []string{"default:" + kind}
 			p.Undeliverable = append(p.Undeliverable, r.Name)
 		}
 		p.Rules = append(p.Rules, r)

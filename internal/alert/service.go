@@ -297,11 +297,11 @@ func (s *Service) apply(p Policy, fn func(State, time.Time) (State, []Outgoing))
 func (s *Service) deliver(out []Outgoing) {
 	for _, o := range out {
 		n := o.Notification
-		if o.Undeliverable || len(o.Channels) == 0 {
+		if o.Undeliverable {
+			// still handed on: the Deliverer counts it (outcome unknown) and records it in the history
 			s.undeliv.Add(1)
 			s.log.Warn("notification has no channel to go to (no default channel of its kind)", "job", n.Job,
-				"rule", n.Rule, "kind", string(n.Kind))
-			continue
+				"rule", n.Rule, "kind", string(n.Kind), "channels", o.Channels)
 		}
 		s.sent.Add(1)
 		s.log.Info("notification", "job", n.Job, "rule", n.Rule, "kind", string(n.Kind), "id", n.ID,
