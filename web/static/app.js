@@ -331,6 +331,7 @@
     if (a === 'create') return formScreen;
     if (a === 'executions') return executionsScreen;
     if (a === 'servers') return serversScreen;
+    if (a === 'alerts') return (main) => alertsView().screen(main);
     return notFoundScreen;
   }
 
@@ -906,6 +907,7 @@
       <div><dt>Replay missed fires</dt><dd>${yes(job.replayMissedFires)}</dd></div>
       <div><dt>Disabled</dt><dd>${yes(job.disabled)}</dd></div>
       ${job.label ? html`<div><dt>Label</dt><dd>${job.label}</dd></div>` : ''}
+      ${alertsView().view(job)}
       ${props.length ? html`<div class="wide"><dt>Properties</dt><dd><ul class="plain">${props.map(([k, v]) => html`<li><code>${k}=${v}</code></li>`)}</ul></dd></div>` : ''}
       <div><dt>Version (ETag)</dt><dd>${job.version}</dd></div>`);
   }
@@ -1155,6 +1157,16 @@
     </div>`;
   }
 
+  // alert rules and hooks (alerts.js), made when first needed: its helpers are defined further down
+  let alertsModule = null;
+  function alertsView() {
+    if (!alertsModule) {
+      alertsModule = window.ejserverAlerts({ html, api, setHTML, $, text, number, area, announce, showFieldErrors,
+        clearFieldErrors, quiet, canWrite, toNumber, loadError });
+    }
+    return alertsModule;
+  }
+
   function clearFieldErrors(form) {
     $$('.error', form).forEach((p) => { if (p.textContent) p.textContent = ''; });
     $$('[aria-invalid]', form).forEach((el) => el.removeAttribute('aria-invalid'));
@@ -1262,6 +1274,7 @@
     if (secret === 'set') webhook.secret = v('webhook.secret');
     if (secret === 'remove') webhook.secret = '';
     body.webhook = webhook;
+    alertsView().read(form, body);
     body.retry = {
       maxAttempts: toNumber(v('retry.maxAttempts')),
       initialBackoffMs: toNumber(v('retry.initialBackoffMs')),
@@ -1381,6 +1394,7 @@
           ${number('f-reconcile', 'reconcileIntervalMinutes', 'Reconcile interval (min)', def(j.reconcileIntervalMinutes, ''), 'default 10')}
           ${number('f-maxconc', 'maxConcurrentRequests', 'Max concurrent requests', j.maxConcurrentRequests || '', 'per peer; empty: the peer\'s limit')}
         </fieldset>
+        ${alertsView().fieldset(j)}
         <fieldset><legend>Properties</legend>
           ${area('f-props', 'props', 'Properties', lines(j.props, '='), 'one key=value a line')}
         </fieldset>
