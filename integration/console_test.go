@@ -639,3 +639,55 @@ func TestConsoleLongRunning(t *testing.T) {
 		t.Fatalf("the console wrote errors:\n%s", strings.Join(probs, "\n"))
 	}
 }
+
+// TestConsoleChannels drives the channels page: create a Slack channel through the form (a bad URL first:
+// the API's field error shows next to the field), test it (the receiver gets the message and the page says
+// it was sent, then lists the send), edit it without retyping the secret URL, and delete it.
+func TestConsoleChannels(t *testing.T) {
+	slack := newCapture(t, nil)
+	c := newCluster(t, 1)
+	p := c.peers[0]
+	b := newBrowser(t, p.URL("/"))
+	b.do("open the console", 20*time.Second, chromedp.Navigate(p.URL("/#/channels")))
+	b.waitText("main h1", "Notification channels", 10*time.Second)
+	b.do("open the form", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-channel-new]`)))
+	b.waitFor("the form", `!!document.getElementById("c-slack-url")`, 5*time.Second)
+	b.set("c-name", "ops-slack")
+	b.set("c-slack-url", "http://example.com/not-https")
+	b.do("submit a bad URL", 10*time.Second, chromedp.Click(chromedp.CSS(`#channel-form button[type="submit"]`)))
+	b.waitText(`[data-field="slack.url"] .error`, "https", 10*time.Second)
+	b.screenshot("channel-form-error.png", false)
+	b.set("c-slack-url", slack.srv.URL+"/services/T/B/console-secret")
+	b.do("create it", 10*time.Second, chromedp.Click(chromedp.CSS(`#channel-form button[type="submit"]`)))
+	b.waitText(`#channels-table tbody tr[data-key="ops-slack"]`, "url set", 10*time.Second)
+	b.waitText("#result", "Created channel ops-slack", 5*time.Second)
+
+	b.do("test it", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-channel-test="ops-slack"]`)))
+	b.waitText("#channel-test-result", "Test notification sent through ops-slack (HTTP 200)", 10*time.Second)
+	if got := slack.wait(t, 1, 5*time.Second)[0]; !strings.Contains(string(got.Body), "Test notification") {
+		t.Fatalf("slack got %s", got.Body)
+	}
+	b.waitText("#notifications-table tbody", "sent", 10*time.Second)
+	b.screenshot("channels.png", false)
+
+	b.do("edit it", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-channel-edit="ops-slack"]`)))
+	b.waitText("#channel-form", "Set: leave empty to keep it.", 5*time.Second)
+	b.set("c-desc", "on call")
+	b.do("save", 10*time.Second, chromedp.Click(chromedp.CSS(`#channel-form button[type="submit"]`)))
+	b.waitText(`#channels-table tbody tr[data-key="ops-slack"]`, "on call", 10*time.Second)
+	var ch map[string]any
+	mustDo(t, p, "POST", "/api/v1/channels/ops-slack/test", nil, http.StatusOK, &ch)
+	if ch["outcome"] != "sent" {
+		t.Fatalf("after an edit that left the URL empty: %v", ch)
+	}
+	if strings.Contains(eval[string](b, `document.body.innerHTML`), "console-secret") {
+		t.Fatal("the page shows the secret URL")
+	}
+
+	b.do("delete it", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-channel-delete="ops-slack"]`)),
+		chromedp.Click(chromedp.CSS("#dialog button.danger")))
+	b.waitFor("the row to go", `!document.querySelector('#channels-table tbody tr[data-key="ops-slack"]')`, 10*time.Second)
+	if probs := b.problems(); len(probs) > 0 {
+		t.Fatalf("the console wrote errors:\n%s", strings.Join(probs, "\n"))
+	}
+}

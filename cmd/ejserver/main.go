@@ -4,6 +4,7 @@
 //	ejserver job ...            list, get, apply, delete, trigger, disable/enable jobs; sharding, history
 //	ejserver server ...         list, disable/enable servers; ejserver instance list
 //	ejserver execution ...      get, list executions; heartbeat, complete for receivers of long-running items
+//	ejserver channel ...        list, get, apply, delete, test notification channels; their history
 //	ejserver cron next EXPR     the next fire times of an expression
 //	ejserver token new|hash     make API tokens
 //	ejserver healthcheck        exit 0 if the local peer's /healthz answers (for container health checks)
@@ -35,6 +36,8 @@ func run(args []string) int {
 		return instanceCmd(args[1:], os.Stdout, os.Stderr)
 	case "execution", "executions":
 		return executionCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case "channel", "channels":
+		return channelCmd(args[1:], os.Stdout, os.Stderr)
 	case "cron":
 		return cronCmd(args[1:], os.Stdout, os.Stderr)
 	case "token":
@@ -64,6 +67,8 @@ Usage:
   ejserver execution heartbeat --callback-url URL --token TOKEN [--progress N] [--message M]
   ejserver execution complete --callback-url URL --token TOKEN --status success|failure [--message M]
                               [--output O|--output-file F] [--has-more]
+  ejserver channel list|get|apply|delete|test|history ...
+                                      notification channels (Slack, email, PagerDuty, ...)
   ejserver cron next 'EXPR' [--tz ZONE] [--count N]
   ejserver token new|hash [--role admin|viewer] [--name NAME]
   ejserver healthcheck [--ready] [--url URL]

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -109,7 +110,7 @@ func recv(t *testing.T, ch <-chan []byte) []byte {
 	case b := <-ch:
 		return b
 	case <-time.After(10 * time.Second):
-		t.Fatal("no request arrived")
+		t.Fatalf("no request arrived: %s", allStacks())
 		return nil
 	}
 }
@@ -128,8 +129,8 @@ func TestHangingChannelHoldsNothing(t *testing.T) {
 	recv(t, slow.got)                               // n1 hangs at the slow service
 	recv(t, fast.got)                               // and reached the fast one meanwhile
 	d.Deliver(note("n2"), []string{"slow", "fast"}) // queued for slow
+	recv(t, fast.got)                               // (fast's queue of one is empty again)
 	d.Deliver(note("n3"), []string{"slow", "fast"}) // slow's queue is full: dropped
-	recv(t, fast.got)
 	recv(t, fast.got)
 	if got := tl.count("slow/dropped"); got != 1 {
 		t.Fatalf("slow/dropped = %d, want 1", got)
@@ -186,6 +187,11 @@ func TestRetriesHonourRetryAfter(t *testing.T) {
 			t.Errorf("%s: %+v, want failed after %d attempts", r.Channel, r, want)
 		}
 	}
+}
+
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
 }
 
 type zeroRand struct{}

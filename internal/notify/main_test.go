@@ -1,9 +1,11 @@
 package notify
 
 import (
+	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain starts the shared ZooKeeper (the store tests) and checks for leaked goroutines.
+func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }

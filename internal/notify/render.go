@@ -66,10 +66,13 @@ func title(n Notification) string {
 	return t
 }
 
+// maxText bounds the notification's text in every format (bytes).
+const maxText = 4000
+
 // lines are n's details as plain-text lines: its text, counts, samples, the folded repeats and a link.
 func lines(n Notification) []string {
 	var out []string
-	if t := strings.TrimSpace(n.Text); t != "" {
+	if t := truncate(strings.TrimSpace(n.Text), maxText); t != "" {
 		out = append(out, strings.Split(t, "\n")...)
 	}
 	if c := n.Counts; c != nil {

@@ -49,7 +49,7 @@ func renderPagerDuty(c Channel, n Notification) (Request, error) {
 	}
 	details := map[string]any{"rule": n.Rule, "notificationId": n.ID}
 	if n.Text != "" {
-		details["text"] = n.Text
+		details["text"] = truncate(n.Text, maxText)
 	}
 	if n.Counts != nil {
 		details["counts"] = n.Counts

@@ -1,5 +1,5 @@
 // ejserver's web console: a client of the REST API at /api/v1, with no framework and no build step.
-// Screens are hash routes (#/jobs, #/jobs/NAME, #/jobs/NAME/edit, #/create, #/executions, #/servers). The open
+// Screens are hash routes (#/jobs, #/jobs/NAME, #/jobs/NAME/edit, #/create, #/executions, #/servers, #/channels). The open
 // screen refreshes itself every POLL_MS while the tab is visible; tables are patched row by row and cell by cell,
 // so a refresh keeps the keyboard focus where it was.
 'use strict';
@@ -332,6 +332,7 @@
     if (a === 'executions') return executionsScreen;
     if (a === 'servers') return serversScreen;
     if (a === 'alerts') return (main) => alertsView().screen(main);
+    if (a === 'channels') return (main) => channelsView().screen(main);
     return notFoundScreen;
   }
 
@@ -1478,6 +1479,12 @@
     const first = $('input:not([readonly])', form);
     if (first && !editing) first.focus();
   }
+
+  // notification channels (channels.js), made on first use: it needs the form helpers defined above
+  let channels = null;
+  const channelsView = () => channels || (channels = window.ejserverChannels({ html, $, $$, setHTML, patchRows, api, path,
+    canWrite, announce, quiet, ApiError, confirmAction, when, field, text, select, check, area, showFieldErrors,
+    clearFieldErrors }));
 
   // ---- start
 
