@@ -2,6 +2,7 @@ package alert
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,6 +23,10 @@ type localFire struct {
 	running int               // items started here and not ended
 	pending []ItemResult      // ends not yet in the ledger
 	queued  bool              // a flush is queued
+	// mine are the records this peer wrote to the fire's ledger: when they are all its records, the peer that
+	// closes the fire reads none
+	mineStarts []startRecord
+	mineEnds   []endRecord
 
 	firstFailure time.Time
 	doneHere     time.Time // every item here ended and was written: waiting for the rest of the cluster
@@ -37,16 +42,20 @@ func fireID(job, key string) string { return job + "/" + key }
 // FireStarted records that this peer starts items of a fire (dispatch.Follower): in the ledger before the
 // items leave, so that every start is known before any end.
 func (s *Service) FireStarted(f dispatch.Fire, items []int) {
-	rec, _ := json.Marshal(startRecord{Instance: s.reg.Me().InstanceID, Items: items, ScheduledAt: f.ScheduledAt,
-		Source: string(f.Source)})
-	if err := s.reg.RecordFireStart(f.Job, f.Key, f.Expected, items, rec); err != nil {
+	start := startRecord{Instance: s.reg.Me().InstanceID, Items: items, ScheduledAt: f.ScheduledAt, Source: string(f.Source)}
+	rec, _ := json.Marshal(start)
+	p, snap := s.policy(f.Job)
+	err := s.reg.RecordFireStart(f.Job, f.Key, s.peer, f.Expected, items, rec, snap != nil && !snap.Config.Hooks.IsZero())
+	if err != nil {
 		s.log.Warn("could not record a fire's start in its ledger", "job", f.Job, "fire", f.Key, "err", err)
 	}
 	s.mu.Lock()
 	lf := s.local(f)
 	lf.running += len(items)
+	if err == nil {
+		lf.mineStarts = append(lf.mineStarts, start)
+	}
 	s.mu.Unlock()
-	p, snap := s.policy(f.Job)
 	if snap != nil && snap.Config.Hooks.BeforeFire != "" {
 		s.enqueue(func() { s.maybeBegan(f, p) })
 	}
@@ -187,11 +196,19 @@ func (s *Service) flush(id string) {
 		items[i] = r.Item
 	}
 	data, _ := json.Marshal(endRecord{Items: batch})
-	if err := s.reg.RecordFireEnd(f.Job, f.Key, items, data); err != nil {
+	snap := s.reg.Job(f.Job)
+	err := s.reg.RecordFireEnd(f.Job, f.Key, s.peer, items, data, snap != nil && !snap.Config.Hooks.IsZero())
+	if errors.Is(err, cluster.ErrFireGone) {
+		s.log.Debug("item ends of a fire already closed", "job", f.Job, "fire", f.Key)
+		s.forget(id, false)
+		return
+	}
+	if err != nil {
 		s.log.Warn("could not record item ends in the fire's ledger", "job", f.Job, "fire", f.Key, "err", err)
 		return
 	}
 	s.mu.Lock()
+	lf.mineEnds = append(lf.mineEnds, endRecord{Items: batch})
 	if lf.running <= 0 && len(lf.pending) == 0 && lf.doneHere.IsZero() {
 		lf.doneHere = s.clk.Now()
 	}
@@ -215,7 +232,7 @@ func (s *Service) check(id string, sweeping bool) {
 		s.log.Warn("could not read a fire's ledger", "job", f.Job, "fire", f.Key, "err", err)
 		return
 	}
-	if !t.Exists || t.Has("closed") {
+	if !t.Exists {
 		s.forget(id, false) // the fire is over cluster-wide: nothing here matters any more
 		return
 	}
@@ -232,7 +249,7 @@ func (s *Service) check(id string, sweeping bool) {
 // lostCheck closes a fire that waits only on items of vanished peers (their sessions are gone; with
 // failover on, after LostGrace for a survivor to re-run them) or on items nobody started (after LostGrace).
 func (s *Service) lostCheck(id string, f dispatch.Fire, t cluster.FireTally) {
-	starts, ends, err := s.records(f)
+	starts, ends, err := s.records(id, f, t)
 	if err != nil {
 		return
 	}
@@ -277,21 +294,38 @@ func (s *Service) lostCheck(id string, f dispatch.Fire, t cluster.FireTally) {
 	s.closeFire(id, f, t)
 }
 
-func (s *Service) records(f dispatch.Fire) ([]startRecord, []endRecord, error) {
-	rawS, rawE, err := s.reg.FireRecords(f.Job, f.Key)
+// records returns a fire's start and end records: from this peer's memory when it wrote every one of them,
+// else read from the ledger.
+func (s *Service) records(id string, f dispatch.Fire, t cluster.FireTally) ([]startRecord, []endRecord, error) {
+	s.mu.Lock()
+	if lf := s.fires[id]; lf != nil && len(lf.mineStarts)+len(lf.mineEnds) == len(t.Records) &&
+		!slices.ContainsFunc(t.Records, func(r cluster.FireRecord) bool { return r.Peer != s.peer }) {
+		starts, ends := slices.Clone(lf.mineStarts), slices.Clone(lf.mineEnds)
+		s.mu.Unlock()
+		return starts, ends, nil
+	}
+	s.mu.Unlock()
+	names := make([]string, len(t.Records))
+	for i, r := range t.Records {
+		names[i] = r.Name
+	}
+	raw, err := s.reg.FireRecordData(f.Job, f.Key, names)
 	if err != nil {
-		s.log.Warn("could not read a fire's ledger", "job", f.Job, "fire", f.Key, "err", err)
+		if !errors.Is(err, cluster.ErrFireGone) {
+			s.log.Warn("could not read a fire's ledger", "job", f.Job, "fire", f.Key, "err", err)
+		}
 		return nil, nil, err
 	}
-	starts := make([]startRecord, 0, len(rawS))
-	for _, b := range rawS {
-		var r startRecord
-		if json.Unmarshal(b, &r) == nil {
-			starts = append(starts, r)
+	var starts []startRecord
+	var ends []endRecord
+	for i, b := range raw {
+		if t.Records[i].Start {
+			var r startRecord
+			if json.Unmarshal(b, &r) == nil {
+				starts = append(starts, r)
+			}
+			continue
 		}
-	}
-	ends := make([]endRecord, 0, len(rawE))
-	for _, b := range rawE {
 		var r endRecord
 		if json.Unmarshal(b, &r) == nil {
 			ends = append(ends, r)
@@ -300,60 +334,80 @@ func (s *Service) records(f dispatch.Fire) ([]startRecord, []endRecord, error) {
 	return starts, ends, nil
 }
 
-// closeFire is done by the one peer that creates the fire's "closed" fence: beforeFire if nobody sent it,
-// the fire's notifications, afterFire, then the ledger and ElasticJob's guarantee nodes are cleared.
+// closeFire closes a complete fire (or one waiting only on lost items): the peer whose multi deletes the
+// fire's ledger (cluster.CloseFire) sends beforeFire if nobody did, the fire's notifications and afterFire,
+// and clears ElasticJob's guarantee nodes.
 func (s *Service) closeFire(id string, f dispatch.Fire, t cluster.FireTally) {
-	won, err := s.reg.FenceFire(f.Job, f.Key, "closed")
-	if err != nil || !won {
-		if err != nil {
-			s.log.Warn("could not fence a fire's end", "job", f.Job, "fire", f.Key, "err", err)
+	for range 3 {
+		starts, ends, err := s.records(id, f, t)
+		if errors.Is(err, cluster.ErrFireGone) {
+			s.forget(id, false)
+			return
 		}
-		s.forget(id, err == nil)
-		return
+		if err != nil {
+			return
+		}
+		err = s.reg.CloseFire(f.Job, f.Key, t)
+		switch {
+		case err == nil:
+			s.closed(f, t, summarize(t.Expected, starts, ends))
+			s.forget(id, false)
+			return
+		case errors.Is(err, cluster.ErrFireGone):
+			s.forget(id, false) // another peer closed it
+			return
+		case errors.Is(err, cluster.ErrFireChanged):
+			// a record or fence came meanwhile (a failover run joined, "began" was taken): look again
+			if t, err = s.reg.TallyFire(f.Job, f.Key); err != nil || !t.Exists {
+				return
+			}
+		default:
+			s.log.Warn("could not close a fire's ledger", "job", f.Job, "fire", f.Key, "err", err)
+			return
+		}
 	}
-	starts, ends, err := s.records(f)
-	if err != nil {
-		return
-	}
-	sum := summarize(t.Expected, starts, ends)
+}
+
+// closed does what the peer that closed a fire does.
+func (s *Service) closed(f dispatch.Fire, t cluster.FireTally, sum Summary) {
 	sum.Event, sum.Namespace, sum.JobName, sum.Fire = "afterFire", s.cfg.Namespace, f.Job, f.Key
 	if sum.ScheduledAt.IsZero() {
 		sum.ScheduledAt, sum.Source = f.ScheduledAt, string(f.Source)
 	}
 	p, snap := s.policy(f.Job)
-	if snap != nil {
-		hooks := snap.Config.Hooks
-		if hooks.BeforeFire != "" && !t.Has("began") {
-			if won, _ := s.reg.FenceFire(f.Job, f.Key, "began"); won {
-				s.postBefore(snap, f, sum.ScheduledAt, sum.Source, t.Expected)
+	if snap == nil {
+		return
+	}
+	hooks := snap.Config.Hooks
+	if hooks.BeforeFire != "" && !t.Has("began") {
+		s.postBefore(snap, f, sum.ScheduledAt, sum.Source, t.Expected)
+	}
+	if p.Wants(notify.KindFireFailed) {
+		e := sum.event()
+		s.apply(p, func(st State, now time.Time) (State, []Outgoing) { return Decide(p, st, e, now) })
+	}
+	if hooks.AfterFire != "" && s.cfg.Hooks != nil {
+		body, _ := json.Marshal(sum)
+		s.cfg.Hooks.Post(HookRequest{URL: hooks.AfterFire, Webhook: snap.Config.Webhook, Job: f.Job,
+			ID: hookID(f.Job, f.Key, "after"), Body: body})
+	}
+	if !hooks.IsZero() { // ElasticJob's clearAllCompletedInfo (and clearAllStartedInfo, if no beforeFire did)
+		for _, which := range []string{cluster.GuaranteeStarted, cluster.GuaranteeCompleted} {
+			if which == cluster.GuaranteeStarted && t.Has("began") {
+				continue
+			}
+			if err := s.reg.ClearGuarantee(f.Job, which); err != nil {
+				s.log.Debug("could not clear guarantee nodes", "job", f.Job, "err", err)
 			}
 		}
-		if p.Wants(notify.KindFireFailed) {
-			e := sum.event()
-			s.apply(p, func(st State, now time.Time) (State, []Outgoing) { return Decide(p, st, e, now) })
-		}
-		if hooks.AfterFire != "" && s.cfg.Hooks != nil {
-			body, _ := json.Marshal(sum)
-			s.cfg.Hooks.Post(HookRequest{URL: hooks.AfterFire, Webhook: snap.Config.Webhook, Job: f.Job,
-				ID: hookID(f.Job, f.Key, "after"), Body: body})
-		}
-	}
-	for _, which := range []string{cluster.GuaranteeStarted, cluster.GuaranteeCompleted} {
-		if err := s.reg.ClearGuarantee(f.Job, which); err != nil {
-			s.log.Debug("could not clear guarantee nodes", "job", f.Job, "err", err)
-		}
-	}
-	if err := s.reg.DropFire(f.Job, f.Key); err != nil {
-		s.log.Warn("could not drop a fire's ledger", "job", f.Job, "fire", f.Key, "err", err)
 	}
 	s.dropOldFences(f.Job)
-	s.forget(id, false)
 }
 
 // maybeBegan sends beforeFire from the one peer that fences "began" once every item of the fire started.
 func (s *Service) maybeBegan(f dispatch.Fire, _ Policy) {
 	t, err := s.reg.TallyFire(f.Job, f.Key)
-	if err != nil || t.Expected == 0 || t.Started < t.Expected || t.Has("began") || t.Has("closed") {
+	if err != nil || t.Expected == 0 || t.Started < t.Expected || t.Has("began") {
 		return
 	}
 	won, err := s.reg.FenceFire(f.Job, f.Key, "began")
@@ -388,8 +442,17 @@ func (s *Service) forget(id string, onlyIfDone bool) {
 // fenceAge bounds how long an event fence is kept: past it, the same (job, fire, kind) cannot come again.
 const fenceAge = time.Hour
 
-// dropOldFences deletes the job's event fences of fires older than fenceAge.
+// dropOldFences deletes the job's event fences of fires older than fenceAge (at most every ten minutes
+// per job on a peer: listing them is a read).
 func (s *Service) dropOldFences(job string) {
+	now := s.clk.Now()
+	s.mu.Lock()
+	if last, ok := s.fencesSwept[job]; ok && now.Sub(last) < 10*time.Minute {
+		s.mu.Unlock()
+		return
+	}
+	s.fencesSwept[job] = now
+	s.mu.Unlock()
 	keys, err := s.reg.EventFences(job)
 	if err != nil {
 		return
@@ -468,14 +531,14 @@ func (s *Service) sweep(now time.Time) {
 // still run.
 func (s *Service) sendPartial(f dispatch.Fire) {
 	t, err := s.reg.TallyFire(f.Job, f.Key)
-	if err != nil || !t.Exists || t.Has("closed") || t.Ended >= t.Expected {
+	if err != nil || !t.Exists || t.Ended >= t.Expected {
 		return
 	}
 	won, err := s.reg.FenceFire(f.Job, f.Key, "partial")
 	if err != nil || !won {
 		return
 	}
-	starts, ends, err := s.records(f)
+	starts, ends, err := s.records(fireID(f.Job, f.Key), f, t)
 	if err != nil {
 		return
 	}

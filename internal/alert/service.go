@@ -1,6 +1,8 @@
 package alert
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,15 +23,15 @@ import (
 type Registry interface {
 	Job(name string) *cluster.JobSnapshot
 	Me() cluster.Identity
-	RecordFireStart(job, fire string, expected int, items []int, data []byte) error
-	RecordFireEnd(job, fire string, items []int, data []byte) error
+	RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool) error
+	RecordFireEnd(job, fire, peer string, items []int, data []byte, guarantee bool) error
 	TallyFire(job, fire string) (cluster.FireTally, error)
-	FireRecords(job, fire string) (starts, ends [][]byte, err error)
+	FireRecordData(job, fire string, names []string) ([][]byte, error)
 	FenceFire(job, fire, fence string) (bool, error)
+	CloseFire(job, fire string, t cluster.FireTally) error
 	FenceEvent(job, key string) (bool, error)
 	EventFences(job string) ([]string, error)
 	DropEventFence(job, key string) error
-	DropFire(job, fire string) error
 	ClearGuarantee(job, which string) error
 	ReadAlertState(job string) ([]byte, int32, error)
 	WriteAlertState(job string, data []byte, version int32) error
@@ -81,9 +83,12 @@ type Service struct {
 	defaults atomic.Pointer[ejserver.Alerts]
 	out      atomic.Pointer[outlets]
 
-	mu        sync.Mutex
-	fires     map[string]*localFire // by job + "/" + key
-	digestDue map[string]time.Time  // jobs whose state holds a quiet-period digest, and when it is due
+	peer string // this peer's tag in the fire ledger's record names
+
+	mu          sync.Mutex
+	fires       map[string]*localFire // by job + "/" + key
+	digestDue   map[string]time.Time  // jobs whose state holds a quiet-period digest, and when it is due
+	fencesSwept map[string]time.Time  // jobs whose old event fences this peer dropped, and when
 
 	queue   chan func()
 	dropped atomic.Int64
@@ -116,7 +121,8 @@ func NewService(cfg ServiceConfig) *Service {
 		cfg.Queue = 4096
 	}
 	s := &Service{cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, fires: map[string]*localFire{},
-		digestDue: map[string]time.Time{}, queue: make(chan func(), cfg.Queue), stop: make(chan struct{})}
+		digestDue: map[string]time.Time{}, fencesSwept: map[string]time.Time{}, peer: peerTag(cfg.Registry.Me().InstanceID),
+		queue: make(chan func(), cfg.Queue), stop: make(chan struct{})}
 	s.defaults.Store(&ejserver.Alerts{})
 	s.out.Store(&outlets{deliver: cfg.Deliverer, defaultChannel: cfg.DefaultChannel})
 	return s
@@ -275,6 +281,9 @@ func (s *Service) apply(p Policy, fn func(State, time.Time) (State, []Outgoing))
 			s.log.Error("could not encode the alert state", "job", p.Job, "err", err)
 			return
 		}
+		if len(out) == 0 && (string(b) == string(data) || (len(data) == 0 && string(b) == "{}")) {
+			return // nothing to say and nothing changed: no write
+		}
 		if err := s.reg.WriteAlertState(p.Job, b, version); errors.Is(err, cluster.ErrStateChanged) {
 			continue
 		} else if err != nil {
@@ -310,6 +319,12 @@ func (s *Service) deliver(out []Outgoing) {
 			d.Deliver(n, o.Channels)
 		}
 	}
+}
+
+// peerTag names this peer in the fire ledger's record names: 8 hex digits of its instance id.
+func peerTag(instance string) string {
+	sum := sha256.Sum256([]byte(instance))
+	return hex.EncodeToString(sum[:4])
 }
 
 // single decides an event not tied to a fire's end, fenced so that one peer of the cluster decides it:
