@@ -293,6 +293,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	reg.OnEvent(func(ev cluster.Event) {
 		if ev.Kind == cluster.JobRemoved {
 			mets.ForgetJob(ev.Job)
+			alerting.svc.ForgetJob(ev.Job)
 		}
 	})
 	if err := coord.Start(ctx); err != nil {

@@ -35,6 +35,7 @@ type Registry interface {
 	ClearGuarantee(job, which string) error
 	ReadAlertState(job string) ([]byte, int32, error)
 	WriteAlertState(job string, data []byte, version int32) error
+	DropAlertState(job string) error
 	ReadAlertDefaults() ([]byte, error)
 	WriteAlertDefaults(data []byte) error
 }
@@ -367,6 +368,20 @@ func (s *Service) tick(now time.Time) {
 		s.apply(p, func(st State, now time.Time) (State, []Outgoing) { return Flush(p, st, now) })
 	}
 	s.sweep(now)
+}
+
+// ForgetJob drops a deleted job's alert state and event fences (any peer may: it is idempotent). The fires
+// in flight close as usual, without notifications or hooks: the job is gone.
+func (s *Service) ForgetJob(job string) {
+	s.enqueue(func() {
+		if err := s.reg.DropAlertState(job); err != nil {
+			s.log.Debug("could not drop a deleted job's alert state", "job", job, "err", err)
+		}
+		s.mu.Lock()
+		delete(s.digestDue, job)
+		delete(s.fencesSwept, job)
+		s.mu.Unlock()
+	})
 }
 
 // LeaseEnded records the end of an accepted item in its fire's ledger (async.Follower), and tells an

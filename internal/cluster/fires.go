@@ -349,3 +349,24 @@ func (r *Registry) WriteAlertDefaults(data []byte) error {
 	}
 	return err
 }
+
+// DropAlertState deletes a job's alert state and its event fences (the job was deleted); gone already is fine.
+func (r *Registry) DropAlertState(job string) error {
+	if err := r.s.del(r.p.alertState(job), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	kids, err := r.EventFences(job)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := r.DropEventFence(job, k); err != nil {
+			return err
+		}
+	}
+	if err := r.s.del(r.p.alertFences(job), -1); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) {
+		return err
+	}
+	r.firesMade.Delete(job)
+	return nil
+}
