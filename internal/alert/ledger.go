@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/notify"
@@ -78,7 +79,7 @@ func (s *Service) ItemLeft(f dispatch.Fire, item int, _ string, at time.Time) {
 	lf := s.local(f)
 	lf.left[item] = at
 	tellLate := false
-	if !lf.late && f.Source == "NORMAL" {
+	if !lf.late && f.Source == ejserver.SourceNormal {
 		lf.late = true
 		tellLate = true
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/lease"
@@ -82,6 +83,11 @@ type peer struct {
 }
 
 func newPeers(t *testing.T, n int, cfg ejserver.JobConfig) []*peer {
+	return newPeersClock(t, n, cfg, nil)
+}
+
+// newPeersClock starts n peers whose alert services run on clk (nil: the real clock).
+func newPeersClock(t *testing.T, n int, cfg ejserver.JobConfig, clk *clock.Fake) []*peer {
 	t.Helper()
 	ns := zktest.Namespace("alert")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -120,10 +126,19 @@ func newPeers(t *testing.T, n int, cfg ejserver.JobConfig) []*peer {
 		hooks.Start()
 		t.Cleanup(hooks.Stop)
 		out := &recorder{}
-		svc := NewService(ServiceConfig{Registry: reg, Deliverer: out, Namespace: ns, Hooks: hooks, Logger: log,
-			Tick: 20 * time.Millisecond, SweepEvery: 50 * time.Millisecond, LostGrace: 200 * time.Millisecond})
+		scfg := ServiceConfig{Registry: reg, Deliverer: out, Namespace: ns, Hooks: hooks, Logger: log,
+			Tick: 20 * time.Millisecond, SweepEvery: 50 * time.Millisecond, LostGrace: 200 * time.Millisecond}
+		var made <-chan struct{}
+		if clk != nil {
+			scfg.Clock = clk
+			made = clk.TimerCreated()
+		}
+		svc := NewService(scfg)
 		if err := svc.Start(); err != nil {
 			t.Fatal(err)
+		}
+		if made != nil {
+			<-made // its ticker's timer exists: Advance reaches it
 		}
 		t.Cleanup(svc.Stop)
 		peers = append(peers, &peer{reg: reg, svc: svc, out: out})
@@ -264,7 +279,7 @@ func TestOverlappingFiresEachEndWithTheirOwnItems(t *testing.T) {
 	}
 	// the accepted item of fire 1 ends; peer b hears its lease end
 	b.svc.LeaseEnded(lease.Lease{ExecutionID: "e0", JobName: "settle", ShardingItem: 0, State: lease.Succeeded,
-		Source: "NORMAL", ScheduledAt: at, StartedAt: at, EndedAt: at.Add(3 * time.Second), Fire: f1.Key})
+		Source: string(ejserver.SourceNormal), ScheduledAt: at, StartedAt: at, EndedAt: at.Add(3 * time.Second), Fire: f1.Key})
 	waitFor(t, "fire 1's afterFire", func() bool { return len(hooks.events("afterFire")) == 2 })
 	after := hooks.events("afterFire")[1]
 	if after["fire"] != f1.Key || after["counts"].(map[string]any)["succeeded"] != 4.0 {
@@ -300,5 +315,70 @@ func TestFireOfAVanishedPeerClosesWithLostItems(t *testing.T) {
 	waitFor(t, "the FIRE_FAILED", func() bool { return len(a.out.all()) == 1 })
 	if n := a.out.all()[0]; n.Counts.Lost != 2 {
 		t.Fatalf("notification %+v", n)
+	}
+}
+
+func kinds0(ns []notify.Notification) map[notify.Kind]int {
+	out := map[notify.Kind]int{}
+	for _, n := range ns {
+		out[n.Kind]++
+	}
+	return out
+}
+
+// LATE, RUNNING_LONG and LEASE_EXPIRED seen on two peers: one notification each.
+func TestSingleEventsOncePerFire(t *testing.T) {
+	cfg := alertJob(t, nil)
+	cfg.Alerts = ejserver.Alerts{LateAfterMs: 500, RunningLongerThanSeconds: 1, Rules: []ejserver.AlertRule{{
+		On: []string{ejserver.EventLate, ejserver.EventRunningLong, ejserver.EventLeaseExpired}, Channels: []string{"ops"}}}}
+	peers := newPeers(t, 2, cfg)
+	a, b := peers[0], peers[1]
+	at := time.Now().Add(-3 * time.Second).Truncate(time.Second)
+	f := dispatch.Fire{Job: "settle", Key: dispatch.FireKey(at, ""), ScheduledAt: at, Source: ejserver.SourceNormal, Expected: 4}
+	a.svc.FireStarted(f, []int{0, 1})
+	b.svc.FireStarted(f, []int{2, 3})
+	a.svc.ItemLeft(f, 0, "e0", at.Add(2*time.Second)) // late, and still running after a second
+	b.svc.ItemLeft(f, 2, "e2", at.Add(2*time.Second))
+	l := lease.Lease{ExecutionID: "e3", JobName: "settle", ShardingItem: 3, State: lease.Expired, Source: string(ejserver.SourceNormal),
+		ScheduledAt: at, StartedAt: at, EndedAt: at.Add(time.Second), Fire: f.Key, Cause: "no heartbeat"}
+	a.svc.LeaseEnded(l)
+	b.svc.LeaseEnded(l)
+	waitFor(t, "the three notifications", func() bool { return len(delivered(peers)) >= 3 })
+	time.Sleep(500 * time.Millisecond) // a bounded wait for a duplicate that must NOT come
+	got := kinds0(delivered(peers))
+	if got[notify.KindLate] != 1 || got[notify.KindRunningLong] != 1 || got[notify.KindLeaseExpired] != 1 || len(delivered(peers)) != 3 {
+		t.Fatalf("delivered %v", got)
+	}
+}
+
+// A fire whose other items still run tells its failures so far a minute after the first, then the rest at
+// its end (clock injected).
+func TestPartialThenTheRest(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	cfg := alertJob(t, nil)
+	cfg.Alerts = ejserver.Alerts{Rules: []ejserver.AlertRule{{On: []string{ejserver.EventItemFailed}, Channels: []string{"ops"}}}}
+	peers := newPeersClock(t, 1, cfg, clk)
+	a := peers[0]
+	at := clk.Now().Truncate(time.Second)
+	f := dispatch.Fire{Job: "settle", Key: dispatch.FireKey(at, ""), ScheduledAt: at, Source: ejserver.SourceNormal, Expected: 4}
+	a.svc.FireStarted(f, []int{0, 1, 2, 3})
+	a.svc.ItemEnded(f, end(0, dispatch.OutcomeFailed))
+	a.svc.ItemEnded(f, end(1, dispatch.OutcomeSucceeded))
+	waitFor(t, "the ends in the ledger", func() bool {
+		tally, err := a.reg.TallyFire("settle", f.Key)
+		return err == nil && tally.Ended == 2
+	})
+	clk.Advance(PartialAfter + time.Second)
+	waitFor(t, "the partial notification", func() bool { return len(a.out.all()) == 1 })
+	p := a.out.all()[0]
+	if !p.Partial || p.Counts.Failed != 1 || p.Counts.Running != 2 || len(p.Samples) != 1 || p.Samples[0].Item != 0 {
+		t.Fatalf("partial %+v", p)
+	}
+	a.svc.ItemEnded(f, end(2, dispatch.OutcomeFailed))
+	a.svc.ItemEnded(f, end(3, dispatch.OutcomeSucceeded))
+	waitFor(t, "the rest", func() bool { return len(a.out.all()) == 2 })
+	rest := a.out.all()[1]
+	if rest.Partial || rest.Counts.Failed != 2 || len(rest.Samples) != 1 || rest.Samples[0].Item != 2 {
+		t.Fatalf("the end's notification %+v", rest)
 	}
 }

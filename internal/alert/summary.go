@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/notify"
 )
@@ -86,7 +87,7 @@ func summarize(expected int, starts []startRecord, ends []endRecord) Summary {
 	}
 	started := map[int]bool{}
 	for _, st := range starts {
-		if s.ScheduledAt.IsZero() || st.Source == "NORMAL" {
+		if s.ScheduledAt.IsZero() || st.Source == string(ejserver.SourceNormal) {
 			s.ScheduledAt, s.Source = st.ScheduledAt, st.Source
 		}
 		for _, i := range st.Items {
