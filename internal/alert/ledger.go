@@ -28,6 +28,8 @@ type localFire struct {
 	// closes the fire reads none
 	mineStarts []startRecord
 	mineEnds   []endRecord
+	mineNames  []cluster.FireRecord // their nodes
+	mineItems  int                  // items this peer's start records hold
 
 	firstFailure time.Time
 	doneHere     time.Time // every item here ended and was written: waiting for the rest of the cluster
@@ -46,7 +48,7 @@ func (s *Service) FireStarted(f dispatch.Fire, items []int) {
 	start := startRecord{Instance: s.reg.Me().InstanceID, Items: items, ScheduledAt: f.ScheduledAt, Source: string(f.Source)}
 	rec, _ := json.Marshal(start)
 	p, snap := s.policy(f.Job)
-	err := s.reg.RecordFireStart(f.Job, f.Key, s.peer, f.Expected, items, rec, snap != nil && !snap.Config.Hooks.IsZero())
+	name, err := s.reg.RecordFireStart(f.Job, f.Key, s.peer, f.Expected, items, rec, snap != nil && !snap.Config.Hooks.IsZero())
 	if err != nil {
 		s.log.Warn("could not record a fire's start in its ledger", "job", f.Job, "fire", f.Key, "err", err)
 	}
@@ -55,6 +57,8 @@ func (s *Service) FireStarted(f dispatch.Fire, items []int) {
 	lf.running += len(items)
 	if err == nil {
 		lf.mineStarts = append(lf.mineStarts, start)
+		lf.mineNames = append(lf.mineNames, cluster.FireRecord{Name: name, Start: true, N: len(items), Peer: s.peer})
+		lf.mineItems += len(items)
 	}
 	s.mu.Unlock()
 	if snap != nil && snap.Config.Hooks.BeforeFire != "" {
@@ -198,7 +202,7 @@ func (s *Service) flush(id string) {
 	}
 	data, _ := json.Marshal(endRecord{Items: batch})
 	snap := s.reg.Job(f.Job)
-	err := s.reg.RecordFireEnd(f.Job, f.Key, s.peer, items, data, snap != nil && !snap.Config.Hooks.IsZero())
+	name, err := s.reg.RecordFireEnd(f.Job, f.Key, s.peer, items, data, snap != nil && !snap.Config.Hooks.IsZero())
 	if errors.Is(err, cluster.ErrFireGone) {
 		s.log.Debug("item ends of a fire already closed", "job", f.Job, "fire", f.Key)
 		s.forget(id, false)
@@ -210,10 +214,32 @@ func (s *Service) flush(id string) {
 	}
 	s.mu.Lock()
 	lf.mineEnds = append(lf.mineEnds, endRecord{Items: batch})
-	if lf.running <= 0 && len(lf.pending) == 0 && lf.doneHere.IsZero() {
+	lf.mineNames = append(lf.mineNames, cluster.FireRecord{Name: name, N: len(items), Peer: s.peer})
+	done := lf.running <= 0 && len(lf.pending) == 0
+	if done && lf.doneHere.IsZero() {
 		lf.doneHere = s.clk.Now()
 	}
+	// this peer started every item of the fire and every one ended: it closes the fire without reading the
+	// ledger (a record of another peer would fail the close, which then reads it)
+	var alone *cluster.FireTally
+	if done && f.Expected > 0 && lf.mineItems >= f.Expected {
+		t := cluster.FireTally{Exists: true, Expected: f.Expected, Records: slices.Clone(lf.mineNames)}
+		for _, r := range t.Records {
+			if r.Start {
+				t.Started += r.N
+			} else {
+				t.Ended += r.N
+			}
+		}
+		if t.Ended >= t.Started {
+			alone = &t
+		}
+	}
 	s.mu.Unlock()
+	if alone != nil {
+		s.closeFire(id, f, *alone, false)
+		return
+	}
 	s.check(id, false)
 }
 
@@ -237,8 +263,8 @@ func (s *Service) check(id string, sweeping bool) {
 		s.forget(id, false) // the fire is over cluster-wide: nothing here matters any more
 		return
 	}
-	if t.Expected > 0 && t.Started >= t.Expected && t.Ended >= t.Started {
-		s.closeFire(id, f, t)
+	if complete(t) {
+		s.closeFire(id, f, t, false)
 		return
 	}
 	if !sweeping {
@@ -292,7 +318,12 @@ func (s *Service) lostCheck(id string, f dispatch.Fire, t cluster.FireTally) {
 	if (snap.Config.Failover || missing) && waited < s.cfg.LostGrace {
 		return
 	}
-	s.closeFire(id, f, t)
+	s.closeFire(id, f, t, true)
+}
+
+// complete reports whether every expected item of a fire started and ended.
+func complete(t cluster.FireTally) bool {
+	return t.Expected > 0 && t.Started >= t.Expected && t.Ended >= t.Started
 }
 
 // records returns a fire's start and end records: from this peer's memory when it wrote every one of them,
@@ -338,7 +369,7 @@ func (s *Service) records(id string, f dispatch.Fire, t cluster.FireTally) ([]st
 // closeFire closes a complete fire (or one waiting only on lost items): the peer whose multi deletes the
 // fire's ledger (cluster.CloseFire) sends beforeFire if nobody did, the fire's notifications and afterFire,
 // and clears ElasticJob's guarantee nodes.
-func (s *Service) closeFire(id string, f dispatch.Fire, t cluster.FireTally) {
+func (s *Service) closeFire(id string, f dispatch.Fire, t cluster.FireTally, lost bool) {
 	for range 3 {
 		starts, ends, err := s.records(id, f, t)
 		if errors.Is(err, cluster.ErrFireGone) {
@@ -358,9 +389,12 @@ func (s *Service) closeFire(id string, f dispatch.Fire, t cluster.FireTally) {
 			s.forget(id, false) // another peer closed it
 			return
 		case errors.Is(err, cluster.ErrFireChanged):
-			// a record or fence came meanwhile (a failover run joined, "began" was taken): look again
+			// a record or fence came meanwhile (a failover run joined, another peer's items): look again
 			if t, err = s.reg.TallyFire(f.Job, f.Key); err != nil || !t.Exists {
 				return
+			}
+			if !lost && !complete(t) {
+				return // its last end will close it
 			}
 		default:
 			s.log.Warn("could not close a fire's ledger", "job", f.Job, "fire", f.Key, "err", err)

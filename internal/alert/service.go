@@ -23,8 +23,8 @@ import (
 type Registry interface {
 	Job(name string) *cluster.JobSnapshot
 	Me() cluster.Identity
-	RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool) error
-	RecordFireEnd(job, fire, peer string, items []int, data []byte, guarantee bool) error
+	RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool) (string, error)
+	RecordFireEnd(job, fire, peer string, items []int, data []byte, guarantee bool) (string, error)
 	TallyFire(job, fire string) (cluster.FireTally, error)
 	FireRecordData(job, fire string, names []string) ([][]byte, error)
 	FenceFire(job, fire, fence string) (bool, error)

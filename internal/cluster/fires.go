@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,11 +74,12 @@ type FireTally struct {
 func (t FireTally) Has(fence string) bool { return slices.Contains(t.Fences, fence) }
 
 // RecordFireStart records that this peer (peer: a short tag of it) started items of a fire, creating the fire's
-// node if it is the first, with ElasticJob's guarantee/started/{i} nodes when guarantee is set.
-func (r *Registry) RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool) error {
+// node if it is the first, with ElasticJob's guarantee/started/{i} nodes when guarantee is set. It returns the
+// record's node name.
+func (r *Registry) RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool) (string, error) {
 	if _, ok := r.firesMade.Load(job); !ok {
 		if err := r.s.ensurePath(r.p.firesOf(job)); err != nil {
-			return err
+			return "", err
 		}
 		r.firesMade.Store(job, struct{}{})
 	}
@@ -87,8 +89,8 @@ func (r *Registry) RecordFireStart(job, fire, peer string, expected int, items [
 }
 
 // RecordFireEnd records that items of a fire ended on this peer, with ElasticJob's guarantee/completed/{i}
-// nodes when guarantee is set; ErrFireGone when the fire was closed already.
-func (r *Registry) RecordFireEnd(job, fire, peer string, items []int, data []byte, guarantee bool) error {
+// nodes when guarantee is set; ErrFireGone when the fire was closed already. It returns the record's node name.
+func (r *Registry) RecordFireEnd(job, fire, peer string, items []int, data []byte, guarantee bool) (string, error) {
 	ops := []any{r.s.opCreate(r.p.fire(job, fire)+fmt.Sprintf("/e-%d-%s-", len(items), peer), data, zk.FlagSequence)}
 	return r.createLedger(job, ops, GuaranteeCompleted, items, guarantee, false)
 }
@@ -96,7 +98,7 @@ func (r *Registry) RecordFireEnd(job, fire, peer string, items []int, data []byt
 // createLedger submits a record's ops with the guarantee nodes of items. A create of the fire's node (first)
 // that finds it, or a guarantee node left by an overlapping fire, is dropped from the group and the rest sent
 // again; a missing guarantee folder is made (unless the job went).
-func (r *Registry) createLedger(job string, ops []any, which string, items []int, guarantee, start bool) error {
+func (r *Registry) createLedger(job string, ops []any, which string, items []int, guarantee, start bool) (string, error) {
 	withFire := start
 	record := 0
 	if withFire {
@@ -109,25 +111,25 @@ func (r *Registry) createLedger(job string, ops []any, which string, items []int
 		}
 	}
 	for range len(ops) + 3 {
-		_, err := r.b.submit(ops...)
+		resps, err := r.b.submit(ops...)
 		var oe *OpError
 		switch {
 		case err == nil:
-			return nil
+			return path.Base(resps[record].String), nil
 		case !errors.As(err, &oe):
-			return err
+			return "", err
 		case withFire && oe.Op == 0 && errors.Is(oe.Err, zk.ErrNodeExists):
 			ops, withFire, record = ops[1:], false, 0 // another peer made the fire's node
 		case oe.Op > record && errors.Is(oe.Err, zk.ErrNodeExists):
 			ops = slices.Delete(ops, oe.Op, oe.Op+1)
 		case oe.Op <= record && errors.Is(oe.Err, zk.ErrNoNode):
 			if !start {
-				return ErrFireGone // an end record for a fire that was closed
+				return "", ErrFireGone // an end record for a fire that was closed
 			}
 			// the fires folder is missing, or the fire was closed between our two tries: make them again
 			r.firesMade.Delete(job)
 			if err := r.s.ensurePath(r.p.firesOf(job)); err != nil {
-				return err
+				return "", err
 			}
 			r.firesMade.Store(job, struct{}{})
 			if !withFire {
@@ -141,13 +143,13 @@ func (r *Registry) createLedger(job string, ops []any, which string, items []int
 				continue
 			}
 			if err := r.s.ensurePath(r.p.guarantee(job, which)); err != nil {
-				return err
+				return "", err
 			}
 		default:
-			return err
+			return "", err
 		}
 	}
-	return fmt.Errorf("record in the fire ledger of job %q: too many retries", job)
+	return "", fmt.Errorf("record in the fire ledger of job %q: too many retries", job)
 }
 
 // TallyFire reads a fire's children: its records and fences (one read).
