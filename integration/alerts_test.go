@@ -148,9 +148,9 @@ func TestAlertsQuietPeriodAndRecovery(t *testing.T) {
 	}
 
 	failing.Store(false)
-	reqs := pd.wait(t, 2, 30*time.Second)
+	pd.wait(t, 2, 30*time.Second)
 	time.Sleep(3 * time.Second) // more successful fires: no second resolve may follow
-	reqs = pd.all()
+	reqs := pd.all()
 	var events []struct {
 		EventAction string `json:"event_action"`
 		DedupKey    string `json:"dedup_key"`
