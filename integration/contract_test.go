@@ -493,6 +493,51 @@ func TestAPIContract(t *testing.T) {
 		t.Fatalf("a heartbeat after the end: %+v", pr)
 	}
 
+	// notification channels: admin writes, any token reads; secrets never in an answer
+	slackHook := newCapture(t, nil)
+	slackCh := map[string]any{"name": "ops-slack", "kind": "slack", "default": true, "description": "on call",
+		"slack": map[string]any{"url": slackHook.srv.URL + "/services/T/B/contract-secret"}}
+	k.problem(call{method: "POST", path: "/api/v1/channels", token: V, body: slackCh}, 403)
+	if pr := k.problem(call{method: "POST", path: "/api/v1/channels", token: A, body: map[string]any{"name": "x", "kind": "slack",
+		"slack": map[string]any{"url": "http://example.com/x"}}}, 400); pr.Field != "slack.url" {
+		t.Fatalf("bad channel: %+v", pr)
+	}
+	chCreated := k.do(call{method: "POST", path: "/api/v1/channels", token: A, body: slackCh}, 201)
+	k.problem(call{method: "POST", path: "/api/v1/channels", token: A, body: slackCh}, 409)
+	k.do(call{method: "POST", path: "/api/v1/channels", token: A, body: map[string]any{"name": "ops-mail", "kind": "email",
+		"email": map[string]any{"host": "127.0.0.1", "port": 1, "tls": "tls", "username": "u", "password": "contract-pass",
+			"from": "a@example.com", "to": []string{"b@example.com"}}}}, 201)
+	listed := k.do(call{method: "GET", path: "/api/v1/channels", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/channels", token: "wrong-token-0123456789"}, 401)
+	chGot := k.do(call{method: "GET", path: "/api/v1/channels/ops-slack", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/channels/nope", token: V}, 404)
+	for _, b := range [][]byte{chCreated, listed, chGot} {
+		if strings.Contains(string(b), "contract-secret") || strings.Contains(string(b), "contract-pass") {
+			t.Fatalf("a channel answer holds a secret: %s", b)
+		}
+	}
+	k.do(call{method: "PUT", path: "/api/v1/channels/ops-slack", token: A, header: map[string]string{"If-Match": `"0"`},
+		body: map[string]any{"kind": "slack", "default": true, "slack": map[string]any{}}}, 200)
+	k.problem(call{method: "PUT", path: "/api/v1/channels/ops-slack", token: A, header: map[string]string{"If-Match": `"0"`},
+		body: map[string]any{"kind": "slack", "slack": map[string]any{}}}, 412)
+	k.problem(call{method: "PUT", path: "/api/v1/channels/ops-slack", token: V, body: map[string]any{"kind": "slack"}}, 403)
+	var chTest struct{ Outcome string }
+	json.Unmarshal(k.do(call{method: "POST", path: "/api/v1/channels/ops-slack/test", token: A}, 200), &chTest)
+	if chTest.Outcome != "sent" {
+		t.Fatalf("channel test: %+v", chTest)
+	}
+	json.Unmarshal(k.do(call{method: "POST", path: "/api/v1/channels/ops-mail/test", token: A}, 200), &chTest)
+	if chTest.Outcome != "failed" {
+		t.Fatalf("a channel with no SMTP server: %+v", chTest)
+	}
+	k.problem(call{method: "POST", path: "/api/v1/channels/nope/test", token: A}, 404)
+	k.problem(call{method: "POST", path: "/api/v1/channels/ops-slack/test", token: V}, 403)
+	k.do(call{method: "GET", path: "/api/v1/notifications?channel=ops-slack&limit=5", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/notifications?outcome=great", token: V}, 400)
+	k.problem(call{method: "DELETE", path: "/api/v1/channels/ops-mail", token: V}, 403)
+	k.do(call{method: "DELETE", path: "/api/v1/channels/ops-mail", token: A}, 204)
+	k.problem(call{method: "DELETE", path: "/api/v1/channels/ops-mail", token: A}, 404)
+
 	// delete
 	k.problem(call{method: "DELETE", path: "/api/v1/jobs/beta", token: V}, 403)
 	k.do(call{method: "DELETE", path: "/api/v1/jobs/beta", token: A}, 204)
@@ -533,7 +578,7 @@ func TestAPIContract(t *testing.T) {
 
 	// the server's log names the token holder for writes and never holds a token
 	log := p.Log()
-	for _, secret := range []string{adminToken, viewerToken, "wrong-token-0123456789", testSecret, ap.CallbackToken} {
+	for _, secret := range []string{adminToken, viewerToken, "wrong-token-0123456789", testSecret, ap.CallbackToken, "contract-secret", "contract-pass"} {
 		if strings.Contains(log, secret) {
 			t.Fatalf("the log holds a secret (%s...)", secret[:8])
 		}

@@ -324,14 +324,16 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	// Notification channels: a watched cache of the cluster's channels, and the dispatcher that delivers
 	// to them off the dispatch path. The dispatcher is the notify.Deliverer alert rules hand their
 	// notifications to.
-	channels := notify.NewStore(notify.StoreConfig{Registry: reg, Logger: log, Clock: clk})
+	var dispatcher *notify.Dispatcher // set before the store's watch starts, which is what calls OnRemoved
+	channels := notify.NewStore(notify.StoreConfig{Registry: reg, Logger: log, Clock: clk,
+		OnRemoved: func(name string) { mets.ForgetChannel(name); dispatcher.Forget(name) }})
+	dispatcher = notify.NewDispatcher(notify.DispatcherConfig{Channels: channels, Recorder: store, Observer: mets,
+		Dial:     allow.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
+		Instance: c.instanceID, UserAgent: "ejserver/" + version, Clock: clk, Logger: log})
 	if err := channels.Start(ctx); err != nil {
 		return abort(err)
 	}
 	defer channels.Stop()
-	dispatcher := notify.NewDispatcher(notify.DispatcherConfig{Channels: channels, Recorder: store, Observer: mets,
-		Dial:     allow.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
-		Instance: c.instanceID, UserAgent: "ejserver/" + version, Clock: clk, Logger: log})
 	if err := dispatcher.Start(ctx); err != nil {
 		return abort(err)
 	}

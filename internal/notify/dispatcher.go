@@ -117,6 +117,10 @@ type Dispatcher struct {
 	drain  chan struct{} // closed by Stop: workers finish their queues without retrying, then exit
 	once   sync.Once
 	wg     sync.WaitGroup
+
+	rec recorder // writes the records off the caller's path
+	// lastDropLog rate-limits the log lines of drops (queue full), per channel: the metric counts each.
+	lastDropLog map[string]time.Time
 }
 
 var _ Deliverer = (*Dispatcher)(nil)
@@ -159,7 +163,8 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	transport := &http.Transport{DialContext: cfg.Dial, TLSClientConfig: tcfg, ForceAttemptHTTP2: true,
 		MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second}
 	d := &Dispatcher{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, queues: map[string]chan Notification{},
-		drain: make(chan struct{}),
+		lastDropLog: map[string]time.Time{},
+		drain:       make(chan struct{}),
 		client: &http.Client{Transport: transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -190,6 +195,7 @@ func (d *Dispatcher) Stop() {
 		}
 		d.cancel()
 		d.client.CloseIdleConnections()
+		d.stopRecorder()
 	})
 }
 
@@ -202,25 +208,27 @@ func (d *Dispatcher) Deliver(n Notification, channels []string) {
 			d.finish(Channel{Name: name}, n, Result{Outcome: OutcomeUnknown, Error: "no channel of that name"})
 			continue
 		}
-		q, ok := d.queue(name)
-		if !ok {
+		switch d.enqueue(name, n) {
+		case errStopping:
 			d.finish(ch, n, Result{Outcome: OutcomeDropped, Error: "the peer is shutting down"})
-			continue
-		}
-		select {
-		case q <- n:
-		default:
+		case errFull:
 			d.finish(ch, n, Result{Outcome: OutcomeDropped, Error: fmt.Sprintf("the channel's queue is full (%d notifications waiting)", d.cfg.QueueSize)})
 		}
 	}
 }
 
-// queue returns channel name's queue, starting its worker on first use; false once stopping.
-func (d *Dispatcher) queue(name string) (chan Notification, bool) {
+var (
+	errStopping = errors.New("stopping")
+	errFull     = errors.New("queue full")
+)
+
+// enqueue puts n on channel name's queue without waiting, starting its worker on first use. It holds the
+// lock while it sends, so Forget never closes a queue a send is on its way to.
+func (d *Dispatcher) enqueue(name string, n Notification) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopping {
-		return nil, false
+		return errStopping
 	}
 	q, ok := d.queues[name]
 	if !ok {
@@ -229,7 +237,23 @@ func (d *Dispatcher) queue(name string) (chan Notification, bool) {
 		d.wg.Add(1)
 		go d.work(name, q)
 	}
-	return q, true
+	select {
+	case q <- n:
+		return nil
+	default:
+		return errFull
+	}
+}
+
+// Forget ends the worker of a channel that was deleted, once it has gone through what is queued (each
+// found to have no channel any more); a notification for the name later starts a new one.
+func (d *Dispatcher) Forget(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if q, ok := d.queues[name]; ok && !d.stopping {
+		delete(d.queues, name)
+		close(q)
+	}
 }
 
 // work sends channel name's notifications one at a time, in order. Once Stop began it sends what is queued
@@ -238,12 +262,18 @@ func (d *Dispatcher) work(name string, q chan Notification) {
 	defer d.wg.Done()
 	for {
 		select {
-		case n := <-q:
+		case n, ok := <-q:
+			if !ok {
+				return // forgotten: the channel was deleted
+			}
 			d.deliverOne(name, n)
 		case <-d.drain:
 			for {
 				select {
-				case n := <-q:
+				case n, ok := <-q:
+					if !ok {
+						return
+					}
 					d.deliverOne(name, n)
 				default:
 					return
@@ -280,25 +310,22 @@ func (d *Dispatcher) finish(c Channel, n Notification, res Result) {
 	if d.cfg.Observer != nil {
 		d.cfg.Observer.NotificationOutcome(c.Name, res.Outcome)
 	}
-	level := slog.LevelInfo
-	if res.Outcome != OutcomeSent {
-		level = slog.LevelWarn
+	if d.shouldLog(c.Name, res.Outcome) {
+		level := slog.LevelInfo
+		if res.Outcome != OutcomeSent {
+			level = slog.LevelWarn
+		}
+		d.log.Log(context.Background(), level, "notification "+res.Outcome, "channel", c.Name, "channel_kind", string(c.Kind),
+			"notification_id", n.ID, "kind", string(n.Kind), "job", n.Job, "attempts", res.Attempts, "status", res.Status,
+			"err", res.Error)
 	}
-	d.log.Log(context.Background(), level, "notification "+res.Outcome, "channel", c.Name, "channel_kind", string(c.Kind),
-		"notification_id", n.ID, "kind", string(n.Kind), "job", n.Job, "attempts", res.Attempts, "status", res.Status,
-		"err", res.Error)
 	if d.cfg.Recorder == nil {
 		return
 	}
-	rec := Record{NotificationID: n.ID, Channel: c.Name, ChannelKind: string(c.Kind), Kind: n.Kind,
+	d.record(Record{NotificationID: n.ID, Channel: c.Name, ChannelKind: string(c.Kind), Kind: n.Kind,
 		Severity: severityOf(n), Job: n.Job, Rule: n.Rule, DedupKey: n.DedupKey, Resolve: n.Resolve,
 		Title: title(n), Outcome: res.Outcome, Attempts: res.Attempts, Status: res.Status, Error: res.Error,
-		Instance: d.cfg.Instance, CreatedAt: n.At, FinishedAt: d.clk.Now()}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := d.cfg.Recorder.WriteNotification(ctx, rec); err != nil {
-		d.log.Warn("record notification", "channel", c.Name, "notification_id", n.ID, "err", err)
-	}
+		Instance: d.cfg.Instance, CreatedAt: n.At, FinishedAt: d.clk.Now()})
 }
 
 // attempt is one try's outcome.

@@ -3,14 +3,17 @@ package notify
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/webhook"
 )
 
 // channelMap is a fixed set of channels.
@@ -205,18 +208,81 @@ func TestTestSendScrubsSecrets(t *testing.T) {
 	defer d.Stop()
 	u := "http://127.0.0.1:1/services/T/B/secret-token"
 	res := d.Test(context.Background(), slackChannel("x", u), note("n"))
-	if res.Outcome != OutcomeFailed || res.Attempts != 1 || contains(res.Error, "secret-token") || res.Error == "" {
+	if res.Outcome != OutcomeFailed || res.Attempts != 1 || strings.Contains(res.Error, "secret-token") || res.Error == "" {
 		t.Fatalf("result %+v", res)
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) > 0 && len(s) >= len(sub) && indexOf(s, sub) >= 0 }
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
+// TestForgetADeletedChannel: the worker of a deleted channel goes through what is queued (the channel is
+// gone: unknown) and ends; a channel of that name made again gets a new worker.
+func TestForgetADeletedChannel(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, func(n int, _ http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			<-release
 		}
+	})
+	chans := &lockedChannels{m: map[string]Channel{"a": slackChannel("a", s.URL)}}
+	tl := newTally()
+	d := NewDispatcher(DispatcherConfig{Channels: chans, Recorder: tl, Observer: tl})
+	defer d.Stop()
+	d.Deliver(note("n1"), []string{"a"})
+	recv(t, s.got)                       // n1 in flight
+	d.Deliver(note("n2"), []string{"a"}) // queued
+	chans.set("a", nil)                  // deleted
+	d.Forget("a")
+	close(release)
+	tl.waitRecords(t, 2)
+	if tl.count("a/sent") != 1 || tl.count("a/unknown") != 1 {
+		t.Fatalf("counts %v", tl.counts)
 	}
-	return -1
+	c := slackChannel("a", s.URL)
+	chans.set("a", &c) // made again
+	d.Deliver(note("n3"), []string{"a"})
+	recv(t, s.got)
+	if tl.waitRecords(t, 3); tl.count("a/sent") != 2 {
+		t.Fatalf("counts %v", tl.counts)
+	}
+}
+
+type lockedChannels struct {
+	mu sync.Mutex
+	m  map[string]Channel
+}
+
+func (l *lockedChannels) Lookup(name string) (Channel, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.m[name]
+	return c, ok
+}
+
+func (l *lockedChannels) set(name string, c *Channel) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c == nil {
+		delete(l.m, name)
+	} else {
+		l.m[name] = *c
+	}
+}
+
+// TestTargetPolicyApplies: with the operator's policy in Dial, a channel cannot reach a metadata address
+// (refused before the socket connects), over HTTP or SMTP.
+func TestTargetPolicyApplies(t *testing.T) {
+	policy, err := webhook.ParseAllowList("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDispatcher(DispatcherConfig{Channels: channelMap{}, Dial: policy.DialContext(&net.Dialer{Timeout: time.Second})})
+	defer d.Stop()
+	res := d.Test(context.Background(), Channel{Name: "h", Kind: ChannelWebhook, Webhook: &WebhookSettings{URL: "https://169.254.169.254/latest"}}, note("n"))
+	if res.Outcome != OutcomeFailed || !strings.Contains(res.Error, "refused") {
+		t.Fatalf("http: %+v", res)
+	}
+	res = d.Test(context.Background(), Channel{Name: "m", Kind: ChannelEmail, Email: &EmailSettings{Host: "169.254.169.254", Port: 25,
+		TLS: TLSNone, From: "a@example.com", To: []string{"b@example.com"}}}, note("n"))
+	if res.Outcome != OutcomeFailed || !strings.Contains(res.Error, "refused") {
+		t.Fatalf("smtp: %+v", res)
+	}
 }

@@ -58,7 +58,7 @@ type Notification struct {
 	// Resolve is set on a recovery: it closes the incident that DedupKey opened.
 	Resolve bool `json:"resolve,omitempty"`
 	// ScheduledAt is the fire's scheduled time (zero for events not tied to a fire).
-	ScheduledAt time.Time `json:"scheduledAt,omitempty"`
+	ScheduledAt time.Time `json:"scheduledAt,omitzero"`
 	// Title is one line, for a subject or a chat message's heading; Text a few lines of plain text.
 	Title string `json:"title"`
 	Text  string `json:"text"`

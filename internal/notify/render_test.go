@@ -206,3 +206,15 @@ func TestLongTextIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookEventOmitsAZeroFireTime: an event not tied to a fire has no scheduledAt (not year 1).
+func TestWebhookEventOmitsAZeroFireTime(t *testing.T) {
+	c := Channel{Name: "h", Kind: ChannelWebhook, Webhook: &WebhookSettings{URL: "https://r.example.com"}}
+	r, err := Render(c, TestNotification("ns", "h", renderNow), renderNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(r.Body), "scheduledAt") {
+		t.Fatalf("body %s", r.Body)
+	}
+}

@@ -37,6 +37,9 @@ type StoreConfig struct {
 	Registry ChannelRegistry
 	Logger   *slog.Logger
 	Clock    clock.Clock
+	// OnRemoved, if set, is told the name of each channel that left the cache (deleted on any peer), e.g. to
+	// drop its metric series.
+	OnRemoved func(name string)
 	// RetryPause is how long the watch loop waits after a failed read of the channels (default 1s).
 	RetryPause time.Duration
 }
@@ -48,6 +51,7 @@ type Store struct {
 	log   *slog.Logger
 	clk   clock.Clock
 	pause time.Duration
+	gone  func(name string)
 
 	mu     sync.RWMutex
 	cache  map[string]Channel
@@ -69,7 +73,7 @@ func NewStore(cfg StoreConfig) *Store {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Store{reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, pause: cfg.RetryPause, cache: map[string]Channel{},
+	return &Store{reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, gone: cfg.OnRemoved, pause: cfg.RetryPause, cache: map[string]Channel{},
 		loaded: make(chan struct{}), stop: make(chan struct{})}
 }
 
@@ -134,8 +138,17 @@ func (s *Store) replace(nodes []cluster.ChannelNode) {
 		next[n.Name] = c.Channel
 	}
 	s.mu.Lock()
+	prev := s.cache
 	s.cache = next
 	s.mu.Unlock()
+	if s.gone == nil {
+		return
+	}
+	for name := range prev {
+		if _, ok := next[name]; !ok {
+			s.gone(name)
+		}
+	}
 }
 
 // Lookup returns a channel from the cache.
@@ -238,14 +251,7 @@ func (s *Store) Get(_ context.Context, name string) (StoredChannel, error) {
 // Create validates and stores a new channel.
 func (s *Store) Create(ctx context.Context, c Channel) (StoredChannel, error) {
 	c.clearHas()
-	if err := c.Validate(); err != nil {
-		return StoredChannel{}, err
-	}
-	c.Normalize()
-	if err := s.checkDefault(ctx, c); err != nil {
-		return StoredChannel{}, err
-	}
-	data, err := json.Marshal(c)
+	data, err := s.prepare(ctx, &c)
 	if err != nil {
 		return StoredChannel{}, err
 	}
@@ -254,6 +260,18 @@ func (s *Store) Create(ctx context.Context, c Channel) (StoredChannel, error) {
 		return StoredChannel{}, storeErr(c.Name, err)
 	}
 	return StoredChannel{Channel: c, Version: v}, nil
+}
+
+// prepare validates c, fills its defaults, checks its default flag and returns what is stored.
+func (s *Store) prepare(ctx context.Context, c *Channel) ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	c.Normalize()
+	if err := s.checkDefault(ctx, *c); err != nil {
+		return nil, err
+	}
+	return json.Marshal(c)
 }
 
 // VersionCheck decides whether a replace may apply to the stored version (If-Match); nil accepts any.
@@ -276,14 +294,7 @@ func (s *Store) Replace(ctx context.Context, name string, c Channel, check Versi
 		return StoredChannel{}, ejserver.Errorf(ejserver.EPRECONDITION, "channel %q changed since the version you sent (its ETag is now \"%d\")", name, old.Version)
 	}
 	c.KeepSecrets(old.Channel)
-	if err := c.Validate(); err != nil {
-		return StoredChannel{}, err
-	}
-	c.Normalize()
-	if err := s.checkDefault(ctx, c); err != nil {
-		return StoredChannel{}, err
-	}
-	data, err := json.Marshal(c)
+	data, err := s.prepare(ctx, &c)
 	if err != nil {
 		return StoredChannel{}, err
 	}

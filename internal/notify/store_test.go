@@ -43,9 +43,11 @@ func startRegistry(t *testing.T, ns, digest string, start bool) *cluster.Registr
 	return reg
 }
 
-func newStore(t *testing.T, reg *cluster.Registry) *Store {
+func newStore(t *testing.T, reg *cluster.Registry) *Store { return newStoreWith(t, reg, nil) }
+
+func newStoreWith(t *testing.T, reg *cluster.Registry, gone func(string)) *Store {
 	t.Helper()
-	s := NewStore(StoreConfig{Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s := NewStore(StoreConfig{Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnRemoved: gone})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {
@@ -71,7 +73,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // (create, replace, delete), versions guard replaces, and one default per kind is kept.
 func TestStoreAcrossPeers(t *testing.T) {
 	ns := zktest.Namespace("channels")
-	a, b := newStore(t, newRegistry(t, ns, "")), newStore(t, newRegistry(t, ns, ""))
+	removed := make(chan string, 10)
+	a, b := newStore(t, newRegistry(t, ns, "")), newStoreWith(t, newRegistry(t, ns, ""), func(n string) { removed <- n })
 	ctx := context.Background()
 	st, err := a.Create(ctx, slackChannel("ops", "https://hooks.example.com/one"))
 	if err != nil {
@@ -114,6 +117,9 @@ func TestStoreAcrossPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the other peer's cache drops the channel", func() bool { _, ok := b.Lookup("ops"); return !ok })
+	if got := <-removed; got != "ops" {
+		t.Fatalf("OnRemoved told %q", got)
+	}
 	if err := a.Delete(ctx, "ops"); ejserver.ErrorCodeOf(err) != ejserver.ENOTFOUND {
 		t.Fatalf("second delete: %v", err)
 	}
