@@ -1125,7 +1125,7 @@
   // ---- the create/edit form: the body sent is the API's job JSON, and the API's field errors are shown
   // next to the fields they name.
 
-  const FIELDS_KEPT = ['jobExecutorThreadPoolSizeProviderType', 'jobErrorHandlerType', 'staticSharding', 'overwrite'];
+  const FIELDS_KEPT = ['jobExecutorThreadPoolSizeProviderType', 'jobErrorHandlerType', 'staticSharding', 'overwrite', 'async'];
 
   function field(id, name, label, input, hint) {
     return html`<div class="field" data-field="${name}">
