@@ -234,3 +234,29 @@ func TestEventListsAgree(t *testing.T) {
 		}
 	}
 }
+
+// A job without rules, hooks, default rules or an alerting error handler is not followed: it costs nothing.
+func TestFollowsOnlyJobsThatAlert(t *testing.T) {
+	t.Parallel()
+	s := &Service{} // Follows reads only the default rules
+	s.defaults.Store(&ejserver.Alerts{})
+	cfg := ejserver.DefaultJobConfig()
+	if s.Follows(&cfg) {
+		t.Fatal("a plain job is followed")
+	}
+	for name, mod := range map[string]func(*ejserver.JobConfig){
+		"rules":   func(c *ejserver.JobConfig) { c.Alerts.Rules = []ejserver.AlertRule{{On: []string{"MISFIRE"}, Channels: []string{"x"}}} },
+		"hooks":   func(c *ejserver.JobConfig) { c.Hooks.AfterFire = "http://127.0.0.1:1/a" },
+		"handler": func(c *ejserver.JobConfig) { c.JobErrorHandlerType = "EMAIL" },
+	} {
+		c := ejserver.DefaultJobConfig()
+		mod(&c)
+		if !s.Follows(&c) {
+			t.Errorf("%s: not followed", name)
+		}
+	}
+	s.defaults.Store(&ejserver.Alerts{Rules: []ejserver.AlertRule{{On: []string{"FIRE_FAILED"}, Channels: []string{"x"}}}})
+	if !s.Follows(&cfg) {
+		t.Fatal("default rules do not follow every job")
+	}
+}
