@@ -245,7 +245,9 @@ func TestFollowsOnlyJobsThatAlert(t *testing.T) {
 		t.Fatal("a plain job is followed")
 	}
 	for name, mod := range map[string]func(*ejserver.JobConfig){
-		"rules":   func(c *ejserver.JobConfig) { c.Alerts.Rules = []ejserver.AlertRule{{On: []string{"MISFIRE"}, Channels: []string{"x"}}} },
+		"rules": func(c *ejserver.JobConfig) {
+			c.Alerts.Rules = []ejserver.AlertRule{{On: []string{"MISFIRE"}, Channels: []string{"x"}}}
+		},
 		"hooks":   func(c *ejserver.JobConfig) { c.Hooks.AfterFire = "http://127.0.0.1:1/a" },
 		"handler": func(c *ejserver.JobConfig) { c.JobErrorHandlerType = "EMAIL" },
 	} {
