@@ -216,3 +216,43 @@ func TestAlertsHangingChannelDoesNotHoldDispatch(t *testing.T) {
 	default: // still hanging while the fires went out
 	}
 }
+
+// Accepted (202) items whose leases run out on 3 peers: one LEASE_EXPIRED for the fire (not one per item),
+// one FIRE_FAILED counting the 3 expired items, and the fire's afterFire once their leases ended, whichever
+// peer ended them.
+func TestAlertsLeaseExpiryOncePerFire(t *testing.T) {
+	recv := newReceiver(t)
+	recv.Respond(func(harness.Delivery) (int, string, time.Duration) { return http.StatusAccepted, "", 0 })
+	ops := newCapture(t, nil)
+	hooks := newHookCapture(t)
+	c := newCluster(t, 3)
+	webhookChannel(t, c.peers[0], "ops", ops.srv.URL+"/alerts")
+	spec := asyncJob("leased", "", 3, recv.URL, 2)
+	spec["retry"] = map[string]any{"maxAttempts": 1}
+	spec["alerts"] = map[string]any{"rules": []any{map[string]any{"on": []string{"LEASE_EXPIRED", "FIRE_FAILED"}, "channels": []string{"ops"}}}}
+	spec["hooks"] = map[string]any{"afterFire": hooks.url + "/after"}
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", spec, http.StatusCreated, nil)
+	waitSharded(t, c, "leased", 3)
+	mustDo(t, c.peers[1], "POST", "/api/v1/jobs/leased/trigger", map[string]any{}, http.StatusAccepted, nil)
+
+	waitAfterFires(t, hooks, 1, 30*time.Second)
+	ops.wait(t, 2, 10*time.Second)
+	time.Sleep(2 * time.Second) // a bounded wait for a duplicate that must NOT come
+	kinds := map[string]int{}
+	for _, n := range notificationsOf(t, ops.all()) {
+		kinds[n.Kind]++
+		if n.Kind == "FIRE_FAILED" && (n.Counts == nil || n.Counts.Failed != 3 || n.Samples[0].Outcome != "EXPIRED") {
+			t.Fatalf("FIRE_FAILED %+v", n)
+		}
+	}
+	if kinds["LEASE_EXPIRED"] != 1 || kinds["FIRE_FAILED"] != 1 || len(ops.all()) != 2 {
+		t.Fatalf("notifications by kind %v, want one LEASE_EXPIRED and one FIRE_FAILED", kinds)
+	}
+	_, after := hooksByFire(t, hooks.all())
+	for _, as := range after {
+		var sum afterFire
+		if err := json.Unmarshal(as[0].Body, &sum); err != nil || len(as) != 1 || sum.Counts.Failed != 3 {
+			t.Fatalf("afterFire (%d) %s", len(as), as[0].Body)
+		}
+	}
+}
