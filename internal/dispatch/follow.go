@@ -166,7 +166,8 @@ func (e *Executor) followEnded(req fireRequest, rec ejserver.Execution) {
 	e.cfg.Follower.ItemEnded(*req.follow, end)
 }
 
-// followSkipped tells the follower that this peer skipped a fire (a disabled job is no news).
+// followSkipped tells the follower that this peer skipped its items of a fire (a disabled job is no news, nor
+// a peer that had no items to skip), or that the job has no live instance at all.
 func (e *Executor) followSkipped(req fireRequest, reason string) {
 	if e.cfg.Follower == nil {
 		return
@@ -175,7 +176,11 @@ func (e *Executor) followSkipped(req fireRequest, reason string) {
 	if snap == nil || snap.ConfigErr != nil || snap.Config.Disabled || !e.cfg.Follower.Follows(&snap.Config) {
 		return
 	}
+	noInstance := len(snap.Available()) == 0
+	if !noInstance && len(snap.MyItems()) == 0 {
+		return // nothing of the fire was this peer's (a disabled server after its resharding): nothing skipped
+	}
 	f := Fire{Job: req.job, Key: FireKey(req.scheduledAt, ""), ScheduledAt: req.scheduledAt, Source: req.source,
 		Expected: expectedItems(snap)}
-	e.cfg.Follower.Skipped(f, reason, len(snap.Available()) == 0)
+	e.cfg.Follower.Skipped(f, reason, noInstance)
 }
