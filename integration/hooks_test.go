@@ -2,12 +2,12 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,6 +98,7 @@ type afterFire struct {
 		Outcome  string `json:"outcome"`
 		Instance string `json:"instance"`
 	} `json:"items"`
+	Sources map[string]int `json:"sources"`
 }
 
 // hooksByFire groups the hook requests a capture got by fire and event.
@@ -210,17 +211,22 @@ func TestHooksOncePerFire(t *testing.T) {
 	}
 }
 
-// A peer killed (SIGKILL) mid-fire, failover off: the fire's afterFire still comes exactly once, when the
-// dead peer's session is gone, reporting its items as LOST.
+// A peer killed (SIGKILL) mid-fire: the fire's afterFire still comes exactly once. With failover off it comes
+// when the dead peer's session is gone, reporting its items LOST; with failover on, when a survivor's re-run
+// of them ended, reporting them succeeded (source FAILOVER).
 func TestHooksAfterFireOnceWhenAPeerDiesMidFire(t *testing.T) {
+	for _, failover := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failover=%v", failover), func(t *testing.T) { testAfterFireWhenAPeerDies(t, failover) })
+	}
+}
+
+func testAfterFireWhenAPeerDies(t *testing.T, failover bool) {
 	const sessionTimeout = 2 * time.Second
 	recv := newReceiver(t)
-	var hang atomic.Bool
-	hang.Store(true)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
-		if hang.Load() {
+		if d.Payload.Source != "FAILOVER" {
 			select {
 			case <-release:
 			case <-time.After(3 * time.Second):
@@ -232,6 +238,7 @@ func TestHooksAfterFireOnceWhenAPeerDiesMidFire(t *testing.T) {
 	c := newCluster(t, 3, withSessionTimeout(sessionTimeout))
 	spec := job("dies", "", 6, recv.URL)
 	spec["retry"] = map[string]any{"maxAttempts": 1}
+	spec["failover"] = failover
 	spec["hooks"] = map[string]any{"afterFire": hooks.url + "/after"}
 	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", spec, http.StatusCreated, nil)
 	waitSharded(t, c, "dies", 3)
@@ -259,13 +266,23 @@ func TestHooksAfterFireOnceWhenAPeerDiesMidFire(t *testing.T) {
 		if err := json.Unmarshal(as[0].Body, &sum); err != nil {
 			t.Fatal(err)
 		}
-		if sum.Counts.Items != 6 || sum.Counts.Lost != 2 || sum.Counts.Succeeded != 4 {
-			t.Fatalf("afterFire counts %+v, want 4 succeeded and 2 lost: %s", sum.Counts, as[0].Body)
+		wantLost := 2
+		if failover {
+			wantLost = 0
+		}
+		if sum.Counts.Items != 6 || sum.Counts.Lost != wantLost || sum.Counts.Succeeded != 6-wantLost {
+			t.Fatalf("afterFire counts %+v, want %d succeeded and %d lost: %s", sum.Counts, 6-wantLost, wantLost, as[0].Body)
 		}
 		for _, it := range sum.Items {
-			if (it.Outcome == "LOST") != (it.Instance == victimID) {
+			if !failover && (it.Outcome == "LOST") != (it.Instance == victimID) {
 				t.Fatalf("item %d %s on %s (victim %s)", it.Item, it.Outcome, it.Instance, victimID)
 			}
+			if failover && it.Instance == victimID {
+				t.Fatalf("item %d ended on the victim %s", it.Item, victimID)
+			}
+		}
+		if failover && sum.Sources["FAILOVER"] != 2 {
+			t.Fatalf("afterFire sources %v, want 2 FAILOVER: %s", sum.Sources, as[0].Body)
 		}
 	}
 }

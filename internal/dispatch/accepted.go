@@ -26,6 +26,9 @@ func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int
 	}
 	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: rec.ID, TaskID: req.taskID, Source: req.source,
 		ScheduledAt: req.scheduledAt, JobParameter: param}
+	if req.follow != nil {
+		run.Fire = req.follow.Key
+	}
 	err := e.cfg.Async.Accept(async.AcceptRequest{Lease: l, Started: rec.StartedAt, Policy: cfg.Async,
 		StatusCode: res.StatusCode, Run: run, RunningVersion: runningVersion, Monitored: runningVersion >= 0})
 	if err != nil {

@@ -119,17 +119,22 @@ func (e *Executor) followSingle(snap *cluster.JobSnapshot, req fireRequest, item
 	return &f
 }
 
-// followFailover follows a failover run: it joins its item's scheduled fire, whose start the vanished peer
-// recorded; the run of a manual or catch-up item is a fire of its own.
+// followFailover follows a failover run: it joins the fire its item began in (named by its running node, or
+// the scheduled fire of its time), whose start the vanished peer recorded; a run of an older peer's manual
+// or catch-up item that named no fire is a fire of its own.
 func (e *Executor) followFailover(snap *cluster.JobSnapshot, item int, run cluster.Running) *Fire {
 	if e.cfg.Follower == nil || !e.cfg.Follower.Follows(&snap.Config) {
 		return nil
 	}
 	var f *Fire
-	if run.Source == ejserver.SourceNormal {
+	switch {
+	case run.Fire != "": // the run recorded its fire
+		f = &Fire{Job: snap.Name, Key: run.Fire, ScheduledAt: run.ScheduledAt, Source: ejserver.SourceFailover,
+			Expected: expectedItems(snap), Joined: true}
+	case run.Source == ejserver.SourceNormal:
 		f = &Fire{Job: snap.Name, Key: FireKey(run.ScheduledAt, ""), ScheduledAt: run.ScheduledAt,
 			Source: ejserver.SourceFailover, Expected: expectedItems(snap), Joined: true}
-	} else {
+	default:
 		f = &Fire{Job: snap.Name, Key: FireKey(run.ScheduledAt, "c"+run.ExecutionID), ScheduledAt: run.ScheduledAt,
 			Source: ejserver.SourceFailover, Expected: 1}
 		e.cfg.Follower.FireStarted(*f, []int{item})
