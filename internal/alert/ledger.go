@@ -158,8 +158,8 @@ func (s *Service) itemEnded(job, key string, r ItemResult) {
 	}
 }
 
-// Skipped tells a skipped fire as FIRE_SKIPPED, or NO_INSTANCE when the job has no live instance at all.
-func (s *Service) Skipped(f dispatch.Fire, reason string, noInstance bool) {
+// FireSkipped tells a skipped fire as FIRE_SKIPPED, or NO_INSTANCE when the job has no live instance at all.
+func (s *Service) FireSkipped(f dispatch.Fire, reason string, noInstance bool) {
 	kind := notify.KindFireSkipped
 	if noInstance {
 		kind = notify.KindNoInstance

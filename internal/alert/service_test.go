@@ -191,13 +191,13 @@ func TestOneNotificationPerEventAcrossPeers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.svc.Skipped(f, "clock check failed", false)
+			p.svc.FireSkipped(f, "clock check failed", false)
 		}()
 	}
 	wg.Wait()
 	waitFor(t, "the notification", func() bool { return len(delivered(peers)) >= 1 })
 	// the fence holds: a peer that hears the event again says nothing
-	peers[0].svc.Skipped(f, "clock check failed", false)
+	peers[0].svc.FireSkipped(f, "clock check failed", false)
 	waitFor(t, "the queue to drain", func() bool { return len(peers[0].svc.queue) == 0 })
 	if got := delivered(peers); len(got) != 1 || got[0].Kind != notify.KindFireSkipped {
 		t.Fatalf("delivered %+v, want one FIRE_SKIPPED", got)

@@ -20,8 +20,8 @@ type Follower interface {
 	ItemLeft(f Fire, item int, executionID string, at time.Time)
 	// ItemEnded: an item of the fire ended on this peer, or did not run (end.Outcome says which).
 	ItemEnded(f Fire, end ItemEnd)
-	// Skipped: this peer's part of a fire was skipped (noInstance: the job has no live instance at all).
-	Skipped(f Fire, reason string, noInstance bool)
+	// FireSkipped: this peer's part of a fire was skipped (noInstance: the job has no live instance at all).
+	FireSkipped(f Fire, reason string, noInstance bool)
 	// FailedOver: this peer re-runs an item of a vanished peer.
 	FailedOver(f Fire, item int, executionID, from string)
 }
@@ -187,5 +187,5 @@ func (e *Executor) followSkipped(req fireRequest, reason string) {
 	}
 	f := Fire{Job: req.job, Key: FireKey(req.scheduledAt, ""), ScheduledAt: req.scheduledAt, Source: req.source,
 		Expected: expectedItems(snap)}
-	e.cfg.Follower.Skipped(f, reason, noInstance)
+	e.cfg.Follower.FireSkipped(f, reason, noInstance)
 }
