@@ -86,6 +86,8 @@ type Config struct {
 	// Channels, when set, serves /api/v1/channels; Notifications, /api/v1/notifications.
 	Channels      Channels
 	Notifications Notifications
+	// Alerts, when set, serves the cluster's default alert rules.
+	Alerts AlertDefaults
 }
 
 // New returns the HTTP handler of the API.
@@ -155,6 +157,9 @@ func New(cfg Config) http.Handler {
 	v1.GET("/cron/next", h.cronNext)
 	v1.GET("/auth/whoami", whoami)
 	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
+	if cfg.Alerts != nil {
+		alertRoutes(v1, cfg.Alerts)
+	}
 	if cfg.Metrics != nil {
 		var mws []echo.MiddlewareFunc
 		if cfg.MetricsAuth && len(cfg.Tokens) > 0 {

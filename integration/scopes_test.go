@@ -172,6 +172,9 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 			},
 			want: map[string]string{"del-ch-": "204 403 403 | 404 403 403"}},
 		{method: "GET", path: "/api/v1/notifications", want: map[string]string{"": reads}},
+		{method: "GET", path: "/api/v1/alerts/defaults", want: map[string]string{"": hidden}},
+		{method: "PUT", path: "/api/v1/alerts/defaults", body: func(int, string) any { return map[string]any{"rules": []any{}} },
+			want: map[string]string{"": "200 403 403 | 404 403 403"}},
 	}
 	k := newContract(t, p)
 	exercised := map[string]bool{}

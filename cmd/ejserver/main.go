@@ -38,6 +38,8 @@ func run(args []string) int {
 		return executionCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "channel", "channels":
 		return channelCmd(args[1:], os.Stdout, os.Stderr)
+	case "alerts", "alert":
+		return alertsCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "cron":
 		return cronCmd(args[1:], os.Stdout, os.Stderr)
 	case "token":
@@ -69,6 +71,8 @@ Usage:
                               [--output O|--output-file F] [--has-more]
   ejserver channel list|get|apply|delete|test|history ...
                                       notification channels (Slack, email, PagerDuty, ...)
+  ejserver alerts defaults | set-defaults -f FILE
+                                      the cluster's default alert rules
   ejserver cron next 'EXPR' [--tz ZONE] [--count N]
   ejserver token new|hash [--role admin|viewer] [--name NAME]
   ejserver healthcheck [--ready] [--url URL]
