@@ -1,0 +1,409 @@
+package history
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ejserver/ejserver"
+)
+
+// Stats are the aggregates the console's charts draw, computed in SQL by the store (SQLite and PostgreSQL run
+// the same statements). Percentiles are nearest-rank (the value at rank ceil(p·n) of the n values sorted), taken
+// with ROW_NUMBER() and COUNT(*) window functions, so they are exact values of the rows, not interpolations or
+// sketches. Durations count ended items only; lateness is an item's start minus its fire's scheduled time.
+type Stats interface {
+	// JobStats aggregates one job's executions that started in [From, To) per bucket and over the window.
+	JobStats(ctx context.Context, q StatsQuery) (JobStats, error)
+	// JobPoints returns one job's executions that started in [From, To), oldest first, as chart points: at
+	// most MaxPoints of them (Truncated says there were more).
+	JobPoints(ctx context.Context, q StatsQuery) (PointList, error)
+	// ClusterStats aggregates every job's executions (those of q.Jobs when set) per bucket and per peer.
+	ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error)
+}
+
+// Bounds of a stats query.
+const (
+	MaxStatsWindow = 31 * 24 * time.Hour
+	MinBucket      = time.Second
+	MaxBuckets     = 10_000
+	MaxPoints      = 20_000
+)
+
+// StatsQuery selects the executions a stats call aggregates.
+type StatsQuery struct {
+	// Job is the job (JobStats, JobPoints); ClusterStats ignores it.
+	Job string
+	// Jobs, when not nil, keeps only these jobs' executions (an API token's scope), in the query.
+	Jobs *JobSet
+	// From and To bound start_time: From <= start_time < To.
+	From, To time.Time
+	// Bucket is the width of a bucket; From is the start of the first one.
+	Bucket time.Duration
+}
+
+// CheckStatsQuery checks the window and the bucket: a window from 1 s to MaxStatsWindow, a bucket of at least
+// MinBucket, a whole number of seconds, and at most MaxBuckets buckets. points skips the bucket's checks.
+func CheckStatsQuery(q StatsQuery, points bool) error {
+	w := q.To.Sub(q.From)
+	switch {
+	case q.From.IsZero() || q.To.IsZero():
+		return ejserver.Invalid("window", "from and to are both needed")
+	case w < time.Second:
+		return ejserver.Invalid("window", "must be at least 1s, not %s", w)
+	case w > MaxStatsWindow:
+		return ejserver.Invalid("window", "must be at most %s (31 days), not %s", MaxStatsWindow, w)
+	}
+	if points {
+		return nil
+	}
+	switch {
+	case q.Bucket < MinBucket || q.Bucket%time.Second != 0:
+		return ejserver.Invalid("bucket", "must be a whole number of seconds, at least 1s, not %s", q.Bucket)
+	case (w+q.Bucket-1)/q.Bucket > MaxBuckets:
+		return ejserver.Invalid("bucket", "gives %d buckets over the window; at most %d: widen the bucket", (w+q.Bucket-1)/q.Bucket, MaxBuckets)
+	}
+	return nil
+}
+
+// Aggregate is what a bucket, a window or a peer counts. The percentiles are milliseconds, nil without values.
+type Aggregate struct {
+	// Fires counts distinct (job, scheduled time) pairs: a fire whose items started in two buckets counts in both.
+	Fires   int64 `json:"fires"`
+	Items   int64 `json:"items"`
+	Success int64 `json:"success"`
+	Failure int64 `json:"failure"`
+	Running int64 `json:"running"`
+	// Misfire, Failover and Manual count the items of those sources (whatever their outcome).
+	Misfire     int64  `json:"misfire"`
+	Failover    int64  `json:"failover"`
+	Manual      int64  `json:"manual"`
+	DurationP50 *int64 `json:"durationP50Ms"`
+	DurationP99 *int64 `json:"durationP99Ms"`
+	LatenessP50 *int64 `json:"latenessP50Ms"`
+	LatenessP99 *int64 `json:"latenessP99Ms"`
+}
+
+// Bucket is the aggregate of the executions that started in [Start, Start+bucket).
+type Bucket struct {
+	Start time.Time `json:"start"`
+	Aggregate
+}
+
+// JobStats is one job's window: buckets (every bucket of the window, empty ones included) and the total.
+type JobStats struct {
+	Job     string    `json:"job"`
+	From    time.Time `json:"from"`
+	To      time.Time `json:"to"`
+	Bucket  string    `json:"bucket"`
+	Total   Aggregate `json:"total"`
+	Buckets []Bucket  `json:"buckets"`
+}
+
+// Point is one execution as the job chart draws it.
+type Point struct {
+	ID           string          `json:"id"`
+	StartedAt    time.Time       `json:"startedAt"`
+	ScheduledAt  time.Time       `json:"scheduledAt,omitzero"`
+	DurationMs   int64           `json:"durationMs"`
+	LatenessMs   int64           `json:"latenessMs"`
+	Done         bool            `json:"done"`
+	Success      bool            `json:"success"`
+	Source       ejserver.Source `json:"source"`
+	ShardingItem int             `json:"shardingItem"`
+	InstanceID   string          `json:"instanceId"`
+}
+
+// Outcome is the class a chart colours a point by: running, failure, then the source when it is not a
+// normal trigger (misfire, failover, manual), else success.
+func (p Point) Outcome() string {
+	switch {
+	case !p.Done:
+		return "running"
+	case !p.Success:
+		return "failure"
+	case p.Source == ejserver.SourceMisfire:
+		return "misfire"
+	case p.Source == ejserver.SourceFailover:
+		return "failover"
+	case p.Source == ejserver.SourceManual:
+		return "manual"
+	}
+	return "success"
+}
+
+// PointList is a job's points, oldest first.
+type PointList struct {
+	Job       string  `json:"job"`
+	Points    []Point `json:"points"`
+	Truncated bool    `json:"truncated"`
+}
+
+// PeerStats is what one peer (instance) executed in the window.
+type PeerStats struct {
+	InstanceID string `json:"instanceId"`
+	Hostname   string `json:"hostname"`
+	IP         string `json:"ip"`
+	Aggregate
+}
+
+// ClusterStats is every job's window: per bucket, the total and per peer.
+type ClusterStats struct {
+	From    time.Time   `json:"from"`
+	To      time.Time   `json:"to"`
+	Bucket  string      `json:"bucket"`
+	Total   Aggregate   `json:"total"`
+	Buckets []Bucket    `json:"buckets"`
+	Peers   []PeerStats `json:"peers"`
+}
+
+// rowScanner is what both drivers' result sets offer.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// runQuery runs q and calls each for every row; the stores supply it.
+type runQuery func(ctx context.Context, q *query, each func(rowScanner) error) error
+
+// statsSQL builds the statements of the stats.
+type statsSQL struct{ d dialect }
+
+// window adds the common conditions: the job or the job set, and the start_time range.
+func (s statsSQL) window(q *query, sq StatsQuery, oneJob bool) {
+	if oneJob {
+		q.where("job_name = " + q.arg(sq.Job))
+	}
+	if sq.Jobs != nil {
+		q.where(q.jobSet(*sq.Jobs))
+	}
+	q.where("start_time >= " + q.arg(s.d.timeArg(sq.From)))
+	q.where("start_time < " + q.arg(s.d.timeArg(sq.To)))
+}
+
+// key is the group of a row: its bucket (by start time), or one group for the whole window (bucket 0), or a
+// column (the peer).
+func (s statsSQL) bucketKey(q *query, sq StatsQuery, whole bool) string {
+	if whole {
+		return "0"
+	}
+	return "((" + s.d.epochMicros("start_time") + " - " + q.arg(micros(normalize(sq.From))) + ") / " + q.arg(sq.Bucket.Microseconds()) + ")"
+}
+
+// counts is "SELECT key, fires, items, ... GROUP BY key". keyExpr is built by keyFn on the query so that its
+// parameters number right.
+func (s statsSQL) counts(sq StatsQuery, oneJob bool, keyFn func(*query) string) *query {
+	q := &query{d: s.d}
+	key := keyFn(q)
+	fire := "job_name || '@' || CAST(" + s.d.epochMicros("scheduled_at") + " AS TEXT)"
+	if oneJob {
+		fire = s.d.epochMicros("scheduled_at")
+	}
+	q.write("SELECT CAST(", key, " AS TEXT) AS k, COUNT(DISTINCT ", fire, "), COUNT(*), ",
+		"SUM(CASE WHEN complete_time IS NOT NULL AND ", s.d.isTrue("is_success"), " THEN 1 ELSE 0 END), ",
+		"SUM(CASE WHEN complete_time IS NOT NULL AND NOT ", s.d.isTrue("is_success"), " THEN 1 ELSE 0 END), ",
+		"SUM(CASE WHEN complete_time IS NULL THEN 1 ELSE 0 END), ",
+		"SUM(CASE WHEN execution_source = 'MISFIRE' THEN 1 ELSE 0 END), ",
+		"SUM(CASE WHEN execution_source = 'FAILOVER' THEN 1 ELSE 0 END), ",
+		"SUM(CASE WHEN execution_source = 'MANUAL' THEN 1 ELSE 0 END)",
+		", MAX(hostname), MAX(ip) FROM JOB_EXECUTION_LOG")
+	s.window(q, sq, oneJob)
+	q.write(" GROUP BY k")
+	return q
+}
+
+// percentiles is "SELECT key, p50, p99 of value": nearest rank, from ROW_NUMBER over each group sorted by
+// the value and the group's COUNT. cond keeps the rows that have a value.
+func (s statsSQL) percentiles(sq StatsQuery, oneJob bool, keyFn func(*query) string, value, cond string) *query {
+	q := &query{d: s.d}
+	key := keyFn(q)
+	q.write("SELECT CAST(k AS TEXT), MAX(CASE WHEN rn = (50 * n + 99) / 100 THEN v END), MAX(CASE WHEN rn = (99 * n + 99) / 100 THEN v END) FROM (",
+		"SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) AS rn, COUNT(*) OVER (PARTITION BY k) AS n FROM (",
+		"SELECT ", key, " AS k, ", value, " AS v FROM JOB_EXECUTION_LOG")
+	s.window(q, sq, oneJob)
+	q.where(cond)
+	q.write(") base) ranked WHERE rn = (50 * n + 99) / 100 OR rn = (99 * n + 99) / 100 GROUP BY k")
+	return q
+}
+
+func (s statsSQL) duration() (string, string) {
+	return "duration_ms", "complete_time IS NOT NULL"
+}
+
+func (s statsSQL) lateness() (string, string) {
+	return "((" + s.d.epochMicros("start_time") + " - " + s.d.epochMicros("scheduled_at") + ") / 1000)", "scheduled_at IS NOT NULL"
+}
+
+// aggregates runs the counts and both percentiles grouped by keyFn and returns them by key, with each key's
+// hostname and ip (for peers).
+func aggregates(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, oneJob bool, keyFn func(*query) string) (map[string]*PeerStats, error) {
+	out := map[string]*PeerStats{}
+	get := func(k string) *PeerStats {
+		a := out[k]
+		if a == nil {
+			a = &PeerStats{InstanceID: k}
+			out[k] = a
+		}
+		return a
+	}
+	err := run(ctx, s.counts(sq, oneJob, keyFn), func(r rowScanner) error {
+		var (
+			k       string
+			c       Aggregate
+			host, i *string
+		)
+		if err := r.Scan(&k, &c.Fires, &c.Items, &c.Success, &c.Failure, &c.Running, &c.Misfire, &c.Failover, &c.Manual, &host, &i); err != nil {
+			return err
+		}
+		a := get(k)
+		a.Aggregate = c
+		if host != nil {
+			a.Hostname = *host
+		}
+		if i != nil {
+			a.IP = *i
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	dv, dc := s.duration()
+	lv, lc := s.lateness()
+	for _, p := range []struct {
+		value, cond string
+		set         func(a *Aggregate, p50, p99 *int64)
+	}{
+		{dv, dc, func(a *Aggregate, p50, p99 *int64) { a.DurationP50, a.DurationP99 = p50, p99 }},
+		{lv, lc, func(a *Aggregate, p50, p99 *int64) { a.LatenessP50, a.LatenessP99 = p50, p99 }},
+	} {
+		err := run(ctx, s.percentiles(sq, oneJob, keyFn, p.value, p.cond), func(r rowScanner) error {
+			var (
+				k        string
+				p50, p99 *int64
+			)
+			if err := r.Scan(&k, &p50, &p99); err != nil {
+				return err
+			}
+			p.set(&get(k).Aggregate, p50, p99)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// buckets lays the aggregates keyed by bucket number over every bucket of the window.
+func buckets(sq StatsQuery, byKey map[string]*PeerStats) []Bucket {
+	n := int((sq.To.Sub(sq.From) + sq.Bucket - 1) / sq.Bucket)
+	out := make([]Bucket, n)
+	from := normalize(sq.From)
+	for i := range out {
+		out[i].Start = from.Add(time.Duration(i) * sq.Bucket)
+		if a, ok := byKey[strconv.Itoa(i)]; ok {
+			out[i].Aggregate = a.Aggregate
+		}
+	}
+	return out
+}
+
+func jobStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (JobStats, error) {
+	if err := CheckStatsQuery(sq, false); err != nil {
+		return JobStats{}, err
+	}
+	s := statsSQL{d: d}
+	byBucket, err := aggregates(ctx, run, s, sq, true, func(q *query) string { return s.bucketKey(q, sq, false) })
+	if err != nil {
+		return JobStats{}, err
+	}
+	whole, err := aggregates(ctx, run, s, sq, true, func(q *query) string { return s.bucketKey(q, sq, true) })
+	if err != nil {
+		return JobStats{}, err
+	}
+	out := JobStats{Job: sq.Job, From: normalize(sq.From), To: normalize(sq.To), Bucket: sq.Bucket.String(), Buckets: buckets(sq, byBucket)}
+	if a, ok := whole["0"]; ok {
+		out.Total = a.Aggregate
+	}
+	return out, nil
+}
+
+func clusterStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (ClusterStats, error) {
+	if err := CheckStatsQuery(sq, false); err != nil {
+		return ClusterStats{}, err
+	}
+	s := statsSQL{d: d}
+	byBucket, err := aggregates(ctx, run, s, sq, false, func(q *query) string { return s.bucketKey(q, sq, false) })
+	if err != nil {
+		return ClusterStats{}, err
+	}
+	whole, err := aggregates(ctx, run, s, sq, false, func(q *query) string { return s.bucketKey(q, sq, true) })
+	if err != nil {
+		return ClusterStats{}, err
+	}
+	byPeer, err := aggregates(ctx, run, s, sq, false, func(*query) string { return "instance_id" })
+	if err != nil {
+		return ClusterStats{}, err
+	}
+	out := ClusterStats{From: normalize(sq.From), To: normalize(sq.To), Bucket: sq.Bucket.String(), Buckets: buckets(sq, byBucket), Peers: []PeerStats{}}
+	if a, ok := whole["0"]; ok {
+		out.Total = a.Aggregate
+	}
+	for _, p := range byPeer {
+		out.Peers = append(out.Peers, *p)
+	}
+	slices.SortFunc(out.Peers, func(a, b PeerStats) int {
+		switch {
+		case a.InstanceID < b.InstanceID:
+			return -1
+		case a.InstanceID > b.InstanceID:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+func jobPoints(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (PointList, error) {
+	if err := CheckStatsQuery(sq, true); err != nil {
+		return PointList{}, err
+	}
+	s := statsSQL{d: d}
+	q := &query{d: d}
+	q.write("SELECT id, ", d.epochMicros("start_time"), ", ", d.epochMicros("scheduled_at"), ", duration_ms, ",
+		"CASE WHEN complete_time IS NULL THEN 0 ELSE 1 END, CASE WHEN ", d.isTrue("is_success"), " THEN 1 ELSE 0 END, ",
+		"execution_source, sharding_item, instance_id FROM JOB_EXECUTION_LOG")
+	s.window(q, sq, true)
+	q.write(" ORDER BY start_time, id LIMIT ", q.arg(MaxPoints+1))
+	out := PointList{Job: sq.Job, Points: []Point{}}
+	err := run(ctx, q, func(r rowScanner) error {
+		var (
+			p               Point
+			start           int64
+			sched           *int64
+			done, ok        int64
+			src             string
+		)
+		if err := r.Scan(&p.ID, &start, &sched, &p.DurationMs, &done, &ok, &src, &p.ShardingItem, &p.InstanceID); err != nil {
+			return err
+		}
+		p.StartedAt = fromMicros(start)
+		if sched != nil {
+			p.ScheduledAt = fromMicros(*sched)
+			p.LatenessMs = (start - *sched) / 1000
+		}
+		p.Done, p.Success, p.Source = done == 1, ok == 1, ejserver.Source(src)
+		out.Points = append(out.Points, p)
+		return nil
+	})
+	if err != nil {
+		return PointList{}, err
+	}
+	if len(out.Points) > MaxPoints {
+		out.Points, out.Truncated = out.Points[:MaxPoints], true
+	}
+	return out, nil
+}
