@@ -381,11 +381,11 @@ func jobPoints(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (Poi
 	out := PointList{Job: sq.Job, Points: []Point{}}
 	err := run(ctx, q, func(r rowScanner) error {
 		var (
-			p               Point
-			start           int64
-			sched           *int64
-			done, ok        int64
-			src             string
+			p        Point
+			start    int64
+			sched    *int64
+			done, ok int64
+			src      string
 		)
 		if err := r.Scan(&p.ID, &start, &sched, &p.DurationMs, &done, &ok, &src, &p.ShardingItem, &p.InstanceID); err != nil {
 			return err
