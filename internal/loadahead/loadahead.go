@@ -49,7 +49,7 @@ type Load struct {
 	Invalid int `json:"invalid"`
 	// Skipped counts jobs the budget left out (not counted); Partial says their schedules ran out of
 	// budget part way.
-	Skipped int `json:"skipped"`
+	Skipped int  `json:"skipped"`
 	Partial bool `json:"partial"`
 	// Peak is the largest Items value and PeakAt its second.
 	Peak   int64     `json:"peak"`
