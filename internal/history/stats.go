@@ -21,6 +21,8 @@ type Stats interface {
 	JobPoints(ctx context.Context, q StatsQuery) (PointList, error)
 	// ClusterStats aggregates every job's executions (those of q.Jobs when set) per bucket and per peer.
 	ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error)
+	// Shared reports whether the store holds every peer's history (PostgreSQL) or this peer's alone (SQLite).
+	Shared() bool
 }
 
 // Bounds of a stats query.

@@ -89,3 +89,15 @@ func (d *Deferred) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats
 	}
 	return s.ClusterStats(ctx, q)
 }
+
+// Shared implements Stats: an SQLite file holds one peer's history.
+func (s *sqliteStore) Shared() bool { return false }
+
+// Shared implements Stats: PostgreSQL holds every peer's history.
+func (s *postgresStore) Shared() bool { return true }
+
+// Shared implements Stats (false until the store is open).
+func (d *Deferred) Shared() bool {
+	s, err := d.get()
+	return err == nil && s.Shared()
+}
