@@ -15,9 +15,9 @@ import (
 
 // The console's charts: a job's stats and points, the cluster's stats, the schedule's load ahead.
 
-// JobStats is a job's window of executions, per bucket and in total. Percentiles are nearest-rank over the
+// JobWindowStats is a job's window of executions, per bucket and in total. Percentiles are nearest-rank over the
 // rows (milliseconds); lateness is an item's start minus its fire's scheduled time.
-type JobStats struct {
+type JobWindowStats struct {
 	history.JobStats
 	// SharedHistory is true when the history is the whole cluster's (PostgreSQL); false when it is this
 	// peer's alone (SQLite: each peer records only the items it ran).
@@ -86,7 +86,7 @@ func statsQuery(c echo.Context, def, defBucket time.Duration) (history.StatsQuer
 //	@Param		window	query		string	false	"how far back: 1s to 31d (default 24h)"
 //	@Param		bucket	query		string	false	"bucket width, whole seconds, at most 10,000 buckets (default 5m)"
 //	@Param		to		query		string	false	"RFC 3339 end of the window"
-//	@Success	200		{object}	JobStats
+//	@Success	200		{object}	JobWindowStats
 //	@Failure	400		{object}	Problem	"a bad window, bucket or to (field names it)"
 //	@Failure	401		{object}	Problem	"no or unknown token"
 //	@Failure	404		{object}	Problem	"a job outside the token's scope (a scoped token)"
@@ -103,7 +103,7 @@ func (h *handlers) jobStats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, JobStats{JobStats: st, SharedHistory: shared})
+	return c.JSON(http.StatusOK, JobWindowStats{JobStats: st, SharedHistory: shared})
 }
 
 // jobPoints godoc

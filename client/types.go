@@ -399,7 +399,9 @@ type ExecutionFilter struct {
 	InstanceID string
 	// From and To bound the start time: From <= startedAt < To.
 	From, To time.Time
-	Cursor   string
+	// ScheduledAt selects one fire's items: those scheduled at that time.
+	ScheduledAt time.Time
+	Cursor      string
 	// Limit is the page size, 1-500 (0: 50).
 	Limit int
 }

@@ -81,10 +81,10 @@ type Aggregate struct {
 	Misfire     int64  `json:"misfire"`
 	Failover    int64  `json:"failover"`
 	Manual      int64  `json:"manual"`
-	DurationP50 *int64 `json:"durationP50Ms"`
-	DurationP99 *int64 `json:"durationP99Ms"`
-	LatenessP50 *int64 `json:"latenessP50Ms"`
-	LatenessP99 *int64 `json:"latenessP99Ms"`
+	DurationP50 *int64 `json:"durationP50Ms" extensions:"x-nullable"`
+	DurationP99 *int64 `json:"durationP99Ms" extensions:"x-nullable"`
+	LatenessP50 *int64 `json:"latenessP50Ms" extensions:"x-nullable"`
+	LatenessP99 *int64 `json:"latenessP99Ms" extensions:"x-nullable"`
 }
 
 // Bucket is the aggregate of the executions that started in [Start, Start+bucket).
