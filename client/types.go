@@ -459,6 +459,8 @@ type Instance struct {
 	StartedAt  time.Time `json:"startedAt"`
 	JobCount   int       `json:"jobCount"`
 	LeaderOf   int       `json:"leaderOf"`
+	// ItemsOwned counts the shard items (of every job) this instance owns.
+	ItemsOwned int `json:"itemsOwned"`
 	// Self marks the peer that answered.
 	Self bool `json:"self"`
 }
