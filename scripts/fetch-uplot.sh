@@ -29,7 +29,7 @@ if command -v npm >/dev/null; then
 fi
 tar -xzf "$tmp/uplot.tgz" -C "$tmp"
 files=(dist/uPlot.esm.js dist/uPlot.min.css LICENSE)
-names=(uPlot.esm.js uPlot.min.css uPlot.LICENSE)
+names=(uPlot.esm.js uPlot.min.css uPlot.LICENSE.txt)
 status=0
 for i in "${!files[@]}"; do
   src="$tmp/package/${files[$i]}" dst="$DEST/${names[$i]}"

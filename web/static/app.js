@@ -293,6 +293,7 @@
     try {
       const { data } = await api('GET', '/api/v1/auth/whoami', { signIn: false });
       state.caller = data;
+      await loadPages();
       start();
     } catch (e) {
       sessionStorage.removeItem(TOKEN_KEY);
@@ -331,6 +332,8 @@
     if (!a || (a === 'jobs' && !b)) return jobsScreen;
     if (a === 'jobs' && b && !c) return jobScreen;
     if (a === 'jobs' && b && c === 'edit') return formScreen;
+    if (a === 'jobs' && b && c === 'fires' && r.parts[3]) return pages.fire.fireScreen;
+    if (a === 'overview') return pages.overview.overviewScreen;
     if (a === 'create') return formScreen;
     if (a === 'executions') return executionsScreen;
     if (a === 'servers') return serversScreen;
@@ -743,6 +746,7 @@
         <h2 id="summary-title">Summary</h2>
         <dl class="kv" id="job-summary"></dl>
       </section>
+      <section aria-labelledby="charts-title" id="job-charts"></section>
       <section aria-labelledby="sharding-title">
         <h2 id="sharding-title">Sharding</h2>
         <div class="table-wrap">
@@ -783,8 +787,11 @@
         <dl class="kv" id="job-config"></dl>
       </section>`);
     const jobURL = `/api/v1/jobs/${path(name)}`;
+    const charts = pages.jobcharts.jobCharts($('#job-charts', main), name, { window: r.query.get('window') || '24h',
+      onWindow: (w) => setQuery({ window: w === '24h' ? '' : w }) });
     return {
       live: true,
+      destroy: () => charts.destroy(),
       async refresh() {
         let job;
         try {
@@ -882,6 +889,7 @@
           recentEmpty.textContent = 'No executions yet.';
         }
         renderConfig($('#job-config', main), job);
+        await charts.refresh();
       },
       fail: (e) => loadError($('#job-error', main), e),
     };
@@ -1056,10 +1064,14 @@
             <tbody></tbody>
           </table>
         </div>
-      </section>`);
+      </section>
+      <section aria-labelledby="peers-h" id="peer-charts"></section>`);
+    const peers = pages.peers.peerCharts($('#peer-charts', main));
     return {
       live: true,
+      destroy: () => peers.destroy(),
       async refresh() {
+        await peers.refresh();
         const [servers, instances] = await Promise.all([
           api('GET', '/api/v1/servers?limit=1000').then((x) => x.data),
           api('GET', '/api/v1/instances?limit=1000').then((x) => x.data),
@@ -1488,6 +1500,17 @@
 
   // ---- start
 
+  // the pages written as ES modules (pages/), loaded before the first screen
+  const pages = {};
+  async function loadPages() {
+    const [lib, jobcharts, fire, overview, peers] = await Promise.all(['./lib.js', './pages/jobcharts.js', './pages/fire.js',
+      './pages/overview.js', './pages/peers.js'].map((m) => import(m)));
+    Object.assign(pages, { jobcharts, fire, overview, peers });
+    lib.hooks.connection = connection;
+    lib.hooks.signIn = showSignIn;
+    lib.session.caller = state.caller;
+  }
+
   function start() {
     renderWho();
     $('#nav').hidden = false;
@@ -1514,6 +1537,7 @@
     try {
       const { data } = await api('GET', '/api/v1/auth/whoami');
       state.caller = data;
+      await loadPages();
       start();
     } catch (e) {
       if (e instanceof SignInNeeded) return;
