@@ -194,25 +194,28 @@ func (s statsSQL) bucketKey(q *query, sq StatsQuery, whole bool) string {
 	return "((" + s.d.epochMicros("start_time") + " - " + q.arg(micros(normalize(sq.From))) + ") / " + q.arg(sq.Bucket.Microseconds()) + ")"
 }
 
-// counts is "SELECT key, fires, items, ... GROUP BY key". keyExpr is built by keyFn on the query so that its
+// counts is "SELECT key, fires, items, ... GROUP BY key", in two steps: the rows grouped by key and fire
+// (job, scheduled time) first, so counting the fires is counting groups (no COUNT(DISTINCT), whose sort
+// PostgreSQL would spill), then those groups by key. keyFn builds the key on the query so that its
 // parameters number right.
 func (s statsSQL) counts(sq StatsQuery, oneJob bool, keyFn func(*query) string) *query {
 	q := &query{d: s.d}
 	key := keyFn(q)
-	fire := "job_name || '@' || CAST(" + s.d.epochMicros("scheduled_at") + " AS TEXT)"
-	if oneJob {
-		fire = s.d.epochMicros("scheduled_at")
-	}
-	q.write("SELECT CAST(", key, " AS TEXT) AS k, COUNT(DISTINCT ", fire, "), COUNT(*), ",
-		"SUM(CASE WHEN complete_time IS NOT NULL AND ", s.d.isTrue("is_success"), " THEN 1 ELSE 0 END), ",
-		"SUM(CASE WHEN complete_time IS NOT NULL AND NOT ", s.d.isTrue("is_success"), " THEN 1 ELSE 0 END), ",
-		"SUM(CASE WHEN complete_time IS NULL THEN 1 ELSE 0 END), ",
-		"SUM(CASE WHEN execution_source = 'MISFIRE' THEN 1 ELSE 0 END), ",
-		"SUM(CASE WHEN execution_source = 'FAILOVER' THEN 1 ELSE 0 END), ",
-		"SUM(CASE WHEN execution_source = 'MANUAL' THEN 1 ELSE 0 END)",
-		", MAX(hostname), MAX(ip) FROM JOB_EXECUTION_LOG")
+	sum := func(cond string) string { return "SUM(CASE WHEN " + cond + " THEN 1 ELSE 0 END)" }
+	big := func(agg string) string { return "CAST(" + agg + " AS BIGINT)" }
+	q.write("SELECT CAST(k AS TEXT), ", big("SUM(CASE WHEN f IS NULL THEN 0 ELSE 1 END)"), ", ",
+		big("SUM(items)"), ", ", big("SUM(ok)"), ", ", big("SUM(bad)"), ", ", big("SUM(run)"), ", ",
+		big("SUM(mis)"), ", ", big("SUM(fo)"), ", ", big("SUM(man)"), ", MAX(h), MAX(i) FROM (",
+		"SELECT ", key, " AS k, scheduled_at AS f, job_name AS j, COUNT(*) AS items, ",
+		sum("complete_time IS NOT NULL AND "+s.d.isTrue("is_success")), " AS ok, ",
+		sum("complete_time IS NOT NULL AND NOT "+s.d.isTrue("is_success")), " AS bad, ",
+		sum("complete_time IS NULL"), " AS run, ",
+		sum("execution_source = 'MISFIRE'"), " AS mis, ",
+		sum("execution_source = 'FAILOVER'"), " AS fo, ",
+		sum("execution_source = 'MANUAL'"), " AS man, ",
+		"MAX(hostname) AS h, MAX(ip) AS i FROM JOB_EXECUTION_LOG")
 	s.window(q, sq, oneJob)
-	q.write(" GROUP BY k")
+	q.write(" GROUP BY 1, 2, 3) g GROUP BY k")
 	return q
 }
 

@@ -114,12 +114,12 @@ export function timeBars(el, xs, series, { yLabel, height }) {
 export function categories(el, names, series, { yLabel }) {
   return mount(el, {
     height: 220,
-    scales: { x: { time: false, range: [-0.5, names.length - 0.5] } },
+    scales: { x: { time: false, range: [-0.5, names.length - 0.5] }, y: { range: (_, lo, hi) => [0, hi > 0 ? hi * 1.1 : 1] } },
     axes: [{ values: (_, ticks) => ticks.map((t) => (Number.isInteger(t) ? names[t] || '' : '')), splits: () => names.map((_, i) => i) },
       { label: yLabel, size: 60 }],
     series: [{}, ...series.map((s, k) => ({
       label: s.label, stroke: COLORS[s.key], fill: COLORS[s.key],
-      paths: uPlot.paths.bars({ size: [0.7 / (k + 1), 80] }),
+      paths: uPlot.paths.bars({ size: [0.7 / (k + 1), 80 / (k + 1)] }),
       points: { show: false },
     }))],
     legend: { live: false },
