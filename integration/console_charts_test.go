@@ -278,3 +278,51 @@ func TestConsoleCharts(t *testing.T) {
 }
 
 func head(ps []chartPoint) []chartPoint { return ps[:min(len(ps), 6)] }
+
+// BenchmarkConsoleJobPage10k opens a job page whose 24-hour window holds 10,000 executions (2,500 fires of 4
+// items, in PostgreSQL) in headless Chromium, b.N times, and reports what the page measured itself: from
+// asking the API for the stats and points to both charts drawn (render-ms), and the drawing alone (draw-ms).
+//
+//	go test ./integration -run '^$' -bench BenchmarkConsoleJobPage10k -benchtime 5x
+func BenchmarkConsoleJobPage10k(b *testing.B) {
+	_, dsn := newPostgres(b, "ejbench")
+	c := newCluster(b, 1, withArgs("--history-dsn", dsn))
+	p := c.peers[0]
+	mustDo(b, p, "POST", "/api/v1/jobs", job("big", "@yearly", 4, "http://127.0.0.1:9/hook"), 201, nil)
+	now := time.Now()
+	var seeded []ejserver.Execution
+	for k := range 2500 {
+		seeded = append(seeded, seedCharts("big", now.Add(-time.Duration(k)*30*time.Second))[192:196]...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	store, err := history.Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < len(seeded); i += 1000 {
+		if err := store.WriteExecutions(ctx, seeded[i:min(i+1000, len(seeded))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := store.Close(); err != nil {
+		b.Fatal(err)
+	}
+	br := newBrowser(b, p.URL("/"))
+	br.do("open the console", 20*time.Second, chromedp.Navigate(p.URL("/#/jobs")))
+	br.waitText("main h1", "Jobs", 10*time.Second)
+	var render, draw float64
+	for b.Loop() {
+		eval[chromedp.Void](br, `location.hash = "#/jobs"`)
+		br.waitText("main h1", "Jobs", 10*time.Second)
+		eval[chromedp.Void](br, `location.hash = "#/jobs/big"`)
+		br.waitFor("the charts", `(() => { const el = document.querySelector("#job-charts"); return !!el && !!el.dataset.renderMs; })()`, 30*time.Second)
+		if n := eval[string](br, `document.querySelector("#job-charts").dataset.points`); n != "10000" {
+			b.Fatalf("%s points drawn", n)
+		}
+		render += eval[float64](br, `Number(document.querySelector("#job-charts").dataset.renderMs)`)
+		draw += eval[float64](br, `Number(document.querySelector("#job-charts").dataset.drawMs)`)
+	}
+	b.ReportMetric(render/float64(b.N), "render-ms")
+	b.ReportMetric(draw/float64(b.N), "draw-ms")
+}

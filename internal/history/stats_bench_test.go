@@ -107,8 +107,8 @@ func TestExplainStats(t *testing.T) {
 		key := func(qq *query) string { return ss.bucketKey(qq, q, false) }
 		dv, dc := ss.duration()
 		for name, stmt := range map[string]*query{
-			"counts":               ss.counts(q, true, key),
-			"duration percentiles": ss.percentiles(q, true, key, dv, dc),
+			"counts":             ss.counts(q, true, key),
+			"duration histogram": ss.histogram(q, true, key, dv, dc),
 		} {
 			var lines []string
 			run := s.(interface {

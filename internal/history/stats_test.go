@@ -215,3 +215,30 @@ func show(v any) string {
 	}
 	return fmt.Sprintf("%v", v)
 }
+
+// Above 1,000 ms a percentile is its value rounded down to 3 significant digits, on both stores (one item per
+// 30-hour bucket, late and long by the same value).
+func TestPercentileBins(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		var recs []ejserver.Execution
+		for i, d := range []time.Duration{999, 1_234, 56_789, 3_456_789, 98_765_432} {
+			recs = append(recs, statsExec("slow", time.Duration(i)*30*time.Hour, 0, d*time.Millisecond, d*time.Millisecond, true, ejserver.SourceNormal, "a"))
+		}
+		mustWrite(t, s, recs...)
+		got, err := s.JobStats(testCtx(t), StatsQuery{Job: "slow", From: t0, To: t0.Add(150 * time.Hour), Bucket: 30 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []int64{999, 1_230, 56_700, 3_450_000, 98_700_000}
+		for i, w := range want {
+			b := got.Buckets[i]
+			if b.DurationP50 == nil || *b.DurationP50 != w || b.LatenessP99 == nil || *b.LatenessP99 != w {
+				t.Errorf("bucket %d: %s, want %d", i, show(b.Aggregate), w)
+			}
+		}
+		// the window: p50 of 5 values is the 3rd, p99 the 5th
+		if p := got.Total.DurationP50; p == nil || *p != 56_700 || *got.Total.DurationP99 != 98_700_000 {
+			t.Errorf("total %s", show(got.Total))
+		}
+	})
+}
