@@ -30,8 +30,9 @@ func (s StatsQuery) values() url.Values {
 	return q
 }
 
-// Aggregate counts a bucket's, a window's or a peer's executions. Percentiles are nearest-rank, in
-// milliseconds, nil without values; lateness is an item's start minus its fire's scheduled time.
+// Aggregate counts a bucket's, a window's or a peer's executions. Times are milliseconds, nil without
+// values; lateness is an item's start minus its fire's scheduled time. Percentiles are nearest-rank, in the
+// window's total and per peer only (nil per bucket): exact under 1 s, at most 1% low above.
 type Aggregate struct {
 	Fires       int64  `json:"fires"`
 	Items       int64  `json:"items"`
@@ -41,6 +42,10 @@ type Aggregate struct {
 	Misfire     int64  `json:"misfire"`
 	Failover    int64  `json:"failover"`
 	Manual      int64  `json:"manual"`
+	DurationAvg *int64 `json:"durationAvgMs"`
+	DurationMax *int64 `json:"durationMaxMs"`
+	LatenessAvg *int64 `json:"latenessAvgMs"`
+	LatenessMax *int64 `json:"latenessMaxMs"`
 	DurationP50 *int64 `json:"durationP50Ms"`
 	DurationP99 *int64 `json:"durationP99Ms"`
 	LatenessP50 *int64 `json:"latenessP50Ms"`

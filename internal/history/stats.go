@@ -75,16 +75,23 @@ func CheckStatsQuery(q StatsQuery, points bool) error {
 
 // Aggregate is what a bucket, a window or a peer counts. The percentiles are milliseconds, nil without values.
 type Aggregate struct {
-	// Fires counts distinct (job, scheduled time) pairs: a fire whose items started in two buckets counts in both.
+	// Fires counts distinct (job, scheduled time) pairs: a fire whose items started in two buckets counts in
+	// both buckets, once in the total.
 	Fires   int64 `json:"fires"`
 	Items   int64 `json:"items"`
 	Success int64 `json:"success"`
 	Failure int64 `json:"failure"`
 	Running int64 `json:"running"`
 	// Misfire, Failover and Manual count the items of those sources (whatever their outcome).
-	Misfire     int64  `json:"misfire"`
-	Failover    int64  `json:"failover"`
-	Manual      int64  `json:"manual"`
+	Misfire  int64 `json:"misfire"`
+	Failover int64 `json:"failover"`
+	Manual   int64 `json:"manual"`
+	// The mean (rounded down) and the largest duration and lateness, in every aggregate.
+	DurationAvg *int64 `json:"durationAvgMs" extensions:"x-nullable"`
+	DurationMax *int64 `json:"durationMaxMs" extensions:"x-nullable"`
+	LatenessAvg *int64 `json:"latenessAvgMs" extensions:"x-nullable"`
+	LatenessMax *int64 `json:"latenessMaxMs" extensions:"x-nullable"`
+	// The percentiles: in a window's total and per peer, not per bucket (null there).
 	DurationP50 *int64 `json:"durationP50Ms" extensions:"x-nullable"`
 	DurationP99 *int64 `json:"durationP99Ms" extensions:"x-nullable"`
 	LatenessP50 *int64 `json:"latenessP50Ms" extensions:"x-nullable"`
@@ -189,37 +196,33 @@ func (s statsSQL) window(q *query, sq StatsQuery, oneJob bool) {
 	q.where("start_time < " + q.arg(s.d.timeArg(sq.To)))
 }
 
-// key is the group of a row: its bucket (by start time), or one group for the whole window (bucket 0), or a
-// column (the peer).
-func (s statsSQL) bucketKey(q *query, sq StatsQuery, whole bool) string {
-	if whole {
-		return "0"
-	}
+// bucketKey is the group of a row: its bucket (by start time).
+func (s statsSQL) bucketKey(q *query, sq StatsQuery) string {
 	return "((" + s.d.epochMicros("start_time") + " - " + q.arg(micros(normalize(sq.From))) + ") / " + q.arg(sq.Bucket.Microseconds()) + ")"
 }
 
-// counts is "SELECT key, fires, items, ... GROUP BY key", in two steps: the rows grouped by key and fire
-// (job, scheduled time) first, so counting the fires is counting groups (no COUNT(DISTINCT), whose sort
-// PostgreSQL would spill), then those groups by key. keyFn builds the key on the query so that its
-// parameters number right.
+// counts is the rows grouped by key and fire (job, scheduled time), with each group's counts and the sum,
+// count and largest of its durations and latenesses: Go adds the groups up per key and for the whole
+// window (counting distinct fires), so one scan answers both.
 func (s statsSQL) counts(sq StatsQuery, oneJob bool, keyFn func(*query) string) *query {
 	q := &query{d: s.d}
 	key := keyFn(q)
 	sum := func(cond string) string { return "SUM(CASE WHEN " + cond + " THEN 1 ELSE 0 END)" }
 	big := func(agg string) string { return "CAST(" + agg + " AS BIGINT)" }
-	q.write("SELECT CAST(k AS TEXT), ", big("SUM(CASE WHEN f IS NULL THEN 0 ELSE 1 END)"), ", ",
-		big("SUM(items)"), ", ", big("SUM(ok)"), ", ", big("SUM(bad)"), ", ", big("SUM(run)"), ", ",
-		big("SUM(mis)"), ", ", big("SUM(fo)"), ", ", big("SUM(man)"), ", MAX(h), MAX(i) FROM (",
-		"SELECT ", key, " AS k, scheduled_at AS f, job_name AS j, COUNT(*) AS items, ",
-		sum("complete_time IS NOT NULL AND "+s.d.isTrue("is_success")), " AS ok, ",
-		sum("complete_time IS NOT NULL AND NOT "+s.d.isTrue("is_success")), " AS bad, ",
-		sum("complete_time IS NULL"), " AS run, ",
-		sum("execution_source = 'MISFIRE'"), " AS mis, ",
-		sum("execution_source = 'FAILOVER'"), " AS fo, ",
-		sum("execution_source = 'MANUAL'"), " AS man, ",
-		"MAX(hostname) AS h, MAX(ip) AS i FROM JOB_EXECUTION_LOG")
+	dv, dc := s.duration()
+	lv, lc := s.lateness()
+	q.write("SELECT CAST(", key, " AS TEXT), ", s.d.epochMicros("scheduled_at"), ", job_name, COUNT(*), ",
+		sum("complete_time IS NOT NULL AND "+s.d.isTrue("is_success")), ", ",
+		sum("complete_time IS NOT NULL AND NOT "+s.d.isTrue("is_success")), ", ",
+		sum("complete_time IS NULL"), ", ",
+		sum("execution_source = 'MISFIRE'"), ", ",
+		sum("execution_source = 'FAILOVER'"), ", ",
+		sum("execution_source = 'MANUAL'"), ", ",
+		sum(dc), ", ", big("SUM(CASE WHEN "+dc+" THEN "+dv+" END)"), ", MAX(CASE WHEN ", dc, " THEN ", dv, " END), ",
+		sum(lc), ", ", big("SUM(CASE WHEN "+lc+" THEN "+lv+" END)"), ", MAX(CASE WHEN ", lc, " THEN ", lv, " END), ",
+		"MAX(hostname), MAX(ip) FROM JOB_EXECUTION_LOG")
 	s.window(q, sq, oneJob)
-	q.write(" GROUP BY 1, 2, 3) g GROUP BY k")
+	q.write(" GROUP BY 1, 2, 3")
 	return q
 }
 
@@ -288,51 +291,109 @@ func (s statsSQL) lateness() (string, string) {
 	return "((" + s.d.epochMicros("start_time") + " - " + s.d.epochMicros("scheduled_at") + ") / 1000)", "scheduled_at IS NOT NULL"
 }
 
-// group is one key's aggregate and the histograms its percentiles come from.
+// group is one key's aggregate: its counts, the sums behind its means, and the histograms its percentiles
+// come from.
 type group struct {
 	PeerStats
-	dur, late hist
+	fires      map[[2]any]struct{}
+	dn, dsum   int64
+	ln, lsum   int64
+	dur, late  hist
+	dmax, lmax *int64
 }
 
-func (g *group) settle() {
-	g.DurationP50, g.DurationP99 = g.dur.percentile(50), g.dur.percentile(99)
-	g.LatenessP50, g.LatenessP99 = g.late.percentile(50), g.late.percentile(99)
+func newGroup(k string) *group {
+	return &group{PeerStats: PeerStats{InstanceID: k}, fires: map[[2]any]struct{}{}, dur: hist{}, late: hist{}}
 }
 
-// aggregates runs the counts grouped by keyFn and, with percentiles, the histograms of duration and lateness,
-// and returns the groups by key, with each key's hostname and ip (for peers).
-func aggregates(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, oneJob, percentiles bool, keyFn func(*query) string) (map[string]*group, error) {
-	out := map[string]*group{}
-	get := func(k string) *group {
-		g := out[k]
-		if g == nil {
-			g = &group{PeerStats: PeerStats{InstanceID: k}, dur: hist{}, late: hist{}}
-			out[k] = g
-		}
-		return g
+// settle turns the sums and histograms into the aggregate's figures.
+func (g *group) settle(percentiles bool) {
+	g.Fires = int64(len(g.fires))
+	if g.dn > 0 {
+		g.DurationAvg, g.DurationMax = i64p(g.dsum/g.dn), g.dmax
 	}
+	if g.ln > 0 {
+		g.LatenessAvg, g.LatenessMax = i64p(g.lsum/g.ln), g.lmax
+	}
+	if percentiles {
+		g.DurationP50, g.DurationP99 = g.dur.percentile(50), g.dur.percentile(99)
+		g.LatenessP50, g.LatenessP99 = g.late.percentile(50), g.late.percentile(99)
+	}
+}
+
+func i64p(v int64) *int64 { return &v }
+
+func maxOf(a, b *int64) *int64 {
+	if a == nil || (b != nil && *b > *a) {
+		return b
+	}
+	return a
+}
+
+// aggregates runs the counts grouped by keyFn and returns the groups by key and the whole window's group.
+func aggregates(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, oneJob bool, keyFn func(*query) string) (map[string]*group, *group, error) {
+	out := map[string]*group{}
+	whole := newGroup("")
 	err := run(ctx, s.counts(sq, oneJob, keyFn), func(r rowScanner) error {
 		var (
-			k       string
-			c       Aggregate
-			host, i *string
+			k, job                 string
+			sched                  any
+			c                      Aggregate
+			dn, ln                 int64
+			dsum, dmax, lsum, lmax *int64
+			h, i                   *string
 		)
-		if err := r.Scan(&k, &c.Fires, &c.Items, &c.Success, &c.Failure, &c.Running, &c.Misfire, &c.Failover, &c.Manual, &host, &i); err != nil {
+		if err := r.Scan(&k, &sched, &job, &c.Items, &c.Success, &c.Failure, &c.Running, &c.Misfire, &c.Failover, &c.Manual,
+			&dn, &dsum, &dmax, &ln, &lsum, &lmax, &h, &i); err != nil {
 			return err
 		}
-		g := get(k)
-		g.Aggregate = c
-		if host != nil {
-			g.Hostname = *host
+		g := out[k]
+		if g == nil {
+			g = newGroup(k)
+			out[k] = g
+		}
+		for _, x := range []*group{g, whole} {
+			if sched != nil {
+				x.fires[[2]any{job, sched}] = struct{}{}
+			}
+			x.Items += c.Items
+			x.Success += c.Success
+			x.Failure += c.Failure
+			x.Running += c.Running
+			x.Misfire += c.Misfire
+			x.Failover += c.Failover
+			x.Manual += c.Manual
+			x.dn += dn
+			x.ln += ln
+			if dsum != nil {
+				x.dsum += *dsum
+			}
+			if lsum != nil {
+				x.lsum += *lsum
+			}
+			x.dmax, x.lmax = maxOf(x.dmax, dmax), maxOf(x.lmax, lmax)
+		}
+		if h != nil {
+			g.Hostname = *h
 		}
 		if i != nil {
 			g.IP = *i
 		}
 		return nil
 	})
-	if err != nil || !percentiles {
-		return out, err
+	if err != nil {
+		return nil, nil, err
 	}
+	for _, g := range out {
+		g.settle(false)
+	}
+	whole.settle(false)
+	return out, whole, nil
+}
+
+// percentiles reads the histograms of duration and lateness grouped by keyFn into groups (made when
+// missing), and settles each group with its percentiles.
+func percentiles(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, oneJob bool, keyFn func(*query) string, groups map[string]*group) error {
 	dv, dc := s.duration()
 	lv, lc := s.lateness()
 	for _, p := range []struct {
@@ -350,32 +411,22 @@ func aggregates(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, on
 			if err := r.Scan(&k, &bin, &n); err != nil {
 				return err
 			}
-			p.of(get(k))[bin] += n
+			g := groups[k]
+			if g == nil {
+				g = newGroup(k)
+				groups[k] = g
+			}
+			p.of(g)[bin] += n
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	for _, g := range out {
-		g.settle()
+	for _, g := range groups {
+		g.settle(true)
 	}
-	return out, nil
-}
-
-// merged is one group holding every group's histograms, with counts (the window's, read apart: a fire
-// can span groups).
-func merged(counts map[string]*group, parts map[string]*group) Aggregate {
-	all := &group{dur: hist{}, late: hist{}}
-	if c, ok := counts["0"]; ok {
-		all.Aggregate = c.Aggregate
-	}
-	for _, g := range parts {
-		all.dur.add(g.dur)
-		all.late.add(g.late)
-	}
-	all.settle()
-	return all.Aggregate
+	return nil
 }
 
 // buckets lays the aggregates keyed by bucket number over every bucket of the window.
@@ -397,16 +448,15 @@ func jobStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (JobS
 		return JobStats{}, err
 	}
 	s := statsSQL{d: d}
-	byBucket, err := aggregates(ctx, run, s, sq, true, true, func(q *query) string { return s.bucketKey(q, sq, false) })
+	byBucket, whole, err := aggregates(ctx, run, s, sq, true, func(q *query) string { return s.bucketKey(q, sq) })
 	if err != nil {
 		return JobStats{}, err
 	}
-	whole, err := aggregates(ctx, run, s, sq, true, false, func(q *query) string { return s.bucketKey(q, sq, true) })
-	if err != nil {
+	if err := percentiles(ctx, run, s, sq, true, func(*query) string { return "''" }, map[string]*group{"": whole}); err != nil {
 		return JobStats{}, err
 	}
 	return JobStats{Job: sq.Job, From: normalize(sq.From), To: normalize(sq.To), Bucket: sq.Bucket.String(),
-		Buckets: buckets(sq, byBucket), Total: merged(whole, byBucket)}, nil
+		Buckets: buckets(sq, byBucket), Total: whole.Aggregate}, nil
 }
 
 func clusterStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (ClusterStats, error) {
@@ -414,34 +464,29 @@ func clusterStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (
 		return ClusterStats{}, err
 	}
 	s := statsSQL{d: d}
-	// the buckets carry counts only (the overview draws fires and failures); the peers and the total carry
-	// percentiles too
-	byBucket, err := aggregates(ctx, run, s, sq, false, false, func(q *query) string { return s.bucketKey(q, sq, false) })
+	byBucket, whole, err := aggregates(ctx, run, s, sq, false, func(q *query) string { return s.bucketKey(q, sq) })
 	if err != nil {
 		return ClusterStats{}, err
 	}
-	whole, err := aggregates(ctx, run, s, sq, false, false, func(q *query) string { return s.bucketKey(q, sq, true) })
+	byPeer, _, err := aggregates(ctx, run, s, sq, false, func(*query) string { return "instance_id" })
 	if err != nil {
 		return ClusterStats{}, err
 	}
-	byPeer, err := aggregates(ctx, run, s, sq, false, true, func(*query) string { return "instance_id" })
-	if err != nil {
+	if err := percentiles(ctx, run, s, sq, false, func(*query) string { return "instance_id" }, byPeer); err != nil {
 		return ClusterStats{}, err
 	}
+	// the window's percentiles: the peers' histograms added up (the peers split the rows)
+	for _, p := range byPeer {
+		whole.dur.add(p.dur)
+		whole.late.add(p.late)
+	}
+	whole.settle(true)
 	out := ClusterStats{From: normalize(sq.From), To: normalize(sq.To), Bucket: sq.Bucket.String(), Buckets: buckets(sq, byBucket),
-		Peers: []PeerStats{}, Total: merged(whole, byPeer)}
+		Peers: []PeerStats{}, Total: whole.Aggregate}
 	for _, p := range byPeer {
 		out.Peers = append(out.Peers, p.PeerStats)
 	}
-	slices.SortFunc(out.Peers, func(a, b PeerStats) int {
-		switch {
-		case a.InstanceID < b.InstanceID:
-			return -1
-		case a.InstanceID > b.InstanceID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out.Peers, func(a, b PeerStats) int { return strings.Compare(a.InstanceID, b.InstanceID) })
 	return out, nil
 }
 

@@ -104,7 +104,7 @@ func TestExplainStats(t *testing.T) {
 			}
 		}
 		ss := statsSQL{d: d}
-		key := func(qq *query) string { return ss.bucketKey(qq, q, false) }
+		key := func(qq *query) string { return ss.bucketKey(qq, q) }
 		dv, dc := ss.duration()
 		for name, stmt := range map[string]*query{
 			"counts":             ss.counts(q, true, key),

@@ -59,10 +59,10 @@ func TestJobStats(t *testing.T) {
 			t.Fatalf("%d buckets, want 10", len(got.Buckets))
 		}
 		want := map[int]Aggregate{
-			0: {Fires: 1, Items: 4, Success: 3, Failure: 1, DurationP50: i64(200), DurationP99: i64(400), LatenessP50: i64(20), LatenessP99: i64(40)},
-			2: {Fires: 1, Items: 2, Success: 1, Running: 1, Misfire: 2, DurationP50: i64(50), DurationP99: i64(50), LatenessP50: i64(1000), LatenessP99: i64(1000)},
-			5: {Fires: 2, Items: 2, Success: 2, Failover: 1, Manual: 1, DurationP50: i64(10), DurationP99: i64(10), LatenessP50: i64(5), LatenessP99: i64(5)},
-			7: {Fires: 1, Items: 100, Success: 100, DurationP50: i64(50), DurationP99: i64(99), LatenessP50: i64(0), LatenessP99: i64(0)},
+			0: {Fires: 1, Items: 4, Success: 3, Failure: 1, DurationAvg: i64(250), DurationMax: i64(400), LatenessAvg: i64(25), LatenessMax: i64(40)},
+			2: {Fires: 1, Items: 2, Success: 1, Running: 1, Misfire: 2, DurationAvg: i64(50), DurationMax: i64(50), LatenessAvg: i64(1000), LatenessMax: i64(1000)},
+			5: {Fires: 2, Items: 2, Success: 2, Failover: 1, Manual: 1, DurationAvg: i64(10), DurationMax: i64(10), LatenessAvg: i64(5), LatenessMax: i64(5)},
+			7: {Fires: 1, Items: 100, Success: 100, DurationAvg: i64(50), DurationMax: i64(100), LatenessAvg: i64(0), LatenessMax: i64(0)},
 		}
 		for i, b := range got.Buckets {
 			if !b.Start.Equal(t0.Add(time.Duration(i) * time.Minute)) {
@@ -72,8 +72,10 @@ func TestJobStats(t *testing.T) {
 				t.Errorf("bucket %d (-want +got):\n%s", i, d)
 			}
 		}
-		// the window: 108 items; durations 1..100 and 10,10,50,100..400 (107 ended); lateness 0 x100, 5,5,10..40,1000,1000
+		// the window: 108 items; durations 1..100 and 10,10,50,100..400 (107 ended, 6120 ms); lateness 0 x100,
+		// 5,5,10..40,1000,1000 (2110 ms)
 		total := Aggregate{Fires: 5, Items: 108, Success: 106, Failure: 1, Running: 1, Misfire: 2, Failover: 1, Manual: 1,
+			DurationAvg: i64(6120 / 107), DurationMax: i64(400), LatenessAvg: i64(2110 / 108), LatenessMax: i64(1000),
 			DurationP50: i64(51), DurationP99: i64(300), LatenessP50: i64(0), LatenessP99: i64(1000)}
 		if d := diff(total, got.Total); d != "" {
 			t.Errorf("total (-want +got):\n%s", d)
@@ -209,9 +211,9 @@ func show(v any) string {
 			}
 			return fmt.Sprint(*x)
 		}
-		return fmt.Sprintf("%+v dur %s/%s late %s/%s", Aggregate{Fires: a.Fires, Items: a.Items, Success: a.Success, Failure: a.Failure,
+		return fmt.Sprintf("%+v dur p50 %s p99 %s avg %s max %s, late p50 %s p99 %s avg %s max %s", Aggregate{Fires: a.Fires, Items: a.Items, Success: a.Success, Failure: a.Failure,
 			Running: a.Running, Misfire: a.Misfire, Failover: a.Failover, Manual: a.Manual},
-			p(a.DurationP50), p(a.DurationP99), p(a.LatenessP50), p(a.LatenessP99))
+			p(a.DurationP50), p(a.DurationP99), p(a.DurationAvg), p(a.DurationMax), p(a.LatenessP50), p(a.LatenessP99), p(a.LatenessAvg), p(a.LatenessMax))
 	}
 	return fmt.Sprintf("%v", v)
 }
@@ -225,18 +227,22 @@ func TestPercentileBins(t *testing.T) {
 			recs = append(recs, statsExec("slow", time.Duration(i)*30*time.Hour, 0, d*time.Millisecond, d*time.Millisecond, true, ejserver.SourceNormal, "a"))
 		}
 		mustWrite(t, s, recs...)
+		want := []int64{999, 1_230, 56_700, 3_450_000, 98_700_000}
+		for i, w := range want {
+			from := t0.Add(time.Duration(i) * 30 * time.Hour)
+			got, err := s.JobStats(testCtx(t), StatsQuery{Job: "slow", From: from, To: from.Add(30 * time.Hour), Bucket: 30 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := got.Total; a.DurationP50 == nil || *a.DurationP50 != w || *a.LatenessP99 != w || *a.DurationMax != int64(recs[i].DurationMs) {
+				t.Errorf("window %d: %s, want percentiles %d", i, show(a), w)
+			}
+		}
+		// the five: p50 is the 3rd, p99 the 5th
 		got, err := s.JobStats(testCtx(t), StatsQuery{Job: "slow", From: t0, To: t0.Add(150 * time.Hour), Bucket: 30 * time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []int64{999, 1_230, 56_700, 3_450_000, 98_700_000}
-		for i, w := range want {
-			b := got.Buckets[i]
-			if b.DurationP50 == nil || *b.DurationP50 != w || b.LatenessP99 == nil || *b.LatenessP99 != w {
-				t.Errorf("bucket %d: %s, want %d", i, show(b.Aggregate), w)
-			}
-		}
-		// the window: p50 of 5 values is the 3rd, p99 the 5th
 		if p := got.Total.DurationP50; p == nil || *p != 56_700 || *got.Total.DurationP99 != 98_700_000 {
 			t.Errorf("total %s", show(got.Total))
 		}
