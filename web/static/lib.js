@@ -205,3 +205,11 @@ export async function api(method, url, { body, headers = {}, signIn = true } = {
 
 // quiet reports whether an error is already shown elsewhere (sign-in screen, connection banner).
 export const quiet = (e) => e instanceof SignInNeeded || e instanceof Unreachable;
+
+export const STATUSES = ['OK', 'CRASHED', 'DISABLED', 'SHARDING_FLAG'];
+export const SOURCES = ['NORMAL_TRIGGER', 'MISFIRE', 'FAILOVER', 'MANUAL'];
+
+// loadError shows why a screen could not load.
+export function loadError(el, e) {
+  setHTML(el, html`<p class="msg msg-error">${e.status === 404 ? e.message : `Could not load: ${e.message}`}</p>`);
+}
