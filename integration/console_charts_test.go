@@ -125,6 +125,24 @@ func TestConsoleCharts(t *testing.T) {
 		mustDo(t, p, "POST", "/api/v1/jobs", job(name, fmt.Sprintf("0 %d %d * * ?", herdAt.Minute(), herdAt.Hour()), 10, recv.URL), 201, nil)
 	}
 
+	// bad windows and buckets are field errors
+	for _, bad := range []struct{ path, field string }{
+		{"/api/v1/jobs/settle/stats?bucket=10ms", "bucket"},
+		{"/api/v1/jobs/settle/stats?window=7d&bucket=10s", "bucket"},
+		{"/api/v1/jobs/settle/stats?window=40d&bucket=1h", "window"},
+		{"/api/v1/jobs/settle/points?window=soon", "window"},
+		{"/api/v1/stats?window=1h&bucket=0s", "bucket"},
+		{"/api/v1/schedule/load?horizon=25h", "horizon"},
+	} {
+		var problem struct {
+			Errors []struct{ Field string } `json:"errors"`
+		}
+		mustDo(t, p, "GET", bad.path, nil, 400, &problem)
+		if len(problem.Errors) != 1 || problem.Errors[0].Field != bad.field {
+			t.Errorf("%s: %+v, want a field error on %s", bad.path, problem, bad.field)
+		}
+	}
+
 	now := time.Now()
 	seeded := seedCharts("settle", now)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,6 +1,6 @@
 // The job page's charts: the last 24 h or 7 d of fires (duration per item, lateness per fire, coloured by
 // outcome), with the window's success rate and p50/p99 lateness and duration. Clicking a fire opens it.
-import { scatter, itemRows, fires, fireRows, destroy, OUTCOMES, COLORS } from '../charts.js';
+import { scatter, itemRows, fires, fireRows, destroy, OUTCOMES } from '../charts.js';
 import { api, html, setHTML, $, path, fmtMs, historyNote } from '../lib.js';
 
 const WINDOWS = { '24h': '5m', '7d': '1h' };
@@ -78,4 +78,3 @@ export function jobCharts(el, name, { window = '24h', onWindow } = {}) {
   };
 }
 
-export { COLORS };
