@@ -52,6 +52,8 @@ var routeRules = map[string]access.Rule{
 	"GET /api/v1/jobs/:/executions":          {Action: access.Read, Reach: access.OneJob},
 	"GET /api/v1/jobs/:/traces":              {Action: access.Read, Reach: access.OneJob},
 	"GET /api/v1/jobs/:/dump":                {Action: access.Read, Reach: access.OneJob},
+	"GET /api/v1/jobs/:/stats":               {Action: access.Read, Reach: access.OneJob},
+	"GET /api/v1/jobs/:/points":              {Action: access.Read, Reach: access.OneJob},
 	"GET /api/v1/executions":                 {Action: access.Read, Reach: access.JobRows},
 	"GET /api/v1/executions/:":               {Action: access.Read, Reach: access.JobRows}, // 404 for another job's
 
@@ -62,7 +64,10 @@ var routeRules = map[string]access.Rule{
 	"GET /api/v1/instances":          {Action: access.Read, Reach: access.Cluster},
 	"GET /metrics":                   {Action: access.Read, Reach: access.Cluster}, // with --metrics-auth; else open
 	"GET /api/v1/cron/next":          {Action: access.Read, Reach: access.Nothing},
-	"GET /api/v1/auth/whoami":        {Action: access.Read, Reach: access.Nothing},
+	// the console's charts over every job: a scoped token's jobs only, filtered in the query (issue 25)
+	"GET /api/v1/stats":         {Action: access.Read, Reach: access.JobRows},
+	"GET /api/v1/schedule/load": {Action: access.Read, Reach: access.JobRows},
+	"GET /api/v1/auth/whoami":   {Action: access.Read, Reach: access.Nothing},
 	// echo's 404 for a group's unknown paths (so that they pass the group's middleware)
 	echo.RouteNotFound + " /api/v1":                {Action: access.Read, Reach: access.Nothing},
 	echo.RouteNotFound + " /api/v1/*":              {Action: access.Read, Reach: access.Nothing},

@@ -187,6 +187,7 @@ func (h *handlers) executions(c echo.Context) error {
 //	@Param		instance	query	string	false	"instance id"
 //	@Param		from	query		string	false	"RFC 3339: started at or after"
 //	@Param		to		query		string	false	"RFC 3339: started before"
+//	@Param		scheduledAt	query	string	false	"RFC 3339: one fire's items (those scheduled at that time)"
 //	@Param		cursor	query		string	false	"nextCursor of the previous page"
 //	@Param		limit	query		int		false	"page size, 1-500 (default 50)"
 //	@Success	200		{object}	ExecutionList
@@ -222,6 +223,9 @@ func (h *handlers) listExecutions(c echo.Context, job string) error {
 		return err
 	}
 	if f.To, err = timeParam(c, "to"); err != nil {
+		return err
+	}
+	if f.ScheduledAt, err = timeParam(c, "scheduledAt"); err != nil {
 		return err
 	}
 	if f.Limit, err = limitParamOf(c, history.DefaultLimit, history.MaxLimit); err != nil {

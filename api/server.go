@@ -27,6 +27,7 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/history"
+	"github.com/ejserver/ejserver/internal/loadahead"
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/openapi"
 )
@@ -53,6 +54,10 @@ type Service interface {
 	Traces(ctx context.Context, f history.TraceFilter) ([]ejserver.StatusTrace, error)
 	JobLabel(ctx context.Context, name string) (string, error)
 	JobsLabeled(labels []string) []string
+	JobStats(ctx context.Context, q history.StatsQuery, window time.Duration) (history.JobStats, bool, error)
+	JobPoints(ctx context.Context, q history.StatsQuery, window time.Duration) (history.PointList, bool, error)
+	ClusterStats(ctx context.Context, q history.StatsQuery, window time.Duration) (history.ClusterStats, bool, error)
+	LoadAhead(horizon time.Duration, visible func(name, label string) bool) (loadahead.Load, error)
 }
 
 // Health reports readiness for /readyz.
@@ -148,6 +153,10 @@ func New(cfg Config) http.Handler {
 	v1.GET("/jobs/:jobName/executions", h.jobExecutions)
 	v1.GET("/jobs/:jobName/traces", h.jobTraces)
 	v1.GET("/jobs/:jobName/dump", h.dump)
+	v1.GET("/jobs/:jobName/stats", h.jobStats)
+	v1.GET("/jobs/:jobName/points", h.jobPoints)
+	v1.GET("/stats", h.clusterStats)
+	v1.GET("/schedule/load", h.loadAhead)
 	v1.GET("/executions", h.executions)
 	v1.GET("/executions/:id", h.execution)
 	v1.GET("/servers", h.servers)

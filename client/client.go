@@ -437,6 +437,9 @@ func executionQuery(f ExecutionFilter, withJob bool) url.Values {
 	if !f.From.IsZero() {
 		q.Set("from", f.From.Format(time.RFC3339Nano))
 	}
+	if !f.ScheduledAt.IsZero() {
+		q.Set("scheduledAt", f.ScheduledAt.Format(time.RFC3339Nano))
+	}
 	if !f.To.IsZero() {
 		q.Set("to", f.To.Format(time.RFC3339Nano))
 	}

@@ -405,7 +405,9 @@ type ExecutionFilter struct {
 	InstanceID string
 	// From and To bound the start time: From <= startedAt < To.
 	From, To time.Time
-	Cursor   string
+	// ScheduledAt selects one fire's items: those scheduled at that time.
+	ScheduledAt time.Time
+	Cursor      string
 	// Limit is the page size, 1-500 (0: 50).
 	Limit int
 }
@@ -463,6 +465,8 @@ type Instance struct {
 	StartedAt  time.Time `json:"startedAt"`
 	JobCount   int       `json:"jobCount"`
 	LeaderOf   int       `json:"leaderOf"`
+	// ItemsOwned counts the shard items (of every job) this instance owns.
+	ItemsOwned int `json:"itemsOwned"`
 	// Self marks the peer that answered.
 	Self bool `json:"self"`
 }

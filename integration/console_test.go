@@ -20,7 +20,7 @@ import (
 )
 
 // chromium finds Debian's Chromium; without it the test fails (make test installs it: scripts/deps.sh chromium).
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{"/usr/bin/chromium", "chromium"} {
 		if path, err := exec.LookPath(p); err == nil {
@@ -34,7 +34,7 @@ func chromium(t *testing.T) string {
 // browser drives one headless Chromium tab against a peer's console and records what the page writes to its
 // console.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	base string
 	shot string // where screenshots go ("" = not kept)
@@ -43,7 +43,7 @@ type browser struct {
 	messages []chromedp.ConsoleMessage
 }
 
-func newBrowser(t *testing.T, base string) *browser {
+func newBrowser(t testing.TB, base string) *browser {
 	t.Helper()
 	path := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],

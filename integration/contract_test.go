@@ -463,6 +463,18 @@ func TestAPIContract(t *testing.T) {
 		}
 	}
 
+	// the console's stats: a job's, the cluster's, the load ahead (bad windows and buckets are field errors)
+	k.do(call{method: "GET", path: "/api/v1/jobs/alpha/stats?window=7d&bucket=1h", token: V}, 200)
+	k.do(call{method: "GET", path: "/api/v1/jobs/alpha/points?window=24h", token: V}, 200)
+	k.do(call{method: "GET", path: "/api/v1/stats?window=1h&bucket=1m", token: V}, 200)
+	k.do(call{method: "GET", path: "/api/v1/schedule/load?horizon=10m", token: V}, 200)
+	for path, field := range map[string]string{"/api/v1/jobs/alpha/stats?bucket=1ms": "bucket", "/api/v1/jobs/alpha/points?window=99d": "window",
+		"/api/v1/stats?window=soon": "window", "/api/v1/schedule/load?horizon=2d": "horizon"} {
+		if pr := k.problem(call{method: "GET", path: path, token: V}, 400); pr.Field != field {
+			t.Fatalf("%s: field %q, want %q", path, pr.Field, field)
+		}
+	}
+
 	// the callbacks of an accepted item (202): authorised by the execution's callback token alone
 	async := newReceiver(t)
 	accepting(async)

@@ -148,7 +148,7 @@ func newReceiver(t testing.TB) *harness.Receiver {
 }
 
 // mustDo calls the API and fails the test on a transport error or an unexpected status.
-func mustDo(t *testing.T, p *harness.Peer, method, path string, body any, wantStatus int, out any, headers ...string) []byte {
+func mustDo(t testing.TB, p *harness.Peer, method, path string, body any, wantStatus int, out any, headers ...string) []byte {
 	t.Helper()
 	status, raw, err := p.Do(method, path, body, out, headers...)
 	if err != nil {
@@ -166,7 +166,7 @@ func job(name, cron string, total int, url string) map[string]any {
 
 // newPostgres starts a PostgreSQL server for the test (stopped at its end) and returns it with the DSN of a
 // new database db on it.
-func newPostgres(t *testing.T, db string) (*pgtest.Cluster, string) {
+func newPostgres(t testing.TB, db string) (*pgtest.Cluster, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

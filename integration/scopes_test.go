@@ -130,6 +130,8 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		{method: "GET", path: "/api/v1/jobs/{jobName}/executions", jobs: abl, want: byJob(reads, hidden)},
 		{method: "GET", path: "/api/v1/jobs/{jobName}/traces", jobs: abl, want: byJob(reads, hidden)},
 		{method: "GET", path: "/api/v1/jobs/{jobName}/dump", jobs: abl, want: byJob(reads, hidden)},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/stats", jobs: abl, want: byJob(reads, hidden)},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/points", jobs: abl, want: byJob(reads, hidden)},
 		{method: "POST", path: "/api/v1/jobs/{jobName}/trigger", jobs: abl,
 			want: byJob("202 202 403 | 202 202 403", "202 202 403 | 404 404 403")},
 		{method: "POST", path: "/api/v1/jobs/{jobName}/disable", jobs: abl, want: byJob(operate, operateB)},
@@ -152,6 +154,9 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		{method: "GET", path: "/api/v1/servers", want: map[string]string{"": hidden}},
 		{method: "GET", path: "/api/v1/instances", want: map[string]string{"": hidden}},
 		{method: "GET", path: "/api/v1/cron/next?cron=@hourly", want: map[string]string{"": reads}},
+		// the console's charts over every job: each token sees its jobs' rows (checkScopedStats)
+		{method: "GET", path: "/api/v1/stats", want: map[string]string{"": reads}},
+		{method: "GET", path: "/api/v1/schedule/load", want: map[string]string{"": reads}},
 		{method: "GET", path: "/api/v1/auth/whoami", want: map[string]string{"": reads}},
 		{method: "GET", path: "/metrics", want: map[string]string{"": hidden}},
 		{method: "POST", path: "/api/v1/servers/127.0.0.1/disable", want: map[string]string{"": "200 403 403 | 404 403 403"}},
@@ -239,6 +244,7 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 	}
 
 	checkScopedLists(t, p, execOf)
+	checkScopedStats(t, p)
 	checkScopeMoves(t, p, spec)
 }
 
@@ -386,5 +392,45 @@ func TestConsoleForAScopedOperator(t *testing.T) {
 	b.waitText("main", "not found", 10*time.Second)
 	if probs := b.problems(); len(probs) > 0 {
 		t.Fatalf("the console wrote errors:\n%s", strings.Join(probs, "\n"))
+	}
+}
+
+// The console's cluster-wide charts keep to the scope: the cluster stats count exactly the executions the
+// token lists, and the load ahead counts exactly the enabled jobs it lists.
+func checkScopedStats(t *testing.T, p *harness.Peer) {
+	t.Helper()
+	for g := range scopeGrants {
+		var listed, counted int
+		if !eventually(30*time.Second, func() bool {
+			var page struct{ Items []struct{ ID string } }
+			mustDo(t, p, "GET", "/api/v1/executions?limit=500", nil, http.StatusOK, &page, as(g)...)
+			var st struct {
+				Total struct{ Items int }
+				Peers []struct{ Items int }
+			}
+			mustDo(t, p, "GET", "/api/v1/stats?window=2h&bucket=1m", nil, http.StatusOK, &st, as(g)...)
+			listed, counted = len(page.Items), st.Total.Items
+			return listed == counted && len(st.Peers) == 1 && st.Peers[0].Items == counted
+		}) {
+			t.Errorf("%s: the cluster stats count %d items, the token lists %d", scopeGrants[g].name, counted, listed)
+		}
+		var jobs struct {
+			Items []struct{ Disabled bool }
+		}
+		mustDo(t, p, "GET", "/api/v1/jobs?limit=1000", nil, http.StatusOK, &jobs, as(g)...)
+		enabled := 0
+		for _, j := range jobs.Items {
+			if !j.Disabled {
+				enabled++
+			}
+		}
+		var load struct {
+			Jobs  int
+			Items []int
+		}
+		mustDo(t, p, "GET", "/api/v1/schedule/load?horizon=10m", nil, http.StatusOK, &load, as(g)...)
+		if load.Jobs != enabled || len(load.Items) != 600 {
+			t.Errorf("%s: the load ahead counts %d jobs over %d s, the token lists %d enabled", scopeGrants[g].name, load.Jobs, len(load.Items), enabled)
+		}
 	}
 }

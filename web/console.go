@@ -34,6 +34,7 @@ var contentTypes = map[string]string{
 	".js":   "text/javascript; charset=utf-8",
 	".css":  "text/css; charset=utf-8",
 	".svg":  "image/svg+xml",
+	".txt":  "text/plain; charset=utf-8", // the vendored libraries' licences
 }
 
 type file struct {

@@ -15,9 +15,13 @@ func TestHandler(t *testing.T) {
 		contentType  string
 		contains     string
 	}{
-		{"/", "GET", 200, "text/html; charset=utf-8", `<script src="app.js" defer></script>`},
+		{"/", "GET", 200, "text/html; charset=utf-8", `<script type="module" src="main.js"></script>`},
 		{"/index.html", "GET", 200, "text/html; charset=utf-8", "<main"},
-		{"/app.js", "GET", 200, "text/javascript; charset=utf-8", "/api/v1/auth/whoami"},
+		{"/main.js", "GET", 200, "text/javascript; charset=utf-8", "/api/v1/auth/whoami"},
+		{"/app.js", "GET", 200, "text/javascript; charset=utf-8", "formScreen"},
+		{"/pages/jobcharts.js", "GET", 200, "text/javascript; charset=utf-8", "export function jobCharts"},
+		{"/vendor/uPlot.esm.js", "GET", 200, "text/javascript; charset=utf-8", "export { uPlot as default }"},
+		{"/vendor/uPlot.LICENSE.txt", "GET", 200, "text/plain; charset=utf-8", "Leon Sorokin"},
 		{"/async.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAsync"},
 		{"/alerts.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAlerts"},
 		{"/app.css", "GET", 200, "text/css; charset=utf-8", ":focus-visible"},
@@ -73,7 +77,19 @@ func TestHandlerRevalidates(t *testing.T) {
 
 // The CSP forbids inline scripts and styles: the files must not need them.
 func TestNoInlineScriptOrStyle(t *testing.T) {
-	for _, name := range []string{"static/index.html", "static/app.js", "static/async.js"} {
+	names := []string{"static/index.html", "static/async.js", "static/channels.js"}
+	for _, dir := range []string{"static", "static/pages"} {
+		entries, err := static.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".js") {
+				names = append(names, dir+"/"+e.Name())
+			}
+		}
+	}
+	for _, name := range names {
 		b, err := static.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -87,16 +103,39 @@ func TestNoInlineScriptOrStyle(t *testing.T) {
 	}
 }
 
-// async.js is loaded before app.js, which calls it as it starts.
+// async.js is loaded before main.js, whose modules call it as they load (deferred scripts and modules run in
+// document order).
 func TestAsyncModuleLoadsFirst(t *testing.T) {
 	b, err := static.ReadFile("static/index.html")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	module, app := strings.Index(s, `<script src="async.js" defer></script>`), strings.Index(s, `<script src="app.js" defer></script>`)
+	module, app := strings.Index(s, `<script src="async.js" defer></script>`), strings.Index(s, `<script type="module" src="main.js"></script>`)
 	if module < 0 || app < 0 || module > app {
-		t.Fatalf("index.html must load async.js (at %d) before app.js (at %d), both deferred", module, app)
+		t.Fatalf("index.html must load async.js (at %d) before main.js (at %d), the one deferred, the other a module", module, app)
+	}
+}
+
+// Every page of the console is an ES module of at most ~400 lines (app.js, the job form, included).
+func TestModulesStaySmall(t *testing.T) {
+	for _, dir := range []string{"static", "static/pages"} {
+		entries, err := static.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".js") {
+				continue
+			}
+			b, err := static.ReadFile(dir + "/" + e.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(b), "\n"); n > 420 {
+				t.Errorf("%s/%s has %d lines: split it", dir, e.Name(), n)
+			}
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 
 const executionUsage = `Usage:
   ejserver execution get ID                          one execution: where, when, how it ended, an async item's lease
-  ejserver execution list [--job NAME] [--item N] [--failed|--succeeded] [--running] [--limit N] [--cursor C]
+  ejserver execution list [--job NAME] [--fire TIME] [--item N] [--failed|--succeeded] [--running] [--limit N] [--cursor C]
                                                      executions of every job (or one), newest first
   ejserver execution heartbeat --callback-url URL --token TOKEN [--progress N] [--message M]
                                                      an accepted item is still being worked on: renews its lease
@@ -51,7 +51,7 @@ func executionCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		k := newCLI("execution get", "execution get ID [flags]", stdout, stderr)
 		return k.run(rest, 1, func(ctx context.Context, a []string) error { return k.executionGet(ctx, a[0]) })
 	case "list":
-		k := newCLI("execution list", "execution list [--job NAME] [--item N] [--failed|--succeeded] [--running] [--limit N] [flags]", stdout, stderr)
+		k := newCLI("execution list", "execution list [--job NAME] [--fire TIME] [--item N] [--failed|--succeeded] [--running] [--limit N] [flags]", stdout, stderr)
 		job := k.fs.String("job", "", "only this job's executions")
 		item := k.fs.Int("item", -1, "only this item's executions")
 		failed := k.fs.Bool("failed", false, "only executions that ended in failure")
@@ -59,8 +59,16 @@ func executionCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		running := k.fs.Bool("running", false, "only executions not ended yet (picked from the newest "+strconv.Itoa(runningScan)+")")
 		limit := k.fs.Int("limit", 20, "how many, 1-500")
 		cursor := k.fs.String("cursor", "", "nextCursor of a previous page (-o json shows it)")
+		fire := k.fs.String("fire", "", "only one fire's items: its scheduled time (RFC 3339)")
 		return k.run(rest, 0, func(ctx context.Context, _ []string) error {
 			f := client.ExecutionFilter{Job: *job, Limit: *limit, Cursor: *cursor}
+			if *fire != "" {
+				t, err := time.Parse(time.RFC3339Nano, *fire)
+				if err != nil {
+					return usageErrorf("--fire: %q is not an RFC 3339 time", *fire)
+				}
+				f.ScheduledAt = t
+			}
 			switch {
 			case *failed && *succeeded:
 				return usageErrorf("--failed and --succeeded exclude each other")

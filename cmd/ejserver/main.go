@@ -6,6 +6,7 @@
 //	ejserver execution ...      get, list executions; heartbeat, complete for receivers of long-running items
 //	ejserver channel ...        list, get, apply, delete, test notification channels; their history
 //	ejserver cron next EXPR     the next fire times of an expression
+//	ejserver stats ...          a job's or the cluster's stats; the schedule's load ahead
 //	ejserver token new|hash     make API tokens
 //	ejserver healthcheck        exit 0 if the local peer's /healthz answers (for container health checks)
 //	ejserver version            print the version, commit, build date and Go version
@@ -40,6 +41,8 @@ func run(args []string) int {
 		return channelCmd(args[1:], os.Stdout, os.Stderr)
 	case "alerts", "alert":
 		return alertsCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case "stats":
+		return statsCmd(args[1:], os.Stdout, os.Stderr)
 	case "cron":
 		return cronCmd(args[1:], os.Stdout, os.Stderr)
 	case "token":
@@ -74,6 +77,8 @@ Usage:
   ejserver alerts defaults | set-defaults -f FILE
                                       the cluster's default alert rules
   ejserver cron next 'EXPR' [--tz ZONE] [--count N]
+  ejserver stats job NAME|cluster|load [--window 24h] [--bucket 5m] [--horizon 1h]
+                                      a job's or every job's stats per bucket; the load ahead
   ejserver token new|hash [--role admin|viewer] [--name NAME]
   ejserver healthcheck [--ready] [--url URL]
                                       exit 0 if the peer's /healthz (/readyz) answers 200, else 1

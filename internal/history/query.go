@@ -54,16 +54,24 @@ const traceSelect = `id, job_name, original_task_id, task_id, slave_id, source, 
 type dialect struct {
 	placeholder func(n int) string
 	timeArg     func(t time.Time) any // a time as the driver binds it
+	// epochMicros reads a time column as integer microseconds since the epoch (NULL stays NULL).
+	epochMicros func(col string) string
+	// isTrue is the condition "the boolean column is true".
+	isTrue func(col string) string
 }
 
 var (
 	postgresDialect = dialect{
 		placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
 		timeArg:     func(t time.Time) any { return normalize(t) },
+		epochMicros: func(col string) string { return "CAST(EXTRACT(EPOCH FROM " + col + ") * 1000000 AS BIGINT)" },
+		isTrue:      func(col string) string { return col },
 	}
 	sqliteDialect = dialect{
 		placeholder: func(int) string { return "?" },
 		timeArg:     func(t time.Time) any { return micros(normalize(t)) },
+		epochMicros: func(col string) string { return col },
+		isTrue:      func(col string) string { return "(" + col + " <> 0)" },
 	}
 )
 
@@ -148,6 +156,9 @@ func listExecutions(d dialect, f checked) *query {
 	}
 	if f.Running {
 		q.where("complete_time IS NULL")
+	}
+	if !f.ScheduledAt.IsZero() {
+		q.where("scheduled_at = " + q.arg(d.timeArg(f.ScheduledAt)))
 	}
 	if !f.From.IsZero() {
 		q.where("start_time >= " + q.arg(d.timeArg(f.From)))

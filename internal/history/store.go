@@ -47,6 +47,9 @@ type Store interface {
 	// Prune deletes up to batch executions that started before before, up to batch status traces created
 	// before it and up to batch notification records finished before it, and returns how many rows it deleted.
 	Prune(ctx context.Context, before time.Time, batch int) (int64, error)
+	// Stats are the console's aggregates (stats.go).
+	Stats
+
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
 	Close() error
@@ -80,6 +83,8 @@ type ExecutionFilter struct {
 	Running bool
 	// From and To bound start_time: From <= start_time < To.
 	From, To time.Time
+	// ScheduledAt selects the items of one fire: those scheduled at that time.
+	ScheduledAt time.Time
 	// Cursor is a previous page's NextCursor.
 	Cursor string
 	// Limit is the page size: 0 means DefaultLimit; at most MaxLimit.

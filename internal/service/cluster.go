@@ -29,6 +29,8 @@ type InstanceView struct {
 	// JobCount counts the jobs this instance is registered on; LeaderOf those it leads.
 	JobCount int `json:"jobCount"`
 	LeaderOf int `json:"leaderOf"`
+	// ItemsOwned counts the shard items (of every job) whose sharding/{i}/instance is this instance.
+	ItemsOwned int `json:"itemsOwned"`
 	// Self marks the peer answering this request.
 	Self bool `json:"self"`
 }
@@ -108,6 +110,7 @@ func (s *Service) Instances(ctx context.Context) ([]InstanceView, error) {
 	}
 	count := map[string]int{}
 	leads := map[string]int{}
+	owned := map[string]int{}
 	for _, name := range s.reg.Jobs() {
 		snap := s.reg.Job(name)
 		if snap == nil {
@@ -119,11 +122,16 @@ func (s *Service) Instances(ctx context.Context) ([]InstanceView, error) {
 		if snap.Leader != "" {
 			leads[snap.Leader]++
 		}
+		for _, it := range snap.Items {
+			if it.Exists && it.Owner != "" {
+				owned[it.Owner]++
+			}
+		}
 	}
 	me := s.reg.Me().InstanceID
 	out := make([]InstanceView, 0, len(peers))
 	for _, p := range peers {
-		out = append(out, InstanceView{Identity: p, JobCount: count[p.InstanceID], LeaderOf: leads[p.InstanceID], Self: p.InstanceID == me})
+		out = append(out, InstanceView{Identity: p, JobCount: count[p.InstanceID], LeaderOf: leads[p.InstanceID], ItemsOwned: owned[p.InstanceID], Self: p.InstanceID == me})
 	}
 	return out, nil
 }

@@ -1,0 +1,103 @@
+package history
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The stores' Stats: the shared statements (stats.go) run on each driver.
+
+func (s *sqliteStore) run(ctx context.Context, q *query, each func(rowScanner) error) error {
+	rows, err := s.r.QueryContext(ctx, q.String(), q.args...)
+	if err != nil {
+		return sqliteError("stats", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return sqliteError("stats", err)
+		}
+	}
+	return sqliteError("stats", rows.Err())
+}
+
+func (s *sqliteStore) JobStats(ctx context.Context, q StatsQuery) (JobStats, error) {
+	return jobStats(ctx, s.run, sqliteDialect, q)
+}
+
+func (s *sqliteStore) JobPoints(ctx context.Context, q StatsQuery) (PointList, error) {
+	return jobPoints(ctx, s.run, sqliteDialect, q)
+}
+
+func (s *sqliteStore) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error) {
+	return clusterStats(ctx, s.run, sqliteDialect, q)
+}
+
+func (s *postgresStore) run(ctx context.Context, q *query, each func(rowScanner) error) error {
+	rows, err := s.pool.Query(ctx, q.String(), q.args...)
+	if err != nil {
+		return pgError("stats", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(pgRows{rows}); err != nil {
+			return pgError("stats", err)
+		}
+	}
+	return pgError("stats", rows.Err())
+}
+
+// pgRows is pgx's rows as a rowScanner.
+type pgRows struct{ pgx.Rows }
+
+func (s *postgresStore) JobStats(ctx context.Context, q StatsQuery) (JobStats, error) {
+	return jobStats(ctx, s.run, postgresDialect, q)
+}
+
+func (s *postgresStore) JobPoints(ctx context.Context, q StatsQuery) (PointList, error) {
+	return jobPoints(ctx, s.run, postgresDialect, q)
+}
+
+func (s *postgresStore) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error) {
+	return clusterStats(ctx, s.run, postgresDialect, q)
+}
+
+// JobStats implements Store.
+func (d *Deferred) JobStats(ctx context.Context, q StatsQuery) (JobStats, error) {
+	s, err := d.get()
+	if err != nil {
+		return JobStats{}, err
+	}
+	return s.JobStats(ctx, q)
+}
+
+// JobPoints implements Store.
+func (d *Deferred) JobPoints(ctx context.Context, q StatsQuery) (PointList, error) {
+	s, err := d.get()
+	if err != nil {
+		return PointList{}, err
+	}
+	return s.JobPoints(ctx, q)
+}
+
+// ClusterStats implements Store.
+func (d *Deferred) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error) {
+	s, err := d.get()
+	if err != nil {
+		return ClusterStats{}, err
+	}
+	return s.ClusterStats(ctx, q)
+}
+
+// Shared implements Stats: an SQLite file holds one peer's history.
+func (s *sqliteStore) Shared() bool { return false }
+
+// Shared implements Stats: PostgreSQL holds every peer's history.
+func (s *postgresStore) Shared() bool { return true }
+
+// Shared implements Stats (false until the store is open).
+func (d *Deferred) Shared() bool {
+	s, err := d.get()
+	return err == nil && s.Shared()
+}
