@@ -464,6 +464,30 @@ type recorder struct {
 	mu     sync.Mutex
 	execs  []ejserver.Execution
 	traces []ejserver.StatusTrace
+	// reg, if set, is looked at when an end record is committed: committedAfterAck lists the executions whose
+	// end the registry had already been told of.
+	reg               *fakeRegistry
+	committed         []string
+	committedAfterAck []string
+}
+
+func (r *recorder) EnqueueCommitted(_ context.Context, e ejserver.Execution) error {
+	if r.reg != nil {
+		r.reg.mu.Lock()
+		for _, c := range r.reg.ended {
+			if c.ExecutionID == e.ID {
+				r.mu.Lock()
+				r.committedAfterAck = append(r.committedAfterAck, e.ID)
+				r.mu.Unlock()
+			}
+		}
+		r.reg.mu.Unlock()
+	}
+	r.Enqueue(e)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.committed = append(r.committed, e.ID)
+	return nil
 }
 
 func (r *recorder) Enqueue(e ejserver.Execution) bool {
@@ -524,6 +548,30 @@ func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
 	}
 	if len(rec.execs) != 4 || !ends[0].Success || ends[1].Success || ends[1].StatusCode != 500 || ends[1].FailureCause == "" {
 		t.Fatalf("executions %+v", rec.execs)
+	}
+}
+
+// An item's end record is committed to the history before its end is acknowledged in the registry, so that a
+// peer killed in between leaves the item running there (docs/reliability.md).
+func TestExecutorCommitsTheEndRecordBeforeTheRegistryHearsOfIt(t *testing.T) {
+	reg := newFakeRegistry(2)
+	reg.snap.Config.MonitorExecution = true
+	send := &failingSender{*newFakeSender()}
+	rec := &recorder{reg: reg}
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	send.next(t)
+	e.Drain(5 * time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(rec.committed) != 2 || len(reg.ended) != 2 {
+		t.Fatalf("%d end records committed, %d ends acknowledged; want 2 and 2", len(rec.committed), len(reg.ended))
+	}
+	if len(rec.committedAfterAck) > 0 {
+		t.Fatalf("end records committed after the registry heard of the end: %v", rec.committedAfterAck)
 	}
 }
 
