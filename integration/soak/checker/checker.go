@@ -5,7 +5,8 @@
 //   - every (job, scheduled fire, item) that should have run was delivered: fires inside a fault window (or
 //     its recovery grace), while the job or the item was disabled, or while the item was still running
 //     (misfire rules) are excused and counted as such;
-//   - no item of one fire was delivered under two different webhook-ids;
+//   - no item of one fire was delivered under two different webhook-ids (two executionIds: a streaming job's
+//     iterations carry {executionId}.{n}, one run's ids by design);
 //   - no item was run by two peers at once (a peer frozen, cut off or killed while its request was out is
 //     not fenced from a request already sent, so its overlaps are excused);
 //   - after the run settled, no execution is left RUNNING in the history, and the history agrees with the
@@ -78,7 +79,8 @@ type Fault struct {
 type Delivery struct {
 	Job         string
 	Item        int
-	ExecutionID string // the webhook-id
+	ExecutionID string // the payload's executionId: the run's id, the webhook-id's base
+	WebhookID   string // the webhook-id header: the executionId, with ".{n}" for a streaming job's n-th iteration
 	Source      string
 	ScheduledAt time.Time
 	Instance    string
@@ -87,6 +89,7 @@ type Delivery struct {
 	Arrived     time.Time
 	Answered    time.Time // when the receiver answered (or the client went away)
 	Status      int       // the receiver's answer; 0: the client went away first
+	More        bool      // a streaming job's receiver asked for another iteration: not the run's end
 	// Ended is when the item's run ended as the receiver saw it: Answered, or for an accepted (202) item the
 	// time of its completion callback (zero if none was sent).
 	Ended time.Time
@@ -207,8 +210,12 @@ func (c *check) index() {
 		c.byItem[k] = append(c.byItem[k], d)
 		c.byExec[d.ExecutionID] = append(c.byExec[d.ExecutionID], d)
 	}
+	byArrival := func(a, b Delivery) int { return a.Arrived.Compare(b.Arrived) }
 	for k := range c.byItem {
-		slices.SortFunc(c.byItem[k], func(a, b Delivery) int { return a.Arrived.Compare(b.Arrived) })
+		slices.SortFunc(c.byItem[k], byArrival)
+	}
+	for k := range c.byExec {
+		slices.SortFunc(c.byExec[k], byArrival)
 	}
 	c.rep.Executions = len(c.byExec)
 	for _, f := range c.run.Faults {
@@ -407,12 +414,12 @@ func (c *check) history() {
 		}
 		gave := false // the receiver reported a success
 		for _, x := range ds {
-			if x.Completed == "SUCCEEDED" || (x.Completed == "" && x.Status >= 200 && x.Status < 300 && x.Status != 202) {
+			if !x.More && (x.Completed == "SUCCEEDED" || (x.Completed == "" && x.Status >= 200 && x.Status < 300 && x.Status != 202)) {
 				gave = true
 			}
 		}
 		last := ds[len(ds)-1]
-		lastOK := last.Completed == "SUCCEEDED" || (last.Completed == "" && last.Status >= 200 && last.Status < 300 && last.Status != 202)
+		lastOK := !last.More && (last.Completed == "SUCCEEDED" || (last.Completed == "" && last.Status >= 200 && last.Status < 300 && last.Status != 202))
 		switch {
 		case !r.Ended:
 			c.violate(Violation{Kind: "left-running", Job: d.Job, Item: d.Item, At: d.Arrived,
@@ -460,6 +467,9 @@ func (c *check) lateness() {
 func (c *check) recovery() {
 	by := map[string][]time.Duration{}
 	for _, f := range c.run.Faults {
+		if !f.Excuses {
+			continue // a receiver's fault or a disabling loses no fire: nothing to recover
+		}
 		var worst time.Duration
 		for job, ts := range c.incomplete {
 			p := c.period[job]
@@ -485,7 +495,7 @@ func (c *check) violate(v Violation) {
 	for _, d := range c.byItem[itemKey{v.Job, v.Item}] {
 		if d.Arrived.Sub(v.At).Abs() <= around || d.ScheduledAt.Sub(v.At).Abs() <= around {
 			v.Around = append(v.Around, fmt.Sprintf("delivery %s %s sched=%s arrived=%s answered=%s status=%d by %s attempt=%d",
-				d.ExecutionID, d.Source, d.ScheduledAt.UTC().Format("15:04:05.000"), d.Arrived.UTC().Format("15:04:05.000"),
+				d.WebhookID, d.Source, d.ScheduledAt.UTC().Format("15:04:05.000"), d.Arrived.UTC().Format("15:04:05.000"),
 				d.Answered.UTC().Format("15:04:05.000"), d.Status, d.Instance, d.Attempt))
 		}
 	}
@@ -509,6 +519,10 @@ func (r Report) Text() string {
 	b.WriteString("faults by kind (recovery: fault start until the fast jobs' fires are whole again):\n")
 	for _, k := range sortedKeys(r.FaultsByKind) {
 		q := r.RecoveryByKind[k]
+		if q.N == 0 {
+			fmt.Fprintf(&b, "  %-22s %3d  (loses no fire)\n", k, r.FaultsByKind[k])
+			continue
+		}
 		fmt.Fprintf(&b, "  %-22s %3d  recovery p50=%s max=%s\n", k, r.FaultsByKind[k], q.P50.Round(100*time.Millisecond), q.Max.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "lateness outside faults: %s\nlateness during faults:  %s\n", r.LatenessCalm, r.LatenessFault)
