@@ -226,7 +226,7 @@ func (e *env) start(ctx context.Context) error {
 		e.proxies = append(e.proxies, links)
 		p, err := harness.StartPeer(harness.PeerConfig{Binary: e.bins[0], ZK: strings.Join(addrs, ","), Namespace: "soak",
 			ServerIP: fmt.Sprintf("127.0.0.%d", i+1), SessionTimeout: e.cfg.SessionTimeout,
-			DataDir: filepath.Join(e.dir, fmt.Sprintf("peer%d", i+1)),
+			DataDir:   filepath.Join(e.dir, fmt.Sprintf("peer%d", i+1)),
 			ExtraArgs: []string{"--history-dsn", e.dsn, "--callback-secret-file", secretFile, "--log-level", "info"}})
 		if err != nil {
 			return err
