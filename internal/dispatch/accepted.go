@@ -34,7 +34,7 @@ func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int
 		rec.DurationMs, rec.FailureCause = done.Sub(rec.StartedAt).Milliseconds(), "accepted (202), but its lease could not be recorded: "+err.Error()
 		e.recordEnd(rec)
 		if runningVersion >= 0 {
-			_ = e.reg.EndItem(req.job, item, runningVersion, cluster.Completed{ExecutionID: rec.ID, InstanceID: e.me.InstanceID,
+			e.endItem(req.job, item, runningVersion, cluster.Completed{ExecutionID: rec.ID, InstanceID: e.me.InstanceID,
 				Source: req.source, StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done}, req.source == ejserver.SourceFailover)
 		}
 		e.taskItemEnded(req.task, item, true, false)

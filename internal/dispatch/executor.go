@@ -716,13 +716,10 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent
 	e.recordEnd(rec)
 	if cfg.MonitorExecution || req.source == ejserver.SourceFailover {
-		err := e.reg.EndItem(req.job, item, runningVersion, cluster.Completed{
+		e.endItem(req.job, item, runningVersion, cluster.Completed{
 			ExecutionID: executionID, InstanceID: e.me.InstanceID, Source: req.source, Success: res.Success,
 			StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done, Permanent: res.Permanent,
 		}, req.source == ejserver.SourceFailover)
-		if err != nil {
-			e.log.Warn("could not record the item's end in the registry", "job", req.job, "item", item, "execution_id", executionID, "err", err)
-		}
 	}
 	e.taskItemEnded(req.task, item, true, res.Success)
 	lateness := started.Sub(req.scheduledAt)

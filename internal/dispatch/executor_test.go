@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,6 +31,8 @@ type fakeRegistry struct {
 	trigger   *cluster.TriggerRequest
 	completed map[int]cluster.Completed
 	handedOn  map[string]cluster.TriggerRequest // triggers created for other instances
+	// endFailures fails that many EndItem calls; endCalls counts them all
+	endFailures, endCalls int
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
@@ -77,6 +80,11 @@ func (f *fakeRegistry) BeginItem(_ string, item int, _ int32, run cluster.Runnin
 func (f *fakeRegistry) EndItem(_ string, item int, _ int32, done cluster.Completed, _ bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.endCalls++
+	if f.endFailures > 0 {
+		f.endFailures--
+		return errors.New("zk: connection closed")
+	}
 	delete(f.running, item)
 	f.ended = append(f.ended, done)
 	return nil
@@ -572,6 +580,28 @@ func TestExecutorCommitsTheEndRecordBeforeTheRegistryHearsOfIt(t *testing.T) {
 	}
 	if len(rec.committedAfterAck) > 0 {
 		t.Fatalf("end records committed after the registry heard of the end: %v", rec.committedAfterAck)
+	}
+}
+
+// An item whose end could not be recorded in the registry (the connection broke) is recorded again until it
+// is: a running node left behind names a live instance, so no failover takes it and every resharding of the
+// job waits for it (found by the nemesis soak).
+func TestExecutorRetriesAnEndTheRegistryDidNotTake(t *testing.T) {
+	reg := newFakeRegistry(1)
+	reg.snap.Config.MonitorExecution = true
+	reg.endFailures = 2
+	send := newFakeSender()
+	clk := clock.NewFake(time.Unix(100, 0))
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	// each failure waits for its back-off on the fake clock: move it on until the end is recorded
+	waitFor(t, func() bool { clk.Advance(endBackoffMax); return reg.endedCount() == 1 })
+	e.Drain(5 * time.Second)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if reg.endCalls != 3 || len(reg.running) != 0 {
+		t.Fatalf("EndItem called %d times, running %v; want 3 calls and nothing running", reg.endCalls, reg.running)
 	}
 }
 
