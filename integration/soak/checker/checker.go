@@ -414,7 +414,8 @@ func (c *check) history() {
 		}
 		gave := false // the receiver reported a success
 		for _, x := range ds {
-			if !x.More && (x.Completed == "SUCCEEDED" || (x.Completed == "" && x.Status >= 200 && x.Status < 300 && x.Status != 202)) {
+			// a streaming run stopped at its next fire after a 2xx asking for more ended well all the same
+			if x.Completed == "SUCCEEDED" || (x.Completed == "" && x.Status >= 200 && x.Status < 300 && x.Status != 202) {
 				gave = true
 			}
 		}

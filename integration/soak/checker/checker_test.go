@@ -122,6 +122,17 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 		{"an accepted item completed by callback agrees", func(run *Run) {
 			run.Deliveries[2].Status, run.Deliveries[2].Completed, run.Deliveries[2].Ended = 202, "SUCCEEDED", at(7)
 		}, nil},
+		{"a streaming run stopped after a 2xx asking for more may be a success or, cancelled, a failure", func(run *Run) {
+			run.Deliveries[2].More = true
+			run.Deliveries[3].More = true
+			run.History[3].Success, run.History[3].Cause = false, "cancelled: the job was disabled"
+		}, nil},
+		{"a streaming run's iterations carry their own webhook-ids, one executionId", func(run *Run) {
+			d := run.Deliveries[2]
+			d.WebhookID, d.Iteration = d.ExecutionID+".2", 2
+			run.Deliveries[2].WebhookID, run.Deliveries[2].Iteration, run.Deliveries[2].More = d.ExecutionID, 1, true
+			run.Deliveries = append(run.Deliveries, d)
+		}, nil},
 		{"an accepted item never completed but recorded as a success", func(run *Run) {
 			run.Deliveries[2].Status = 202
 		}, []string{"history-disagrees"}},
