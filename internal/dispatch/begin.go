@@ -15,7 +15,9 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param}
 	version := snap.Item(item).OwnerVersion
 	for attempt := 0; attempt < 2; attempt++ {
-		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover)
+		// a running node outlives this peer when a failover re-runs the item, or when a survivor records a lost
+		// execution (docs/reliability.md)
+		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover || e.cfg.Lost != nil)
 		switch {
 		case err == nil:
 			return true
@@ -49,6 +51,13 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				// left by this instance id before (not in flight here), or by a peer that is gone
 				if stale {
 					e.log.Warn("clearing a stale running node", "job", req.job, "item", item, "instance", cur.InstanceID)
+					if e.cfg.Lost != nil && !cur.Async {
+						if err := e.cfg.Lost.Record(req.job, item, snap.Config.ShardingTotalCount, cur); err != nil {
+							e.log.Warn("could not record the stale running node's execution; the node is kept", "job", req.job,
+								"item", item, "execution_id", cur.ExecutionID, "err", err)
+							return false
+						}
+					}
 					if err := e.reg.ClearStaleRunning(req.job, item, v); err != nil {
 						return false
 					}

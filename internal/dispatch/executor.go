@@ -58,6 +58,12 @@ type Async interface {
 	Accept(req async.AcceptRequest) error
 }
 
+// LostRecorder records an execution whose instance is gone as ended with an unknown outcome, unless its end
+// is in the history already (failover.Lost satisfies it).
+type LostRecorder interface {
+	Record(job string, item, total int, run cluster.Running) error
+}
+
 // Resharder runs the leader's side of resharding (sharding.Coordinator satisfies it).
 type Resharder interface {
 	Reshard(ctx context.Context, job string) error
@@ -103,6 +109,10 @@ type ExecutorConfig struct {
 	// Async, if set, takes the items a receiver accepted (202) and signs their callbacks; without it a 202 is
 	// a success like any 2xx.
 	Async Async
+	// Lost, if set, records the execution of a stale running node (its instance is gone) as ended with an
+	// unknown outcome before the node is cleared; with it, running nodes outlive their peer in every job
+	// (failover.Lost satisfies it).
+	Lost LostRecorder
 	// Activity, if set, is told when requests leave and which prepared items wait for what time.
 	Activity *Activity
 	Observer Observer
