@@ -131,9 +131,7 @@ func (e *env) do(ctx context.Context, a Action) {
 	case DisableServer:
 		ip := fmt.Sprintf("127.0.0.%d", a.Target+1)
 		f.Target, f.Instances = "server "+ip, e.instancesOf(a.Target)
-		if err := e.api("POST", "/api/v1/servers/"+ip+"/disable", nil, nil); err != nil {
-			e.logf("%s: %v", a, err)
-		}
+		e.retry(a, "POST", "/api/v1/servers/"+ip+"/disable", nil) // ZooKeeper may be down: as an operator would, try again
 		hold()
 		e.retry(a, "POST", "/api/v1/servers/"+ip+"/enable", nil)
 	case ZKNode:
