@@ -33,6 +33,8 @@ type fakeRegistry struct {
 	handedOn  map[string]cluster.TriggerRequest // triggers created for other instances
 	// endFailures fails that many EndItem calls; endCalls counts them all
 	endFailures, endCalls int
+	// beginLost makes that many BeginItem calls land and answer an error all the same
+	beginLost int
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
@@ -74,6 +76,10 @@ func (f *fakeRegistry) BeginItem(_ string, item int, _ int32, run cluster.Runnin
 		return cluster.ErrItemRunning
 	}
 	f.running[item] = run
+	if f.beginLost > 0 { // the write landed, its answer was lost
+		f.beginLost--
+		return errors.New("zk: connection closed")
+	}
 	return nil
 }
 
@@ -602,6 +608,26 @@ func TestExecutorRetriesAnEndTheRegistryDidNotTake(t *testing.T) {
 	defer reg.mu.Unlock()
 	if reg.endCalls != 3 || len(reg.running) != 0 {
 		t.Fatalf("EndItem called %d times, running %v; want 3 calls and nothing running", reg.endCalls, reg.running)
+	}
+}
+
+// A begin whose write landed while its answer was lost (the connection closed) is tried again once the session
+// is back, finds its own running node and runs the item: the fire is not lost, and no running node is left
+// behind for the job's resharding to wait on (found by the nemesis soak).
+func TestExecutorRunsAnItemWhoseBeginAnswerWasLost(t *testing.T) {
+	reg := newFakeRegistry(1)
+	reg.snap.Config.MonitorExecution = true
+	reg.beginLost = 1
+	send := newFakeSender()
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	waitFor(t, func() bool { return reg.endedCount() == 1 })
+	e.Drain(5 * time.Second)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(reg.running) != 0 {
+		t.Fatalf("running nodes left: %v", reg.running)
 	}
 }
 
