@@ -300,15 +300,17 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
+	// executions that vanished peers left running, and that nobody runs again, are recorded as lost
+	lost := failover.NewLost(failover.LostConfig{History: store, Recorder: writer, Me: me, Clock: clk, Logger: log})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
-		Activity: activity, Async: leases, Follower: alerting.svc,
+		Activity: activity, Async: leases, Follower: alerting.svc, Lost: lost,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
 	sched = dispatch.NewScheduler(clk, log, exec.Fire)
 	sched.SetMaxLead(c.fireLead)
-	fo := failover.NewManager(failover.ManagerConfig{Registry: reg, Runner: exec, Logger: log, Observer: mets})
+	fo := failover.NewManager(failover.ManagerConfig{Registry: reg, Runner: exec, Logger: log, Observer: mets, Lost: lost})
 	reg.OnEvent(scheduleOn(reg, sched, exec, log))
 	reg.OnEvent(func(ev cluster.Event) {
 		if ev.Kind == cluster.JobRemoved {

@@ -286,6 +286,9 @@ func (m *Manager) applyRead(executionID string, read *lease.Lease, version int32
 		}
 		d := lease.Apply(l, ev(), m.policy(l))
 		if d.Refusal != lease.Applied || !d.Changed {
+			if l.State.Ended() {
+				m.rerecord(l)
+			}
 			return d, nil
 		}
 		if _, err := m.reg.WriteLease(d.Lease, version, fence); errors.Is(err, cluster.ErrLeaseChanged) || errors.Is(err, cluster.ErrNoLease) {
@@ -297,6 +300,16 @@ func (m *Manager) applyRead(executionID string, read *lease.Lease, version int32
 		return d, nil
 	}
 	return lease.Decision{}, fmt.Errorf("lease of execution %s: it keeps changing", executionID)
+}
+
+// rerecord writes an ended lease's history record again, when an event finds the lease ended already. The
+// write that ended it may have landed in ZooKeeper while its answer was lost with the connection: the peer
+// that made it then saw an error and carried out none of the effects, and the receiver, told 503, sends its
+// completion again, to this peer or another. Without this the end would be silently missing from the
+// history, the execution RUNNING there for ever (found by the nemesis soak). The record is an idempotent
+// upsert, so a plain repeat costs one write.
+func (m *Manager) rerecord(l lease.Lease) {
+	m.cfg.Recorder.Enqueue(Record(l))
 }
 
 // effects carries out what a written decision asks for.

@@ -59,7 +59,36 @@ type fixture struct {
 	reg *cluster.Registry
 	mgr *Manager
 	obs *observed
+	rec *execRecorder
 	clk clock.Clock
+}
+
+// execRecorder keeps the history records a manager writes.
+type execRecorder struct {
+	mu    sync.Mutex
+	execs []ejserver.Execution
+}
+
+func (r *execRecorder) Enqueue(e ejserver.Execution) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.execs = append(r.execs, e)
+	return true
+}
+
+func (r *execRecorder) EnqueueTrace(ejserver.StatusTrace) bool { return true }
+
+// ended returns the end records of execution id.
+func (r *execRecorder) ended(id string) []ejserver.Execution {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ejserver.Execution
+	for _, e := range r.execs {
+		if e.ID == id && e.Done() {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // newFixture starts a registry on its own namespace of the shared ZooKeeper with one job, and a manager.
@@ -98,14 +127,14 @@ func newFixture(t *testing.T, ns string, clk clock.Clock, hook string) *fixture 
 	}
 	sender := webhook.New(webhook.Config{Logger: log})
 	t.Cleanup(sender.Close)
-	obs := &observed{}
-	mgr, err := New(Config{Registry: reg, Sender: sender, Observer: obs, Secret: secret, AdvertiseURL: "http://127.0.0.1:1",
+	obs, rec := &observed{}, &execRecorder{}
+	mgr, err := New(Config{Registry: reg, Sender: sender, Observer: obs, Recorder: rec, Secret: secret, AdvertiseURL: "http://127.0.0.1:1",
 		EarlyWait: 2 * time.Second, Retention: time.Minute, Clock: clk, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(mgr.Stop)
-	return &fixture{reg: reg, mgr: mgr, obs: obs, clk: clk}
+	return &fixture{reg: reg, mgr: mgr, obs: obs, rec: rec, clk: clk}
 }
 
 func (f *fixture) accept(t *testing.T, id string) lease.Lease {
@@ -183,6 +212,39 @@ func TestCallbacksApplyAndRefuse(t *testing.T) {
 	defer f.obs.mu.Unlock()
 	if len(f.obs.ended) != 1 || f.obs.ended[0] != lease.Succeeded {
 		t.Fatalf("ends observed: %v, want one SUCCEEDED", f.obs.ended)
+	}
+}
+
+// A completion whose lease write landed in ZooKeeper while its answer was lost (the connection closed: the
+// peer saw an error, answered 503 and recorded nothing) is recorded when the receiver sends it again: the
+// end is never silently missing from the history. Found by the nemesis soak (docs/reliability.md).
+func TestRepeatedCompletionRecordsAnEndWhoseWriteWasLost(t *testing.T) {
+	f := newFixture(t, zktest.Namespace("lostend"), clock.Real{}, "http://127.0.0.1:9/hook")
+	const id = "01a20d23-0495-75d9-a8b1-28fcace5ff9d"
+	l := f.accept(t, id)
+	_, version, err := f.reg.ReadLease(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := CompleteRequest{Status: "success"}
+	// the first completion's lease write, as it landed: ended, and nothing else done
+	d := lease.Apply(l, lease.Event{Kind: lease.Complete, At: time.Now(), Attempt: 1, Success: true}, lease.Policy{MaxAttempts: 2})
+	if !d.Ended {
+		t.Fatalf("the completion did not end the lease: %+v", d)
+	}
+	if _, err := f.reg.WriteLease(d.Lease, version, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.rec.ended(id); len(got) != 0 {
+		t.Fatalf("end recorded before the repeat: %+v", got)
+	}
+	v, err := f.mgr.Complete(context.Background(), id, lease.Token(secret, id, 0, 1), done)
+	if err != nil || v.State != "SUCCEEDED" {
+		t.Fatalf("the repeated completion: %+v %v", v, err)
+	}
+	got := f.rec.ended(id)
+	if len(got) != 1 || !got[0].Success || got[0].State != "SUCCEEDED" {
+		t.Fatalf("end records after the repeat: %+v, want one success", got)
 	}
 }
 

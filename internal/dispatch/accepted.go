@@ -38,9 +38,9 @@ func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int
 		done := e.clk.Now()
 		rec.CompletedAt, rec.StatusCode, rec.Attempts = done, res.StatusCode, res.Attempts
 		rec.DurationMs, rec.FailureCause = done.Sub(rec.StartedAt).Milliseconds(), "accepted (202), but its lease could not be recorded: "+err.Error()
-		e.cfg.Recorder.Enqueue(rec)
+		e.recordEnd(rec)
 		if runningVersion >= 0 {
-			_ = e.reg.EndItem(req.job, item, runningVersion, cluster.Completed{ExecutionID: rec.ID, InstanceID: e.me.InstanceID,
+			e.endItem(req.job, item, runningVersion, cluster.Completed{ExecutionID: rec.ID, InstanceID: e.me.InstanceID,
 				Source: req.source, StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done}, req.source == ejserver.SourceFailover)
 		}
 		e.taskItemEnded(req.task, item, true, false)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 )
 
@@ -17,8 +18,10 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 		run.Fire = req.follow.Key
 	}
 	version := snap.Item(item).OwnerVersion
-	for attempt := 0; attempt < 2; attempt++ {
-		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover)
+	for attempt := 0; attempt < beginTries; attempt++ {
+		// a running node outlives this peer when a failover re-runs the item, or when a survivor records a lost
+		// execution (docs/reliability.md)
+		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover || e.cfg.Lost != nil)
 		switch {
 		case err == nil:
 			return true
@@ -38,6 +41,9 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				e.log.Warn("could not read a running item", "job", req.job, "item", item, "err", rerr)
 				return false
 			}
+			if ok && cur.ExecutionID == executionID {
+				return true // an earlier try of this very begin landed, though its answer was lost
+			}
 			stale := ok && (cur.InstanceID == e.me.InstanceID || !e.online(req.job, cur.InstanceID))
 			if ok && cur.Async {
 				// accepted work: its lease says whether it still runs, wherever the peer that sent it is
@@ -52,6 +58,13 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				// left by this instance id before (not in flight here), or by a peer that is gone
 				if stale {
 					e.log.Warn("clearing a stale running node", "job", req.job, "item", item, "instance", cur.InstanceID)
+					if e.cfg.Lost != nil && !cur.Async {
+						if err := e.cfg.Lost.Record(req.job, item, snap.Config.ShardingTotalCount, cur); err != nil {
+							e.log.Warn("could not record the stale running node's execution; the node is kept", "job", req.job,
+								"item", item, "execution_id", cur.ExecutionID, "err", err)
+							return false
+						}
+					}
 					if err := e.reg.ClearStaleRunning(req.job, item, v); err != nil {
 						return false
 					}
@@ -69,11 +82,60 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			e.log.Info(what, "job", req.job, "item", item, "instance", cur.InstanceID, "execution_id", cur.ExecutionID)
 			return false
 		default:
+			// the write's outcome is unknown (the connection broke): it may have landed. Try again once the
+			// session is back: a landed try shows as this execution's running node.
+			if attempt+1 < beginTries && e.awaitLease(beginResumeWait) {
+				e.log.Info("could not record the item as running; trying again", "job", req.job, "item", item, "err", err)
+				continue
+			}
 			e.log.Warn("could not record the item as running: not run", "job", req.job, "item", item, "err", err)
+			e.dropOwnRunning(req.job, item, executionID)
 			return false
 		}
 	}
 	return false
+}
+
+// beginTries bounds begin's tries; beginResumeWait is how long a try whose outcome is unknown waits for the
+// ZooKeeper session to come back before the next.
+const (
+	beginTries      = 4
+	beginResumeWait = 2 * time.Second
+)
+
+// awaitLease waits up to d for this peer's ZooKeeper session to be sound again.
+func (e *Executor) awaitLease(d time.Duration) bool {
+	for waited := time.Duration(0); ; waited += 100 * time.Millisecond {
+		if e.reg.Lease() {
+			return true
+		}
+		if waited >= d || !clock.Sleep(e.clk, 100*time.Millisecond, e.soft.Done()) {
+			return false
+		}
+	}
+}
+
+// dropOwnRunning removes the running node of an execution that was not run, if a begin whose answer was lost
+// created it: left there, it names a live instance, no failover takes it, and the job's resharding waits for
+// it (found by the nemesis soak). It tries for about two minutes, as endItem does.
+func (e *Executor) dropOwnRunning(job string, item int, executionID string) {
+	backoff := endBackoffMin
+	for try := 1; try <= endRetries; try++ {
+		cur, v, ok, err := e.reg.ReadRunning(job, item)
+		if err == nil {
+			if ok && cur.ExecutionID == executionID {
+				err = e.reg.ClearStaleRunning(job, item, v)
+			}
+			if err == nil {
+				return
+			}
+		}
+		if !clock.Sleep(e.clk, backoff, e.hard.Done()) {
+			return
+		}
+		backoff = min(2*backoff, endBackoffMax)
+	}
+	e.log.Error("could not remove the running node of an item that was not run", "job", job, "item", item, "execution_id", executionID)
 }
 
 func (e *Executor) online(job, instance string) bool {

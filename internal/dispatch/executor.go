@@ -41,9 +41,13 @@ type Sender interface {
 	Send(ctx context.Context, p *webhook.Prepared) webhook.Result
 }
 
-// Recorder keeps execution history without blocking (history.Writer satisfies it).
+// Recorder keeps execution history without blocking (history.Writer satisfies it). EnqueueCommitted is for
+// an item's end record, which must be in the store before the item's end is acknowledged in ZooKeeper
+// (docs/reliability.md): it waits for the batch's commit, within ctx, and fails at once while the store is
+// failing.
 type Recorder interface {
 	Enqueue(e ejserver.Execution) bool
+	EnqueueCommitted(ctx context.Context, e ejserver.Execution) error
 	EnqueueTrace(t ejserver.StatusTrace) bool
 }
 
@@ -52,6 +56,12 @@ type Recorder interface {
 type Async interface {
 	Callback(executionID string) func(iteration, attempt int) (url, token string)
 	Accept(req async.AcceptRequest) error
+}
+
+// LostRecorder records an execution whose instance is gone as ended with an unknown outcome, unless its end
+// is in the history already (failover.Lost satisfies it).
+type LostRecorder interface {
+	Record(job string, item, total int, run cluster.Running) error
 }
 
 // Resharder runs the leader's side of resharding (sharding.Coordinator satisfies it).
@@ -76,14 +86,19 @@ func (nopObserver) Misfired(string)                                             
 
 type nopRecorder struct{}
 
-func (nopRecorder) Enqueue(ejserver.Execution) bool        { return true }
-func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool { return true }
+func (nopRecorder) Enqueue(ejserver.Execution) bool                            { return true }
+func (nopRecorder) EnqueueCommitted(context.Context, ejserver.Execution) error { return nil }
+func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool                     { return true }
 
 // outcomeWait bounds how long an item whose response has arrived waits for the rest of its burst to leave
 // before recording its outcome (Activity.awaitQuiet). A burst of this peer's concurrency bound (256 requests
 // by default) leaves in well under that on a small machine; and an item's end is recorded long before a
 // 1-second job's next fire is prepared, half a second ahead of it.
 const outcomeWait = 250 * time.Millisecond
+
+// commitWait bounds how long an item's end waits for its history record to commit before it is acknowledged
+// in ZooKeeper all the same (the store answers slowly; a store that fails is not waited for at all).
+const commitWait = 5 * time.Second
 
 // ExecutorConfig configures an Executor.
 type ExecutorConfig struct {
@@ -94,6 +109,10 @@ type ExecutorConfig struct {
 	// Async, if set, takes the items a receiver accepted (202) and signs their callbacks; without it a 202 is
 	// a success like any 2xx.
 	Async Async
+	// Lost, if set, records the execution of a stale running node (its instance is gone) as ended with an
+	// unknown outcome before the node is cleared; with it, running nodes outlive their peer in every job
+	// (failover.Lost satisfies it).
+	Lost LostRecorder
 	// Activity, if set, is told when requests leave and which prepared items wait for what time.
 	Activity *Activity
 	Observer Observer
@@ -699,15 +718,12 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	e.cfg.Activity.awaitQuiet(e.soft.Done(), outcomeWait)
 	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent
-	e.cfg.Recorder.Enqueue(rec)
+	e.recordEnd(rec)
 	if cfg.MonitorExecution || req.source == ejserver.SourceFailover {
-		err := e.reg.EndItem(req.job, item, runningVersion, cluster.Completed{
+		e.endItem(req.job, item, runningVersion, cluster.Completed{
 			ExecutionID: executionID, InstanceID: e.me.InstanceID, Source: req.source, Success: res.Success,
 			StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done, Permanent: res.Permanent,
 		}, req.source == ejserver.SourceFailover)
-		if err != nil {
-			e.log.Warn("could not record the item's end in the registry", "job", req.job, "item", item, "execution_id", executionID, "err", err)
-		}
 	}
 	e.taskItemEnded(req.task, item, true, res.Success)
 	e.followEnded(req, rec)
@@ -730,6 +746,18 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		attrs = append(attrs, "permanent", true)
 	}
 	e.log.Log(context.Background(), level, "item "+status, attrs...)
+}
+
+// recordEnd writes an item's end record and waits for its commit (within commitWait), so that its end is
+// acknowledged in ZooKeeper, where the other peers see it, only once the history holds it: a peer killed
+// before that leaves the item running in ZooKeeper, where a failover finds it (docs/reliability.md).
+func (e *Executor) recordEnd(rec ejserver.Execution) {
+	ctx, cancel := context.WithTimeout(e.hard, commitWait)
+	defer cancel()
+	if err := e.cfg.Recorder.EnqueueCommitted(ctx, rec); err != nil {
+		e.log.Warn("item's end acknowledged before its history record was committed", "job", rec.JobName,
+			"item", rec.ShardingItem, "execution_id", rec.ID, "err", err)
+	}
 }
 
 // finishItem ends an item's run here and starts what waited for it: one misfire catch-up, or the next

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,6 +31,10 @@ type fakeRegistry struct {
 	trigger   *cluster.TriggerRequest
 	completed map[int]cluster.Completed
 	handedOn  map[string]cluster.TriggerRequest // triggers created for other instances
+	// endFailures fails that many EndItem calls; endCalls counts them all
+	endFailures, endCalls int
+	// beginLost makes that many BeginItem calls land and answer an error all the same
+	beginLost int
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
@@ -71,12 +76,21 @@ func (f *fakeRegistry) BeginItem(_ string, item int, _ int32, run cluster.Runnin
 		return cluster.ErrItemRunning
 	}
 	f.running[item] = run
+	if f.beginLost > 0 { // the write landed, its answer was lost
+		f.beginLost--
+		return errors.New("zk: connection closed")
+	}
 	return nil
 }
 
 func (f *fakeRegistry) EndItem(_ string, item int, _ int32, done cluster.Completed, _ bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.endCalls++
+	if f.endFailures > 0 {
+		f.endFailures--
+		return errors.New("zk: connection closed")
+	}
 	delete(f.running, item)
 	f.ended = append(f.ended, done)
 	return nil
@@ -464,6 +478,30 @@ type recorder struct {
 	mu     sync.Mutex
 	execs  []ejserver.Execution
 	traces []ejserver.StatusTrace
+	// reg, if set, is looked at when an end record is committed: committedAfterAck lists the executions whose
+	// end the registry had already been told of.
+	reg               *fakeRegistry
+	committed         []string
+	committedAfterAck []string
+}
+
+func (r *recorder) EnqueueCommitted(_ context.Context, e ejserver.Execution) error {
+	if r.reg != nil {
+		r.reg.mu.Lock()
+		for _, c := range r.reg.ended {
+			if c.ExecutionID == e.ID {
+				r.mu.Lock()
+				r.committedAfterAck = append(r.committedAfterAck, e.ID)
+				r.mu.Unlock()
+			}
+		}
+		r.reg.mu.Unlock()
+	}
+	r.Enqueue(e)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.committed = append(r.committed, e.ID)
+	return nil
 }
 
 func (r *recorder) Enqueue(e ejserver.Execution) bool {
@@ -524,6 +562,72 @@ func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
 	}
 	if len(rec.execs) != 4 || !ends[0].Success || ends[1].Success || ends[1].StatusCode != 500 || ends[1].FailureCause == "" {
 		t.Fatalf("executions %+v", rec.execs)
+	}
+}
+
+// An item's end record is committed to the history before its end is acknowledged in the registry, so that a
+// peer killed in between leaves the item running there (docs/reliability.md).
+func TestExecutorCommitsTheEndRecordBeforeTheRegistryHearsOfIt(t *testing.T) {
+	reg := newFakeRegistry(2)
+	reg.snap.Config.MonitorExecution = true
+	send := &failingSender{*newFakeSender()}
+	rec := &recorder{reg: reg}
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	send.next(t)
+	e.Drain(5 * time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(rec.committed) != 2 || len(reg.ended) != 2 {
+		t.Fatalf("%d end records committed, %d ends acknowledged; want 2 and 2", len(rec.committed), len(reg.ended))
+	}
+	if len(rec.committedAfterAck) > 0 {
+		t.Fatalf("end records committed after the registry heard of the end: %v", rec.committedAfterAck)
+	}
+}
+
+// An item whose end could not be recorded in the registry (the connection broke) is recorded again until it
+// is: a running node left behind names a live instance, so no failover takes it and every resharding of the
+// job waits for it (found by the nemesis soak).
+func TestExecutorRetriesAnEndTheRegistryDidNotTake(t *testing.T) {
+	reg := newFakeRegistry(1)
+	reg.snap.Config.MonitorExecution = true
+	reg.endFailures = 2
+	send := newFakeSender()
+	clk := clock.NewFake(time.Unix(100, 0))
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	// each failure waits for its back-off on the fake clock: move it on until the end is recorded
+	waitFor(t, func() bool { clk.Advance(endBackoffMax); return reg.endedCount() == 1 })
+	e.Drain(5 * time.Second)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if reg.endCalls != 3 || len(reg.running) != 0 {
+		t.Fatalf("EndItem called %d times, running %v; want 3 calls and nothing running", reg.endCalls, reg.running)
+	}
+}
+
+// A begin whose write landed while its answer was lost (the connection closed) is tried again once the session
+// is back, finds its own running node and runs the item: the fire is not lost, and no running node is left
+// behind for the job's resharding to wait on (found by the nemesis soak).
+func TestExecutorRunsAnItemWhoseBeginAnswerWasLost(t *testing.T) {
+	reg := newFakeRegistry(1)
+	reg.snap.Config.MonitorExecution = true
+	reg.beginLost = 1
+	send := newFakeSender()
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	waitFor(t, func() bool { return reg.endedCount() == 1 })
+	e.Drain(5 * time.Second)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(reg.running) != 0 {
+		t.Fatalf("running nodes left: %v", reg.running)
 	}
 }
 

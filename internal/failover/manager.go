@@ -25,6 +25,14 @@ type Registry interface {
 	AddFailoverItems(job string, items []int) error
 	ClearFailoverItems(job string, n int) error
 	ClaimFailover(job string, item int) (cluster.Running, int32, error)
+	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
+	ClearStaleRunning(job string, item int, version int32) error
+}
+
+// LostRecorder records an execution a vanished instance left running that nobody will run again (Lost
+// satisfies it).
+type LostRecorder interface {
+	Record(job string, item, total int, run cluster.Running) error
 }
 
 // Runner re-runs a claimed item (dispatch.Executor satisfies it).
@@ -48,6 +56,9 @@ type ManagerConfig struct {
 	Clock    clock.Clock
 	Logger   *slog.Logger
 	Observer Observer
+	// Lost, if set, records the executions that vanished instances left running in jobs whose failover is
+	// off, before their running nodes are cleared.
+	Lost LostRecorder
 }
 
 // Manager detects orphaned items (as a job's leader) and claims failover items (as any peer).
@@ -112,12 +123,12 @@ func (m *Manager) onEvent(ev cluster.Event) {
 	}
 	switch ev.Kind {
 	case cluster.InstancesChanged:
-		if len(ev.Removed) > 0 && snap.Config.Failover {
+		if len(ev.Removed) > 0 && watched(snap) {
 			m.queue(m.detect, ev.Job)
 		}
 	case cluster.LeaderChanged:
 		// a new leader looks for orphans the old one (perhaps dead with the others) left
-		if snap.IsLeader() && snap.Config.Failover {
+		if snap.IsLeader() && watched(snap) {
 			m.queue(m.detect, ev.Job)
 		}
 	case cluster.FailoverItemsChanged, cluster.JobAdded:
@@ -188,10 +199,16 @@ func (m *Manager) each(set map[string]bool, fn func(job string) error, msg strin
 	return failed.Load()
 }
 
-// detectJob (leader only) queues every item whose running node names an instance that is not online.
+// watched reports whether a job's running nodes outlive their instance: failover jobs' and monitored jobs'.
+func watched(snap *cluster.JobSnapshot) bool {
+	return snap.Config.Failover || snap.Config.MonitorExecution
+}
+
+// detectJob (leader only) queues every item whose running node names an instance that is not online; in a
+// job whose failover is off, it records each such execution as lost and clears its running node instead.
 func (m *Manager) detectJob(job string) error {
 	snap := m.reg.Job(job)
-	if snap == nil || !snap.Config.Failover || !m.reg.IsLeader(job) {
+	if snap == nil || !watched(snap) || !m.reg.IsLeader(job) {
 		return nil
 	}
 	running, err := m.reg.RunningItems(job, max(snap.Config.ShardingTotalCount, len(snap.Items)))
@@ -209,6 +226,9 @@ func (m *Manager) detectJob(job string) error {
 		return nil
 	}
 	slices.Sort(orphans)
+	if !snap.Config.Failover {
+		return m.reap(snap, orphans)
+	}
 	if err := m.reg.AddFailoverItems(job, orphans); err != nil {
 		if errors.Is(err, cluster.ErrNotLeader) {
 			return nil
@@ -217,6 +237,36 @@ func (m *Manager) detectJob(job string) error {
 	}
 	m.log.Info("items of a vanished instance queued for failover", "job", job, "items", orphans)
 	return nil
+}
+
+// reap ends the orphans of a job whose failover is off: each execution is recorded as lost (ended, outcome
+// unknown), then its running node is cleared (version-checked, so a node rewritten meanwhile is kept), so
+// that the history does not show it RUNNING for ever and the job's resharding does not wait for it.
+func (m *Manager) reap(snap *cluster.JobSnapshot, items []int) error {
+	var errs []error
+	for _, item := range items {
+		run, version, ok, err := m.reg.ReadRunning(snap.Name, item)
+		if err != nil || !ok || run.Async || snap.Online(run.InstanceID) {
+			errs = append(errs, err)
+			continue
+		}
+		if m.cfg.Lost != nil {
+			if err := m.cfg.Lost.Record(snap.Name, item, snap.Config.ShardingTotalCount, run); err != nil {
+				// keep the node: the next look tries again
+				m.log.Warn("could not record a lost execution; its running node is kept", "job", snap.Name, "item", item,
+					"execution_id", run.ExecutionID, "err", err)
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if err := m.reg.ClearStaleRunning(snap.Name, item, version); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.log.Info("running item of a vanished instance ended (failover is off)", "job", snap.Name, "item", item,
+			"execution_id", run.ExecutionID, "instance", run.InstanceID)
+	}
+	return errors.Join(errs...)
 }
 
 // claimJob claims the job's failover items (concurrently, each in its own transaction) and hands each to

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +130,92 @@ func TestOrphansOfAVanishedPeerAreClaimedWithTheirExecutionID(t *testing.T) {
 	}
 }
 
+// lostHistory is a history store and writer for Lost: it holds the records written.
+type lostHistory struct {
+	mu   sync.Mutex
+	recs map[string]ejserver.Execution
+}
+
+func (h *lostHistory) GetExecution(_ context.Context, id string) (ejserver.Execution, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok := h.recs[id]; ok {
+		return e, nil
+	}
+	return ejserver.Execution{}, ejserver.Errorf(ejserver.ENOTFOUND, "no execution %s", id)
+}
+
+func (h *lostHistory) EnqueueCommitted(_ context.Context, e ejserver.Execution) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs[e.ID] = e
+	return nil
+}
+
+func (h *lostHistory) get(id string) (ejserver.Execution, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.recs[id]
+	return e, ok
+}
+
+// In a job whose failover is off, the executions a vanished peer left running are recorded as ended with an
+// unknown outcome and their running nodes cleared: the history never shows them RUNNING for ever, and the
+// job's resharding does not wait for them. An execution whose end the history has already is left alone.
+// Found by the nemesis soak (docs/reliability.md).
+func TestLostExecutionsOfAVanishedPeerAreRecordedWhenFailoverIsOff(t *testing.T) {
+	ns := zktest.Namespace("lost")
+	a := startPeer(t, ns, "10.5.0.1")
+	hist := &lostHistory{recs: map[string]ejserver.Execution{
+		"exec-b2": {ID: "exec-b2", JobName: "j", ShardingItem: 2, StartedAt: time.Unix(60, 0), CompletedAt: time.Unix(61, 0), Success: true},
+	}}
+	a.m.cfg.Lost = NewLost(LostConfig{History: hist, Recorder: hist, Me: cluster.Identity{InstanceID: "10.5.0.1@-@1"}, Logger: quiet})
+	cfg := ejserver.DefaultJobConfig()
+	cfg.JobName, cfg.ShardingTotalCount, cfg.Failover, cfg.Webhook.URL = "j", 3, false, "http://127.0.0.1:9/x"
+	if _, err := a.r.CreateJob(cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitSnap(t, a, "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && len(s.Instances) == 1 })
+	b := startPeer(t, ns, "10.5.0.2")
+	waitSnap(t, a, "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 })
+	if err := a.r.CommitSharding("j", []string{"10.5.0.1@-@1", "10.5.0.2@-@1", "10.5.0.2@-@1"}); err != nil {
+		t.Fatal(err)
+	}
+	snap := waitSnap(t, b, "sharded", func(s *cluster.JobSnapshot) bool { return s.Sharded() && !s.Necessary && s.Settled })
+	// b runs item 1 (nothing recorded yet) and item 2 (its end recorded, not yet acknowledged) when it dies
+	for item, id := range map[int]string{1: "exec-b1", 2: "exec-b2"} {
+		if err := b.r.BeginItem("j", item, snap.Item(item).OwnerVersion, cluster.Running{InstanceID: "10.5.0.2@-@1", ExecutionID: id,
+			TaskID: "task-b", Source: ejserver.SourceNormal, ScheduledAt: time.Unix(50, 0)}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.stop()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		_, _, ok1, err1 := a.r.ReadRunning("j", 1)
+		_, _, ok2, err2 := a.r.ReadRunning("j", 2)
+		if err1 == nil && err2 == nil && !ok1 && !ok2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the running nodes of the vanished peer were not cleared")
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
+	}
+	lost, ok := hist.get("exec-b1")
+	if !ok || !lost.Done() || lost.Success || lost.InstanceID != "10.5.0.2@-@1" || lost.ShardingItem != 1 ||
+		!lost.ScheduledAt.Equal(time.Unix(50, 0)) || !strings.Contains(lost.FailureCause, "outcome unknown") {
+		t.Fatalf("lost execution recorded as %+v", lost)
+	}
+	if kept, _ := hist.get("exec-b2"); !kept.Success || !kept.CompletedAt.Equal(time.Unix(61, 0)) {
+		t.Fatalf("an execution whose end was recorded was overwritten: %+v", kept)
+	}
+	select {
+	case item := <-a.run.ch:
+		t.Fatalf("item %d failed over in a job whose failover is off", item)
+	default:
+	}
+}
+
 // fakeRegistry feeds the manager events and records what it asks.
 type fakeRegistry struct {
 	mu      sync.Mutex
@@ -154,6 +241,10 @@ func (f *fakeRegistry) ClearFailoverItems(_ string, n int) error {
 	f.cleared <- n
 	return nil
 }
+func (f *fakeRegistry) ReadRunning(string, int) (cluster.Running, int32, bool, error) {
+	return cluster.Running{}, 0, false, nil
+}
+func (f *fakeRegistry) ClearStaleRunning(string, int, int32) error { return nil }
 func (f *fakeRegistry) ClaimFailover(string, int) (cluster.Running, int32, error) {
 	return cluster.Running{}, -1, cluster.ErrNothingToClaim
 }

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,10 @@ type WriterConfig struct {
 	WriteTimeout time.Duration
 	// StopTimeout bounds the final flush of Stop: 5s.
 	StopTimeout time.Duration
+	// CommitDelay is how long a record someone waits for (EnqueueCommitted) may wait for others to join its
+	// batch: 5ms. Records that arrive while a batch is being written join the next one, so under load the
+	// batches stay large (group commit) while an idle peer's waiter pays one transaction.
+	CommitDelay time.Duration
 	// DropLogInterval is the least time between two logs of dropped records: 10s.
 	DropLogInterval time.Duration
 	// Yield, if set, is asked before each batch how long to hold off so the peer's own work goes first
@@ -63,6 +68,7 @@ func (c WriterConfig) withDefaults() WriterConfig {
 	set(&c.RetryMax, 15*time.Second)
 	set(&c.WriteTimeout, 10*time.Second)
 	set(&c.StopTimeout, 5*time.Second)
+	set(&c.CommitDelay, 5*time.Millisecond)
 	set(&c.DropLogInterval, 10*time.Second)
 	set(&c.MaxYield, time.Second)
 	if c.Logger == nil {
@@ -112,10 +118,12 @@ type Writer struct {
 	cfg  WriterConfig
 	log  *slog.Logger
 
-	kick chan struct{} // a full batch is waiting
+	kick   chan struct{} // a full batch is waiting
+	urgent chan struct{} // a record someone waits for is queued
 
 	mu          sync.Mutex
 	execs       []ejserver.Execution // queued
+	execWaits   []chan error         // beside execs: the waiter of each record (nil: nobody waits)
 	traces      []ejserver.StatusTrace
 	inflight    int // records taken by the goroutine and not yet written or dropped
 	health      Health
@@ -130,6 +138,7 @@ type Writer struct {
 
 	// Owned by the goroutine: records taken from the queue, written in BatchSize chunks.
 	pendExecs  []ejserver.Execution
+	pendWaits  []chan error // beside pendExecs
 	pendTraces []ejserver.StatusTrace
 }
 
@@ -141,6 +150,7 @@ func NewWriter(sink Sink, cfg WriterConfig) *Writer {
 		cfg:    cfg,
 		log:    cfg.Logger,
 		kick:   make(chan struct{}, 1),
+		urgent: make(chan struct{}, 1),
 		health: Health{State: HealthOK},
 	}
 }
@@ -148,6 +158,10 @@ func NewWriter(sink Sink, cfg WriterConfig) *Writer {
 // Enqueue queues an execution record (a start or an end record) and reports whether it was accepted. It never
 // blocks; a record that finds the queue full is dropped and counted.
 func (w *Writer) Enqueue(e ejserver.Execution) bool {
+	return w.enqueue(e, nil)
+}
+
+func (w *Writer) enqueue(e ejserver.Execution, wait chan error) bool {
 	w.mu.Lock()
 	if w.fullLocked() {
 		w.dropLocked(1)
@@ -155,12 +169,48 @@ func (w *Writer) Enqueue(e ejserver.Execution) bool {
 		return false
 	}
 	w.execs = append(w.execs, e)
+	w.execWaits = append(w.execWaits, wait)
 	full := len(w.execs) >= w.cfg.BatchSize
 	w.mu.Unlock()
 	if full {
 		w.signal()
 	}
+	if wait != nil {
+		select {
+		case w.urgent <- struct{}{}:
+		default:
+		}
+	}
 	return true
+}
+
+// ErrNotCommitted is EnqueueCommitted's answer when the record was queued but is not known to be in the
+// store: the store is failing (degraded), the wait was cut short, or the record was dropped.
+var ErrNotCommitted = ejserver.Errorf(ejserver.EUNAVAILABLE, "history record not committed")
+
+// EnqueueCommitted queues an execution record like Enqueue and waits until the transaction holding it has
+// committed (nil), or until ctx ends, the record is dropped or the Writer is degraded (an error wrapping
+// ErrNotCommitted; a record still queued is written later, as Enqueue's are). The record still travels in a
+// batch: the Writer writes at most CommitDelay after the first such record, with whatever joined it.
+// While the Writer is degraded it does not wait at all, so that a store that is down never holds up the
+// work that waits here.
+func (w *Writer) EnqueueCommitted(ctx context.Context, e ejserver.Execution) error {
+	if w.Health().State == HealthDegraded {
+		if !w.Enqueue(e) {
+			return fmt.Errorf("%w: queue full, dropped", ErrNotCommitted)
+		}
+		return fmt.Errorf("%w: the store is failing (%s); the record stays queued", ErrNotCommitted, w.Health().LastError)
+	}
+	done := make(chan error, 1)
+	if !w.enqueue(e, done) {
+		return fmt.Errorf("%w: queue full, dropped", ErrNotCommitted)
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotCommitted, ctx.Err())
+	}
 }
 
 // EnqueueTrace queues a status trace, like Enqueue.
@@ -243,12 +293,13 @@ func (w *Writer) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	var backoff time.Duration // non-zero while the store fails
 	for {
-		wait, kick := w.cfg.FlushInterval, w.kick
+		wait, kick, urgent := w.cfg.FlushInterval, w.kick, w.urgent
 		if backoff > 0 {
 			// Don't let a full queue hammer a store that is down.
-			wait, kick = backoff, nil
+			wait, kick, urgent = backoff, nil, nil
 		}
 		timer := w.cfg.Clock.NewTimer(wait)
+		yield := true
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -256,9 +307,14 @@ func (w *Writer) run(ctx context.Context, done chan struct{}) {
 			return
 		case <-kick:
 			timer.Stop()
+		case <-urgent:
+			// someone waits for a commit: let the records arriving meanwhile join it, and don't hold off
+			timer.Stop()
+			clock.Sleep(w.cfg.Clock, w.cfg.CommitDelay, ctx.Done())
+			yield = false
 		case <-timer.C():
 		}
-		if err := w.flush(ctx, true); err != nil {
+		if err := w.flush(ctx, yield); err != nil {
 			backoff = min(max(2*backoff, w.cfg.RetryMin), w.cfg.RetryMax)
 		} else {
 			backoff = 0
@@ -274,8 +330,10 @@ func (w *Writer) final(ctx context.Context) {
 	err := w.flush(fctx, false)
 	w.mu.Lock()
 	left := len(w.execs) + len(w.traces) + w.inflight
-	w.execs, w.traces, w.inflight = nil, nil, 0
-	w.pendExecs, w.pendTraces = nil, nil
+	settle(w.execWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
+	settle(w.pendWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
+	w.execs, w.execWaits, w.traces, w.inflight = nil, nil, nil, 0
+	w.pendExecs, w.pendWaits, w.pendTraces = nil, nil, nil
 	if left > 0 {
 		w.dropLocked(left)
 	}
@@ -303,17 +361,26 @@ func (w *Writer) flush(ctx context.Context, yield bool) error {
 		for len(w.pendExecs) > 0 {
 			hold()
 			n := min(len(w.pendExecs), w.cfg.BatchSize)
-			kept, err := writeBatch(w, ctx, w.pendExecs[:n], w.sink.WriteExecutions, func(e ejserver.Execution) string { return e.ID })
+			waits := w.pendWaits[:n]
+			kept, err := writeBatch(w, ctx, w.pendExecs[:n], w.sink.WriteExecutions, func(e ejserver.Execution) string { return e.ID },
+				func(i int, err error) { tellWaiter(waits[i], err) })
 			if err != nil {
 				w.pendExecs = w.pendExecs[n-len(kept):] // kept is the batch's unwritten tail
+				w.pendWaits = w.pendWaits[n-len(kept):]
+				if w.Health().State == HealthDegraded {
+					// the waiters are not held up by a store that is down: their records stay queued
+					settle(w.pendWaits, fmt.Errorf("%w: %w", ErrNotCommitted, err))
+					clear(w.pendWaits)
+				}
 				return err
 			}
 			w.pendExecs = w.pendExecs[n:]
+			w.pendWaits = w.pendWaits[n:]
 		}
 		for len(w.pendTraces) > 0 {
 			hold()
 			n := min(len(w.pendTraces), w.cfg.BatchSize)
-			kept, err := writeBatch(w, ctx, w.pendTraces[:n], w.sink.WriteTraces, func(t ejserver.StatusTrace) string { return t.ID })
+			kept, err := writeBatch(w, ctx, w.pendTraces[:n], w.sink.WriteTraces, func(t ejserver.StatusTrace) string { return t.ID }, nil)
 			if err != nil {
 				w.pendTraces = w.pendTraces[n-len(kept):] // kept is the batch's unwritten tail
 				return err
@@ -346,6 +413,7 @@ func (w *Writer) take() bool {
 	}
 	// Swap rather than copy: Enqueue appends to fresh slices meanwhile.
 	w.pendExecs, w.execs = w.execs, nil
+	w.pendWaits, w.execWaits = w.execWaits, nil
 	w.pendTraces, w.traces = w.traces, nil
 	w.inflight += n
 	return true
@@ -354,10 +422,19 @@ func (w *Writer) take() bool {
 // writeBatch writes one batch. On a transient error it returns the batch (to be retried) with the error. On
 // another error it writes the records one by one and drops those the store still rejects; if the store
 // becomes unavailable meanwhile, it returns the records not yet written with that error.
-func writeBatch[T any](w *Writer, ctx context.Context, batch []T, write func(context.Context, []T) error, id func(T) string) ([]T, error) {
+// settled, if set, is told the fate of each record of the batch by its index: nil once written, an error once
+// dropped.
+func writeBatch[T any](w *Writer, ctx context.Context, batch []T, write func(context.Context, []T) error, id func(T) string,
+	settled func(i int, err error)) ([]T, error) {
+	if settled == nil {
+		settled = func(int, error) {}
+	}
 	err := writeOnce(w, ctx, batch, write)
 	if err == nil {
 		w.account(len(batch), 0)
+		for i := range batch {
+			settled(i, nil)
+		}
 		return nil, nil
 	}
 	if transient(ctx, err) {
@@ -369,11 +446,13 @@ func writeBatch[T any](w *Writer, ctx context.Context, batch []T, write func(con
 		switch {
 		case err == nil:
 			w.account(1, 0)
+			settled(i, nil)
 		case transient(ctx, err):
 			return batch[i:], err
 		default:
 			w.log.Error("history store rejected a record; dropped", "execution_id", id(rec), "err", err)
 			w.account(0, 1)
+			settled(i, fmt.Errorf("%w: the store rejected it: %w", ErrNotCommitted, err))
 		}
 	}
 	return nil, nil
@@ -389,6 +468,20 @@ func writeOnce[T any](w *Writer, ctx context.Context, batch []T, write func(cont
 		w.setHealth(err, transient(ctx, err))
 	}
 	return err
+}
+
+// tellWaiter tells a record's waiter (if any) its fate; the channel has room for the one answer.
+func tellWaiter(wait chan error, err error) {
+	if wait != nil {
+		wait <- err
+	}
+}
+
+// settle tells every waiter in waits the same fate.
+func settle(waits []chan error, err error) {
+	for _, c := range waits {
+		tellWaiter(c, err)
+	}
 }
 
 func transient(ctx context.Context, err error) bool {

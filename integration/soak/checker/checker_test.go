@@ -1,0 +1,188 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// clean is a run of one job every 5 s with 2 items over 30 s, every item delivered once by its owner,
+// answered 200 at once and recorded as a success.
+func clean() Run {
+	run := Run{From: t0, To: at(30), Grace: 10 * time.Second,
+		Jobs: []Job{{Name: "j", Cron: "*/5 * * * * ?", Misfire: true, Totals: []Total{{At: t0.Add(-time.Minute), Total: 2}}}}}
+	for s := 0; s < 30; s += 5 {
+		for item := range 2 {
+			id := fmt.Sprintf("e-%d-%d", s, item)
+			inst := fmt.Sprintf("peer%d", item+1)
+			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: item, ExecutionID: id, Source: "NORMAL_TRIGGER",
+				ScheduledAt: at(float64(s)), Instance: inst, Attempt: 1, Arrived: at(float64(s) + 0.01),
+				Answered: at(float64(s) + 0.02), Ended: at(float64(s) + 0.02), Status: 200})
+			run.History = append(run.History, Record{ExecutionID: id, Job: "j", Item: item, Source: "NORMAL_TRIGGER",
+				ScheduledAt: at(float64(s)), Instance: inst, Ended: true, Success: true, StatusCode: 200})
+		}
+	}
+	return run
+}
+
+func kinds(r Report) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, v.Kind)
+	}
+	return out
+}
+
+func TestCheckerCleanRunHasNoViolations(t *testing.T) {
+	r := Check(clean())
+	if len(r.Violations) > 0 {
+		t.Fatalf("violations in a clean run:\n%s", r.Text())
+	}
+	if r.FiresExpected != 12 || r.FiresDelivered != 12 {
+		t.Fatalf("expected %d delivered %d, want 12 and 12", r.FiresExpected, r.FiresDelivered)
+	}
+}
+
+// remove drops the deliveries and history rows of execution id.
+func remove(run *Run, id string) {
+	var ds []Delivery
+	for _, d := range run.Deliveries {
+		if d.ExecutionID != id {
+			ds = append(ds, d)
+		}
+	}
+	var hs []Record
+	for _, h := range run.History {
+		if h.ExecutionID != id {
+			hs = append(hs, h)
+		}
+	}
+	run.Deliveries, run.History = ds, hs
+}
+
+func TestCheckerReportsEachViolation(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(run *Run)
+		want   []string // violation kinds, in time order
+	}{
+		{"a lost fire", func(run *Run) { remove(run, "e-10-1") }, []string{"lost-fire"}},
+		{"a lost fire inside a fault window is excused", func(run *Run) {
+			remove(run, "e-10-1")
+			run.Faults = []Fault{{Kind: "kill-peer", Instances: []string{"peer2"}, From: at(8), To: at(9), Excuses: true}}
+		}, nil},
+		{"a receiver's fault does not excuse a lost fire", func(run *Run) {
+			remove(run, "e-10-1")
+			run.Faults = []Fault{{Kind: "receiver-5xx", From: at(8), To: at(9)}}
+		}, []string{"lost-fire"}},
+		{"a fire skipped while the job was disabled is excused", func(run *Run) {
+			remove(run, "e-10-0")
+			remove(run, "e-10-1")
+			run.Jobs[0].Disabled = []Window{{at(9), at(11)}}
+		}, nil},
+		{"a double delivery with two ids", func(run *Run) {
+			d := run.Deliveries[4] // item 0 of the fire at 10 s
+			d.ExecutionID, d.Instance, d.Arrived, d.Answered, d.Ended = "other", "peer2", at(12), at(12.1), at(12.1)
+			run.Deliveries = append(run.Deliveries, d)
+			run.History = append(run.History, Record{ExecutionID: "other", Job: "j", Item: 0, Source: "NORMAL_TRIGGER",
+				ScheduledAt: at(10), Instance: "peer2", Ended: true, Success: true})
+		}, []string{"double-delivery"}},
+		{"an overlap: one item run by two peers at once", func(run *Run) {
+			run.Deliveries[4].Answered, run.Deliveries[4].Ended = at(13), at(13) // item 0 by peer1 from 10 s to 13 s
+			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: "manual", Source: "MANUAL",
+				ScheduledAt: at(11), Instance: "peer2", Attempt: 1, Arrived: at(11), Answered: at(11.1), Ended: at(11.1), Status: 200})
+			run.History = append(run.History, Record{ExecutionID: "manual", Job: "j", Item: 0, Source: "MANUAL",
+				ScheduledAt: at(11), Instance: "peer2", Ended: true, Success: true})
+		}, []string{"overlap"}},
+		{"an overlap by a frozen peer is excused", func(run *Run) {
+			run.Deliveries[4].Answered, run.Deliveries[4].Ended = at(13), at(13)
+			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: "manual", Source: "MANUAL",
+				ScheduledAt: at(11), Instance: "peer2", Attempt: 1, Arrived: at(11), Answered: at(11.1), Ended: at(11.1), Status: 200})
+			run.History = append(run.History, Record{ExecutionID: "manual", Job: "j", Item: 0, Source: "MANUAL",
+				ScheduledAt: at(11), Instance: "peer2", Ended: true, Success: true})
+			run.Faults = []Fault{{Kind: "freeze-peer", Instances: []string{"peer1"}, From: at(10.5), To: at(12), Excuses: true}}
+		}, nil},
+		{"history disagrees: a failure the receiver answered 200", func(run *Run) {
+			run.History[5].Success, run.History[5].Cause = false, "timeout"
+		}, []string{"history-disagrees"}},
+		{"history disagrees: a success the receiver never gave", func(run *Run) {
+			run.Deliveries[5].Status = 503
+		}, []string{"history-disagrees"}},
+		{"a delivered execution missing from the history", func(run *Run) {
+			run.History = run.History[1:]
+		}, []string{"missing-history"}},
+		{"an execution left RUNNING", func(run *Run) {
+			run.History[3].Ended, run.History[3].Success = false, false
+		}, []string{"left-running"}},
+		{"an accepted item completed by callback agrees", func(run *Run) {
+			run.Deliveries[2].Status, run.Deliveries[2].Completed, run.Deliveries[2].Ended = 202, "SUCCEEDED", at(7)
+		}, nil},
+		{"a streaming run stopped after a 2xx asking for more may be a success or, cancelled, a failure", func(run *Run) {
+			run.Deliveries[2].More = true
+			run.Deliveries[3].More = true
+			run.History[3].Success, run.History[3].Cause = false, "cancelled: the job was disabled"
+		}, nil},
+		{"a streaming run's iterations carry their own webhook-ids, one executionId", func(run *Run) {
+			d := run.Deliveries[2]
+			d.WebhookID, d.Iteration = d.ExecutionID+".2", 2
+			run.Deliveries[2].WebhookID, run.Deliveries[2].Iteration, run.Deliveries[2].More = d.ExecutionID, 1, true
+			run.Deliveries = append(run.Deliveries, d)
+		}, nil},
+		{"an accepted item never completed but recorded as a success", func(run *Run) {
+			run.Deliveries[2].Status = 202
+		}, []string{"history-disagrees"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := clean()
+			tt.mutate(&run)
+			r := Check(run)
+			if got := kinds(r); strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("violations %v, want %v\n%s", got, tt.want, r.Text())
+			}
+			for _, v := range r.Violations {
+				if len(v.Around) == 0 {
+					t.Fatalf("violation without the events around it: %s", v)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckerRecoveryAndLateness(t *testing.T) {
+	run := clean()
+	remove(&run, "e-10-1")
+	remove(&run, "e-15-1")
+	run.Faults = []Fault{{Kind: "kill-peer", Instances: []string{"peer2"}, From: at(9), To: at(9.5), Excuses: true}}
+	r := Check(run)
+	if len(r.Violations) > 0 {
+		t.Fatal(r.Text())
+	}
+	// the fires at 10 and 15 s were incomplete: whole again from 20 s, 11 s after the fault began
+	if q := r.RecoveryByKind["kill-peer"]; q.N != 1 || q.Max != 11*time.Second {
+		t.Fatalf("recovery %+v, want 11s", q)
+	}
+	if r.LatenessCalm.N != 8 || r.LatenessFault.N != 2 || r.LatenessCalm.Max != 10*time.Millisecond {
+		t.Fatalf("lateness calm %v faulted %v", r.LatenessCalm, r.LatenessFault)
+	}
+	if !strings.Contains(r.Text(), "kill-peer") {
+		t.Fatal(r.Text())
+	}
+}
+
+func FuzzCheckerNeverPanics(f *testing.F) {
+	f.Add(int64(3), int64(7), 2)
+	f.Fuzz(func(t *testing.T, a, b int64, n int) {
+		run := clean()
+		if n >= 0 && n < len(run.Deliveries) {
+			run.Deliveries[n].Arrived = at(float64(a % 60))
+			run.Deliveries[n].Answered = at(float64(b % 60))
+		}
+		_ = Check(run).Text()
+	})
+}
