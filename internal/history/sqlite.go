@@ -394,6 +394,8 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 				(SELECT rowid FROM JOB_STATUS_TRACE_LOG WHERE creation_time < ? ORDER BY creation_time LIMIT ?)`,
 			`DELETE FROM NOTIFICATION_LOG WHERE rowid IN
 				(SELECT rowid FROM NOTIFICATION_LOG WHERE finished_at < ? ORDER BY finished_at LIMIT ?)`,
+			`DELETE FROM AUDIT_LOG WHERE rowid IN
+				(SELECT rowid FROM AUDIT_LOG WHERE at < ? ORDER BY at LIMIT ?)`,
 		} {
 			res, err := tx.ExecContext(ctx, stmt, micros(normalize(before)), batch)
 			if err != nil {
