@@ -78,6 +78,9 @@ var routeRules = map[string]access.Rule{
 	"POST /api/v1/channels/:/test": {Action: access.Administer, Reach: access.Cluster},
 	"GET /api/v1/notifications":    {Action: access.Read, Reach: access.JobRows}, // only the token's jobs' rows
 
+	// the audit trail (issue 23): read-only through the API; a scoped token sees only its jobs' entries
+	"GET /api/v1/audit": {Action: access.Read, Reach: access.JobRows},
+
 	// being added on another branch (issue 17: alert rules); the lead reconciles at merge
 	"GET /api/v1/alerts/defaults": {Action: access.Read, Reach: access.Cluster},
 	"PUT /api/v1/alerts/defaults": {Action: access.Administer, Reach: access.Cluster},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ejserver/ejserver/api"
 	"github.com/ejserver/ejserver/internal/async"
+	"github.com/ejserver/ejserver/internal/audit"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/cronexpr"
@@ -350,14 +351,23 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	defer dispatcher.Stop()
 
+	// The audit trail: changes through the API, the jobs file's applies, refused requests (folded) and
+	// changes made in ZooKeeper outside the API (noticed by the registry's watches, recorded once).
+	auditRec := audit.NewRecorder(audit.RecorderConfig{Store: store, Instance: c.instanceID, Logger: log, Clock: clk})
+	if err := auditRec.Start(context.Background()); err != nil {
+		return abort(err)
+	}
+	defer auditRec.Stop()
+
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
-	if err := applyJobs(ctx, svc, jobs, log); err != nil {
+	if err := applyJobs(ctx, svc, jobs, auditRec, log); err != nil {
 		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
-		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store})
+		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store,
+		Audit: auditRec, AuditLog: store})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
 	srvErr := make(chan error, 1)
