@@ -358,6 +358,11 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	defer auditRec.Stop()
+	external := cluster.NewExternalWatch(cluster.ExternalWatchConfig{Registry: reg, OnChange: recordExternal(auditRec), Logger: log})
+	if err := external.Start(ctx); err != nil {
+		return abort(err)
+	}
+	defer external.Stop()
 
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
