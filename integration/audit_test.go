@@ -162,7 +162,7 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 	}
 	setConfig("edited by hand")
 	want = append(want, auditWant{Actor: "zookeeper", Action: "zookeeper.job.config", Job: "settle", Outcome: "ok",
-		Detail: fmt.Sprintf("config version %d → %d outside the API", 3, 4), // create 0, replace 1, disable 2, enable 3
+		Detail:  fmt.Sprintf("config version %d → %d outside the API", 3, 4), // create 0, replace 1, disable 2, enable 3
 		Changes: []auditChange{{Field: "description", After: "edited by hand", Note: "added"}}})
 	check(b, want)
 
