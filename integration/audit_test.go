@@ -215,6 +215,20 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 			}
 		}
 	}
+	// the CLI, as the viewer
+	env := []string{"EJ_SERVER=" + b.Addr, "EJ_TOKEN=" + viewerTok}
+	out := cliOK(t, env, "audit", "--job", "settle", "--actor", "zookeeper", "--since", "1h")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || !strings.Contains(out, "2 changes, 1 not seen") ||
+		!strings.Contains(out, `description: "edited by hand" → "second of two"`) || !strings.Contains(out, "server 127.0.0.2") {
+		t.Fatalf("ejserver audit:\n%s", out)
+	}
+	if out := cliOK(t, env, "audit", "--action", "job.replace"); !strings.Contains(out, "webhook.secret changed") || strings.Contains(out, "whsec_") {
+		t.Fatalf("ejserver audit --action job.replace:\n%s", out)
+	}
+	if _, errOut, code := cliRun(t, env, "audit", "--from", "yesterday"); code != 2 || !strings.Contains(errOut, "--from") {
+		t.Fatalf("a bad --from: exit %d: %s", code, errOut)
+	}
+
 	after, _ := auditList(t, a, viewerTok)
 	if len(after) != len(want) {
 		t.Fatalf("%d entries after the refused deletes, want %d", len(after), len(want))
