@@ -32,6 +32,7 @@ import (
 	"github.com/ejserver/ejserver/internal/notify"
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/internal/sharding"
+	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
 	"github.com/ejserver/ejserver/web"
 )
@@ -49,6 +50,7 @@ type serveConfig struct {
 	logFormat        string
 	historyDSN       string
 	historyRetention time.Duration
+	otlpEndpoint     string
 	maxConcurrent    int
 	webhookAllow     string
 	shutdownTimeout  time.Duration
@@ -96,6 +98,7 @@ func parseServe(args []string) (serveConfig, error) {
 	advertise := f.String("advertise-url", "", "this peer's API base URL as receivers reach it, for the callbacks of accepted (202) items (default: http:// and --listen, a wildcard host replaced by --server-ip)")
 	cbSecret := f.String("callback-secret-file", "", "file holding the cluster's callback token secret (at least 32 bytes, the same on every peer; default: kept in ZooKeeper, readable only with --zk-digest)")
 	leaseRetention := f.Duration("lease-retention", 10*time.Minute, "how long an ended accepted item's lease record stays in ZooKeeper, so a repeated completion gets the same answer from any peer; after it the history store answers (PostgreSQL: any peer; SQLite: the peer that recorded the end)")
+	otlp := f.String("otlp-endpoint", "", "OTLP/HTTP endpoint that gets OpenTelemetry spans of fires, items and attempts (http://collector:4318); default: the standard OTEL_EXPORTER_OTLP_ENDPOINT, else no spans (webhooks carry a W3C traceparent either way)")
 	tlsOf := tlsFlags(f)
 	pprofFlag(f)
 	err := f.Parse(args)
@@ -106,7 +109,7 @@ func parseServe(args []string) (serveConfig, error) {
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
 		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
-		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf()}
+		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(), otlpEndpoint: *otlp}
 	if err := c.tls.check(); err != nil {
 		return c, err
 	}
@@ -264,7 +267,22 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 
-	sender := webhook.New(webhook.Config{MaxConcurrent: c.maxConcurrent, Allow: allow, UserAgent: "ejserver/" + version, Logger: log})
+	tracer, stopTracing, err := tracing.New(ctx, tracing.Config{Endpoint: c.otlpEndpoint, Instance: c.instanceID, Version: version,
+		FromEnv: os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("--otlp-endpoint: %w", err)
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(flushCtx) // the spans still batched go out
+	}()
+	if tracer.On() {
+		log.Info("tracing: spans exported over OTLP/HTTP", "endpoint", c.otlpEndpoint)
+	}
+	sender := webhook.New(webhook.Config{MaxConcurrent: c.maxConcurrent, Allow: allow, UserAgent: "ejserver/" + version, Logger: log,
+		Tracer: tracer})
 	defer sender.Close()
 	secret, err := callbackSecret(c, reg, log)
 	if err != nil {
@@ -295,7 +313,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
-		Activity: activity, Async: leases,
+		Activity: activity, Async: leases, Tracer: tracer,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
