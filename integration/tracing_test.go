@@ -183,6 +183,26 @@ func TestTracingSpansReachOTLPAndReceiversSeeTheCallersTrace(t *testing.T) {
 		t.Fatalf("%d attempts traced", attempts)
 	}
 
+	// the trace id is stored with each execution
+	var execs struct {
+		Items []struct{ TraceID string }
+	}
+	if !eventually(30*time.Second, func() bool { // SQLite: each peer holds its own items' rows
+		n := 0
+		for _, p := range c.peers {
+			mustDo(t, p, "GET", "/api/v1/jobs/traced/executions", nil, http.StatusOK, &execs)
+			for _, e := range execs.Items {
+				if e.TraceID != callerTrace {
+					return false
+				}
+				n++
+			}
+		}
+		return n == 2
+	}) {
+		t.Fatalf("executions %+v", execs.Items)
+	}
+
 	// tracing off: no spans, but the receiver still sees the caller's trace
 	off := newCluster(t, 1)
 	recv2 := newReceiver(t)

@@ -701,8 +701,9 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,
 		IP: e.me.ServerIP, Hostname: e.me.Hostname, ScheduledAt: req.scheduledAt, StartedAt: started,
 	}
-	e.cfg.Recorder.Enqueue(rec)
 	ctx, endSpan := e.itemSpan(req, item, executionID)
+	rec.TraceID = trace.SpanContextFromContext(ctx).TraceID().String()
+	e.cfg.Recorder.Enqueue(rec)
 	res := e.cfg.Sender.Send(ctx, prep)
 	done := e.clk.Now()
 	dep.left()

@@ -93,3 +93,23 @@ func TestAudit(t *testing.T) {
 		}
 	})
 }
+
+// TestTraceID: an execution's trace id is stored and read back on both stores; a later record of the same
+// execution without one (a callback's end) keeps it.
+func TestTraceID(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		run := running(newExec("traced", 0, t0))
+		run.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		mustWrite(t, s, run)
+		if got := mustGet(t, s, run.ID); got.TraceID != run.TraceID {
+			t.Fatalf("trace id %q", got.TraceID)
+		}
+		end := newExec("traced", 0, t0)
+		end.ID = run.ID
+		mustWrite(t, s, end)
+		got := mustGet(t, s, run.ID)
+		if got.TraceID != run.TraceID || got.CompletedAt.IsZero() {
+			t.Fatalf("after the end record: %+v", got)
+		}
+	})
+}
