@@ -335,6 +335,7 @@
     if (a === 'executions') return executionsScreen;
     if (a === 'servers') return serversScreen;
     if (a === 'channels') return (main) => channelsView().screen(main);
+    if (a === 'audit') return (main) => auditView().screen(main);
     return notFoundScreen;
   }
 
@@ -714,8 +715,9 @@
     else if (e.output) summary = 'Output';
     else if (e.async) summary = 'Details';
     const more = e.async ? asyncView.details(e, { summary }) : '';
-    if (!e.failureCause && !e.responseExcerpt && !more) return html`<span class="muted">—</span>`;
-    return html`<details><summary>${summary}</summary>
+    const trace = e.traceId ? html`<p class="trace">Trace <code data-trace-id>${e.traceId}</code></p>` : '';
+    if (!e.failureCause && !e.responseExcerpt && !more) return trace || html`<span class="muted">—</span>`;
+    return html`${trace}<details><summary>${summary}</summary>
       ${e.failureCause ? html`<p class="cause">${e.failureCause}</p>` : ''}
       ${more}
       ${e.responseExcerpt ? html`<pre class="excerpt">${e.responseExcerpt}</pre>` : ''}</details>`;
@@ -1485,6 +1487,10 @@
   const channelsView = () => channels || (channels = window.ejserverChannels({ html, $, $$, setHTML, patchRows, api, path,
     canWrite, announce, quiet, ApiError, confirmAction, when, field, text, select, check, area, showFieldErrors,
     clearFieldErrors }));
+
+  // the audit trail (audit.js)
+  let audit = null;
+  const auditView = () => audit || (audit = window.ejserverAudit({ html, $, setHTML, api, quiet, announce, when }));
 
   // ---- start
 
