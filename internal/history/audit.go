@@ -140,15 +140,14 @@ func auditPage(items []audit.Entry, limit int) AuditPage {
 
 // auditRow is what a row scans into before it becomes an Entry.
 type auditRow struct {
-	e         audit.Entry
-	kind      string
-	action    string
-	item      *int64
-	changes   string
-	atMicros  int64
-	atTime    time.Time
-	postgres  bool
-	scanError error
+	e        audit.Entry
+	kind     string
+	action   string
+	item     *int64
+	changes  string
+	atMicros int64
+	atTime   time.Time
+	postgres bool
 }
 
 func (r *auditRow) dest() []any {
