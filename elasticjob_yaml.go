@@ -37,6 +37,9 @@ const (
 	PropReplayMissed       = "ejserver.replayMissedFires"
 	PropLeaseSeconds       = "ejserver.async.leaseSeconds"
 	PropMaxDuration        = "ejserver.async.maxDurationSeconds"
+	PropAlerts             = "ejserver.alerts"
+	PropHookBefore         = "ejserver.hooks.beforeFire"
+	PropHookAfter          = "ejserver.hooks.afterFire"
 )
 
 // ReservedProp reports whether a props key belongs to ejserver (users can't set it through props).
@@ -118,6 +121,9 @@ func MarshalElasticJobYAML(cfg JobConfig) ([]byte, error) {
 	}
 	props[PropLeaseSeconds] = strconv.Itoa(cfg.Async.LeaseSeconds)
 	props[PropMaxDuration] = strconv.Itoa(cfg.Async.MaxDurationSeconds)
+	if err := marshalAlertProps(cfg, props); err != nil {
+		return nil, fmt.Errorf("encode alerts of job %q: %w", cfg.JobName, err)
+	}
 	doc := elasticJobYAML{
 		Cron: cfg.Cron, Description: cfg.Description, Disabled: cfg.Disabled, Failover: cfg.Failover,
 		JobErrorHandlerType:                   cfg.JobErrorHandlerType,
@@ -233,6 +239,9 @@ func ParseElasticJobYAML(b []byte) (JobConfig, error) {
 	}
 	takeInt(PropLeaseSeconds, &cfg.Async.LeaseSeconds)
 	takeInt(PropMaxDuration, &cfg.Async.MaxDurationSeconds)
+	if err := parseAlertProps(&cfg, take); err != nil && perr == nil {
+		perr = err
+	}
 	for k := range props {
 		if ReservedProp(k) {
 			delete(props, k) // ElasticJob's http.data and the like: not ejserver's to interpret

@@ -66,6 +66,9 @@ func TestElasticJobYAMLRoundTrip(t *testing.T) {
 	cfg.MaxConcurrentRequests = 7
 	cfg.ReplayMissedFires = true
 	cfg.Props = map[string]string{"owner": "team-a"}
+	cfg.Alerts = Alerts{FailedFiresInARow: 2, RunningLongerThanSeconds: 60, Rules: []AlertRule{
+		{On: []string{EventFireFailed, EventRecovered}, Channels: []string{"ops", "pd"}, QuietPeriodSeconds: 300}}}
+	cfg.Hooks = Hooks{BeforeFire: "https://hooks.example.com/before", AfterFire: "https://hooks.example.com/after"}
 	b, err := MarshalElasticJobYAML(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,10 @@ type JobConfig struct {
 	// Async bounds long-running items: a receiver that answers 202 Accepted keeps the item RUNNING under a
 	// lease it renews with heartbeats until it reports the end (docs/long-running.md).
 	Async AsyncPolicy `json:"async"`
+	// Alerts: which events of this job are told to whom (README "Alerts").
+	Alerts Alerts `json:"alerts"`
+	// Hooks: URLs POSTed once per fire for the whole cluster, before and after it.
+	Hooks Hooks `json:"hooks"`
 
 	MonitorExecution                      bool   `json:"monitorExecution"`
 	Failover                              bool   `json:"failover"`
@@ -283,6 +287,7 @@ func DefaultJobConfig() JobConfig {
 func (c JobConfig) Clone() JobConfig {
 	c.Props = maps.Clone(c.Props)
 	c.Webhook.Headers = maps.Clone(c.Webhook.Headers)
+	c.Alerts = c.Alerts.Clone()
 	return c
 }
 

@@ -188,7 +188,9 @@ func (c *JobConfig) Validate() error {
 	v.between("reconcileIntervalMinutes", c.ReconcileIntervalMinutes, -1, 7*24*60)
 	v.oneOf("jobShardingStrategyType", c.JobShardingStrategyType, StrategyAverage, StrategyOdevity, StrategyRoundRobin)
 	v.oneOf("jobExecutorThreadPoolSizeProviderType", c.JobExecutorThreadPoolSizeProviderType, "CPU", "SINGLE_THREAD")
-	v.oneOf("jobErrorHandlerType", c.JobErrorHandlerType, "LOG", "THROW", "IGNORE")
+	v.oneOf("jobErrorHandlerType", c.JobErrorHandlerType, errorHandlerTypes...)
+	c.Alerts.validate(&v, "alerts")
+	c.Hooks.validate(&v)
 	if len(c.Props) > MaxPropsLen {
 		v.add("props", "has %d keys; the limit is %d", len(c.Props), MaxPropsLen)
 	}
@@ -207,25 +209,10 @@ func (c *JobConfig) Validate() error {
 
 func (c *JobConfig) validateWebhook(v *validator) {
 	w := c.Webhook
-	switch {
-	case w.URL == "":
+	if w.URL == "" {
 		v.add("webhook.url", "is required")
-	case len(w.URL) > MaxURLLen:
-		v.add("webhook.url", "is longer than %d characters", MaxURLLen)
-	default:
-		u, err := url.Parse(w.URL)
-		switch {
-		case err != nil:
-			v.add("webhook.url", "is not a URL: %v", err)
-		case u.Scheme != "http" && u.Scheme != "https":
-			v.add("webhook.url", "scheme must be http or https, got %q", u.Scheme)
-		case u.Hostname() == "":
-			v.add("webhook.url", "has no host")
-		case u.User != nil:
-			v.add("webhook.url", "must not carry credentials; send them in webhook.headers (Authorization)")
-		case u.Fragment != "":
-			v.add("webhook.url", "must not have a #fragment")
-		}
+	} else {
+		v.url("webhook.url", w.URL)
 	}
 	v.oneOf("webhook.method", w.Method, "POST", "PUT", "PATCH")
 	if len(w.Headers) > MaxHeaders {
@@ -258,6 +245,27 @@ type validator struct{ fields []FieldError }
 
 func (v *validator) add(field, format string, args ...any) {
 	v.fields = append(v.fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// url checks an http(s) URL that ejserver POSTs to: a host, no credentials, no fragment.
+func (v *validator) url(field, s string) {
+	if len(s) > MaxURLLen {
+		v.add(field, "is longer than %d characters", MaxURLLen)
+		return
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		v.add(field, "is not a URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.add(field, "scheme must be http or https, got %q", u.Scheme)
+	case u.Hostname() == "":
+		v.add(field, "has no host")
+	case u.User != nil:
+		v.add(field, "must not carry credentials; send them in webhook.headers (Authorization)")
+	case u.Fragment != "":
+		v.add(field, "must not have a #fragment")
+	}
 }
 
 func (v *validator) between(field string, n, lo, hi int) {

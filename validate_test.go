@@ -25,6 +25,11 @@ func TestValidateAcceptsAGoodJob(t *testing.T) {
 		func(c *JobConfig) { c.JobType = JobTypeDataflow; c.StreamingProcess = true },
 		func(c *JobConfig) { c.Webhook.Secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
 		func(c *JobConfig) { c.Webhook.Headers = map[string]string{"Authorization": "Bearer x"} },
+		func(c *JobConfig) { c.JobErrorHandlerType = "EMAIL" },
+		func(c *JobConfig) {
+			c.Alerts = Alerts{FailedFiresInARow: 3, LateAfterMs: 500, Rules: []AlertRule{{On: []string{EventFailedFiresInARow, EventLate}, Channels: []string{"ops.slack"}}}}
+			c.Hooks = Hooks{BeforeFire: "http://127.0.0.1:1/b", AfterFire: "https://h/a"}
+		},
 	} {
 		c := validJob()
 		mod(&c)
@@ -73,7 +78,24 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"backoff order", func(c *JobConfig) { c.Retry.InitialBackoffMs = 5000; c.Retry.MaxBackoffMs = 10 }, "retry.maxBackoffMs", ""},
 		{"failover needs monitor", func(c *JobConfig) { c.Failover = true; c.MonitorExecution = false }, "failover", "monitorExecution"},
 		{"strategy", func(c *JobConfig) { c.JobShardingStrategyType = "HASH" }, "jobShardingStrategyType", ""},
-		{"handler", func(c *JobConfig) { c.JobErrorHandlerType = "EMAIL" }, "jobErrorHandlerType", ""},
+		{"handler", func(c *JobConfig) { c.JobErrorHandlerType = "SMS" }, "jobErrorHandlerType", "EMAIL"},
+		{"rule kind", func(c *JobConfig) {
+			c.Alerts.Rules = []AlertRule{{On: []string{"BROKEN"}, Channels: []string{"ops"}}}
+		}, "alerts.rules[0].on[0]", "not an event"},
+		{"rule no event", func(c *JobConfig) { c.Alerts.Rules = []AlertRule{{Channels: []string{"ops"}}} }, "alerts.rules[0].on", "no event"},
+		{"rule no channel", func(c *JobConfig) { c.Alerts.Rules = []AlertRule{{On: []string{EventItemFailed}}} }, "alerts.rules[0].channels", "no channel"},
+		{"rule channel name", func(c *JobConfig) {
+			c.Alerts.Rules = []AlertRule{{On: []string{EventItemFailed}, Channels: []string{"a b"}}}
+		}, "alerts.rules[0].channels[0]", "channel name"},
+		{"late needs threshold", func(c *JobConfig) {
+			c.Alerts.Rules = []AlertRule{{On: []string{EventLate}, Channels: []string{"ops"}}}
+		}, "alerts.rules[0].on[0]", "lateAfterMs"},
+		{"quiet", func(c *JobConfig) {
+			c.Alerts.Rules = []AlertRule{{On: []string{EventItemFailed}, Channels: []string{"ops"}, QuietPeriodSeconds: -1}}
+		}, "alerts.rules[0].quietPeriodSeconds", "between"},
+		{"in a row", func(c *JobConfig) { c.Alerts.FailedFiresInARow = -1 }, "alerts.failedFiresInARow", "between"},
+		{"hook url", func(c *JobConfig) { c.Hooks.AfterFire = "ftp://x/y" }, "hooks.afterFire", "http or https"},
+		{"hook creds", func(c *JobConfig) { c.Hooks.BeforeFire = "https://u:p@h/x" }, "hooks.beforeFire", "credentials"},
 		{"streaming simple", func(c *JobConfig) { c.StreamingProcess = true }, "streamingProcess", "DATAFLOW"},
 		{"job type", func(c *JobConfig) { c.JobType = "SCRIPT" }, "jobType", ""},
 		{"reserved prop", func(c *JobConfig) { c.Props = map[string]string{"http.uri": "x"} }, "props.http.uri", "reserved"},

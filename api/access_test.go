@@ -21,11 +21,13 @@ type fakeChannels struct{ Channels }
 
 type fakeNotifications struct{ Notifications }
 
+type fakeAlerts struct{ AlertDefaults }
+
 // fullAPI is the API with every optional part on, so that every route is registered.
 func fullAPI(t *testing.T) *echo.Echo {
 	t.Helper()
 	h := New(Config{Service: &fakeService{}, Tokens: testTokens(t), MetricsAuth: true, Callbacks: fakeCallbacks{},
-		Channels: fakeChannels{}, Notifications: fakeNotifications{},
+		Channels: fakeChannels{}, Notifications: fakeNotifications{}, Alerts: fakeAlerts{},
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up 1\n") }),
 		Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console") })})
 	return h.(*echo.Echo)

@@ -90,6 +90,8 @@ type Config struct {
 	// AuditLog serves /api/v1/audit (503 without it).
 	Audit    AuditRecorder
 	AuditLog AuditLog
+	// Alerts, when set, serves the cluster's default alert rules.
+	Alerts AlertDefaults
 }
 
 // New returns the HTTP handler of the API.
@@ -166,6 +168,9 @@ func New(cfg Config) http.Handler {
 	v1.GET("/auth/whoami", whoami)
 	v1.GET("/audit", h.listAudit(cfg.AuditLog))
 	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
+	if cfg.Alerts != nil {
+		alertRoutes(v1, cfg.Alerts)
+	}
 	if cfg.Metrics != nil {
 		var mws []echo.MiddlewareFunc
 		if cfg.MetricsAuth && len(cfg.Tokens) > 0 {

@@ -24,7 +24,11 @@ type JobSpec struct {
 	MaxConcurrentRequests int          `json:"maxConcurrentRequests,omitempty"`
 	ReplayMissedFires     bool         `json:"replayMissedFires,omitempty"`
 	// Async is the lease of items whose receiver answers 202 Accepted; nil keeps the defaults (60 s, 24 h).
-	Async                                 *AsyncPolicy      `json:"async,omitempty"`
+	Async *AsyncPolicy `json:"async,omitempty"`
+	// Alerts are the job's alert rules (nil: none; the cluster's default rules apply); Hooks its
+	// once-per-fire hooks.
+	Alerts                                *Alerts           `json:"alerts,omitempty"`
+	Hooks                                 *Hooks            `json:"hooks,omitempty"`
 	MonitorExecution                      *bool             `json:"monitorExecution,omitempty"` // default true
 	Failover                              bool              `json:"failover,omitempty"`
 	Misfire                               *bool             `json:"misfire,omitempty"`                  // default true
@@ -102,6 +106,8 @@ type Job struct {
 	MaxConcurrentRequests                 int               `json:"maxConcurrentRequests,omitempty"`
 	ReplayMissedFires                     bool              `json:"replayMissedFires,omitempty"`
 	Async                                 AsyncPolicy       `json:"async"`
+	Alerts                                Alerts            `json:"alerts"`
+	Hooks                                 Hooks             `json:"hooks"`
 	MonitorExecution                      bool              `json:"monitorExecution"`
 	Failover                              bool              `json:"failover"`
 	Misfire                               bool              `json:"misfire"`
@@ -135,7 +141,7 @@ func (j *Job) ETag() string { return `"` + itoa(int(j.Version)) + `"` }
 // Spec returns the job's config as a JobSpec, to change and send back with ReplaceJob: its secret and its
 // webhook.tls client key are left out, which keeps the stored ones.
 func (j *Job) Spec() JobSpec {
-	retry, async := j.Retry, j.Async
+	retry, async, alerts, hooks := j.Retry, j.Async, j.Alerts, j.Hooks
 	monitor, misfire := j.MonitorExecution, j.Misfire
 	diff, reconcile, grace := j.MaxTimeDiffSeconds, j.ReconcileIntervalMinutes, j.Webhook.SecretGracePeriodSeconds
 	var tlsSpec *WebhookTLSSpec
@@ -147,7 +153,7 @@ func (j *Job) Spec() JobSpec {
 		Disabled: j.Disabled, JobType: j.JobType, StreamingProcess: j.StreamingProcess,
 		Webhook: WebhookSpec{URL: j.Webhook.URL, Method: j.Webhook.Method, Headers: j.Webhook.Headers,
 			TimeoutMs: j.Webhook.TimeoutMs, ConnectTimeoutMs: j.Webhook.ConnectTimeoutMs, SecretGracePeriodSeconds: &grace, TLS: tlsSpec},
-		Retry: &retry, Async: &async, MaxConcurrentRequests: j.MaxConcurrentRequests, ReplayMissedFires: j.ReplayMissedFires,
+		Retry: &retry, Async: &async, Alerts: &alerts, Hooks: &hooks, MaxConcurrentRequests: j.MaxConcurrentRequests, ReplayMissedFires: j.ReplayMissedFires,
 		MonitorExecution: &monitor, Failover: j.Failover, Misfire: &misfire, MaxTimeDiffSeconds: &diff,
 		ReconcileIntervalMinutes: &reconcile, JobShardingStrategyType: j.JobShardingStrategyType,
 		JobExecutorThreadPoolSizeProviderType: j.JobExecutorThreadPoolSizeProviderType,

@@ -539,6 +539,18 @@ func TestAPIContract(t *testing.T) {
 	k.do(call{method: "DELETE", path: "/api/v1/channels/ops-mail", token: A}, 204)
 	k.problem(call{method: "DELETE", path: "/api/v1/channels/ops-mail", token: A}, 404)
 
+	// the cluster's default alert rules: admin writes, any token reads; a bad event is a field error
+	k.problem(call{method: "GET", path: "/api/v1/alerts/defaults", token: "wrong-token-0123456789"}, 401)
+	k.do(call{method: "GET", path: "/api/v1/alerts/defaults", token: V}, 200)
+	k.problem(call{method: "PUT", path: "/api/v1/alerts/defaults", token: V, body: map[string]any{}}, 403)
+	if pr := k.problem(call{method: "PUT", path: "/api/v1/alerts/defaults", token: A, body: map[string]any{
+		"rules": []any{map[string]any{"on": []string{"BOGUS"}, "channels": []string{"ops-slack"}}}}}, 400); pr.Field != "rules[0].on[0]" {
+		t.Fatalf("bad default rules: %+v", pr)
+	}
+	k.do(call{method: "PUT", path: "/api/v1/alerts/defaults", token: A, body: map[string]any{"lateAfterMs": 1000,
+		"rules": []any{map[string]any{"on": []string{"FIRE_FAILED", "LATE"}, "channels": []string{"ops-slack"}, "quietPeriodSeconds": 60}}}}, 200)
+	k.do(call{method: "PUT", path: "/api/v1/alerts/defaults", token: A, body: map[string]any{}}, 200)
+
 	// delete
 	k.problem(call{method: "DELETE", path: "/api/v1/jobs/beta", token: V}, 403)
 	k.do(call{method: "DELETE", path: "/api/v1/jobs/beta", token: A}, 204)

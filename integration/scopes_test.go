@@ -175,6 +175,9 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		// the audit trail: every token reads it, a scoped token only its jobs' entries (checked below)
 		{method: "GET", path: "/api/v1/audit", want: map[string]string{"": reads}},
 		{method: "GET", path: "/api/v1/audit?job=team-b-2", want: map[string]string{"": reads}},
+		{method: "GET", path: "/api/v1/alerts/defaults", want: map[string]string{"": hidden}},
+		{method: "PUT", path: "/api/v1/alerts/defaults", body: func(int, string) any { return map[string]any{"rules": []any{}} },
+			want: map[string]string{"": "200 403 403 | 404 403 403"}},
 	}
 	k := newContract(t, p)
 	exercised := map[string]bool{}

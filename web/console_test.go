@@ -20,6 +20,7 @@ func TestHandler(t *testing.T) {
 		{"/app.js", "GET", 200, "text/javascript; charset=utf-8", "/api/v1/auth/whoami"},
 		{"/async.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAsync"},
 		{"/audit.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAudit"},
+		{"/alerts.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAlerts"},
 		{"/app.css", "GET", 200, "text/css; charset=utf-8", ":focus-visible"},
 		{"/favicon.svg", "GET", 200, "image/svg+xml", "<svg"},
 		{"/favicon.ico", "GET", 200, "image/svg+xml", "<svg"},

@@ -41,6 +41,8 @@ func run(args []string) int {
 		return channelCmd(args[1:], os.Stdout, os.Stderr)
 	case "audit":
 		return auditCmd(args[1:], os.Stdout, os.Stderr)
+	case "alerts", "alert":
+		return alertsCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "cron":
 		return cronCmd(args[1:], os.Stdout, os.Stderr)
 	case "token":
@@ -74,6 +76,8 @@ Usage:
                                       notification channels (Slack, email, PagerDuty, ...)
   ejserver audit [--since D|--from T] [--to T] [--actor NAME] [--action A] [--job NAME] [--limit N]
                                       the audit trail: who changed what, when, from where
+  ejserver alerts defaults | set-defaults -f FILE
+                                      the cluster's default alert rules
   ejserver cron next 'EXPR' [--tz ZONE] [--count N]
   ejserver token new|hash [--role admin|viewer] [--name NAME]
   ejserver healthcheck [--ready] [--url URL]

@@ -67,6 +67,7 @@ type serveConfig struct {
 	callbackSecret   string // file holding the cluster's callback token secret
 	leaseRetention   time.Duration
 	tls              tlsFiles
+	alertLostGrace   time.Duration
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -100,6 +101,7 @@ func parseServe(args []string) (serveConfig, error) {
 	leaseRetention := f.Duration("lease-retention", 10*time.Minute, "how long an ended accepted item's lease record stays in ZooKeeper, so a repeated completion gets the same answer from any peer; after it the history store answers (PostgreSQL: any peer; SQLite: the peer that recorded the end)")
 	otlp := f.String("otlp-endpoint", "", "OTLP/HTTP endpoint that gets OpenTelemetry spans of fires, items and attempts (http://collector:4318); default: the standard OTEL_EXPORTER_OTLP_ENDPOINT, else no spans (webhooks carry a W3C traceparent either way)")
 	tlsOf := tlsFlags(f)
+	lostGrace := alertFlags(f)
 	pprofFlag(f)
 	err := f.Parse(args)
 	if err != nil {
@@ -109,7 +111,8 @@ func parseServe(args []string) (serveConfig, error) {
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
 		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
-		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(), otlpEndpoint: *otlp}
+		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(),
+		alertLostGrace: *lostGrace, otlpEndpoint: *otlp}
 	if err := c.tls.check(); err != nil {
 		return c, err
 	}
@@ -126,6 +129,9 @@ func parseServe(args []string) (serveConfig, error) {
 		return c, fmt.Errorf("--lease-retention: must be between 1s and 168h, got %s", c.leaseRetention)
 	case c.fireLead < 0 || c.fireLead > time.Minute:
 		return c, fmt.Errorf("--fire-lead: must be between 0 and 1m, got %s", c.fireLead)
+	}
+	if err := checkAlertFlags(c); err != nil {
+		return c, err
 	}
 	if err := cluster.ValidNamespace(c.namespace); err != nil {
 		return c, fmt.Errorf("--namespace: %v", err)
@@ -304,8 +310,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			ScheduledJobs:   func() int { return sched.Len() },
 			GCBetweenBursts: collector.Collections,
 		}})
+	alerting := newAlerts(c, reg, urlChecker{allow}.CheckURL, clk, log)
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,
-		Secret: secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Clock: clk, Logger: log})
+		Follower: alerting.svc,
+		Secret:   secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Clock: clk, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err
@@ -313,7 +321,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
-		Activity: activity, Async: leases, Tracer: tracer,
+		Activity: activity, Async: leases, Follower: alerting.svc, Tracer: tracer,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
@@ -324,6 +332,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	reg.OnEvent(func(ev cluster.Event) {
 		if ev.Kind == cluster.JobRemoved {
 			mets.ForgetJob(ev.Job)
+			alerting.svc.ForgetJob(ev.Job)
 		}
 	})
 	if err := coord.Start(ctx); err != nil {
@@ -368,6 +377,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	defer dispatcher.Stop()
+	alerting.start(dispatcher, channels, log)
+	defer alerting.stop()
 
 	// The audit trail: changes through the API, the jobs file's applies, refused requests (folded) and
 	// changes made in ZooKeeper outside the API (noticed by the registry's watches, recorded once).
@@ -389,7 +400,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
-		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store,
+		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
 		Audit: auditRec, AuditLog: store})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
@@ -414,6 +425,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	sched.Stop()
 	exec.Drain(c.shutdownTimeout)
 	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
+	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
 	dispatcher.Stop() // queued notifications get a few seconds to go out
 	channels.Stop()
 	fo.Stop()

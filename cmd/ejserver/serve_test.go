@@ -85,3 +85,15 @@ func TestCallbackSecretFile(t *testing.T) {
 		}
 	}
 }
+
+func TestAlertLostGraceBounded(t *testing.T) {
+	for _, v := range []string{"0s", "2h"} {
+		if _, err := parseServe([]string{"--alert-lost-grace", v}); err == nil || !strings.Contains(err.Error(), "--alert-lost-grace") {
+			t.Errorf("--alert-lost-grace %s: %v", v, err)
+		}
+	}
+	c, err := parseServe([]string{"--alert-lost-grace", "5s"})
+	if err != nil || c.alertLostGrace.Seconds() != 5 {
+		t.Fatalf("--alert-lost-grace 5s: %+v, %v", c.alertLostGrace, err)
+	}
+}

@@ -68,6 +68,11 @@ type Observer interface {
 	Running(n int)
 }
 
+// Follower follows the ends of accepted items whose fire is followed (Lease.Fire set).
+type Follower interface {
+	LeaseEnded(l lease.Lease)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Accepted(string)           {}
@@ -88,6 +93,9 @@ type Config struct {
 	Recorder Recorder
 	History  History
 	Observer Observer
+	// Follower, if set, hears every lease end that names a fire (the job's fires are followed for alerts or
+	// hooks: alert.Service satisfies it). It must return at once.
+	Follower Follower
 	// Secret keys the callback tokens; every peer of the cluster must hold the same one.
 	Secret []byte
 	// AdvertiseURL is this peer's API base URL as receivers reach it (callbacks go to {AdvertiseURL}/api/v1/executions/{id}).
@@ -312,6 +320,9 @@ func (m *Manager) finish(l lease.Lease) {
 	m.cfg.Observer.Ended(l.JobName, l.State)
 	if l.State == lease.Expired {
 		m.cfg.Observer.Expired(l.JobName)
+	}
+	if l.Fire != "" && m.cfg.Follower != nil {
+		m.cfg.Follower.LeaseEnded(l)
 	}
 	snap := m.reg.Job(l.JobName)
 	if snap == nil {

@@ -58,6 +58,9 @@ type Running struct {
 	// Async: the receiver accepted the item (202); the node is persistent and its execution's lease (in
 	// /{namespace}.ejserver/leases) decides when it goes, not the peer that wrote it.
 	Async bool
+	// Fire is the key of the fire the run belongs to in the fire ledger (alerts and hooks follow the job), so
+	// that a failover run ends the same fire.
+	Fire string
 }
 
 func (r Running) encode() []byte {
@@ -74,6 +77,9 @@ func (r Running) encode() []byte {
 	if r.Async {
 		b.WriteString("async: true\n")
 	}
+	if r.Fire != "" {
+		b.WriteString("fire: " + r.Fire + "\n")
+	}
 	return []byte(b.String())
 }
 
@@ -89,6 +95,7 @@ func decodeRunning(data []byte) Running {
 	}
 	r.ScheduledAt, _ = time.Parse(time.RFC3339Nano, yamlLine(data, "scheduledAt"))
 	r.Async = yamlLine(data, "async") == "true"
+	r.Fire = yamlLine(data, "fire")
 	for line := range strings.Lines(string(data)) {
 		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "jobParameter: "); ok {
 			_ = json.Unmarshal([]byte(v), &r.JobParameter)

@@ -81,6 +81,7 @@ type Registry struct {
 	listeners []func(Event)
 
 	completedSeen sync.Map // completedKey -> struct{}
+	firesMade     sync.Map // job -> struct{}: its fire ledger folder exists (fires.go)
 
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{} // WaitGone's one-shot watches, by path

@@ -21,8 +21,14 @@ func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int
 		InstanceID: e.me.InstanceID, IP: e.me.ServerIP, Hostname: e.me.Hostname,
 		Iteration: res.Iteration, Attempt: res.Attempt, Deadline: deadline,
 	}
+	if req.follow != nil {
+		l.Fire = req.follow.Key // whichever peer hears the lease end tells the fire's ledger
+	}
 	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: rec.ID, TaskID: req.taskID, Source: req.source,
 		ScheduledAt: req.scheduledAt, JobParameter: param}
+	if req.follow != nil {
+		run.Fire = req.follow.Key
+	}
 	err := e.cfg.Async.Accept(async.AcceptRequest{Lease: l, Started: rec.StartedAt, Policy: cfg.Async,
 		StatusCode: res.StatusCode, Run: run, RunningVersion: runningVersion, Monitored: runningVersion >= 0})
 	if err != nil {
@@ -38,6 +44,8 @@ func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int
 				Source: req.source, StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done}, req.source == ejserver.SourceFailover)
 		}
 		e.taskItemEnded(req.task, item, true, false)
+		rec.Success = false
+		e.followEnded(req, rec)
 		return
 	}
 	e.mu.Lock()

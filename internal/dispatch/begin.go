@@ -13,6 +13,9 @@ import (
 func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) bool {
 	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: executionID, TaskID: req.taskID,
 		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param}
+	if req.follow != nil {
+		run.Fire = req.follow.Key
+	}
 	version := snap.Item(item).OwnerVersion
 	for attempt := 0; attempt < 2; attempt++ {
 		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover)

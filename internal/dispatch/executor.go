@@ -100,6 +100,8 @@ type ExecutorConfig struct {
 	// Activity, if set, is told when requests leave and which prepared items wait for what time.
 	Activity *Activity
 	Observer Observer
+	// Follower, if set, follows the fires of jobs with alert rules or hooks (follow.go).
+	Follower Follower
 	// NextFire returns a job's next scheduled time (retries never run into it); nil: no bound.
 	NextFire func(job string) time.Time
 	// ScheduleOf returns a job's schedule (for replayMissedFires); nil disables replaying.
@@ -178,30 +180,8 @@ type fireRequest struct {
 	taskID      string
 	task        *task             // the fire's task on this peer, for status traces
 	params      *itemParams       // the job's shardingItemParameters, parsed once for all the fire's items
+	follow      *Fire             // set when the Follower follows the fire
 	span        trace.SpanContext // the fire's span: the parent of its items' spans (see startFire)
-}
-
-// itemParams is a job's shardingItemParameters parsed once per fire rather than once per item: each item's
-// run would otherwise parse every entry, and a fire of a 2,000-item job with parameters parse 2,000 entries
-// 2,000 times over.
-type itemParams struct {
-	src    string // the shardingItemParameters and shardingTotalCount parsed
-	total  int
-	byItem map[int]string
-}
-
-func parseItemParams(cfg ejserver.JobConfig) *itemParams {
-	// A stored config has been validated; one that no longer parses gives every item an empty parameter.
-	byItem, _ := ejserver.ParseShardingItemParameters(cfg.ShardingItemParameters, cfg.ShardingTotalCount)
-	return &itemParams{src: cfg.ShardingItemParameters, total: cfg.ShardingTotalCount, byItem: byItem}
-}
-
-// of returns item's parameter under cfg: from p when p was parsed from cfg's parameters, else parsed now.
-func (p *itemParams) of(cfg ejserver.JobConfig, item int) string {
-	if p == nil || p.src != cfg.ShardingItemParameters || p.total != cfg.ShardingTotalCount {
-		p = parseItemParams(cfg)
-	}
-	return p.byItem[item]
 }
 
 // NewExecutor returns an executor; it needs no Start.
@@ -283,6 +263,7 @@ func (e *Executor) RunFailover(job string, item int, run cluster.Running, runnin
 			p := run.JobParameter
 			req.param = &p
 		}
+		req.follow = e.followFailover(snap, item, run)
 		e.runItem(snap, req, item, run.ExecutionID, runningVersion)
 	})
 }
@@ -362,7 +343,9 @@ func (e *Executor) jobStatus(job string) *JobStatus {
 	return st
 }
 
-func (e *Executor) skip(job, reason string, args ...any) {
+func (e *Executor) skip(req fireRequest, reason string, args ...any) {
+	job := req.job
+	e.followSkipped(req, reason)
 	e.mu.Lock()
 	e.jobStatus(job).SkipReason = reason
 	e.mu.Unlock()
@@ -380,26 +363,26 @@ func (e *Executor) fire(req fireRequest) {
 	cfg := snap.Config
 	switch {
 	case snap.ConfigErr != nil:
-		e.skip(job, "config can't be parsed", "err", snap.ConfigErr)
+		e.skip(req, "config can't be parsed", "err", snap.ConfigErr)
 		return
 	case cfg.Disabled:
-		e.skip(job, "job disabled")
+		e.skip(req, "job disabled")
 		return
 	case !e.reg.Lease():
-		e.skip(job, "ZooKeeper session in doubt: starting nothing that another peer may take over")
+		e.skip(req, "ZooKeeper session in doubt: starting nothing that another peer may take over")
 		return
 	case !snap.Registered:
-		e.skip(job, "this peer's instance node is not registered on the job")
+		e.skip(req, "this peer's instance node is not registered on the job")
 		return
 	case snap.ServerDisabled(snap.MyIP):
-		e.skip(job, "this peer's server is disabled for the job")
+		e.skip(req, "this peer's server is disabled for the job")
 		return
 	}
 	if msg := e.clockCheck(cfg.MaxTimeDiffSeconds); msg != "" {
 		e.mu.Lock()
 		e.jobStatus(job).ClockError = msg
 		e.mu.Unlock()
-		e.skip(job, "clock check failed", "detail", msg)
+		e.skip(req, "clock check failed", "detail", msg)
 		return
 	}
 	e.mu.Lock()
@@ -410,7 +393,7 @@ func (e *Executor) fire(req fireRequest) {
 	waited := !shardingReady(snap)
 	snap, err := e.ensureSharded(job, snap)
 	if err != nil {
-		e.skip(job, "no sharding to fire with", "err", err)
+		e.skip(req, "no sharding to fire with", "err", err)
 		return
 	}
 	if req.trigger != nil && snap.IsLeader() {
@@ -430,6 +413,7 @@ func (e *Executor) fire(req fireRequest) {
 	req.task = e.newTask(req.taskID, job, req.source, items)
 	req.params = parseItemParams(snap.Config)
 	defer e.startFire(&req, items)()
+	req.follow = e.followFire(snap, req, items)
 	e.cfg.Observer.Fired(job, req.source)
 	replay := e.missedFires(snap, req, items)
 	for _, item := range items {
@@ -586,6 +570,7 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 	if e.closed {
 		e.mu.Unlock()
 		e.taskItemEnded(req.task, item, false, false)
+		e.followNotRun(req, item, OutcomeNotRun)
 		return
 	}
 	if _, busy := e.running[key]; busy && req.source == ejserver.SourceNormal && req.scheduledAt.After(e.clk.Now()) {
@@ -600,6 +585,7 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 				return
 			}
 			e.taskItemEnded(req.task, item, false, false)
+			e.followNotRun(req, item, OutcomeNotRun)
 		}()
 		return
 	}
@@ -620,6 +606,7 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 			e.jobStatus(req.job).Misfires++
 			e.mu.Unlock()
 			e.cfg.Observer.Misfired(req.job)
+			e.followNotRun(req, item, OutcomeMisfire)
 			if first {
 				if err := e.reg.SetMisfire(req.job, item); err != nil {
 					e.log.Warn("could not record a misfire", "job", req.job, "item", item, "err", err)
@@ -630,6 +617,7 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 			e.jobStatus(req.job).SkippedRuns++
 			e.mu.Unlock()
 			e.cfg.Observer.Skipped(req.job, "item still running (misfire off)")
+			e.followNotRun(req, item, OutcomeSkipped)
 			e.log.Info("item still running and misfire is off: fire skipped", "job", req.job, "item", item)
 		}
 		return
@@ -658,12 +646,16 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if req.task == nil { // a follow-up or failover run is a task of its own
 		req.task = e.newTask(req.taskID, req.job, req.source, []int{item})
 	}
+	if req.follow == nil && req.source != ejserver.SourceFailover {
+		req.follow = e.followSingle(snap, req, item, executionID)
+	}
 	if runningVersion == -2 {
 		runningVersion = -1
 		if cfg.MonitorExecution {
 			ok := e.begin(snap, req, item, executionID, param)
 			if !ok {
 				e.taskItemEnded(req.task, item, false, false)
+				e.followNotRun(req, item, OutcomeNotRun)
 				return
 			}
 			runningVersion = 0 // created by us
@@ -691,11 +683,13 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	send, waited := e.awaitScheduledTime(req, item, runningVersion)
 	if !send {
 		e.taskItemEnded(req.task, item, false, false)
+		e.followNotRun(req, item, OutcomeNotRun)
 		return
 	}
 	started := e.clk.Now()
 	dep.leave(req.scheduledAt, waited, started)
 	e.taskStarted(req.task, started)
+	e.followLeft(req, item, executionID, started)
 	rec := ejserver.Execution{
 		ID: executionID, JobName: req.job, TaskID: req.taskID, ShardingItem: item,
 		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,
@@ -730,6 +724,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		}
 	}
 	e.taskItemEnded(req.task, item, true, res.Success)
+	e.followEnded(req, rec)
 	lateness := started.Sub(req.scheduledAt)
 	e.cfg.Observer.ItemDone(req.job, req.source, res.Success, lateness, res.Duration)
 	status := "success"

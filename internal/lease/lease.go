@@ -84,6 +84,9 @@ type Lease struct {
 	EndedAt   time.Time `json:"endedAt,omitzero"`
 	// Cause says why a failed, expired or cancelled item ended.
 	Cause string `json:"cause,omitempty"`
+	// Fire is the key of the fire the item belongs to in the fire ledger, when its job's fires are followed
+	// (alert rules or hooks): the peer that hears the end records it there.
+	Fire string `json:"fire,omitempty"`
 }
 
 // Success reports whether the lease ended in success.

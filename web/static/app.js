@@ -334,6 +334,7 @@
     if (a === 'create') return formScreen;
     if (a === 'executions') return executionsScreen;
     if (a === 'servers') return serversScreen;
+    if (a === 'alerts') return (main) => alertsView().screen(main);
     if (a === 'channels') return (main) => channelsView().screen(main);
     if (a === 'audit') return (main) => auditView().screen(main);
     return notFoundScreen;
@@ -916,6 +917,7 @@
       <div><dt>Replay missed fires</dt><dd>${yes(job.replayMissedFires)}</dd></div>
       <div><dt>Disabled</dt><dd>${yes(job.disabled)}</dd></div>
       ${job.label ? html`<div><dt>Label</dt><dd>${job.label}</dd></div>` : ''}
+      ${alertsView().view(job)}
       ${props.length ? html`<div class="wide"><dt>Properties</dt><dd><ul class="plain">${props.map(([k, v]) => html`<li><code>${k}=${v}</code></li>`)}</ul></dd></div>` : ''}
       <div><dt>Version (ETag)</dt><dd>${job.version}</dd></div>`);
   }
@@ -1137,7 +1139,7 @@
   // ---- the create/edit form: the body sent is the API's job JSON, and the API's field errors are shown
   // next to the fields they name.
 
-  const FIELDS_KEPT = ['jobExecutorThreadPoolSizeProviderType', 'jobErrorHandlerType', 'staticSharding', 'overwrite'];
+  const FIELDS_KEPT = ['jobExecutorThreadPoolSizeProviderType', 'jobErrorHandlerType', 'staticSharding', 'overwrite', 'async'];
 
   function field(id, name, label, input, hint) {
     return html`<div class="field" data-field="${name}">
@@ -1168,6 +1170,16 @@
       ${hint ? html`<p class="hint" id="${id}-hint">${hint}</p>` : ''}
       <p class="error" id="${id}-error"></p>
     </div>`;
+  }
+
+  // alert rules and hooks (alerts.js), made when first needed: its helpers are defined further down
+  let alertsModule = null;
+  function alertsView() {
+    if (!alertsModule) {
+      alertsModule = window.ejserverAlerts({ html, api, setHTML, $, text, number, area, announce, showFieldErrors,
+        clearFieldErrors, quiet, canWrite, toNumber, loadError });
+    }
+    return alertsModule;
   }
 
   function clearFieldErrors(form) {
@@ -1277,6 +1289,7 @@
     if (secret === 'set') webhook.secret = v('webhook.secret');
     if (secret === 'remove') webhook.secret = '';
     body.webhook = webhook;
+    alertsView().read(form, body);
     body.retry = {
       maxAttempts: toNumber(v('retry.maxAttempts')),
       initialBackoffMs: toNumber(v('retry.initialBackoffMs')),
@@ -1398,6 +1411,7 @@
           ${number('f-reconcile', 'reconcileIntervalMinutes', 'Reconcile interval (min)', def(j.reconcileIntervalMinutes, ''), 'default 10')}
           ${number('f-maxconc', 'maxConcurrentRequests', 'Max concurrent requests', j.maxConcurrentRequests || '', 'per peer; empty: the peer\'s limit')}
         </fieldset>
+        ${alertsView().fieldset(j)}
         <fieldset><legend>Properties</legend>
           ${area('f-props', 'props', 'Properties', lines(j.props, '='), 'one key=value a line')}
         </fieldset>

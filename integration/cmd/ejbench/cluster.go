@@ -181,6 +181,9 @@ func jobBody(w workload, k int, url string) map[string]any {
 	if w.kind == "async" {
 		j["async"] = map[string]any{"leaseSeconds": w.leaseSeconds}
 	}
+	if w.alerts {
+		j["alerts"] = map[string]any{"rules": []any{map[string]any{"on": []string{"FIRE_FAILED"}, "channels": []string{"bench"}}}}
+	}
 	if w.kind == "failover" {
 		j["failover"] = true
 		j["webhook"] = map[string]any{"url": url, "timeoutMs": 60000}

@@ -34,6 +34,7 @@ import (
 )
 
 type options struct {
+	alerts         bool
 	workloads      []string
 	duration       time.Duration
 	warmup         time.Duration
@@ -92,6 +93,7 @@ func run(args []string) int {
 	fs.StringVar(&o.peerLogLevel, "peer-log-level", "warn", "the peers' --log-level (info logs every item; with -keep the logs stay)")
 	fs.IntVar(&o.regWorkers, "register-workers", 32, "concurrent API calls registering jobs")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "how long after the window late deliveries are still awaited")
+	fs.BoolVar(&o.alerts, "alerts", false, "give every job an alert rule on FIRE_FAILED, so its fires are followed (to measure the alert ledger's ZooKeeper requests per item)")
 	fs.IntVar(&o.leaseSeconds, "lease-seconds", 60, "async: the jobs' async.leaseSeconds (no heartbeats are sent: keep it above -callback-max)")
 	fs.DurationVar(&o.callbackMin, "callback-min", time.Second, "async: the shortest delay from a delivery to its completion callback")
 	fs.DurationVar(&o.callbackMax, "callback-max", 30*time.Second, "async: the longest (delays are uniform between the two)")
@@ -239,6 +241,8 @@ type workload struct {
 	duration time.Duration
 	// leaseSeconds is the async workload's async.leaseSeconds
 	leaseSeconds int
+	// alerts gives every job an alert rule (the fire ledger follows its fires: ZooKeeper traffic per item)
+	alerts bool
 }
 
 func (w workload) describe() string {
@@ -278,6 +282,7 @@ func lookupWorkload(name string, o options) (workload, error) {
 	default:
 		return w, fmt.Errorf("unknown workload %q (have %s, steady-N)", name, strings.Join(allWorkloads, ", "))
 	}
+	w.alerts = o.alerts
 	if o.period > 0 && (w.kind == "steady" || w.kind == "async") {
 		if o.period%time.Second != 0 || (60*time.Second)%o.period != 0 {
 			return w, fmt.Errorf("-period %s: must be whole seconds dividing a minute", o.period)
