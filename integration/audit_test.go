@@ -83,6 +83,12 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 	}
 	mustDo(t, a, "POST", "/api/v1/jobs/settle/sharding/1/disable", nil, http.StatusNoContent, nil, admin...)
 	mustDo(t, a, "POST", "/api/v1/jobs/settle/servers/127.0.0.3/disable", nil, http.StatusNoContent, nil, admin...)
+	ch := map[string]any{"name": "ops-hook", "kind": "webhook", "webhook": map[string]any{"url": recv.URL, "secret": secret1}}
+	mustDo(t, b, "POST", "/api/v1/channels", ch, http.StatusCreated, nil, admin...)
+	ch["webhook"] = map[string]any{"url": recv.URL, "secret": secret2}
+	ch["description"] = "on call"
+	mustDo(t, b, "PUT", "/api/v1/channels/ops-hook", ch, http.StatusOK, nil, admin...)
+	mustDo(t, b, "DELETE", "/api/v1/channels/ops-hook", nil, http.StatusNoContent, nil, admin...)
 
 	// the API's changes: every peer reads the same entries
 	want := []auditWant{
@@ -98,6 +104,17 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 		{Actor: "", Action: "auth.denied", Outcome: "failed", Status: 401, Detail: "GET /api/v1/jobs"},
 		{Actor: "ops", Action: "item.disable", Job: "settle", Outcome: "ok", Status: 204},
 		{Actor: "ops", Action: "job.server.disable", Job: "settle", Server: "127.0.0.3", Outcome: "ok", Status: 204},
+		{Actor: "ops", Action: "channel.create", Outcome: "ok", Status: 201, Changes: []auditChange{
+			{Field: "kind", After: "webhook", Note: "added"}, {Field: "maxAttempts", After: "5", Note: "added"},
+			{Field: "name", After: "ops-hook", Note: "added"}, {Field: "timeoutMs", After: "10000", Note: "added"},
+			{Field: "webhook.secret", Note: "set"}, {Field: "webhook.url", After: recv.URL, Note: "added"}}},
+		{Actor: "ops", Action: "channel.replace", Outcome: "ok", Status: 200, Changes: []auditChange{
+			{Field: "description", After: "on call", Note: "added"}, {Field: "webhook.secret", Note: "changed"}}},
+		{Actor: "ops", Action: "channel.delete", Outcome: "ok", Status: 204, Changes: []auditChange{
+			{Field: "description", Before: "on call", Note: "removed"}, {Field: "kind", Before: "webhook", Note: "removed"},
+			{Field: "maxAttempts", Before: "5", Note: "removed"}, {Field: "name", Before: "ops-hook", Note: "removed"},
+			{Field: "timeoutMs", Before: "10000", Note: "removed"}, {Field: "webhook.secret", Note: "removed"},
+			{Field: "webhook.url", Before: recv.URL, Note: "removed"}}},
 	}
 	check := func(p *harness.Peer, want []auditWant) []auditEntry {
 		t.Helper()
