@@ -105,6 +105,9 @@ type Execution struct {
 	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitzero"`
 	// Output is the start of the output the receiver reported with its completion.
 	Output string `json:"output,omitempty"`
+	// TraceID is the W3C trace id the item's webhooks carried (32 hex digits): the caller's trace for a
+	// traced trigger, else the item's own (README "Tracing").
+	TraceID string `json:"traceId,omitempty" example:"4bf92f3577b34da6a3ce929d0e0e4736"`
 }
 
 // Done reports whether the execution has ended.

@@ -82,6 +82,10 @@ var routeRules = map[string]access.Rule{
 	"DELETE /api/v1/channels/:":    {Action: access.Administer, Reach: access.Cluster},
 	"POST /api/v1/channels/:/test": {Action: access.Administer, Reach: access.Cluster},
 	"GET /api/v1/notifications":    {Action: access.Read, Reach: access.JobRows}, // only the token's jobs' rows
+
+	// the audit trail (issue 23): read-only through the API; a scoped token sees only its jobs' entries
+	"GET /api/v1/audit": {Action: access.Read, Reach: access.JobRows},
+
 	// the cluster's default alert rules (issue 17): cluster-wide
 	"GET /api/v1/alerts/defaults": {Action: access.Read, Reach: access.Cluster},
 	"PUT /api/v1/alerts/defaults": {Action: access.Administer, Reach: access.Cluster},

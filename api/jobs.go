@@ -247,6 +247,14 @@ func (h *handlers) triggerJob(c echo.Context) error {
 			return err
 		}
 	}
+	// a caller's W3C trace context: the fire's items become children of its trace (a malformed one is ignored
+	// by the peers that run them)
+	if tp := c.Request().Header.Get("traceparent"); len(tp) <= 128 {
+		req.TraceParent = tp
+		if ts := c.Request().Header.Get("tracestate"); len(ts) <= 512 {
+			req.TraceState = ts
+		}
+	}
 	res, err := h.svc.TriggerJob(c.Request().Context(), c.Param("jobName"), req)
 	if err != nil {
 		return err

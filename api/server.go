@@ -91,6 +91,10 @@ type Config struct {
 	// Channels, when set, serves /api/v1/channels; Notifications, /api/v1/notifications.
 	Channels      Channels
 	Notifications Notifications
+	// Audit, when set, records every change made through /api/v1 and every refused request (folded);
+	// AuditLog serves /api/v1/audit (503 without it).
+	Audit    AuditRecorder
+	AuditLog AuditLog
 	// Alerts, when set, serves the cluster's default alert rules.
 	Alerts AlertDefaults
 }
@@ -129,11 +133,17 @@ func New(cfg Config) http.Handler {
 		callbackRoutes(e, cfg.Callbacks) // before the token group: its routes match first
 	}
 	v1 := e.Group("/api/v1")
+	if cfg.Audit != nil {
+		v1.Use(auditDenials(cfg.Audit)) // first: it sees the token check's 401s
+	}
 	if len(cfg.Tokens) > 0 {
 		v1.Use(authenticate(cfg.Tokens)) // first: a stranger gets 401 whatever it sends
 	}
 	v1.Use(h.authorize) // without tokens every caller is an unscoped admin
 	v1.Use(middleware.BodyLimit(bodyLimit(cfg.MaxBodyBytes)))
+	if cfg.Audit != nil {
+		v1.Use((&auditor{rec: cfg.Audit, svc: cfg.Service, channels: cfg.Channels}).middleware)
+	}
 	for _, mw := range cfg.Middleware {
 		v1.Use(mw)
 	}
@@ -165,6 +175,7 @@ func New(cfg Config) http.Handler {
 	v1.GET("/instances", h.instances)
 	v1.GET("/cron/next", h.cronNext)
 	v1.GET("/auth/whoami", whoami)
+	v1.GET("/audit", h.listAudit(cfg.AuditLog))
 	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
 	if cfg.Alerts != nil {
 		alertRoutes(v1, cfg.Alerts)

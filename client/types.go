@@ -320,6 +320,8 @@ type Execution struct {
 	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitzero"`
 	// Output is the excerpt of its output the receiver reported with its completion.
 	Output string `json:"output,omitempty"`
+	// TraceID is the W3C trace id the item's webhooks carried: the caller's for a traced trigger.
+	TraceID string `json:"traceId,omitempty"`
 }
 
 // The states of an accepted (async) item.

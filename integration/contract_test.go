@@ -551,6 +551,15 @@ func TestAPIContract(t *testing.T) {
 	k.do(call{method: "DELETE", path: "/api/v1/channels/ops-mail", token: A}, 204)
 	k.problem(call{method: "DELETE", path: "/api/v1/channels/ops-mail", token: A}, 404)
 
+	// the audit trail: any token reads it (the changes above are in it); a bad filter is a field error
+	audit := k.do(call{method: "GET", path: "/api/v1/audit?actor=ops&limit=5", token: V}, 200)
+	if strings.Contains(string(audit), "whsec_") || !strings.Contains(string(audit), `"action"`) {
+		t.Fatalf("audit page: %s", audit)
+	}
+	k.problem(call{method: "GET", path: "/api/v1/audit?action=job.explode", token: V}, 400)
+	k.problem(call{method: "GET", path: "/api/v1/audit?from=yesterday", token: V}, 400)
+	k.problem(call{method: "GET", path: "/api/v1/audit", token: "wrong-token-0123456789"}, 401)
+
 	// the cluster's default alert rules: admin writes, any token reads; a bad event is a field error
 	k.problem(call{method: "GET", path: "/api/v1/alerts/defaults", token: "wrong-token-0123456789"}, 401)
 	k.do(call{method: "GET", path: "/api/v1/alerts/defaults", token: V}, 200)

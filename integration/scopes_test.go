@@ -177,6 +177,9 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 			},
 			want: map[string]string{"del-ch-": "204 403 403 | 404 403 403"}},
 		{method: "GET", path: "/api/v1/notifications", want: map[string]string{"": reads}},
+		// the audit trail: every token reads it, a scoped token only its jobs' entries (checked below)
+		{method: "GET", path: "/api/v1/audit", want: map[string]string{"": reads}},
+		{method: "GET", path: "/api/v1/audit?job=team-b-2", want: map[string]string{"": reads}},
 		{method: "GET", path: "/api/v1/alerts/defaults", want: map[string]string{"": hidden}},
 		{method: "PUT", path: "/api/v1/alerts/defaults", body: func(int, string) any { return map[string]any{"rules": []any{}} },
 			want: map[string]string{"": "200 403 403 | 404 403 403"}},
@@ -245,7 +248,43 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 
 	checkScopedLists(t, p, execOf)
 	checkScopedStats(t, p)
+	checkScopedAudit(t, p)
 	checkScopeMoves(t, p, spec)
+}
+
+// The audit trail holds the table's changes; a scoped token reads only its jobs' entries (none of another
+// team's, none of cluster-wide objects), and no token can delete or change an entry.
+func checkScopedAudit(t *testing.T, p *harness.Peer) {
+	t.Helper()
+	for g := range scopeGrants {
+		var page struct {
+			Items []struct {
+				Job, Actor, Action, Outcome string
+			}
+		}
+		mustDo(t, p, "GET", "/api/v1/audit?limit=500", nil, http.StatusOK, &page, as(g)...)
+		scoped := g >= 3
+		jobs := map[string]bool{}
+		for _, e := range page.Items {
+			jobs[e.Job] = true
+			if scoped && !strings.HasPrefix(e.Job, "team-a-") && e.Job != "team-b-1" {
+				t.Errorf("%s reads the audit entry %+v", scopeGrants[g].name, e)
+			}
+		}
+		if !jobs["team-a-1"] || !jobs["team-b-1"] || jobs["team-b-2"] == scoped {
+			t.Errorf("%s reads the entries of %v", scopeGrants[g].name, jobs)
+		}
+		mustDo(t, p, "GET", "/api/v1/audit?job=team-b-2&action=job.disable", nil, http.StatusOK, &page, as(g)...)
+		if scoped != (len(page.Items) == 0) {
+			t.Errorf("%s: %d job.disable entries of team-b-2", scopeGrants[g].name, len(page.Items))
+		}
+		for _, m := range []string{"DELETE", "PUT", "POST", "PATCH"} {
+			s, raw, err := p.Do(m, "/api/v1/audit", nil, nil, as(g)...)
+			if err != nil || s != http.StatusNotFound && s != http.StatusMethodNotAllowed && s != http.StatusForbidden {
+				t.Errorf("%s /api/v1/audit as %s: %d %s %v", m, scopeGrants[g].name, s, raw, err)
+			}
+		}
+	}
 }
 
 // regexpReplaceConcrete maps a document's path to the table's: the table writes a concrete item and IP.

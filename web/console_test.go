@@ -23,6 +23,7 @@ func TestHandler(t *testing.T) {
 		{"/vendor/uPlot.esm.js", "GET", 200, "text/javascript; charset=utf-8", "export { uPlot as default }"},
 		{"/vendor/uPlot.LICENSE.txt", "GET", 200, "text/plain; charset=utf-8", "Leon Sorokin"},
 		{"/async.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAsync"},
+		{"/audit.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAudit"},
 		{"/alerts.js", "GET", 200, "text/javascript; charset=utf-8", "window.ejserverAlerts"},
 		{"/app.css", "GET", 200, "text/css; charset=utf-8", ":focus-visible"},
 		{"/favicon.svg", "GET", 200, "image/svg+xml", "<svg"},

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/audit"
 	"github.com/ejserver/ejserver/internal/service"
 )
 
@@ -111,14 +112,27 @@ func fieldMessage(err error) string {
 }
 
 // applyJobs applies `serve --jobs` at start-up with ElasticJob's overwrite semantics (service.ApplyJob).
-func applyJobs(ctx context.Context, svc *service.Service, jobs []jobEntry, log *slog.Logger) error {
+// A job it creates or replaces is recorded in the audit trail (actor jobs-file) with its difference.
+func applyJobs(ctx context.Context, svc *service.Service, jobs []jobEntry, rec *audit.Recorder, log *slog.Logger) error {
 	counts := map[string]int{}
 	for _, j := range jobs {
+		var before map[string]audit.Field
+		if v, err := svc.GetJob(ctx, j.Config.JobName); err == nil {
+			before = audit.JobFields(v.JobConfig)
+		}
 		what, err := svc.ApplyJob(ctx, j.Config)
 		if err != nil {
 			return fmt.Errorf("--jobs: %s: %s", j.Pos, fieldMessage(err))
 		}
 		counts[what]++
+		if what == service.ApplyCreated || what == service.ApplyReplaced {
+			e := audit.Entry{Actor: "jobs-file", ActorKind: audit.ActorJobsFile, Action: audit.JobsFileApply,
+				Job: j.Config.JobName, Detail: fmt.Sprintf("job %s from %s", what, j.Pos)}
+			if v, err := svc.GetJob(ctx, j.Config.JobName); err == nil {
+				e.Changes = audit.Diff(before, audit.JobFields(v.JobConfig))
+			}
+			_ = rec.Record(ctx, e)
+		}
 		log.Info("jobs file: job "+what, "job", j.Config.JobName)
 	}
 	if len(jobs) > 0 {

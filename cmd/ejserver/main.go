@@ -5,6 +5,7 @@
 //	ejserver server ...         list, disable/enable servers; ejserver instance list
 //	ejserver execution ...      get, list executions; heartbeat, complete for receivers of long-running items
 //	ejserver channel ...        list, get, apply, delete, test notification channels; their history
+//	ejserver audit              the audit trail: who changed what, when, from where
 //	ejserver cron next EXPR     the next fire times of an expression
 //	ejserver stats ...          a job's or the cluster's stats; the schedule's load ahead
 //	ejserver token new|hash     make API tokens
@@ -39,6 +40,8 @@ func run(args []string) int {
 		return executionCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "channel", "channels":
 		return channelCmd(args[1:], os.Stdout, os.Stderr)
+	case "audit":
+		return auditCmd(args[1:], os.Stdout, os.Stderr)
 	case "alerts", "alert":
 		return alertsCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "stats":
@@ -74,6 +77,8 @@ Usage:
                               [--output O|--output-file F] [--has-more]
   ejserver channel list|get|apply|delete|test|history ...
                                       notification channels (Slack, email, PagerDuty, ...)
+  ejserver audit [--since D|--from T] [--to T] [--actor NAME] [--action A] [--job NAME] [--limit N]
+                                      the audit trail: who changed what, when, from where
   ejserver alerts defaults | set-defaults -f FILE
                                       the cluster's default alert rules
   ejserver cron next 'EXPR' [--tz ZONE] [--count N]

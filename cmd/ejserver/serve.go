@@ -20,6 +20,7 @@ import (
 
 	"github.com/ejserver/ejserver/api"
 	"github.com/ejserver/ejserver/internal/async"
+	"github.com/ejserver/ejserver/internal/audit"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/cronexpr"
@@ -31,6 +32,7 @@ import (
 	"github.com/ejserver/ejserver/internal/notify"
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/internal/sharding"
+	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
 	"github.com/ejserver/ejserver/web"
 )
@@ -48,6 +50,7 @@ type serveConfig struct {
 	logFormat        string
 	historyDSN       string
 	historyRetention time.Duration
+	otlpEndpoint     string
 	maxConcurrent    int
 	webhookAllow     string
 	shutdownTimeout  time.Duration
@@ -96,6 +99,7 @@ func parseServe(args []string) (serveConfig, error) {
 	advertise := f.String("advertise-url", "", "this peer's API base URL as receivers reach it, for the callbacks of accepted (202) items (default: http:// and --listen, a wildcard host replaced by --server-ip)")
 	cbSecret := f.String("callback-secret-file", "", "file holding the cluster's callback token secret (at least 32 bytes, the same on every peer; default: kept in ZooKeeper, readable only with --zk-digest)")
 	leaseRetention := f.Duration("lease-retention", 10*time.Minute, "how long an ended accepted item's lease record stays in ZooKeeper, so a repeated completion gets the same answer from any peer; after it the history store answers (PostgreSQL: any peer; SQLite: the peer that recorded the end)")
+	otlp := f.String("otlp-endpoint", "", "OTLP/HTTP endpoint that gets OpenTelemetry spans of fires, items and attempts (http://collector:4318); default: the standard OTEL_EXPORTER_OTLP_ENDPOINT, else no spans (webhooks carry a W3C traceparent either way)")
 	tlsOf := tlsFlags(f)
 	lostGrace := alertFlags(f)
 	pprofFlag(f)
@@ -108,7 +112,7 @@ func parseServe(args []string) (serveConfig, error) {
 		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
 		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(),
-		alertLostGrace: *lostGrace}
+		alertLostGrace: *lostGrace, otlpEndpoint: *otlp}
 	if err := c.tls.check(); err != nil {
 		return c, err
 	}
@@ -269,7 +273,22 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 
-	sender := webhook.New(webhook.Config{MaxConcurrent: c.maxConcurrent, Allow: allow, UserAgent: "ejserver/" + version, Logger: log})
+	tracer, stopTracing, err := tracing.New(ctx, tracing.Config{Endpoint: c.otlpEndpoint, Instance: c.instanceID, Version: version,
+		FromEnv: os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("--otlp-endpoint: %w", err)
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(flushCtx) // the spans still batched go out
+	}()
+	if tracer.On() {
+		log.Info("tracing: spans exported over OTLP/HTTP", "endpoint", c.otlpEndpoint)
+	}
+	sender := webhook.New(webhook.Config{MaxConcurrent: c.maxConcurrent, Allow: allow, UserAgent: "ejserver/" + version, Logger: log,
+		Tracer: tracer})
 	defer sender.Close()
 	secret, err := callbackSecret(c, reg, log)
 	if err != nil {
@@ -304,7 +323,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	lost := failover.NewLost(failover.LostConfig{History: store, Recorder: writer, Me: me, Clock: clk, Logger: log})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
-		Activity: activity, Async: leases, Follower: alerting.svc, Lost: lost,
+		Activity: activity, Async: leases, Follower: alerting.svc, Lost: lost, Tracer: tracer,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
 	})
@@ -363,14 +382,28 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	alerting.start(dispatcher, channels, log)
 	defer alerting.stop()
 
+	// The audit trail: changes through the API, the jobs file's applies, refused requests (folded) and
+	// changes made in ZooKeeper outside the API (noticed by the registry's watches, recorded once).
+	auditRec := audit.NewRecorder(audit.RecorderConfig{Store: store, Instance: c.instanceID, Logger: log, Clock: clk})
+	if err := auditRec.Start(context.Background()); err != nil {
+		return abort(err)
+	}
+	defer auditRec.Stop()
+	external := cluster.NewExternalWatch(cluster.ExternalWatchConfig{Registry: reg, OnChange: recordExternal(auditRec), Logger: log})
+	if err := external.Start(ctx); err != nil {
+		return abort(err)
+	}
+	defer external.Stop()
+
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
-	if err := applyJobs(ctx, svc, jobs, log); err != nil {
+	if err := applyJobs(ctx, svc, jobs, auditRec, log); err != nil {
 		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
-		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc})
+		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
+		Audit: auditRec, AuditLog: store})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
 	srvErr := make(chan error, 1)

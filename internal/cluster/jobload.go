@@ -235,7 +235,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 
 	e.mu.Lock()
 	wasLoaded := e.st.loaded && e.st.hasConfig
-	prev := e.st.cfg
+	prev, prevVersion := e.st.cfg, e.st.cfgVersion
 	e.st.hasConfig, e.st.loaded = true, true
 	e.st.cfg, e.st.cfgVersion, e.st.cfgErr = cfg, st.Version, cfgErr
 	e.st.servers, e.st.instances = servers, instances
@@ -263,7 +263,8 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	}
 	ev := Event{Kind: JobAdded, Job: job}
 	if wasLoaded {
-		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: &prev}
+		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: &prev, Config: &cfg, PrevVersion: prevVersion,
+			Version: st.Version, Czxid: st.Czxid}
 	}
 	r.emit([]Event{ev})
 	r.w.kick(refreshKey{kind: kindRegister, job: job})
@@ -338,12 +339,14 @@ func (r *Registry) refreshConfig(e *jobEntry) error {
 		e.mu.Unlock()
 		return nil
 	}
-	prev := e.st.cfg
+	prev, prevVersion := e.st.cfg, e.st.cfgVersion
 	e.st.cfg, e.st.cfgErr = parseConfig(e.name, data)
 	e.st.cfgVersion = st.Version
+	cur := e.st.cfg
 	e.changedLocked()
 	e.mu.Unlock()
-	r.emit([]Event{{Kind: JobUpdated, Job: e.name, PrevConfig: &prev}})
+	r.emit([]Event{{Kind: JobUpdated, Job: e.name, PrevConfig: &prev, Config: &cur, PrevVersion: prevVersion,
+		Version: st.Version, Czxid: st.Czxid}})
 	return nil
 }
 
@@ -523,12 +526,12 @@ func (r *Registry) applyServers(e *jobEntry, cur map[string]string) {
 	var evs []Event
 	for ip, v := range cur {
 		if pv, ok := prev[ip]; !ok || pv != v {
-			evs = append(evs, Event{Kind: ServersChanged, Job: e.name, IP: ip})
+			evs = append(evs, Event{Kind: ServersChanged, Job: e.name, IP: ip, PrevState: pv, State: v})
 		}
 	}
-	for ip := range prev {
+	for ip, pv := range prev {
 		if _, ok := cur[ip]; !ok {
-			evs = append(evs, Event{Kind: ServersChanged, Job: e.name, IP: ip})
+			evs = append(evs, Event{Kind: ServersChanged, Job: e.name, IP: ip, PrevState: pv})
 		}
 	}
 	myIP := r.me.ServerIP

@@ -78,7 +78,10 @@ func (r *Registry) ReplaceJob(cfg ejserver.JobConfig, version int32) (int32, err
 	if err != nil {
 		return 0, err
 	}
-	st, err := r.s.set(r.p.Config(cfg.JobName), data, version)
+	job := cfg.JobName
+	st, err := r.setWithSeen(r.p.Config(job), data, version, func(czxid int64, v int32) string {
+		return r.p.SeenConfig(job, czxid, v)
+	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return 0, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", cfg.JobName)
@@ -102,6 +105,7 @@ func (r *Registry) DeleteJob(job string) error {
 			return ejserver.Unavailable(err, "registry unavailable")
 		}
 	}
+	_ = r.deleteTree(r.p.SeenJob(job)) // the audit trail's marks of the job's versions (see ExternalWatch)
 	for attempt := 0; ; attempt++ {
 		err := r.deleteTree(r.p.Job(job))
 		if err == nil || errors.Is(err, zk.ErrNoNode) && attempt > 0 {
@@ -153,7 +157,9 @@ func (r *Registry) deleteTree(root string) error {
 
 // SetServerState writes servers/{ip} of one job (ENABLED or DISABLED).
 func (r *Registry) SetServerState(job, ip, state string) error {
-	if _, err := r.s.set(r.p.Server(job, ip), []byte(state), -1); err != nil {
+	if _, err := r.setWithSeen(r.p.Server(job, ip), []byte(state), -1, func(czxid int64, v int32) string {
+		return r.p.SeenServer(job, ip, czxid, v)
+	}); err != nil {
 		if !errors.Is(err, zk.ErrNoNode) {
 			return ejserver.Unavailable(err, "registry unavailable")
 		}

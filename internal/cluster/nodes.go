@@ -129,6 +129,10 @@ type TriggerRequest struct {
 	// hands it on to any online instance that owns requested items and is not listed (one that registered
 	// between the request and a resharding). An operator's node lists none: it targets one instance.
 	Instances []string `json:"instances,omitempty"`
+	// TraceParent and TraceState are the W3C trace context the trigger request arrived with: the fire's
+	// items become children of the caller's trace.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 	// Misfire: the one catch-up of items whose accepted (asynchronous) run ended after fires found them
 	// running; the items run with source MISFIRE.
 	Misfire bool `json:"misfire,omitempty"`

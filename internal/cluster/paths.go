@@ -183,3 +183,21 @@ func (p Paths) ItemOf(job, pth string) int {
 }
 
 func parent(pth string) string { return path.Dir(pth) }
+
+// Seen is /{ns}.ejserver/audit-seen: one node per version of a job's config or servers/{ip} node that is
+// accounted for in the audit trail (written by the API with its change, or claimed by the one peer that
+// records a change made outside the API), so that each change is recorded once for the cluster.
+func (p Paths) Seen() string { return p.Meta() + "/audit-seen" }
+
+// SeenJob holds one job's seen nodes.
+func (p Paths) SeenJob(job string) string { return p.Seen() + "/" + job }
+
+// SeenConfig names version v of the life (czxid) of a job's config node.
+func (p Paths) SeenConfig(job string, czxid int64, v int32) string {
+	return p.SeenJob(job) + "/config@" + strconv.FormatInt(czxid, 10) + "@" + strconv.Itoa(int(v))
+}
+
+// SeenServer names version v of the life (czxid) of a job's servers/{ip} node.
+func (p Paths) SeenServer(job, ip string, czxid int64, v int32) string {
+	return p.SeenJob(job) + "/server@" + ip + "@" + strconv.FormatInt(czxid, 10) + "@" + strconv.Itoa(int(v))
+}

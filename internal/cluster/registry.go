@@ -43,6 +43,13 @@ type Event struct {
 	Removed    []string
 	IP         string
 	Leader     string
+	// JobUpdated: the new config, the config node's versions before and after, and its creation zxid (which
+	// tells one life of the node from the next).
+	Config               *ejserver.JobConfig
+	PrevVersion, Version int32
+	Czxid                int64
+	// ServersChanged: the node's data before and after ("" when absent).
+	PrevState, State string
 }
 
 // RegistryConfig configures a Registry.

@@ -8,10 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
 
@@ -127,17 +130,20 @@ type ExecutorConfig struct {
 	// ReshardWait bounds how long a fire waits for its job's resharding (default 30 s, and never past the
 	// job's next fire).
 	ReshardWait time.Duration
+	// Tracer records spans of fires and items (tracing.Off if nil).
+	Tracer *tracing.Tracer
 }
 
 // Executor runs fires: for each item this peer owns it records the item as running in the registry,
 // POSTs it, records the outcome, and follows up with a misfire catch-up or a queued manual trigger. Every
 // item run is a goroutine tracked by the executor; Drain waits for them.
 type Executor struct {
-	cfg ExecutorConfig
-	reg Registry
-	log *slog.Logger
-	clk clock.Clock
-	me  cluster.Identity
+	cfg    ExecutorConfig
+	tracer *tracing.Tracer
+	reg    Registry
+	log    *slog.Logger
+	clk    clock.Clock
+	me     cluster.Identity
 
 	mu      sync.Mutex
 	running map[itemKey]*itemRun
@@ -191,13 +197,17 @@ type fireRequest struct {
 	items       []int                   // manual trigger's subset; nil = all of this peer's items
 	trigger     *cluster.TriggerRequest // the manual trigger this fire runs, if any
 	taskID      string
-	task        *task       // the fire's task on this peer, for status traces
-	params      *itemParams // the job's shardingItemParameters, parsed once for all the fire's items
-	follow      *Fire       // set when the Follower follows the fire
+	task        *task             // the fire's task on this peer, for status traces
+	params      *itemParams       // the job's shardingItemParameters, parsed once for all the fire's items
+	follow      *Fire             // set when the Follower follows the fire
+	span        trace.SpanContext // the fire's span: the parent of its items' spans (see startFire)
 }
 
 // NewExecutor returns an executor; it needs no Start.
 func NewExecutor(cfg ExecutorConfig) *Executor {
+	if cfg.Tracer == nil {
+		cfg.Tracer = tracing.Off
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -214,7 +224,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 		cfg.ReshardWait = 30 * time.Second
 	}
 	e := &Executor{
-		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
+		cfg: cfg, tracer: cfg.Tracer, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
 		running: map[itemKey]*itemRun{}, jobCtx: map[string]jobContext{}, status: map[string]*JobStatus{},
 		replayed: map[string]bool{},
 	}
@@ -421,6 +431,7 @@ func (e *Executor) fire(req fireRequest) {
 	req.taskID = ejserver.TaskID(job, items, false, e.me.InstanceID)
 	req.task = e.newTask(req.taskID, job, req.source, items)
 	req.params = parseItemParams(snap.Config)
+	defer e.startFire(&req, items)()
 	req.follow = e.followFire(snap, req, items)
 	e.cfg.Observer.Fired(job, req.source)
 	replay := e.missedFires(snap, req, items)
@@ -703,10 +714,13 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,
 		IP: e.me.ServerIP, Hostname: e.me.Hostname, ScheduledAt: req.scheduledAt, StartedAt: started,
 	}
+	ctx, endSpan := e.itemSpan(req, item, executionID)
+	rec.TraceID = trace.SpanContextFromContext(ctx).TraceID().String()
 	e.cfg.Recorder.Enqueue(rec)
-	res := e.cfg.Sender.Send(e.ctxFor(req.job), prep)
+	res := e.cfg.Sender.Send(ctx, prep)
 	done := e.clk.Now()
 	dep.left()
+	endSpan(res, started.Sub(req.scheduledAt))
 	// The rest of the burst goes first: recording the outcome (history, ZooKeeper, metrics, the log) costs
 	// more CPU than the request did, and the requests still leaving would wait for it.
 	if res.Accepted && e.cfg.Async != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/audit"
 	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/notify"
 )
@@ -44,8 +45,14 @@ type Store interface {
 	// ListNotifications returns one page of notification records, newest finish first.
 	ListNotifications(ctx context.Context, f NotificationFilter) (NotificationPage, error)
 
+	// WriteAudit inserts audit entries (append-only: an id that exists is left as it is).
+	WriteAudit(ctx context.Context, entries []audit.Entry) error
+	// ListAudit returns one page of audit entries, newest first.
+	ListAudit(ctx context.Context, f AuditFilter) (AuditPage, error)
+
 	// Prune deletes up to batch executions that started before before, up to batch status traces created
-	// before it and up to batch notification records finished before it, and returns how many rows it deleted.
+	// before it, up to batch notification records finished before it and up to batch audit entries recorded
+	// before it, and returns how many rows it deleted.
 	Prune(ctx context.Context, before time.Time, batch int) (int64, error)
 	// Stats are the console's aggregates (stats.go).
 	Stats

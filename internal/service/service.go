@@ -463,6 +463,9 @@ func (s *Service) SetJobDisabled(ctx context.Context, name string, disabled bool
 type TriggerRequest struct {
 	JobParameter *string `json:"jobParameter,omitempty"`
 	Items        []int   `json:"items,omitempty"`
+	// TraceParent and TraceState are the request's W3C trace context headers (not part of the body).
+	TraceParent string `json:"-"`
+	TraceState  string `json:"-"`
 }
 
 // TriggerResult says what a trigger reached.
@@ -526,7 +529,8 @@ func (s *Service) TriggerJob(ctx context.Context, name string, req TriggerReques
 	if len(want) == 0 {
 		want = nil
 	}
-	if err := s.reg.CreateTriggers(name, targets, cluster.TriggerRequest{ID: id, JobParameter: req.JobParameter, Items: want, RequestedAt: s.clk.Now().UTC(), Instances: targets}); err != nil {
+	if err := s.reg.CreateTriggers(name, targets, cluster.TriggerRequest{ID: id, JobParameter: req.JobParameter, Items: want, RequestedAt: s.clk.Now().UTC(), Instances: targets,
+		TraceParent: req.TraceParent, TraceState: req.TraceState}); err != nil {
 		return TriggerResult{}, err
 	}
 	res := TriggerResult{TriggerID: id, JobName: name, JobParameter: cfg.JobParameter, Items: []int{}}

@@ -22,8 +22,11 @@ import (
 	"time"
 
 	"github.com/go-resty/resty/v2"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/tracing"
 )
 
 // Defaults of Config.
@@ -63,6 +66,9 @@ type Config struct {
 	// MaxTLSClients bounds the connection pools kept for distinct webhook.tls settings (least recently used
 	// dropped past it); DefaultMaxTLSClients if 0.
 	MaxTLSClients int
+	// Tracer, when on, records a span per attempt (a child of the span in Send's context); nil is off.
+	// Every request carries the W3C traceparent of the span context in Send's context either way.
+	Tracer *tracing.Tracer
 }
 
 // Delivery is one item of one fire, to be delivered with retries (and, for a streaming DATAFLOW job,
@@ -161,6 +167,9 @@ func New(cfg Config) *Sender {
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = tracing.Off
 	}
 	s := &Sender{
 		cfg:   cfg,
@@ -556,7 +565,25 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // attempt sends request n of iteration it. The connect timer runs from the start until a connection is
 // ready (DNS, TCP, TLS); the response timer from then until the body has been read.
+// attempt sends one request, in a span of its own when tracing is on.
 func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int) attemptResult {
+	if !s.cfg.Tracer.On() {
+		return s.request(ctx, d, p, n, it)
+	}
+	ctx, span := s.cfg.Tracer.Start(ctx, "webhook attempt", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(tracing.AttrJob.String(d.Payload.JobName), tracing.AttrItem.Int(d.Payload.ShardingItem),
+			tracing.AttrExecution.String(d.Payload.ExecutionID), tracing.AttrAttempt.Int(n),
+			tracing.AttrSource.String(d.Payload.Source)))
+	a := s.request(ctx, d, p, n, it)
+	span.SetAttributes(tracing.AttrStatusCode.Int(a.status))
+	if !a.ok {
+		span.SetStatus(codes.Error, a.cause)
+	}
+	span.End()
+	return a
+}
+
+func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int) attemptResult {
 	payload := d.Payload
 	payload.Attempt, payload.Iteration = n, it
 	body, callback := p.firstBody, p.firstCallback
@@ -582,6 +609,7 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	if d.Callback != nil {
 		h[HeaderCallbackURL], h[HeaderCallbackToken] = []string{callback[0]}, []string{callback[1]}
 	}
+	tracing.Inject(ctx, h)
 
 	actx, cancel := context.WithCancelCause(context.WithValue(ctx, connectTimeoutKey{}, p.connect))
 	defer cancel(nil)

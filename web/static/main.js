@@ -1,6 +1,6 @@
 // ejserver's web console: a client of the REST API at /api/v1, with no framework and no build step: ES
 // modules the browser loads as they are. Screens are hash routes (#/overview, #/jobs, #/jobs/NAME,
-// #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/executions, #/servers, #/alerts, #/channels). The open screen
+// #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/executions, #/servers, #/alerts, #/channels, #/audit). The open screen
 // refreshes itself every POLL_MS while the tab is visible; tables are patched row by row and cell by cell, so a
 // refresh keeps the keyboard focus where it was.
 //
@@ -79,6 +79,7 @@ function screenFor(r) {
   if (a === 'servers') return serversScreen;
   if (a === 'alerts') return (main) => alertsView().screen(main);
   if (a === 'channels') return (main) => channelsView().screen(main);
+  if (a === 'audit') return (main) => auditView().screen(main);
   return notFoundScreen;
 }
 
@@ -92,6 +93,10 @@ let channels = null;
 const channelsView = () => channels || (channels = window.ejserverChannels({ html, $, $$, setHTML, patchRows, api, path,
   canWrite, announce, quiet, ApiError, confirmAction, when, field, text, select, check, area, showFieldErrors,
   clearFieldErrors }));
+
+// the audit trail (audit.js)
+let audit = null;
+const auditView = () => audit || (audit = window.ejserverAudit({ html, $, setHTML, api, quiet, announce, when }));
 
 // ---- start
 

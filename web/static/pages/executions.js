@@ -31,8 +31,9 @@ function executionDetails(e) {
   else if (e.output) summary = 'Output';
   else if (e.async) summary = 'Details';
   const more = e.async ? asyncView.details(e, { summary }) : '';
-  if (!e.failureCause && !e.responseExcerpt && !more) return html`<span class="muted">—</span>`;
-  return html`<details><summary>${summary}</summary>
+  const trace = e.traceId ? html`<p class="trace">Trace <code data-trace-id>${e.traceId}</code></p>` : '';
+  if (!e.failureCause && !e.responseExcerpt && !more) return trace || html`<span class="muted">—</span>`;
+  return html`${trace}<details><summary>${summary}</summary>
     ${e.failureCause ? html`<p class="cause">${e.failureCause}</p>` : ''}
     ${more}
     ${e.responseExcerpt ? html`<pre class="excerpt">${e.responseExcerpt}</pre>` : ''}</details>`;

@@ -1,0 +1,185 @@
+package audit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
+// Store is where a Recorder writes (the history store satisfies it).
+type Store interface {
+	WriteAudit(ctx context.Context, entries []Entry) error
+}
+
+// RecorderConfig configures a Recorder. Zero fields take the defaults shown.
+type RecorderConfig struct {
+	Store Store
+	// Instance is this peer's instance id, written into every entry it records.
+	Instance string
+	// MaxSources bounds the sources folded separately per minute: 1000.
+	MaxSources int
+	// FlushInterval is how often folded denials are written: 15 seconds.
+	FlushInterval time.Duration
+	// WriteTimeout bounds one write to the store: 5 seconds.
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+	Clock        clock.Clock
+}
+
+// Recorder writes audit entries to the store: changes at once (the caller waits, so an answered change is
+// recorded), denials folded per source per minute.
+type Recorder struct {
+	cfg RecorderConfig
+
+	mu     sync.Mutex
+	folder *Folder
+
+	runMu sync.Mutex
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// NewRecorder returns a Recorder; Start it to have folded denials written.
+func NewRecorder(cfg RecorderConfig) *Recorder {
+	if cfg.MaxSources <= 0 {
+		cfg.MaxSources = 1000
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = 15 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Recorder{cfg: cfg, folder: NewFolder(cfg.MaxSources)}
+}
+
+// NewID returns a new entry id: the time in microseconds (so ids sort by time) and 8 random bytes.
+func NewID(t time.Time) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%016x-%s", t.UnixMicro(), hex.EncodeToString(b[:]))
+}
+
+// fill completes an entry: id, time, instance and count.
+func (r *Recorder) fill(e *Entry) {
+	if e.Time.IsZero() {
+		e.Time = r.cfg.Clock.Now()
+	}
+	e.Time = e.Time.UTC()
+	if e.ID == "" {
+		e.ID = NewID(e.Time)
+	}
+	if e.Instance == "" {
+		e.Instance = r.cfg.Instance
+	}
+	if e.Count == 0 {
+		e.Count = 1
+	}
+	if e.Outcome == "" {
+		e.Outcome = OutcomeOK
+	}
+}
+
+// Record writes one entry and returns the error of the write (also logged).
+func (r *Recorder) Record(ctx context.Context, e Entry) error {
+	if r == nil {
+		return nil
+	}
+	r.fill(&e)
+	return r.write(ctx, []Entry{e})
+}
+
+func (r *Recorder) write(ctx context.Context, es []Entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.WriteTimeout)
+	defer cancel()
+	err := r.cfg.Store.WriteAudit(ctx, es)
+	if err != nil {
+		r.cfg.Logger.Error("audit entry not recorded", "action", string(es[0].Action), "job", es[0].Job,
+			"entries", len(es), "err", err)
+	}
+	return err
+}
+
+// Deny takes a refused request: the first of its source in a minute is written at once, the others are
+// folded into one entry written when the minute is over.
+func (r *Recorder) Deny(ctx context.Context, d Denial) {
+	if r == nil {
+		return
+	}
+	if d.Time.IsZero() {
+		d.Time = r.cfg.Clock.Now()
+	}
+	r.mu.Lock()
+	e, now := r.folder.Observe(d)
+	r.mu.Unlock()
+	if now {
+		r.fill(&e)
+		_ = r.write(ctx, []Entry{e})
+	}
+}
+
+// Flush writes the folded denials of the minutes that are over.
+func (r *Recorder) Flush(ctx context.Context) {
+	r.mu.Lock()
+	es := r.folder.Flush(r.cfg.Clock.Now())
+	r.mu.Unlock()
+	for i := range es {
+		r.fill(&es[i])
+	}
+	_ = r.write(ctx, es)
+}
+
+// Start starts the goroutine that flushes folded denials every FlushInterval; Stop ends it.
+func (r *Recorder) Start(ctx context.Context) error {
+	r.runMu.Lock()
+	defer r.runMu.Unlock()
+	if r.done != nil {
+		return nil
+	}
+	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	go r.run(ctx, r.stop, r.done)
+	return nil
+}
+
+func (r *Recorder) run(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		if !clock.Sleep(r.cfg.Clock, r.cfg.FlushInterval, stop) {
+			r.Flush(ctx) // what is over by now
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		default:
+		}
+		r.Flush(ctx)
+	}
+}
+
+// Stop stops the flushing goroutine and returns once it has exited; safe twice and before Start.
+func (r *Recorder) Stop() {
+	r.runMu.Lock()
+	defer r.runMu.Unlock()
+	if r.done == nil {
+		return
+	}
+	close(r.stop)
+	<-r.done
+	r.stop, r.done = nil, nil
+}
