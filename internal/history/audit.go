@@ -206,26 +206,15 @@ func (s *sqliteStore) ListAudit(ctx context.Context, f AuditFilter) (AuditPage, 
 	if err != nil {
 		return AuditPage{}, err
 	}
-	q := listAudit(sqliteDialect, c)
-	rows, err := s.r.QueryContext(ctx, q.String(), q.args...)
-	if err != nil {
-		return AuditPage{}, sqliteError("list audit", err)
-	}
-	defer func() { _ = rows.Close() }()
-	var out []audit.Entry
-	for rows.Next() {
+	out, err := sqliteCollect(ctx, s, "list audit", listAudit(sqliteDialect, c), func(rows *sql.Rows) (audit.Entry, error) {
 		var r auditRow
 		if err := rows.Scan(r.dest()...); err != nil {
-			return AuditPage{}, sqliteError("list audit", err)
+			return audit.Entry{}, err
 		}
-		e, err := r.entry()
-		if err != nil {
-			return AuditPage{}, sqliteError("list audit", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return AuditPage{}, sqliteError("list audit", err)
+		return r.entry()
+	})
+	if err != nil {
+		return AuditPage{}, err
 	}
 	return auditPage(out, c.limit), nil
 }

@@ -135,29 +135,23 @@ func (s *sqliteStore) ListNotifications(ctx context.Context, f NotificationFilte
 	if err != nil {
 		return NotificationPage{}, err
 	}
-	q := listNotifications(sqliteDialect, c)
-	rows, err := s.r.QueryContext(ctx, q.String(), q.args...)
+	out, err := sqliteCollect(ctx, s, "list notifications", listNotifications(sqliteDialect, c),
+		func(rows *sql.Rows) (notify.Record, error) {
+			var (
+				r                 notify.Record
+				id, job           string
+				created, finished int64
+			)
+			if err := rows.Scan(&id, &r.NotificationID, &r.Channel, &r.ChannelKind, &r.Kind, &r.Severity, &job, &r.Rule,
+				&r.DedupKey, &r.Resolve, &r.Title, &r.Outcome, &r.Attempts, &r.Status, &r.Error, &r.Instance,
+				&created, &finished); err != nil {
+				return r, err
+			}
+			r.Job, r.CreatedAt, r.FinishedAt = job, fromMicros(created), fromMicros(finished)
+			return r, nil
+		})
 	if err != nil {
-		return NotificationPage{}, sqliteError("list notifications", err)
-	}
-	defer func() { _ = rows.Close() }()
-	var out []notify.Record
-	for rows.Next() {
-		var (
-			r                 notify.Record
-			id, job           string
-			created, finished int64
-		)
-		if err := rows.Scan(&id, &r.NotificationID, &r.Channel, &r.ChannelKind, &r.Kind, &r.Severity, &job, &r.Rule,
-			&r.DedupKey, &r.Resolve, &r.Title, &r.Outcome, &r.Attempts, &r.Status, &r.Error, &r.Instance,
-			&created, &finished); err != nil {
-			return NotificationPage{}, sqliteError("list notifications", err)
-		}
-		r.Job, r.CreatedAt, r.FinishedAt = job, fromMicros(created), fromMicros(finished)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return NotificationPage{}, sqliteError("list notifications", err)
+		return NotificationPage{}, err
 	}
 	return notificationPage(out, c.limit), nil
 }

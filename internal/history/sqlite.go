@@ -296,31 +296,40 @@ func (s *sqliteStore) queryExecutions(ctx context.Context, query string, args ..
 	return out, rows.Err()
 }
 
+// sqliteCollect runs q and scans each row with scan: the row loop of the SQLite lists, as pgx.CollectRows is
+// PostgreSQL's. Errors are wrapped as op.
+func sqliteCollect[T any](ctx context.Context, s *sqliteStore, op string, q *query, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	rows, err := s.r.QueryContext(ctx, q.String(), q.args...)
+	if err != nil {
+		return nil, sqliteError(op, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, sqliteError(op, err)
+		}
+		out = append(out, v)
+	}
+	return out, sqliteError(op, rows.Err())
+}
+
 func (s *sqliteStore) ListTraces(ctx context.Context, f TraceFilter) ([]ejserver.StatusTrace, error) {
 	limit, err := f.check()
 	if err != nil {
 		return nil, err
 	}
-	q := listTraces(sqliteDialect, f, limit)
-	rows, err := s.r.QueryContext(ctx, q.String(), q.args...)
-	if err != nil {
-		return nil, sqliteError("list traces", err)
-	}
-	defer func() { _ = rows.Close() }()
-	var out []ejserver.StatusTrace
-	for rows.Next() {
+	return sqliteCollect(ctx, s, "list traces", listTraces(sqliteDialect, f, limit), func(rows *sql.Rows) (ejserver.StatusTrace, error) {
 		var (
 			t       ejserver.StatusTrace
 			created int64
 		)
-		if err := rows.Scan(&t.ID, &t.JobName, &t.OriginalTaskID, &t.TaskID, &t.InstanceID, &t.Source,
-			&t.ExecutionType, &t.ShardingItems, &t.State, &t.Message, &created); err != nil {
-			return nil, sqliteError("list traces", err)
-		}
+		err := rows.Scan(&t.ID, &t.JobName, &t.OriginalTaskID, &t.TaskID, &t.InstanceID, &t.Source,
+			&t.ExecutionType, &t.ShardingItems, &t.State, &t.Message, &created)
 		t.CreationTime = fromMicros(created)
-		out = append(out, t)
-	}
-	return out, sqliteError("list traces", rows.Err())
+		return t, err
+	})
 }
 
 func (s *sqliteStore) CountsSince(ctx context.Context, jobs []string, since time.Time) (map[string]Counts, error) {
