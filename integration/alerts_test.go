@@ -126,22 +126,18 @@ func TestAlertsQuietPeriodAndRecovery(t *testing.T) {
 	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", spec, http.StatusCreated, nil)
 
 	// failing fires for a while: the digest rule sends the first at once, then digests
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		ns := notificationsOf(t, digest.all())
-		if len(ns) >= 2 && ns[len(ns)-1].Folded > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no digest: %+v", ns)
-		}
-		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
+	var ns []notification
+	if !eventually(40*time.Second, func() bool {
+		ns = notificationsOf(t, digest.all())
+		return len(ns) >= 2 && ns[len(ns)-1].Folded > 0
+	}) {
+		t.Fatalf("no digest: %+v", ns)
 	}
 	failed := map[time.Time]bool{}
 	for _, d := range recv.Deliveries(harness.Job("flaky")) {
 		failed[d.Payload.ScheduledAt.UTC()] = true
 	}
-	ns := notificationsOf(t, digest.all())
+	ns = notificationsOf(t, digest.all())
 	t.Logf("%d failed fires, %d notifications, the last folding %d", len(failed), len(ns), ns[len(ns)-1].Folded)
 	if len(ns) >= len(failed) {
 		t.Fatalf("%d notifications for %d failed fires: the quiet period folded nothing", len(ns), len(failed))

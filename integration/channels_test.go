@@ -66,16 +66,11 @@ func (c *capture) all() []captured {
 // wait polls until the receiver holds n requests.
 func (c *capture) wait(t *testing.T, n int, timeout time.Duration) []captured {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if got := c.all(); len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("receiver got %d requests, want %d", len(c.all()), n)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	var got []captured
+	if !eventually(timeout, func() bool { got = c.all(); return len(got) >= n }) {
+		t.Fatalf("receiver got %d requests, want %d", len(got), n)
 	}
+	return got
 }
 
 type testResult struct {

@@ -59,15 +59,15 @@ func (h *hookCapture) arrivedAt(body []byte) time.Time {
 // waitSharded polls until every item of job has an owner among n instances.
 func waitSharded(t *testing.T, c *testCluster, job string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	owners := map[string]bool{}
+	if !eventually(30*time.Second, func() bool {
 		var list struct {
 			Items []struct {
 				Instance string `json:"instance"`
 				Status   string `json:"status"`
 			} `json:"items"`
 		}
-		owners := map[string]bool{}
+		clear(owners)
 		if status, _, err := c.peers[0].Do("GET", "/api/v1/jobs/"+job+"/sharding", nil, &list); err == nil && status == http.StatusOK {
 			for _, it := range list.Items {
 				if it.Instance != "" && it.Status != "SHARDING_FLAG" {
@@ -75,13 +75,9 @@ func waitSharded(t *testing.T, c *testCluster, job string, n int) {
 				}
 			}
 		}
-		if len(owners) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: items owned by %d instances, want %d", job, len(owners), n)
-		}
-		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
+		return len(owners) == n
+	}) {
+		t.Fatalf("job %s: items owned by %d instances, want %d", job, len(owners), n)
 	}
 }
 
@@ -125,17 +121,14 @@ func hooksByFire(t *testing.T, reqs []captured) (before, after map[string][]capt
 // waitHooks polls until the capture holds n afterFire hooks.
 func waitAfterFires(t *testing.T, c *hookCapture, n int, timeout time.Duration) map[string][]captured {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		_, after := hooksByFire(t, c.all())
-		if len(after) >= n {
-			return after
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d afterFire hooks, want %d", len(after), n)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
+	var after map[string][]captured
+	if !eventually(timeout, func() bool {
+		_, after = hooksByFire(t, c.all())
+		return len(after) >= n
+	}) {
+		t.Fatalf("%d afterFire hooks, want %d", len(after), n)
 	}
+	return after
 }
 
 // 3 peers, a 6-item job: beforeFire and afterFire arrive exactly once per fire (for the whole cluster),
