@@ -121,21 +121,14 @@ func listAudit(d dialect, f checkedAudit) *query {
 	if !f.To.IsZero() {
 		q.where("at < " + q.arg(d.timeArg(f.To)))
 	}
-	if f.after != nil {
-		at := q.arg(d.timeArg(fromMicros(f.after.start)))
-		q.where("(at, id) < (" + at + ", " + q.arg(f.after.id) + ")")
-	}
-	q.write(" ORDER BY at DESC, id DESC LIMIT ", q.arg(f.limit+1))
+	q.keyset("at", f.after, f.limit)
 	return q
 }
 
 func auditPage(items []audit.Entry, limit int) AuditPage {
-	if len(items) <= limit {
-		return AuditPage{Items: items}
-	}
-	items = items[:limit]
-	last := items[len(items)-1]
-	return AuditPage{Items: items, NextCursor: cursor{start: micros(last.Time), id: last.ID}.encode()}
+	p := AuditPage{}
+	p.Items, p.NextCursor = cutPage(items, limit, func(e audit.Entry) cursor { return cursor{start: micros(e.Time), id: e.ID} })
+	return p
 }
 
 // auditRow is what a row scans into before it becomes an Entry.

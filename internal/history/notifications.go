@@ -106,21 +106,16 @@ func listNotifications(d dialect, f checkedNotifications) *query {
 	if f.Jobs != nil {
 		q.where(q.jobSet(*f.Jobs))
 	}
-	if f.after != nil {
-		at := q.arg(d.timeArg(fromMicros(f.after.start)))
-		q.where("(finished_at, id) < (" + at + ", " + q.arg(f.after.id) + ")")
-	}
-	q.write(" ORDER BY finished_at DESC, id DESC LIMIT ", q.arg(f.limit+1))
+	q.keyset("finished_at", f.after, f.limit)
 	return q
 }
 
 func notificationPage(items []notify.Record, limit int) NotificationPage {
-	if len(items) <= limit {
-		return NotificationPage{Items: items}
-	}
-	items = items[:limit]
-	last := items[len(items)-1]
-	return NotificationPage{Items: items, NextCursor: cursor{start: micros(last.FinishedAt), id: notificationID(last)}.encode()}
+	p := NotificationPage{}
+	p.Items, p.NextCursor = cutPage(items, limit, func(r notify.Record) cursor {
+		return cursor{start: micros(r.FinishedAt), id: notificationID(r)}
+	})
+	return p
 }
 
 func (s *sqliteStore) WriteNotification(ctx context.Context, r notify.Record) error {

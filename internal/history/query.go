@@ -167,23 +167,36 @@ func listExecutions(d dialect, f checked) *query {
 	if !f.To.IsZero() {
 		q.where("start_time < " + q.arg(d.timeArg(f.To)))
 	}
-	if f.after != nil {
-		// A row value comparison, which both databases answer from the (…, start_time, id) indexes.
-		start := q.arg(d.timeArg(fromMicros(f.after.start)))
-		q.where("(start_time, id) < (" + start + ", " + q.arg(f.after.id) + ")")
-	}
-	q.write(" ORDER BY start_time DESC, id DESC LIMIT ", q.arg(f.limit+1))
+	q.keyset("start_time", f.after, f.limit)
 	return q
+}
+
+// keyset ends a newest-first page query on (column, id): the rows after the cursor, if any, and one row more
+// than the page, to tell whether another page follows. A row value comparison, which both databases answer
+// from the (…, column, id) indexes.
+func (q *query) keyset(column string, after *cursor, limit int) {
+	if after != nil {
+		at := q.arg(q.d.timeArg(fromMicros(after.start)))
+		q.where("(" + column + ", id) < (" + at + ", " + q.arg(after.id) + ")")
+	}
+	q.write(" ORDER BY ", column, " DESC, id DESC LIMIT ", q.arg(limit+1))
+}
+
+// cutPage cuts keyset's extra row off and makes the cursor of the next page from the last row's key.
+func cutPage[T any](items []T, limit int, key func(T) cursor) ([]T, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, key(items[limit-1]).encode()
 }
 
 // page cuts the extra row off and makes the cursor.
 func page(items []ejserver.Execution, limit int) ExecutionPage {
-	p := ExecutionPage{Items: items}
-	if len(items) > limit {
-		p.Items = items[:limit]
-		last := p.Items[limit-1]
-		p.NextCursor = cursor{start: micros(last.StartedAt), id: last.ID}.encode()
-	}
+	p := ExecutionPage{}
+	p.Items, p.NextCursor = cutPage(items, limit, func(e ejserver.Execution) cursor {
+		return cursor{start: micros(e.StartedAt), id: e.ID}
+	})
 	return p
 }
 
