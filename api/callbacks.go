@@ -8,9 +8,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/async"
+	"github.com/ejserver/ejserver/internal/tracing"
 )
 
 // Callbacks applies the callbacks of accepted items (async.Manager satisfies it).
@@ -39,6 +41,16 @@ func callbackToken(c echo.Context) string {
 		return strings.TrimSpace(tok)
 	}
 	return strings.TrimSpace(c.Request().Header.Get("Ejserver-Callback-Token"))
+}
+
+// callerTrace is the request's context with the receiver's span context when the request carried a W3C
+// traceparent: the callback's span is its child, or links to it (async.Manager decides).
+func callerTrace(c echo.Context) context.Context {
+	ctx, h := c.Request().Context(), c.Request().Header
+	if sc := tracing.Parse(h.Get(tracing.HeaderTraceParent), h.Get(tracing.HeaderTraceState)); sc.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return ctx
 }
 
 func decodeCallback(c echo.Context, v any) error {
@@ -76,7 +88,7 @@ func (h callbackHandlers) heartbeat(c echo.Context) error {
 	if err := decodeCallback(c, &req); err != nil {
 		return err
 	}
-	v, err := h.cb.Heartbeat(c.Request().Context(), c.Param("id"), callbackToken(c), req)
+	v, err := h.cb.Heartbeat(callerTrace(c), c.Param("id"), callbackToken(c), req)
 	if err != nil {
 		return err
 	}
@@ -107,7 +119,7 @@ func (h callbackHandlers) complete(c echo.Context) error {
 	if req.Status == "" {
 		return ejserver.Invalid("status", `is required: "success" or "failure"`)
 	}
-	v, err := h.cb.Complete(c.Request().Context(), c.Param("id"), callbackToken(c), req)
+	v, err := h.cb.Complete(callerTrace(c), c.Param("id"), callbackToken(c), req)
 	if err != nil {
 		return err
 	}

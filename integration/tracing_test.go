@@ -12,6 +12,7 @@ import (
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ejserver/ejserver/integration/harness"
@@ -21,6 +22,8 @@ import (
 type otlpSpan struct {
 	name, traceID, spanID, parentID string
 	attrs                           map[string]string
+	links                           []string // trace id-span id
+	failed                          bool     // status code error
 }
 
 // otlpCollector is a real OTLP/HTTP endpoint: it decodes the protobuf ExportTraceServiceRequests the SDK
@@ -60,7 +63,11 @@ func newOTLPCollector(t *testing.T) *otlpCollector {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
 					sp := otlpSpan{name: s.Name, traceID: hex.EncodeToString(s.TraceId), spanID: hex.EncodeToString(s.SpanId),
-						parentID: hex.EncodeToString(s.ParentSpanId), attrs: map[string]string{}}
+						parentID: hex.EncodeToString(s.ParentSpanId), attrs: map[string]string{},
+						failed: s.Status != nil && s.Status.Code == tracepb.Status_STATUS_CODE_ERROR}
+					for _, l := range s.Links {
+						sp.links = append(sp.links, hex.EncodeToString(l.TraceId)+"-"+hex.EncodeToString(l.SpanId))
+					}
 					for _, kv := range s.Attributes {
 						v := kv.Value.GetStringValue()
 						if v == "" {
@@ -217,5 +224,77 @@ func TestTracingSpansReachOTLPAndReceiversSeeTheCallersTrace(t *testing.T) {
 	ds, ok = recv2.WaitFor(30*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 2 })
 	if !ok || len(ds[1].Header.Get("traceparent")) != 55 || strings.Contains(ds[1].Header.Get("traceparent"), callerTrace) {
 		t.Fatalf("untraced trigger: %v %q", ok, ds[len(ds)-1].Header.Get("traceparent"))
+	}
+}
+
+// The callbacks of a long-running item get spans in the item's trace: a heartbeat from a receiver with a
+// trace of its own is the item span's child and links the receiver's span; a completion from a receiver
+// that propagated the webhook's traceparent is a child of the receiver's span; a refused completion's span
+// has the error status.
+func TestTracingAsyncCallbacksJoinTheItemsTrace(t *testing.T) {
+	col := newOTLPCollector(t)
+	recv := newReceiver(t)
+	accepting(recv)
+	c := newCluster(t, 1, withArgs("--otlp-endpoint", col.srv.URL))
+	p := c.peers[0]
+	mustDo(t, p, "POST", "/api/v1/jobs", asyncJob("traced-async", "", 1, recv.URL, 30), http.StatusCreated, nil)
+	triggerTraced(t, p, "traced-async")
+	ds, ok := recv.WaitFor(30*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 1 })
+	if !ok {
+		t.Fatal("no delivery")
+	}
+	d := ds[0].Payload
+	attemptSpan := strings.Split(ds[0].Header.Get("traceparent"), "-")[2]
+	send := func(kind string, body any, traceparent string, want int) {
+		t.Helper()
+		s, raw, err := p.Do("POST", "/api/v1/executions/"+d.ExecutionID+"/"+kind, body, nil,
+			"Authorization", "Bearer "+d.CallbackToken, "traceparent", traceparent)
+		if err != nil || s != want {
+			t.Fatalf("%s: %d %s %v", kind, s, raw, err)
+		}
+	}
+	const receiverTrace, receiverSpan, receiverChild = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "c7ad6b7169203332"
+	send("heartbeat", map[string]any{"progress": 50}, "00-"+receiverTrace+"-"+receiverSpan+"-01", http.StatusOK)
+	send("complete", map[string]any{"status": "success"}, "00-"+callerTrace+"-"+receiverChild+"-01", http.StatusOK)
+	send("complete", map[string]any{"status": "failure"}, "", http.StatusConflict)
+
+	var spans []otlpSpan
+	byName := map[string][]otlpSpan{}
+	if !eventually(30*time.Second, func() bool {
+		spans, _ = col.snapshot()
+		byName = map[string][]otlpSpan{}
+		for _, s := range spans {
+			byName[s.name] = append(byName[s.name], s)
+		}
+		return len(byName["heartbeat traced-async"]) == 1 && len(byName["complete traced-async"]) == 2 && len(byName["item traced-async"]) == 1
+	}) {
+		t.Fatalf("spans: %+v", spans)
+	}
+	if _, bad := col.snapshot(); len(bad) > 0 {
+		t.Fatalf("bad export requests: %v", bad)
+	}
+	item := byName["item traced-async"][0]
+	if item.traceID != callerTrace || item.attrs["ejserver.execution_id"] != d.ExecutionID {
+		t.Fatalf("item span %+v", item)
+	}
+	hb := byName["heartbeat traced-async"][0]
+	if hb.traceID != callerTrace || hb.parentID != item.spanID || hb.failed || hb.attrs["ejserver.callback.outcome"] != "applied" ||
+		hb.attrs["ejserver.execution_id"] != d.ExecutionID || hb.attrs["ejserver.job"] != "traced-async" || hb.attrs["ejserver.item"] != "0" ||
+		hb.attrs["ejserver.attempt"] != "1" || len(hb.links) != 1 || hb.links[0] != receiverTrace+"-"+receiverSpan {
+		t.Fatalf("heartbeat span %+v (item %s, attempt %s)", hb, item.spanID, attemptSpan)
+	}
+	var done, refused otlpSpan
+	for _, s := range byName["complete traced-async"] {
+		if s.failed {
+			refused = s
+		} else {
+			done = s
+		}
+	}
+	if done.traceID != callerTrace || done.parentID != receiverChild || len(done.links) != 0 || done.attrs["ejserver.callback.outcome"] != "applied" {
+		t.Fatalf("completion span %+v", done)
+	}
+	if refused.traceID != callerTrace || refused.parentID != item.spanID || refused.attrs["ejserver.callback.outcome"] != "already-completed" {
+		t.Fatalf("refused completion's span %+v", refused)
 	}
 }

@@ -313,7 +313,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	alerting := newAlerts(c, reg, urlChecker{allow}.CheckURL, clk, log)
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,
 		Follower: alerting.svc,
-		Secret:   secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Clock: clk, Logger: log})
+		Secret:   secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Tracer: tracer, Clock: clk, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err

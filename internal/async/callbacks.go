@@ -120,13 +120,19 @@ func (m *Manager) Complete(ctx context.Context, executionID, token string, req C
 // callback checks the token, finds the execution and applies the event. The token is checked first: it needs
 // nothing but the cluster's secret and the id, and only a valid one is worth waiting for a lease that may
 // not be recorded yet.
+// With tracing on, the callback gets a span in its item's trace (callbackSpan).
 func (m *Manager) callback(ctx context.Context, kind, executionID, token string, ev func(it, at int) lease.Event) (View, error) {
-	v, err := m.doCallback(ctx, executionID, token, ev)
-	m.cfg.Observer.Callback(kind, outcomeOf(err))
+	start := m.clk.Now()
+	var f found
+	v, err := m.doCallback(ctx, executionID, token, ev, &f)
+	outcome := outcomeOf(err)
+	m.cfg.Observer.Callback(kind, outcome)
+	m.callbackSpan(ctx, kind, executionID, f, outcome, start)
 	return v, err
 }
 
-func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev func(it, at int) lease.Event) (View, error) {
+// doCallback fills f with the execution once the token is verified as its own.
+func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev func(it, at int) lease.Event, f *found) (View, error) {
 	if !cluster.ValidExecutionID(executionID) {
 		return View{}, notFound(executionID)
 	}
@@ -142,7 +148,7 @@ func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev 
 		werr := m.reg.WaitLease(wctx, executionID)
 		cancel()
 		if werr != nil {
-			return m.fromHistory(ctx, executionID, it, at, ev)
+			return m.fromHistory(ctx, executionID, it, at, ev, f)
 		}
 		read = nil // it is there now: read it in apply
 	} else if err != nil {
@@ -153,10 +159,11 @@ func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev 
 	d, err := m.applyRead(executionID, read, version, func() lease.Event { return ev(it, at) }, nil)
 	switch {
 	case errors.Is(err, cluster.ErrNoLease):
-		return m.fromHistory(ctx, executionID, it, at, ev) // pruned meanwhile
+		return m.fromHistory(ctx, executionID, it, at, ev, f) // pruned meanwhile
 	case err != nil:
 		return View{}, ejserver.Unavailable(err, "apply a callback of execution %s", executionID)
 	}
+	f.lease = d.Lease
 	if d.Refusal != lease.Applied {
 		if d.Refusal == lease.StaleAttempt {
 			m.refusedLate(d.Lease, it, at)
@@ -168,7 +175,7 @@ func (m *Manager) doCallback(ctx context.Context, executionID, token string, ev 
 
 // fromHistory answers a callback for an execution whose lease record is gone (or never was): from the
 // history store, which with PostgreSQL holds the whole cluster's executions and with SQLite this peer's.
-func (m *Manager) fromHistory(ctx context.Context, executionID string, it, at int, ev func(it, at int) lease.Event) (View, error) {
+func (m *Manager) fromHistory(ctx context.Context, executionID string, it, at int, ev func(it, at int) lease.Event, f *found) (View, error) {
 	if m.cfg.History == nil {
 		return View{}, notFound(executionID)
 	}
@@ -194,6 +201,7 @@ func (m *Manager) fromHistory(ctx context.Context, executionID string, it, at in
 	if !rec.Async {
 		l.Attempt = at // answered synchronously: only the outcome can differ
 	}
+	f.lease, f.traceID = l, rec.TraceID
 	d := lease.Apply(l, ev(it, at), lease.Policy{MaxAttempts: 1})
 	if d.Refusal != lease.Applied {
 		return View{}, refusal(d)
@@ -238,12 +246,15 @@ func refusal(d lease.Decision) error {
 	return &ejserver.Error{Code: ejserver.ECONFLICT, Kind: string(d.Refusal), Message: msg}
 }
 
-// outcomeOf names a callback's outcome for metrics.
+// outcomeApplied is the outcome of a callback that was applied.
+const outcomeApplied = "applied"
+
+// outcomeOf names a callback's outcome for metrics and spans.
 func outcomeOf(err error) string {
 	var e *ejserver.Error
 	switch {
 	case err == nil:
-		return "applied"
+		return outcomeApplied
 	case errors.As(err, &e) && e.Kind != "":
 		return e.Kind
 	case errors.As(err, &e):

@@ -18,6 +18,7 @@ import (
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/lease"
+	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
 
@@ -108,8 +109,10 @@ type Config struct {
 	EarlyWait time.Duration
 	// Resends bounds the re-POSTs in flight at once on the watcher (default 64).
 	Resends int
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Tracer records the callbacks' spans (nil: tracing.Off).
+	Tracer *tracing.Tracer
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Manager is this peer's side of long-running items: Accept (from the executor), Heartbeat and Complete

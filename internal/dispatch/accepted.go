@@ -3,23 +3,27 @@ package dispatch
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/lease"
+	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
 
 // accepted hands an item whose receiver answered 202 to its lease: from now on the lease decides when it
-// ends (a completion to any peer, or an expiry the lease watcher handles), not this peer or its life.
+// ends (a completion to any peer, or an expiry the lease watcher handles), not this peer or its life. The
+// lease keeps the item's span context (span), the parent of its callbacks' spans.
 func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int, rec ejserver.Execution,
-	res webhook.Result, param string, runningVersion int32, deadline time.Time) {
+	res webhook.Result, param string, runningVersion int32, deadline time.Time, span trace.SpanContext) {
 	cfg := snap.Config
 	l := lease.Lease{
 		ExecutionID: rec.ID, JobName: req.job, ShardingItem: item, ShardingTotalCount: cfg.ShardingTotalCount,
 		TaskID: req.taskID, Source: string(req.source), ScheduledAt: req.scheduledAt, JobParameter: param,
 		InstanceID: e.me.InstanceID, IP: e.me.ServerIP, Hostname: e.me.Hostname,
-		Iteration: res.Iteration, Attempt: res.Attempt, Deadline: deadline,
+		Iteration: res.Iteration, Attempt: res.Attempt, Deadline: deadline, TraceParent: tracing.TraceParent(span),
 	}
 	if req.follow != nil {
 		l.Fire = req.follow.Key // whichever peer hears the lease end tells the fire's ledger

@@ -655,7 +655,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if res.Accepted && e.cfg.Async != nil {
 		// at once, not after the burst: until its lease is recorded, the item looks in flight on this peer,
 		// and a failover would POST it again if this peer died
-		e.accepted(snap, req, item, rec, res, param, runningVersion, deadline)
+		e.accepted(snap, req, item, rec, res, param, runningVersion, deadline, trace.SpanContextFromContext(ctx))
 		return
 	}
 	e.cfg.Activity.awaitQuiet(e.soft.Done(), outcomeWait)

@@ -87,6 +87,8 @@ type Lease struct {
 	// Fire is the key of the fire the item belongs to in the fire ledger, when its job's fires are followed
 	// (alert rules or hooks): the peer that hears the end records it there.
 	Fire string `json:"fire,omitempty"`
+	// TraceParent is the item's span context as a W3C traceparent: the callbacks' spans are its children.
+	TraceParent string `json:"traceParent,omitempty"`
 }
 
 // Success reports whether the lease ended in success.

@@ -39,6 +39,8 @@ const (
 	AttrLatenessMs = attribute.Key("ejserver.lateness_ms")
 	AttrStatusCode = attribute.Key("http.response.status_code")
 	AttrItems      = attribute.Key("ejserver.items")
+	// AttrOutcome is a callback's outcome: applied, or why it was refused (lease-expired, callback-token...).
+	AttrOutcome = attribute.Key("ejserver.callback.outcome")
 )
 
 // Config configures tracing.
@@ -116,13 +118,17 @@ func Inject(ctx context.Context, h http.Header) {
 	if !sc.IsValid() {
 		return
 	}
-	h[HeaderTraceParent] = []string{traceParent(sc)}
+	h[HeaderTraceParent] = []string{TraceParent(sc)}
 	if ts := sc.TraceState().String(); ts != "" {
 		h[HeaderTraceState] = []string{ts}
 	}
 }
 
-func traceParent(sc trace.SpanContext) string {
+// TraceParent formats sc as a W3C traceparent ("" when sc is invalid).
+func TraceParent(sc trace.SpanContext) string {
+	if !sc.IsValid() {
+		return ""
+	}
 	var b [55]byte
 	copy(b[:], "00-")
 	tid, sid := sc.TraceID(), sc.SpanID()
