@@ -3,12 +3,15 @@ package integration
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/integration/harness"
@@ -133,8 +136,9 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 		for _, e := range got {
 			w := auditWant{Actor: e.Actor, Action: e.Action, Job: e.Job, Server: e.Server, Outcome: e.Outcome,
 				Status: e.Status, Detail: e.Detail, Changes: e.Changes}
-			if e.Action == "job.create" {
-				w.Changes = nil // checked below
+			switch e.Action {
+			case "job.create", "job.delete", "zookeeper.job.create", "zookeeper.job.delete":
+				w.Changes = nil // every field: checked below where it matters
 			}
 			cmp = append(cmp, w)
 		}
@@ -208,6 +212,73 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 		Changes: []auditChange{{Field: "servers/127.0.0.2", Before: "ENABLED", After: "DISABLED"}}})
 	check(c.peers[2], want)
 
+	// three quick edits of that servers/{ip} node while no peer can see them: one change of state seen,
+	// three counted (versions 1 → 4), two of them as not seen
+	zc := zkConnect(t, c.zk)
+	pauseAll := func(pause bool) {
+		t.Helper()
+		for _, p := range c.peers {
+			f := p.Resume
+			if pause {
+				f = p.Pause
+			}
+			if err := f(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pauseAll(true)
+	for _, s := range []string{"ENABLED", "DISABLED", "ENABLED"} {
+		if _, err := zc.Set("/"+c.ns+"/settle/servers/127.0.0.2", []byte(s), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pauseAll(false)
+	want = append(want, auditWant{Actor: "zookeeper", Action: "zookeeper.server.state", Job: "settle", Server: "127.0.0.2",
+		Outcome: "ok", Detail: `servers/127.0.0.2 set to "ENABLED" outside the API: 3 changes, 2 not seen; the difference is of them all`,
+		Changes: []auditChange{{Field: "servers/127.0.0.2", Before: "DISABLED", After: "ENABLED"}}})
+	if got := check(a, want); got[len(got)-1].Count != 3 {
+		t.Fatalf("the quick edits' entry counts %d changes, want 3", got[len(got)-1].Count)
+	}
+
+	// a job created and deleted in ZooKeeper, each recorded once for the cluster, with its fields (the
+	// secret only as set); one created and deleted through the API is not recorded again as ZooKeeper's
+	handmade, err := ejserver.MarshalElasticJobYAML(ejserver.JobConfig{JobName: "handmade", Cron: "@yearly", ShardingTotalCount: 1,
+		Webhook: ejserver.Webhook{URL: recv.URL, Method: "POST", Secret: secret1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []struct {
+		path string
+		data []byte
+	}{{"/" + c.ns + "/handmade", nil}, {"/" + c.ns + "/handmade/config", handmade}} {
+		if _, err := zc.Create(n.path, n.data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create %s: %v", n.path, err)
+		}
+	}
+	want = append(want, auditWant{Actor: "zookeeper", Action: "zookeeper.job.create", Job: "handmade", Outcome: "ok",
+		Detail: "job created outside the API"})
+	got := check(b, want)
+	fields = map[string]auditChange{}
+	for _, ch := range got[len(got)-1].Changes {
+		fields[ch.Field] = ch
+	}
+	if fields["webhook.secret"] != (auditChange{Field: "webhook.secret", Note: "set"}) || fields["cron"] != (auditChange{Field: "cron", After: "@yearly", Note: "added"}) {
+		t.Fatalf("zookeeper.job.create's changes: %+v", got[len(got)-1].Changes)
+	}
+	// the peer that recorded the creation has loaded the job: its deletion reaches that peer at least
+	zkDeleteAll(t, zc, "/"+c.ns+"/handmade")
+	want = append(want, auditWant{Actor: "zookeeper", Action: "zookeeper.job.delete", Job: "handmade", Outcome: "ok",
+		Detail: "job deleted outside the API"})
+	got = check(c.peers[2], want)
+	if chs := got[len(got)-1].Changes; len(chs) == 0 || !strings.Contains(fmt.Sprint(chs), "{cron @yearly  removed}") {
+		t.Fatalf("zookeeper.job.delete's changes: %+v", chs)
+	}
+	mustDo(t, a, "POST", "/api/v1/jobs", job("apimade", "@yearly", 1, recv.URL), http.StatusCreated, nil, admin...)
+	mustDo(t, b, "DELETE", "/api/v1/jobs/apimade", nil, http.StatusNoContent, nil, admin...)
+	want = append(want, auditWant{Actor: "ops", Action: "job.create", Job: "apimade", Outcome: "ok", Status: 201},
+		auditWant{Actor: "ops", Action: "job.delete", Job: "apimade", Outcome: "ok", Status: 204})
+
 	// a last API change as a barrier: once every peer holds it, nothing else came in between (a change
 	// reported twice, an API write reported as a ZooKeeper one)
 	mustDo(t, a, "POST", "/api/v1/jobs/settle/sharding/1/enable", nil, http.StatusNoContent, nil, admin...)
@@ -219,7 +290,7 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 	// filters, and no way to change or delete an entry
 	var page struct{ Items []auditEntry }
 	mustDo(t, b, "GET", "/api/v1/audit?actor=zookeeper&job=settle", nil, http.StatusOK, &page, viewer...)
-	if len(page.Items) != 3 {
+	if len(page.Items) != 4 {
 		t.Fatalf("zookeeper's entries: %+v", page.Items)
 	}
 	mustDo(t, b, "GET", "/api/v1/audit?action=job.explode", nil, http.StatusBadRequest, nil, viewer...)
@@ -235,7 +306,7 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 	// the CLI, as the viewer
 	env := []string{"EJ_SERVER=" + b.Addr, "EJ_TOKEN=" + viewerTok}
 	out := cliOK(t, env, "audit", "--job", "settle", "--actor", "zookeeper", "--since", "1h")
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || !strings.Contains(out, "2 changes, 1 not seen") ||
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 5 || !strings.Contains(out, "2 changes, 1 not seen") ||
 		!strings.Contains(out, `description: "edited by hand" → "second of two"`) || !strings.Contains(out, "server 127.0.0.2") {
 		t.Fatalf("ejserver audit:\n%s", out)
 	}
@@ -249,6 +320,49 @@ func TestAuditTrailAcrossPeers(t *testing.T) {
 	after, _ := auditList(t, a, viewerTok)
 	if len(after) != len(want) {
 		t.Fatalf("%d entries after the refused deletes, want %d", len(after), len(want))
+	}
+}
+
+// zkConnect is a ZooKeeper client of the test's own, for changes made outside the API (as zkCli makes them,
+// without a JVM per command).
+func zkConnect(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+// zkDeleteAll deletes pth's subtree as zkCli's deleteall does, its config first (ejserver's peers stop
+// adding nodes under a job without config); children added meanwhile are deleted on the next pass.
+func zkDeleteAll(t *testing.T, conn *zk.Conn, pth string) {
+	t.Helper()
+	if err := conn.Delete(pth+"/config", -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+	var del func(p string) error
+	del = func(p string) error {
+		kids, _, err := conn.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if err := del(p + "/" + k); err != nil {
+				return err
+			}
+		}
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return nil
+	}
+	if !eventually(30*time.Second, func() bool { return del(pth) == nil }) {
+		t.Fatalf("could not delete %s", pth)
 	}
 }
 

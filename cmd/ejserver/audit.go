@@ -10,17 +10,28 @@ import (
 
 // externalEntry is the audit entry of a change made in ZooKeeper outside the API.
 func externalEntry(ch cluster.ExternalChange) audit.Entry {
-	e := audit.Entry{Actor: "zookeeper", ActorKind: audit.ActorZooKeeper, Job: ch.Job, Outcome: audit.OutcomeOK}
-	if ch.Server != "" {
-		e.Action, e.Server = audit.ZKServerState, ch.Server
-		e.Changes = []audit.Change{{Field: "servers/" + ch.Server, Before: ch.PrevState, After: ch.State}}
-		e.Detail = fmt.Sprintf("servers/%s set to %q outside the API", ch.Server, ch.State)
+	e := audit.Entry{Actor: "zookeeper", ActorKind: audit.ActorZooKeeper, Job: ch.Job, Outcome: audit.OutcomeOK, Count: 1}
+	switch {
+	case ch.Created:
+		e.Action, e.Detail = audit.ZKJobCreate, "job created outside the API"
+		e.Changes = audit.Diff(nil, audit.JobFields(ch.After))
 		return e
+	case ch.Deleted:
+		e.Action, e.Detail = audit.ZKJobDelete, "job deleted outside the API"
+		e.Changes = audit.Diff(audit.JobFields(ch.Before), nil)
+		return e
+	case ch.Server != "":
+		e.Action, e.Server = audit.ZKServerState, ch.Server
+		if ch.PrevState != ch.State {
+			e.Changes = []audit.Change{{Field: "servers/" + ch.Server, Before: ch.PrevState, After: ch.State}}
+		}
+		e.Detail = fmt.Sprintf("servers/%s set to %q outside the API", ch.Server, ch.State)
+	default:
+		e.Action = audit.ZKJobConfig
+		e.Changes = audit.Diff(audit.JobFields(ch.Before), audit.JobFields(ch.After))
+		e.Detail = fmt.Sprintf("config version %d → %d outside the API", ch.FromVersion, ch.ToVersion)
 	}
-	e.Action = audit.ZKJobConfig
-	e.Changes = audit.Diff(audit.JobFields(ch.Before), audit.JobFields(ch.After))
 	n := ch.Changes()
-	e.Detail = fmt.Sprintf("config version %d → %d outside the API", ch.FromVersion, ch.ToVersion)
 	if n > 1 {
 		e.Detail += fmt.Sprintf(": %d changes", n)
 		if ch.Unseen > 0 {
@@ -34,7 +45,7 @@ func externalEntry(ch cluster.ExternalChange) audit.Entry {
 		}
 		e.Detail += "; the difference is of them all"
 	}
-	e.Count = n - ch.ThroughAPI - ch.OtherPeer
+	e.Count = max(1, n-ch.ThroughAPI-ch.OtherPeer)
 	return e
 }
 

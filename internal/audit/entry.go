@@ -27,15 +27,18 @@ const (
 	ChannelTest    Action = "channel.test"
 	JobsFileApply  Action = "jobsfile.apply"
 	AuthDenied     Action = "auth.denied"
-	// ZKJobConfig and ZKServerState are changes made in ZooKeeper outside the API (zkCli, another tool).
+	// ZKJobConfig, ZKJobCreate, ZKJobDelete and ZKServerState are changes made in ZooKeeper outside the API
+	// (zkCli, another tool).
 	ZKJobConfig   Action = "zookeeper.job.config"
+	ZKJobCreate   Action = "zookeeper.job.create"
+	ZKJobDelete   Action = "zookeeper.job.delete"
 	ZKServerState Action = "zookeeper.server.state"
 )
 
 // Actions lists every action, for validation and documentation.
 var Actions = []Action{JobCreate, JobReplace, JobDelete, JobEnable, JobDisable, JobTrigger, ItemEnable, ItemDisable,
 	JobServerOn, JobServerOff, ServerEnable, ServerDisable, ChannelCreate, ChannelReplace, ChannelDelete, ChannelTest,
-	JobsFileApply, AuthDenied, ZKJobConfig, ZKServerState}
+	JobsFileApply, AuthDenied, ZKJobConfig, ZKJobCreate, ZKJobDelete, ZKServerState}
 
 // Valid reports whether a is one of Actions.
 func (a Action) Valid() bool {

@@ -29,21 +29,29 @@ const maxVersionGap = 64
 // this peer's watches and claimed by it for the cluster: no other peer reports the same version.
 type ExternalChange struct {
 	Job string
+	// Created and Deleted: the job was created (After is its config) or deleted (Before is its config as
+	// last loaded) outside the API.
+	Created, Deleted bool
 	// Server is set for a change of a job's servers/{ip} node (PrevState and State are its data, as this
 	// peer saw them); otherwise the change is of the job's config (Before and After).
 	Server           string
 	PrevState, State string
 	Before, After    ejserver.JobConfig
-	// FromVersion and ToVersion are the config node's versions this peer saw before and after: ToVersion
-	// minus FromVersion changes in all. Of those, ThroughAPI were made through the API (and recorded by
-	// it), OtherPeer were reported by another peer, and Unseen by nobody (watches are one-shot: two quick
-	// edits can give one event).
+	// FromVersion and ToVersion are the node's (config, or servers/{ip}) versions this peer saw before and
+	// after: ToVersion minus FromVersion changes in all. Of those, ThroughAPI were made through the API (and
+	// recorded by it), OtherPeer were reported by another peer, and Unseen by nobody (watches are one-shot:
+	// two quick edits can give one event).
 	FromVersion, ToVersion        int32
 	ThroughAPI, OtherPeer, Unseen int
 }
 
 // Changes is the number of changes between FromVersion and ToVersion.
-func (c ExternalChange) Changes() int { return int(c.ToVersion - c.FromVersion) }
+func (c ExternalChange) Changes() int {
+	if c.Created || c.Deleted {
+		return 1
+	}
+	return int(c.ToVersion - c.FromVersion)
+}
 
 // ExternalWatchConfig configures an ExternalWatch.
 type ExternalWatchConfig struct {
@@ -87,8 +95,14 @@ func interesting(ev Event) bool {
 	switch ev.Kind {
 	case JobUpdated:
 		return ev.Config != nil && ev.PrevConfig != nil && ev.Version > ev.PrevVersion
+	case JobAdded:
+		return ev.Created && ev.Config != nil && ev.Czxid != 0
+	case JobRemoved:
+		return ev.PrevConfig != nil && ev.Czxid != 0
 	case ServersChanged:
-		return ev.State != "" && (ev.PrevState == ServerDisabled) != (ev.State == ServerDisabled)
+		// a state that changed, or a version that moved on (changes this peer's watch did not show one by one)
+		return ev.State != "" && ((ev.PrevState == ServerDisabled) != (ev.State == ServerDisabled) ||
+			ev.PrevVersion >= 0 && ev.Version > ev.PrevVersion)
 	}
 	return false
 }
@@ -181,39 +195,64 @@ func (w *ExternalWatch) handle(ev Event) error {
 		r.forgetSeen(r.p.SeenConfig(ev.Job, ev.Czxid, ev.Version-seenKeep))
 		ch := ExternalChange{Job: ev.Job, Before: *ev.PrevConfig, After: *ev.Config, FromVersion: ev.PrevVersion,
 			ToVersion: ev.Version}
-		for v := max(ev.PrevVersion+1, ev.Version-maxVersionGap); v < ev.Version; v++ {
-			by, err := r.seenBy(r.p.SeenConfig(ev.Job, ev.Czxid, v))
-			switch {
-			case err != nil:
-				return err
-			case by == seenByAPI:
-				ch.ThroughAPI++
-			case by != "":
-				ch.OtherPeer++
-			default:
-				ch.Unseen++
-			}
-		}
-		ch.Unseen += int(max(0, ev.Version-maxVersionGap-(ev.PrevVersion+1)))
-		w.cfg.OnChange(ch)
-	case ServersChanged:
-		_, st, err := r.s.get(r.p.Server(ev.Job, ev.IP))
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
+		if err := r.countBetween(&ch, func(v int32) string { return r.p.SeenConfig(ev.Job, ev.Czxid, v) }); err != nil {
 			return err
 		}
-		if st.Version == 0 {
+		w.cfg.OnChange(ch)
+	case JobAdded:
+		// the API marks its creations in the creating transaction: the mark shares the config's czxid
+		ok, st, err := r.s.exists(r.p.SeenCreate(ev.Job))
+		if err != nil || ok && st.Czxid == ev.Czxid {
+			return err
+		}
+		if ok, err := r.claimSeen(r.p.SeenCreated(ev.Job, ev.Czxid), me); err != nil || !ok {
+			return err
+		}
+		w.cfg.OnChange(ExternalChange{Job: ev.Job, Created: true, After: *ev.Config})
+	case JobRemoved:
+		if ok, err := r.claimSeen(r.p.SeenDelete(ev.Job, ev.Czxid), me); err != nil || !ok {
+			return err
+		}
+		w.cfg.OnChange(ExternalChange{Job: ev.Job, Deleted: true, Before: *ev.PrevConfig})
+	case ServersChanged:
+		if ev.Version <= 0 {
 			return nil // a new node: a peer registering, not a change of state
 		}
-		ok, err := r.claimSeen(r.p.SeenServer(ev.Job, ev.IP, st.Czxid, st.Version), me)
+		ok, err := r.claimSeen(r.p.SeenServer(ev.Job, ev.IP, ev.Czxid, ev.Version), me)
 		if err != nil || !ok {
 			return err
 		}
-		r.forgetSeen(r.p.SeenServer(ev.Job, ev.IP, st.Czxid, st.Version-seenKeep))
-		w.cfg.OnChange(ExternalChange{Job: ev.Job, Server: ev.IP, PrevState: ev.PrevState, State: ev.State})
+		r.forgetSeen(r.p.SeenServer(ev.Job, ev.IP, ev.Czxid, ev.Version-seenKeep))
+		ch := ExternalChange{Job: ev.Job, Server: ev.IP, PrevState: ev.PrevState, State: ev.State,
+			FromVersion: ev.PrevVersion, ToVersion: ev.Version}
+		if ev.PrevVersion < 0 {
+			ch.FromVersion = ev.Version - 1 // not read before by this peer: one change, as far as it knows
+		}
+		if err := r.countBetween(&ch, func(v int32) string { return r.p.SeenServer(ev.Job, ev.IP, ev.Czxid, v) }); err != nil {
+			return err
+		}
+		w.cfg.OnChange(ch)
 	}
+	return nil
+}
+
+// countBetween counts the versions between ch's FromVersion and ToVersion (both excluded) by who accounted
+// for them: the API, another peer, or nobody (missed: watches are one-shot).
+func (r *Registry) countBetween(ch *ExternalChange, seen func(v int32) string) error {
+	for v := max(ch.FromVersion+1, ch.ToVersion-maxVersionGap); v < ch.ToVersion; v++ {
+		by, err := r.seenBy(seen(v))
+		switch {
+		case err != nil:
+			return err
+		case by == seenByAPI:
+			ch.ThroughAPI++
+		case by != "":
+			ch.OtherPeer++
+		default:
+			ch.Unseen++
+		}
+	}
+	ch.Unseen += int(max(0, ch.ToVersion-maxVersionGap-(ch.FromVersion+1)))
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -161,10 +162,11 @@ func (r *Registry) refreshJobs() error {
 	}
 	var added []string
 	var evs []Event
+	appeared := r.listed.Load()
 	r.mu.Lock()
 	for _, n := range names {
 		if r.jobs[n] == nil {
-			r.jobs[n] = &jobEntry{name: n, changed: make(chan struct{}), st: jobState{items: map[int]*ItemState{}}}
+			r.jobs[n] = &jobEntry{name: n, changed: make(chan struct{}), st: jobState{items: map[int]*ItemState{}, appeared: appeared}}
 			added = append(added, n)
 		}
 	}
@@ -175,13 +177,15 @@ func (r *Registry) refreshJobs() error {
 		delete(r.jobs, n)
 		e.mu.Lock()
 		if e.st.hasConfig && e.st.loaded {
-			evs = append(evs, Event{Kind: JobRemoved, Job: n})
+			prev := e.st.cfg
+			evs = append(evs, Event{Kind: JobRemoved, Job: n, PrevConfig: &prev, Czxid: e.st.cfgCzxid})
 		}
 		e.st.hasConfig = false
 		e.changedLocked()
 		e.mu.Unlock()
 	}
 	r.mu.Unlock()
+	r.listed.Store(true)
 	for _, n := range added {
 		r.w.kick(refreshKey{kind: kindLoad, job: n})
 	}
@@ -215,13 +219,14 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	// starting together, load latency is what bounds how soon every job can fire
 	var (
 		servers, instances   map[string]string
+		serverVers           map[string]nodeVersion
 		leader               leaderNode
 		necessary, triggered bool
 		failover             []int
 		items                []string
 	)
 	reads := []func() error{
-		func() (err error) { servers, err = r.readServers(job, nil); return },
+		func() (err error) { servers, serverVers, err = r.readServers(job, nil); return },
 		func() (err error) { instances, err = r.readInstances(job, nil); return },
 		func() (err error) { leader, err = r.readLeader(job); return },
 		func() (err error) { necessary, err = r.readExists(r.p.Necessary(job)); return },
@@ -235,10 +240,12 @@ func (r *Registry) loadJob(e *jobEntry) error {
 
 	e.mu.Lock()
 	wasLoaded := e.st.loaded && e.st.hasConfig
+	// a creation: a job that appeared while this peer watched, or whose config came back after it went
+	created := !wasLoaded && (e.st.appeared || e.st.loaded)
 	prev, prevVersion := e.st.cfg, e.st.cfgVersion
 	e.st.hasConfig, e.st.loaded = true, true
-	e.st.cfg, e.st.cfgVersion, e.st.cfgErr = cfg, st.Version, cfgErr
-	e.st.servers, e.st.instances = servers, instances
+	e.st.cfg, e.st.cfgVersion, e.st.cfgCzxid, e.st.cfgErr = cfg, st.Version, st.Czxid, cfgErr
+	e.st.servers, e.st.instances, e.st.serverVers = servers, instances, serverVers
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
 	nums := itemNumbers(items)
@@ -261,7 +268,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	for _, i := range nums {
 		r.kickItem(job, i)
 	}
-	ev := Event{Kind: JobAdded, Job: job}
+	ev := Event{Kind: JobAdded, Job: job, Config: &cfg, Czxid: st.Czxid, Created: created}
 	if wasLoaded {
 		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: &prev, Config: &cfg, PrevVersion: prevVersion,
 			Version: st.Version, Czxid: st.Czxid}
@@ -292,10 +299,11 @@ func (r *Registry) dropConfig(e *jobEntry) {
 	e.mu.Lock()
 	was := e.st.hasConfig && e.st.loaded
 	e.st.hasConfig, e.st.registered = false, false
+	prev, czxid := e.st.cfg, e.st.cfgCzxid
 	e.changedLocked()
 	e.mu.Unlock()
 	if was {
-		r.emit([]Event{{Kind: JobRemoved, Job: e.name}})
+		r.emit([]Event{{Kind: JobRemoved, Job: e.name, PrevConfig: &prev, Czxid: czxid}})
 	}
 }
 
@@ -341,7 +349,7 @@ func (r *Registry) refreshConfig(e *jobEntry) error {
 	}
 	prev, prevVersion := e.st.cfg, e.st.cfgVersion
 	e.st.cfg, e.st.cfgErr = parseConfig(e.name, data)
-	e.st.cfgVersion = st.Version
+	e.st.cfgVersion, e.st.cfgCzxid = st.Version, st.Czxid
 	cur := e.st.cfg
 	e.changedLocked()
 	e.mu.Unlock()
@@ -473,33 +481,44 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 }
 
 // readServers lists servers/ with a watch and reads (and watches) each server node not in known.
-func (r *Registry) readServers(job string, known map[string]string) (map[string]string, error) {
-	return r.readChildren(job, r.p.Servers(job), known, func(ip string) (string, error) {
-		data, _, err := r.s.getW(r.p.Server(job, ip))
+// readServers lists servers/ with a watch; known gives the states already read. It returns the versions of
+// the nodes it read (not of the known ones).
+func (r *Registry) readServers(job string, known map[string]string) (map[string]string, map[string]nodeVersion, error) {
+	var mu sync.Mutex
+	vers := map[string]nodeVersion{}
+	cur, err := r.readChildren(job, r.p.Servers(job), known, func(ip string) (string, error) {
+		data, st, err := r.s.getW(r.p.Server(job, ip))
+		if err == nil {
+			mu.Lock()
+			vers[ip] = nodeVersion{czxid: st.Czxid, version: st.Version}
+			mu.Unlock()
+		}
 		return strings.TrimSpace(string(data)), err
 	})
+	return cur, vers, err
 }
 
 func (r *Registry) refreshServers(e *jobEntry) error {
 	e.mu.Lock()
 	known := e.st.servers
 	e.mu.Unlock()
-	cur, err := r.readServers(e.name, known)
+	cur, vers, err := r.readServers(e.name, known)
 	if err != nil {
 		return err
 	}
-	r.applyServers(e, cur)
+	r.applyServers(e, cur, vers)
 	return nil
 }
 
 func (r *Registry) refreshServer(e *jobEntry, ip string) error {
-	data, _, err := r.s.getW(r.p.Server(e.name, ip))
+	data, st, err := r.s.getW(r.p.Server(e.name, ip))
 	e.mu.Lock()
 	cur := maps.Clone(e.st.servers)
 	e.mu.Unlock()
 	if cur == nil {
 		cur = map[string]string{}
 	}
+	vers := map[string]nodeVersion{}
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		delete(cur, ip)
@@ -507,26 +526,54 @@ func (r *Registry) refreshServer(e *jobEntry, ip string) error {
 		return err
 	default:
 		cur[ip] = strings.TrimSpace(string(data))
+		vers[ip] = nodeVersion{czxid: st.Czxid, version: st.Version}
 	}
-	r.applyServers(e, cur)
+	r.applyServers(e, cur, vers)
 	return nil
 }
 
-func (r *Registry) applyServers(e *jobEntry, cur map[string]string) {
+// applyServers takes the servers/ states read (cur, all of them) and the versions of the nodes read (vers):
+// an event for each node whose state changed, or whose version moved on with the same state (changes
+// this peer's one-shot watch did not show one by one).
+func (r *Registry) applyServers(e *jobEntry, cur map[string]string, vers map[string]nodeVersion) {
 	e.mu.Lock()
-	prev := e.st.servers
-	if maps.Equal(prev, cur) {
+	prev, prevVers := e.st.servers, e.st.serverVers
+	moved := false
+	for ip, v := range vers {
+		if pv, ok := prevVers[ip]; ok && pv != v {
+			moved = true
+		}
+	}
+	if maps.Equal(prev, cur) && !moved {
 		e.mu.Unlock()
 		return
 	}
 	e.st.servers = cur
+	nextVers := make(map[string]nodeVersion, len(cur))
+	for ip := range cur {
+		if v, ok := vers[ip]; ok {
+			nextVers[ip] = v
+		} else if v, ok := prevVers[ip]; ok {
+			nextVers[ip] = v
+		}
+	}
+	e.st.serverVers = nextVers
 	e.changedLocked()
 	leader := e.st.leader
 	e.mu.Unlock()
 	var evs []Event
 	for ip, v := range cur {
-		if pv, ok := prev[ip]; !ok || pv != v {
-			evs = append(evs, Event{Kind: ServersChanged, Job: e.name, IP: ip, PrevState: pv, State: v})
+		nv, read := vers[ip]
+		pv, known := prevVers[ip]
+		if ps, ok := prev[ip]; !ok || ps != v || read && known && nv != pv {
+			ev := Event{Kind: ServersChanged, Job: e.name, IP: ip, PrevState: ps, State: v, PrevVersion: -1, Version: -1}
+			if read {
+				ev.Version, ev.Czxid = nv.version, nv.czxid
+				if known && pv.czxid == nv.czxid {
+					ev.PrevVersion = pv.version
+				}
+			}
+			evs = append(evs, ev)
 		}
 	}
 	for ip, pv := range prev {

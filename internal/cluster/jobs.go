@@ -22,7 +22,17 @@ func (r *Registry) CreateJob(cfg ejserver.JobConfig) (int32, error) {
 		return 0, err
 	}
 	job := cfg.JobName
-	ops := []any{r.s.opCreate(r.p.Job(job), []byte(JobRootData), 0), r.s.opCreate(r.p.Config(job), data, 0)}
+	// the audit trail's mark: created in the same transaction as the config, so it has the config's czxid
+	// and no peer reports the creation as made outside the API (see ExternalWatch); one left by an earlier
+	// life goes first
+	if err := r.s.ensurePath(r.p.SeenJob(job)); err != nil {
+		return 0, ejserver.Unavailable(err, "registry unavailable")
+	}
+	if ok, _, err := r.s.exists(r.p.Config(job)); err == nil && !ok {
+		_ = r.s.del(r.p.SeenCreate(job), -1)
+	}
+	mark := r.s.opCreate(r.p.SeenCreate(job), []byte(seenByAPI), 0)
+	ops := []any{r.s.opCreate(r.p.Job(job), []byte(JobRootData), 0), r.s.opCreate(r.p.Config(job), data, 0), mark}
 	for _, pth := range r.p.jobSkeleton(job) {
 		ops = append(ops, r.s.opCreate(pth, nil, 0))
 	}
@@ -36,7 +46,7 @@ func (r *Registry) CreateJob(cfg ejserver.JobConfig) (int32, error) {
 			}
 			return 0, ejserver.Errorf(ejserver.ECONFLICT, "job %q already exists", job)
 		}
-		if err := r.s.create(r.p.Config(job), data, 0); err != nil {
+		if _, err := r.s.multi(r.s.opCreate(r.p.Config(job), data, 0), mark); err != nil {
 			if errors.Is(err, zk.ErrNodeExists) {
 				return 0, ejserver.Errorf(ejserver.ECONFLICT, "job %q already exists", job)
 			}
@@ -96,7 +106,7 @@ func (r *Registry) ReplaceJob(cfg ejserver.JobConfig, version int32) (int32, err
 // DeleteJob removes a job's whole subtree. The config goes first, in its own step, so every peer stops
 // firing the job at once and no peer re-creates its nodes; then the rest goes bottom-up in batches.
 func (r *Registry) DeleteJob(job string) error {
-	if err := r.s.del(r.p.Config(job), -1); err != nil {
+	if err := r.deleteConfig(job); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			if ok, _, eerr := r.s.exists(r.p.Job(job)); eerr == nil && !ok {
 				return ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", job)
@@ -105,7 +115,7 @@ func (r *Registry) DeleteJob(job string) error {
 			return ejserver.Unavailable(err, "registry unavailable")
 		}
 	}
-	_ = r.deleteTree(r.p.SeenJob(job)) // the audit trail's marks of the job's versions (see ExternalWatch)
+	r.pruneSeen(job) // the audit trail's marks of the job's versions (see ExternalWatch)
 	for attempt := 0; ; attempt++ {
 		err := r.deleteTree(r.p.Job(job))
 		if err == nil || errors.Is(err, zk.ErrNoNode) && attempt > 0 {
@@ -113,6 +123,39 @@ func (r *Registry) DeleteJob(job string) error {
 		}
 		if attempt == 5 || !(errors.Is(err, zk.ErrNotEmpty) || errors.Is(err, zk.ErrNoNode)) {
 			return ejserver.Unavailable(err, "delete job %q", job)
+		}
+	}
+}
+
+// deleteConfig deletes a job's config node and, in the same transaction, marks the deletion of its life as
+// the API's, so that no peer reports it as made outside the API.
+func (r *Registry) deleteConfig(job string) error {
+	ok, st, err := r.s.exists(r.p.Config(job))
+	if err != nil || !ok {
+		if err == nil {
+			err = zk.ErrNoNode
+		}
+		return err
+	}
+	if err := r.s.ensurePath(r.p.SeenJob(job)); err != nil {
+		return err
+	}
+	_, err = r.s.multi(opDelete(r.p.Config(job), st.Version), r.s.opCreate(r.p.SeenDelete(job, st.Czxid), []byte(seenByAPI), 0))
+	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
+		return r.s.del(r.p.Config(job), -1) // changed or gone meanwhile: delete it all the same
+	}
+	return err
+}
+
+// pruneSeen deletes a deleted job's seen nodes but the deletion marks, which peers may still be checking.
+func (r *Registry) pruneSeen(job string) {
+	kids, _, err := r.s.children(r.p.SeenJob(job))
+	if err != nil {
+		return
+	}
+	for _, k := range kids {
+		if !strings.HasPrefix(k, seenDeletePrefix) {
+			_ = r.s.del(r.p.SeenJob(job)+"/"+k, -1)
 		}
 	}
 }

@@ -197,6 +197,22 @@ func (p Paths) SeenConfig(job string, czxid int64, v int32) string {
 	return p.SeenJob(job) + "/config@" + strconv.FormatInt(czxid, 10) + "@" + strconv.Itoa(int(v))
 }
 
+// SeenCreate is the API's mark of a job it created, made in the creating transaction: the mark's czxid is
+// the config node's, which tells the life it marks.
+func (p Paths) SeenCreate(job string) string { return p.SeenJob(job) + "/create" }
+
+// SeenCreated names the creation of the life (czxid) of a job's config node outside the API.
+func (p Paths) SeenCreated(job string, czxid int64) string {
+	return p.SeenCreate(job) + "@" + strconv.FormatInt(czxid, 10)
+}
+
+// SeenDelete names the deletion of the life (czxid) of a job's config node.
+func (p Paths) SeenDelete(job string, czxid int64) string {
+	return p.SeenJob(job) + "/" + seenDeletePrefix + strconv.FormatInt(czxid, 10)
+}
+
+const seenDeletePrefix = "delete@"
+
 // SeenServer names version v of the life (czxid) of a job's servers/{ip} node.
 func (p Paths) SeenServer(job, ip string, czxid int64, v int32) string {
 	return p.SeenJob(job) + "/server@" + ip + "@" + strconv.FormatInt(czxid, 10) + "@" + strconv.Itoa(int(v))

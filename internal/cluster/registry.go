@@ -22,7 +22,7 @@ type EventKind int
 
 // The registry events.
 const (
-	JobAdded             EventKind = iota + 1 // a job's config was loaded (also after a session renewal)
+	JobAdded             EventKind = iota + 1 // a job's config was loaded (also after a session renewal); Created: it is new
 	JobUpdated                                // its config changed; Event.PrevConfig holds the old one
 	JobRemoved                                // its config is gone: stop firing at once
 	InstancesChanged                          // Event.Added / Event.Removed instance ids
@@ -44,12 +44,23 @@ type Event struct {
 	IP         string
 	Leader     string
 	// JobUpdated: the new config, the config node's versions before and after, and its creation zxid (which
-	// tells one life of the node from the next).
+	// tells one life of the node from the next). JobAdded: the config and its czxid. JobRemoved: the config
+	// as last loaded (PrevConfig) and its czxid (0 when it was never loaded). ServersChanged: the versions
+	// and czxid of the servers/{ip} node (PrevVersion -1 when this peer had not read it, or read another life).
 	Config               *ejserver.JobConfig
 	PrevVersion, Version int32
 	Czxid                int64
 	// ServersChanged: the node's data before and after ("" when absent).
 	PrevState, State string
+	// Created (JobAdded): the job appeared while this peer watched the namespace, or its config came back
+	// after being deleted: a creation, not a load at start-up or after a session renewal.
+	Created bool
+}
+
+// nodeVersion is a node's life (czxid) and data version as last read.
+type nodeVersion struct {
+	czxid   int64
+	version int32
 }
 
 // RegistryConfig configures a Registry.
@@ -91,8 +102,10 @@ type Registry struct {
 	clockKnown  atomic.Bool
 
 	stopOnce sync.Once
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// listed: the namespace has been listed once; jobs found later were created while this peer watched.
+	listed atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // jobEntry holds one job's mutable state; snap caches the published snapshot until the next change.
@@ -114,10 +127,15 @@ type jobState struct {
 	loaded     bool
 	cfg        ejserver.JobConfig
 	cfgVersion int32
+	cfgCzxid   int64
 	cfgErr     error
 	instances  map[string]string
 	servers    map[string]string
-	leader     string
+	// serverVers are the servers/{ip} nodes' versions as last read (the audit trail counts missed ones).
+	serverVers map[string]nodeVersion
+	// appeared: the job was listed after the namespace's first listing (created while this peer watched).
+	appeared bool
+	leader   string
 	// leaderOwner and leaderVersion describe leader/election/instance when this peer holds it: the session
 	// that created it and its data version, so leader writes are guarded without reading the node first.
 	leaderOwner   int64

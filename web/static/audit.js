@@ -48,7 +48,7 @@ window.ejserverAudit = (h) => {
         <datalist id="audit-actions">${['job.create', 'job.replace', 'job.delete', 'job.enable', 'job.disable', 'job.trigger',
           'item.enable', 'item.disable', 'job.server.enable', 'job.server.disable', 'server.enable', 'server.disable',
           'channel.create', 'channel.replace', 'channel.delete', 'channel.test', 'jobsfile.apply', 'auth.denied',
-          'zookeeper.job.config', 'zookeeper.server.state'].map((a) => html`<option value="${a}">`)}</datalist>
+          'zookeeper.job.config', 'zookeeper.job.create', 'zookeeper.job.delete', 'zookeeper.server.state'].map((a) => html`<option value="${a}">`)}</datalist>
         <button type="submit">Filter</button>
       </form>
       <div class="table-wrap">
