@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -288,6 +289,37 @@ func TestServeAppliesAJobsFile(t *testing.T) {
 	}
 	if !strings.Contains(p2.Log(), `msg="jobs file applied" instance=`+p2.InstanceID()+` jobs=2 created=0 replaced=0 unchanged=1 kept=1`) {
 		t.Fatal("the second peer's log doesn't report the jobs file")
+	}
+
+	// the audit trail (SQLite: each peer's own store): the file's creations and its replacement, with actor
+	// jobs-file and their differences, around the API's replacements; nothing for what it left as it was
+	var trail struct{ Items []auditEntry }
+	mustDo(t, p, "GET", "/api/v1/audit?limit=100", nil, http.StatusOK, &trail)
+	var got []string
+	var replaced auditEntry
+	for i := len(trail.Items) - 1; i >= 0; i-- {
+		e := trail.Items[i]
+		got = append(got, e.ActorKind+" "+e.Actor+" "+e.Action+" "+e.Job+" "+e.Detail)
+		if e.Action == "jobsfile.apply" && strings.HasPrefix(e.Detail, "job replaced") {
+			replaced = e
+		}
+	}
+	want := []string{
+		"jobs-file jobs-file jobsfile.apply kept job created from " + file + ":2 (job 1, kept)",
+		"jobs-file jobs-file jobsfile.apply owned job created from " + file + ":6 (job 2, owned)",
+		"open  job.replace kept ", "open  job.replace owned ",
+		"jobs-file jobs-file jobsfile.apply owned job replaced from " + file + ":6 (job 2, owned)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("audit trail:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !reflect.DeepEqual(replaced.Changes, []auditChange{{Field: "cron", Before: "@weekly", After: "@daily"},
+		{Field: "shardingTotalCount", Before: "1", After: "2"}}) {
+		t.Fatalf("the replacement's changes: %+v", replaced.Changes)
+	}
+	mustDo(t, p2, "GET", "/api/v1/audit", nil, http.StatusOK, &trail)
+	if len(trail.Items) != 0 {
+		t.Fatalf("the second peer, which wrote nothing, recorded %+v", trail.Items)
 	}
 
 	// a bad file: the peer does not start, says where, and stores nothing
