@@ -130,21 +130,27 @@ func (r *Registry) DeleteJob(job string) error {
 // deleteConfig deletes a job's config node and, in the same transaction, marks the deletion of its life as
 // the API's, so that no peer reports it as made outside the API.
 func (r *Registry) deleteConfig(job string) error {
-	ok, st, err := r.s.exists(r.p.Config(job))
-	if err != nil || !ok {
-		if err == nil {
-			err = zk.ErrNoNode
-		}
-		return err
-	}
 	if err := r.s.ensurePath(r.p.SeenJob(job)); err != nil {
 		return err
 	}
-	_, err = r.s.multi(opDelete(r.p.Config(job), st.Version), r.s.opCreate(r.p.SeenDelete(job, st.Czxid), []byte(seenByAPI), 0))
-	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
-		return r.s.del(r.p.Config(job), -1) // changed or gone meanwhile: delete it all the same
+	for range 5 {
+		ok, st, err := r.s.exists(r.p.Config(job))
+		if err != nil || !ok {
+			if err == nil {
+				err = zk.ErrNoNode
+			}
+			return err
+		}
+		_, err = r.s.multi(opDelete(r.p.Config(job), st.Version), r.s.opCreate(r.p.SeenDelete(job, st.Czxid), []byte(seenByAPI), 0))
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
+			if errors.Is(err, zk.ErrNodeExists) {
+				return r.s.del(r.p.Config(job), -1) // this life's deletion is marked already
+			}
+			return err
+		}
+		// changed, or re-created, meanwhile: read it again
 	}
-	return err
+	return r.s.del(r.p.Config(job), -1) // it keeps changing: delete it all the same
 }
 
 // pruneSeen deletes a deleted job's seen nodes but the deletion marks, which peers may still be checking.
