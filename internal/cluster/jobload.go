@@ -480,9 +480,8 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 	return nil
 }
 
-// readServers lists servers/ with a watch and reads (and watches) each server node not in known.
-// readServers lists servers/ with a watch; known gives the states already read. It returns the versions of
-// the nodes it read (not of the known ones).
+// readServers lists servers/ with a watch and reads (and watches) each server node not in known. It returns
+// the versions of the nodes it read (not of the known ones).
 func (r *Registry) readServers(job string, known map[string]string) (map[string]string, map[string]nodeVersion, error) {
 	var mu sync.Mutex
 	vers := map[string]nodeVersion{}
