@@ -101,7 +101,7 @@ func (e *env) do(ctx context.Context, a Action) {
 	switch a.Kind {
 	case KillPeer:
 		p := e.peers[a.Target]
-		f.Target = fmt.Sprintf("peer%d", a.Target+1)
+		f.Target, f.Kills = fmt.Sprintf("peer%d", a.Target+1), true
 		p.Kill()
 		hold()
 		e.restart(a.Target)
