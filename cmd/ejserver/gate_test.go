@@ -33,6 +33,17 @@ func TestGateAnswersUntilOpenedThenHandsOver(t *testing.T) {
 		t.Fatalf("before open: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
 
+	if resp, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("liveness while starting: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if resp, err := http.Get("http://" + ln.Addr().String() + "/readyz"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readiness while starting: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
 	g.open(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	resp, err = http.Post(url, "application/json", nil)
 	if err != nil {
