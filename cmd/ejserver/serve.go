@@ -254,29 +254,42 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
+	// The port serves from now on: until the peer is ready, the gate answers 503 at once (a request left in
+	// the backlog would run when the peer came up, after its client gave up).
+	var apiGate gate
+	srv := &http.Server{Handler: &apiGate, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
+	srvErr := make(chan error, 1)
+	go func() {
+		if apiTLS != nil {
+			srvErr <- srv.ServeTLS(ln, "", "") // the certificate comes from apiTLS.GetCertificate
+			return
+		}
+		srvErr <- srv.Serve(ln)
+	}()
 	if zkTLS != nil {
 		if err := cluster.ProbeTLS(ctx, strings.Split(c.zk, ","), zkTLS); err != nil {
-			ln.Close()
+			srv.Close()
 			return zkTLSError(err)
 		}
 	}
 	log.Info("connecting to ZooKeeper", "zk", c.zk, "namespace", c.namespace, "tls", zkTLS != nil)
 	sess, err := dialZK(ctx, c, zkTLS, log)
 	if err != nil {
-		ln.Close()
+		srv.Close()
 		return err
 	}
 	defer sess.Close()
 	reg, err := cluster.NewRegistry(sess, cluster.RegistryConfig{Namespace: c.namespace, Identity: me, Logger: log})
 	if err != nil {
-		ln.Close()
+		srv.Close()
 		return err
 	}
 
 	tracer, stopTracing, err := tracing.New(ctx, tracing.Config{Endpoint: c.otlpEndpoint, Instance: c.instanceID, Version: version,
 		FromEnv: os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""})
 	if err != nil {
-		ln.Close()
+		srv.Close()
 		return fmt.Errorf("--otlp-endpoint: %w", err)
 	}
 	defer func() {
@@ -292,7 +305,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer sender.Close()
 	secret, err := callbackSecret(c, reg, log)
 	if err != nil {
-		ln.Close()
+		srv.Close()
 		return err
 	}
 	var sched *dispatch.Scheduler
@@ -315,7 +328,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		Follower: alerting.svc,
 		Secret:   secret, AdvertiseURL: c.advertiseURL, Retention: c.leaseRetention, Tracer: tracer, Clock: clk, Logger: log})
 	if err != nil {
-		ln.Close()
+		srv.Close()
 		return err
 	}
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
@@ -351,7 +364,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		sched.Stop()
 		exec.Drain(0)
 		reg.Stop()
-		ln.Close()
+		srv.Close()
 		return err
 	}
 	if err := reg.Start(ctx); err != nil {
@@ -404,16 +417,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
 		Audit: auditRec, AuditLog: store})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
-	srvErr := make(chan error, 1)
-	go func() {
-		if apiTLS != nil {
-			srvErr <- srv.ServeTLS(ln, "", "") // the certificate comes from apiTLS.GetCertificate
-			return
-		}
-		srvErr <- srv.Serve(ln)
-	}()
+	apiGate.open(handler)
 	log.Info("ejserver serving", "listen", ln.Addr().String(), "tls", apiTLS != nil, "client_certs", c.tls.clientCA != "",
 		"jobs", len(reg.Jobs()), "server_ip", c.serverIP,
 		"version", build.Version, "commit", build.Commit)

@@ -295,7 +295,7 @@ func (e *env) register() error {
 		if err := e.api("POST", "/api/v1/jobs", j.body(e.recv.URL, j.Total), nil); err != nil {
 			return fmt.Errorf("register %s: %w", j.Name, err)
 		}
-		e.jobs[j.Name] = &checker.Job{Name: j.Name, Cron: j.Cron, Misfire: j.Misfire, Failover: j.Failover, Async: j.Async,
+		e.jobs[j.Name] = &checker.Job{Name: j.Name, Cron: j.Cron, Misfire: j.Misfire, Failover: j.Failover, Async: j.Async, Unmonitored: j.Unmonitored,
 			Totals: []checker.Total{{At: now.Add(-time.Minute), Total: j.Total}}, ItemDisabled: map[int][]checker.Window{}}
 	}
 	e.logf("%d jobs registered", len(Mix))

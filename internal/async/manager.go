@@ -50,8 +50,10 @@ type Sender interface {
 }
 
 // Recorder keeps execution history without blocking (history.Writer satisfies it).
+// EnqueueCommitted waits for the record's commit (ended leases' records go from ZooKeeper only after it).
 type Recorder interface {
 	Enqueue(e ejserver.Execution) bool
+	EnqueueCommitted(ctx context.Context, e ejserver.Execution) error
 	EnqueueTrace(t ejserver.StatusTrace) bool
 }
 
@@ -86,6 +88,8 @@ type nopRecorder struct{}
 
 func (nopRecorder) Enqueue(ejserver.Execution) bool        { return true }
 func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool { return true }
+
+func (nopRecorder) EnqueueCommitted(context.Context, ejserver.Execution) error { return nil }
 
 // Config configures a Manager.
 type Config struct {

@@ -65,8 +65,10 @@ type fixture struct {
 
 // execRecorder keeps the history records a manager writes.
 type execRecorder struct {
-	mu    sync.Mutex
-	execs []ejserver.Execution
+	mu      sync.Mutex
+	execs   []ejserver.Execution
+	failing atomic.Bool
+	commits atomic.Int32 // EnqueueCommitted calls
 }
 
 func (r *execRecorder) Enqueue(e ejserver.Execution) bool {
@@ -77,6 +79,16 @@ func (r *execRecorder) Enqueue(e ejserver.Execution) bool {
 }
 
 func (r *execRecorder) EnqueueTrace(ejserver.StatusTrace) bool { return true }
+
+// EnqueueCommitted records e as committed, or refuses while failing is set (a store that is down).
+func (r *execRecorder) EnqueueCommitted(_ context.Context, e ejserver.Execution) error {
+	r.commits.Add(1)
+	if r.failing.Load() {
+		return errors.New("history record not committed: the store is failing")
+	}
+	r.Enqueue(e)
+	return nil
+}
 
 // ended returns the end records of execution id.
 func (r *execRecorder) ended(id string) []ejserver.Execution {

@@ -147,6 +147,7 @@ func (m *Manager) watch(fence any) bool {
 		for _, id := range ids {
 			if !gone[id] {
 				gone[id] = true
+				m.recordEnded(id) // its peer may have been lost before it recorded the end (ended.go)
 				heap.Push(&h, due{id, now.Add(m.cfg.Retention), true})
 			}
 		}
@@ -183,6 +184,7 @@ func (m *Manager) watch(fence any) bool {
 				if !seen[id] { // ended: its record goes after the retention
 					delete(live, id)
 					gone[id] = true
+					m.recordEnded(id)
 					heap.Push(&h, due{id, now.Add(m.cfg.Retention), true})
 				}
 			}
@@ -190,6 +192,10 @@ func (m *Manager) watch(fence any) bool {
 		for h.Len() > 0 && !h[0].at.After(now) {
 			d := heap.Pop(&h).(due)
 			if d.ended {
+				if !m.endCommitted(d.id) { // the record holds the end until the history does
+					heap.Push(&h, due{d.id, now.Add(min(m.cfg.Retention, time.Minute)), true})
+					continue
+				}
 				if err := m.reg.DeleteEnded(d.id); err != nil {
 					m.log.Warn("lease watcher: could not delete an ended lease's record", "execution_id", d.id, "err", err)
 					heap.Push(&h, due{d.id, now.Add(retryPause), true})

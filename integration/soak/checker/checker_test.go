@@ -133,6 +133,33 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 			run.Deliveries[2].WebhookID, run.Deliveries[2].Iteration, run.Deliveries[2].More = d.ExecutionID, 1, true
 			run.Deliveries = append(run.Deliveries, d)
 		}, nil},
+		{"an unmonitored execution missing with its killed peer is outside the guarantee", func(run *Run) {
+			run.Jobs[0].Unmonitored = true
+			run.History = append(run.History[:3], run.History[4:]...) // e-5-1, by peer2 at 5.01 s
+			run.Faults = []Fault{{Kind: "kill-peer", Instances: []string{"peer2"}, From: at(5.5), To: at(6), Excuses: true, Kills: true}}
+		}, nil},
+		{"an unmonitored execution left RUNNING by its killed peer is outside the guarantee", func(run *Run) {
+			run.Jobs[0].Unmonitored = true
+			run.History[3].Ended, run.History[3].Success = false, false
+			run.Faults = []Fault{{Kind: "kill-peer", Instances: []string{"peer2"}, From: at(5.5), To: at(6), Excuses: true, Kills: true}}
+		}, nil},
+		{"an unmonitored execution missing without a kill is a violation", func(run *Run) {
+			run.Jobs[0].Unmonitored = true
+			run.History = append(run.History[:3], run.History[4:]...)
+			run.Faults = []Fault{{Kind: "freeze-peer", Instances: []string{"peer2"}, From: at(5.5), To: at(6), Excuses: true}}
+		}, []string{"missing-history"}},
+		{"a monitored execution missing with its killed peer is a violation", func(run *Run) {
+			run.History = append(run.History[:3], run.History[4:]...)
+			run.Faults = []Fault{{Kind: "kill-peer", Instances: []string{"peer2"}, From: at(5.5), To: at(6), Excuses: true, Kills: true}}
+		}, []string{"missing-history"}},
+		{"an unmonitored job's item may run on two peers at once", func(run *Run) {
+			run.Jobs[0].Unmonitored = true
+			run.Deliveries[4].Answered, run.Deliveries[4].Ended = at(13), at(13)
+			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: "manual", Source: "MANUAL",
+				ScheduledAt: at(11), Instance: "peer2", Attempt: 1, Arrived: at(11), Answered: at(11.1), Ended: at(11.1), Status: 200})
+			run.History = append(run.History, Record{ExecutionID: "manual", Job: "j", Item: 0, Source: "MANUAL",
+				ScheduledAt: at(11), Instance: "peer2", Ended: true, Success: true})
+		}, nil},
 		{"an accepted item never completed but recorded as a success", func(run *Run) {
 			run.Deliveries[2].Status = 202
 		}, []string{"history-disagrees"}},
