@@ -107,8 +107,8 @@ func TestExplainStats(t *testing.T) {
 		key := func(qq *query) string { return ss.bucketKey(qq, q) }
 		dv, dc := ss.duration()
 		for name, stmt := range map[string]*query{
-			"counts":             ss.counts(q, true, key),
-			"duration histogram": ss.histogram(q, true, func(*query) string { return "''" }, dv, dc),
+			"counts":             ss.counts(q, span{q.From, q.To}, true, key),
+			"duration histogram": ss.histogram(q, span{q.From, q.To}, true, func(*query) string { return "''" }, dv, dc),
 		} {
 			var lines []string
 			run := s.(interface {
