@@ -186,3 +186,19 @@ func (a statsAggregator) histograms(ctx context.Context, rawKey, rollupKey func(
 		return nil
 	})
 }
+
+// pruneRollup deletes the rollup's cells that pruning emptied, of the periods (unit) before the one the
+// prune's cut-off falls in (a cell of that period may still fill); ? is the period, in epoch minutes or hours.
+var pruneRollup = []struct {
+	stmt string
+	unit time.Duration
+}{
+	{"DELETE FROM EXECUTION_STATS_MINUTE WHERE minute < ? AND items = 0", time.Minute},
+	{"DELETE FROM EXECUTION_FIRES_MINUTE WHERE minute < ? AND fires = 0", time.Minute},
+	{"DELETE FROM EXECUTION_STATS_HIST WHERE hour < ? AND n = 0", time.Hour},
+}
+
+// rollupPeriod is the epoch minute or hour (unit) t falls in.
+func rollupPeriod(t time.Time, unit time.Duration) int64 {
+	return t.Unix() / int64(unit/time.Second)
+}

@@ -185,6 +185,23 @@ func TestRollupAnswersAsTheRows(t *testing.T) {
 				}
 			}
 			check("pruned")
+			// the cells pruning emptied went with the rows
+			cut := t0.Add(90*time.Minute + 17*time.Second)
+			for _, c := range []struct {
+				table, col, count string
+				unit              time.Duration
+			}{
+				{"EXECUTION_STATS_MINUTE", "minute", "items", time.Minute},
+				{"EXECUTION_FIRES_MINUTE", "minute", "fires", time.Minute},
+				{"EXECUTION_STATS_HIST", "hour", "n", time.Hour},
+			} {
+				q := &query{d: d}
+				q.write("SELECT COUNT(*) FROM ", c.table, " WHERE ", c.count, " = 0 AND ", c.col, " < ", q.arg(rollupPeriod(cut, c.unit)))
+				var n int64
+				if err := run(ctx, q, func(r rowScanner) error { return r.Scan(&n) }); err != nil || n != 0 {
+					t.Errorf("%s: %d, %v", q, n, err)
+				}
+			}
 			whole, err := s.ClusterStats(ctx, StatsQuery{From: t0.Add(-time.Hour), To: t0.Add(5 * time.Hour), Bucket: time.Hour})
 			if err != nil || whole.Total.Items == 0 {
 				t.Fatalf("%v %s", err, fmt.Sprint(whole.Total.Items))

@@ -128,20 +128,27 @@ BEGIN
         late_max = GREATEST(t.late_max, excluded.late_max),
         hostname = GREATEST(t.hostname, excluded.hostname), ip = GREATEST(t.ip, excluded.ip);
 
-    -- removed values that were the largest: the largest of the cell's rows left
+    -- removed values that were the largest: the largest of the cell's rows left (unless an update kept the
+    -- row in its cell with a value as large)
     UPDATE EXECUTION_STATS_MINUTE t SET dur_max = (SELECT MAX(e.duration_ms) FROM JOB_EXECUTION_LOG e
             WHERE e.job_name = t.job_name AND e.start_time >= to_timestamp(t.minute * 60)
             AND e.start_time < to_timestamp((t.minute + 1) * 60) AND e.instance_id = t.instance_id
             AND e.complete_time IS NOT NULL)
     FROM (SELECT c.job_name, c.minute, c.instance_id, MAX(c.d) AS rd FROM ejs_stats_changes(nw, od) c
-        WHERE c.sign < 0 GROUP BY 1, 2, 3) r
+        WHERE c.sign < 0 AND NOT EXISTS (SELECT 1 FROM unnest(nw) n WHERE n.id = c.id AND n.job_name = c.job_name
+            AND n.instance_id = c.instance_id AND CAST(EXTRACT(EPOCH FROM n.start_time) * 1000000 AS BIGINT) / 60000000 = c.minute
+            AND n.complete_time IS NOT NULL AND n.duration_ms >= c.d)
+        GROUP BY 1, 2, 3) r
     WHERE t.job_name = r.job_name AND t.minute = r.minute AND t.instance_id = r.instance_id AND r.rd >= t.dur_max;
     UPDATE EXECUTION_STATS_MINUTE t SET late_max = (SELECT MAX((CAST(EXTRACT(EPOCH FROM e.start_time) * 1000000 AS BIGINT)
                 - CAST(EXTRACT(EPOCH FROM e.scheduled_at) * 1000000 AS BIGINT)) / 1000) FROM JOB_EXECUTION_LOG e
             WHERE e.job_name = t.job_name AND e.start_time >= to_timestamp(t.minute * 60)
             AND e.start_time < to_timestamp((t.minute + 1) * 60) AND e.instance_id = t.instance_id)
     FROM (SELECT c.job_name, c.minute, c.instance_id, MAX(c.l) AS rl FROM ejs_stats_changes(nw, od) c
-        WHERE c.sign < 0 GROUP BY 1, 2, 3) r
+        WHERE c.sign < 0 AND NOT EXISTS (SELECT 1 FROM unnest(nw) n WHERE n.id = c.id AND n.job_name = c.job_name
+            AND n.instance_id = c.instance_id AND CAST(EXTRACT(EPOCH FROM n.start_time) * 1000000 AS BIGINT) / 60000000 = c.minute
+            AND n.scheduled_at IS NOT NULL AND (CAST(EXTRACT(EPOCH FROM n.start_time) * 1000000 AS BIGINT) - CAST(EXTRACT(EPOCH FROM n.scheduled_at) * 1000000 AS BIGINT)) / 1000 >= c.l)
+        GROUP BY 1, 2, 3) r
     WHERE t.job_name = r.job_name AND t.minute = r.minute AND t.instance_id = r.instance_id AND r.rl >= t.late_max;
 
     -- distinct fires: for each (job, fire, minute) and (job, fire, minute, peer) the statement touched, whether

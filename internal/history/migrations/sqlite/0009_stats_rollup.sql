@@ -81,10 +81,12 @@ SELECT job_name, hour, instance_id, kind, CASE WHEN v < 1000 THEN v WHEN v < 100
 ) GROUP BY 1, 2, 3, 4, 5;
 
 -- One change of the rollup: an execution row added (sign 1) or removed (sign -1), in the state the table is
--- in after the change. Inserting into this view applies the change; the table's triggers below do.
+-- in after the change. Inserting into this view applies the change; the table's triggers below do. For a
+-- removal by an update, repl_d and repl_l are the new version's duration and lateness when it stays in the
+-- same cell: a removed largest value replaced by one as large needs no re-reading of the cell.
 CREATE VIEW EXECUTION_STATS_CHANGE AS SELECT 0 AS sign, '' AS id, '' AS job_name, '' AS instance_id,
     0 AS start_time, NULL AS scheduled_at, NULL AS complete_time, 0 AS is_success, '' AS execution_source,
-    0 AS duration_ms, '' AS hostname, '' AS ip WHERE 0;
+    0 AS duration_ms, '' AS hostname, '' AS ip, NULL AS repl_d, NULL AS repl_l WHERE 0;
 
 CREATE TRIGGER execution_stats_change INSTEAD OF INSERT ON EXECUTION_STATS_CHANGE BEGIN
     INSERT INTO EXECUTION_STATS_MINUTE (job_name, minute, instance_id, peer_fires, items, success, failure, running,
@@ -121,13 +123,15 @@ CREATE TRIGGER execution_stats_change INSTEAD OF INSERT ON EXECUTION_STATS_CHANG
             AND e.start_time < (NEW.start_time / 60000000 + 1) * 60000000 AND e.instance_id = NEW.instance_id
             AND e.complete_time IS NOT NULL)
         WHERE NEW.sign < 0 AND NEW.complete_time IS NOT NULL AND job_name = NEW.job_name
-            AND minute = NEW.start_time / 60000000 AND instance_id = NEW.instance_id AND NEW.duration_ms >= dur_max;
+            AND minute = NEW.start_time / 60000000 AND instance_id = NEW.instance_id AND NEW.duration_ms >= dur_max
+            AND (NEW.repl_d IS NULL OR NEW.repl_d < NEW.duration_ms);
     UPDATE EXECUTION_STATS_MINUTE SET late_max = (SELECT MAX((e.start_time - e.scheduled_at) / 1000) FROM JOB_EXECUTION_LOG e
             WHERE e.job_name = NEW.job_name AND e.start_time >= NEW.start_time / 60000000 * 60000000
             AND e.start_time < (NEW.start_time / 60000000 + 1) * 60000000 AND e.instance_id = NEW.instance_id)
         WHERE NEW.sign < 0 AND NEW.scheduled_at IS NOT NULL AND job_name = NEW.job_name
             AND minute = NEW.start_time / 60000000 AND instance_id = NEW.instance_id
-            AND (NEW.start_time - NEW.scheduled_at) / 1000 >= late_max;
+            AND (NEW.start_time - NEW.scheduled_at) / 1000 >= late_max
+            AND (NEW.repl_l IS NULL OR NEW.repl_l < (NEW.start_time - NEW.scheduled_at) / 1000);
 
     INSERT INTO EXECUTION_FIRES_MINUTE (job_name, minute, fires)
     SELECT NEW.job_name, NEW.start_time / 60000000, NEW.sign
@@ -148,7 +152,7 @@ END;
 
 CREATE TRIGGER job_execution_log_stats_insert AFTER INSERT ON JOB_EXECUTION_LOG BEGIN
     INSERT INTO EXECUTION_STATS_CHANGE VALUES (1, NEW.id, NEW.job_name, NEW.instance_id, NEW.start_time, NEW.scheduled_at,
-        NEW.complete_time, NEW.is_success, NEW.execution_source, NEW.duration_ms, NEW.hostname, NEW.ip);
+        NEW.complete_time, NEW.is_success, NEW.execution_source, NEW.duration_ms, NEW.hostname, NEW.ip, NULL, NULL);
 END;
 
 -- Only the updates that change what the rollup counts (not an async item's heartbeats, say).
@@ -158,13 +162,17 @@ WHEN OLD.job_name IS NOT NEW.job_name OR OLD.instance_id IS NOT NEW.instance_id 
     OR OLD.is_success IS NOT NEW.is_success OR OLD.execution_source IS NOT NEW.execution_source
     OR OLD.duration_ms IS NOT NEW.duration_ms OR OLD.hostname IS NOT NEW.hostname OR OLD.ip IS NOT NEW.ip
 BEGIN
-    INSERT INTO EXECUTION_STATS_CHANGE VALUES (-1, OLD.id, OLD.job_name, OLD.instance_id, OLD.start_time, OLD.scheduled_at,
-        OLD.complete_time, OLD.is_success, OLD.execution_source, OLD.duration_ms, OLD.hostname, OLD.ip);
+    INSERT INTO EXECUTION_STATS_CHANGE SELECT -1, OLD.id, OLD.job_name, OLD.instance_id, OLD.start_time, OLD.scheduled_at,
+        OLD.complete_time, OLD.is_success, OLD.execution_source, OLD.duration_ms, OLD.hostname, OLD.ip,
+        CASE WHEN same AND NEW.complete_time IS NOT NULL THEN NEW.duration_ms END,
+        CASE WHEN same AND NEW.scheduled_at IS NOT NULL THEN (NEW.start_time - NEW.scheduled_at) / 1000 END
+    FROM (SELECT OLD.job_name = NEW.job_name AND OLD.instance_id = NEW.instance_id
+        AND OLD.start_time / 60000000 = NEW.start_time / 60000000 AS same);
     INSERT INTO EXECUTION_STATS_CHANGE VALUES (1, NEW.id, NEW.job_name, NEW.instance_id, NEW.start_time, NEW.scheduled_at,
-        NEW.complete_time, NEW.is_success, NEW.execution_source, NEW.duration_ms, NEW.hostname, NEW.ip);
+        NEW.complete_time, NEW.is_success, NEW.execution_source, NEW.duration_ms, NEW.hostname, NEW.ip, NULL, NULL);
 END;
 
 CREATE TRIGGER job_execution_log_stats_delete AFTER DELETE ON JOB_EXECUTION_LOG BEGIN
     INSERT INTO EXECUTION_STATS_CHANGE VALUES (-1, OLD.id, OLD.job_name, OLD.instance_id, OLD.start_time, OLD.scheduled_at,
-        OLD.complete_time, OLD.is_success, OLD.execution_source, OLD.duration_ms, OLD.hostname, OLD.ip);
+        OLD.complete_time, OLD.is_success, OLD.execution_source, OLD.duration_ms, OLD.hostname, OLD.ip, NULL, NULL);
 END;
