@@ -93,15 +93,16 @@ LANGUAGE sql STABLE AS $$
         LATERAL (SELECT CAST(EXTRACT(EPOCH FROM r.start_time) * 1000000 AS BIGINT) AS us) u
 $$;
 
--- Applies a statement's changes to the rollup. Peers writing the same job and hour take turns (an advisory
--- lock per job and hour, in order), so that each sees the other's rows when it counts distinct fires.
+-- Applies a statement's changes to the rollup. Writers take turns (one advisory lock, held to the end of the
+-- transaction), so that each sees the other's rows when it counts distinct fires. One lock rather than one
+-- per job and hour: an upsert's INSERT and UPDATE triggers run one after the other, and two writers taking
+-- two sets of keys each could deadlock; the rows' own writes are done before the triggers run.
 CREATE FUNCTION ejs_stats_apply(nw JOB_EXECUTION_LOG[], od JOB_EXECUTION_LOG[]) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF cardinality(nw) + cardinality(od) = 0 THEN
         RETURN;
     END IF;
-    PERFORM pg_advisory_xact_lock(x.k) FROM (SELECT DISTINCT hashtextextended(c.job_name || '/' || c.hour, 0) AS k
-        FROM ejs_stats_changes(nw, od) c ORDER BY 1) x;
+    PERFORM pg_advisory_xact_lock(7307779168248034672); -- 'ejrollup'
 
     INSERT INTO EXECUTION_STATS_MINUTE AS t (job_name, minute, instance_id, items, success, failure, running, misfire,
         failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum, late_max, hostname, ip)
