@@ -7,7 +7,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: help run test test-race test-unit test-integration lint build bench soak generate clean release test-release image test-image test-deploy
+.PHONY: help run test test-race test-unit test-integration lint build bench bench-stats soak generate clean release test-release image test-image test-deploy
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ test-deploy: ## the deploy/ module: k8s manifests (k8s.io/api, strict), compose-
 
 bench: ## run the benchmark harness (real ZooKeeper and peers; minutes)
 	@scripts/bench.sh
+
+bench-stats: ## the history's stats (rollup against rows), its writer with and without the rollup, the load ahead at 100k jobs (~15 min)
+	@scripts/bench-stats.sh
 
 soak: ## nemesis soak: overlapping faults on a real cluster, then a checker over the whole run (DURATION=5m SEED=...)
 	@scripts/soak.sh

@@ -2,6 +2,8 @@ package cronexpr
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 )
 
@@ -71,31 +73,38 @@ func (it fieldItem) bounds(f *fieldInfo) (start, stop, step int) {
 	return it.start, it.end, step
 }
 
-// values lists the item's values as Quartz's addToSet computes them; a range written high-low wraps.
-func (it fieldItem) values(f *fieldInfo) []int {
-	start, stop, step := it.bounds(f)
-	wrap := 0
-	if stop < start {
-		wrap = f.wrap
-		stop += wrap
-	}
-	var out []int
-	for i := start; i <= stop; i += step {
-		v := i
-		if wrap > 0 {
-			v = i % wrap
-			if v == 0 && f.min == 1 { // day of month, month and day of week count from 1
-				v = wrap
+// all yields the item's values as Quartz's addToSet computes them; a range written high-low wraps. It
+// allocates nothing, so that compiling an expression (a year field spans 230 values) stays cheap when a
+// caller parses 100,000 of them (internal/loadahead).
+func (it fieldItem) all(f *fieldInfo) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		start, stop, step := it.bounds(f)
+		wrap := 0
+		if stop < start {
+			wrap = f.wrap
+			stop += wrap
+		}
+		for i := start; i <= stop; i += step {
+			v := i
+			if wrap > 0 {
+				v = i % wrap
+				if v == 0 && f.min == 1 { // day of month, month and day of week count from 1
+					v = wrap
+				}
+			}
+			if !yield(v) {
+				return
 			}
 		}
-		out = append(out, v)
 	}
-	return out
 }
+
+// values lists the item's values (all's, as a slice).
+func (it fieldItem) values(f *fieldInfo) []int { return slices.Collect(it.all(f)) }
 
 // addTo adds the item's values, less offset (minYear for years, 0 otherwise), to set.
 func (it fieldItem) addTo(f *fieldInfo, set *valueSet, offset int) {
-	for _, v := range it.values(f) {
+	for v := range it.all(f) {
 		set.add(v - offset)
 	}
 }

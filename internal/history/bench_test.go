@@ -13,19 +13,24 @@ import (
 // in records/s (a record is one upsert). "insert" enqueues one end record per execution: every record is a
 // new row. "insert+update" enqueues each execution's start record and, lag records later (so in another
 // batch, as when a webhook takes a while), its end record: half the records insert a row, half update one.
-// The producer never lets the queue overflow, so nothing is dropped.
+// The producer never lets the queue overflow, so nothing is dropped. "no-rollup" drops migration 0009's
+// triggers first: the write cost of the stats' rollup is the difference, in the same run.
 //
 //	go test ./internal/history -run '^$' -bench BenchmarkWriter -benchtime 5s
 func BenchmarkWriter(b *testing.B) {
 	const lag = 2000
 	for _, kind := range storeKinds {
-		for _, update := range []bool{false, true} {
+		for _, c := range []struct{ update, rollup bool }{{false, true}, {false, false}, {true, true}, {true, false}} {
+			update := c.update
 			name := kind + "/insert"
 			if update {
 				name = kind + "/insert+update"
 			}
+			if !c.rollup {
+				name += "/no-rollup"
+			}
 			b.Run(name, func(b *testing.B) {
-				w, room := benchWriter(b, kind)
+				w, room := benchWriter(b, kind, c.rollup)
 				records := 0
 				enqueue := func(e ejserver.Execution) {
 					room(1)
@@ -75,7 +80,7 @@ func BenchmarkWriter(b *testing.B) {
 //	go test ./internal/history -run '^$' -bench BenchmarkWriterManyJobs -benchtime 200000x
 func BenchmarkWriterManyJobs(b *testing.B) {
 	const jobs = 10000
-	w, room := benchWriter(b, "sqlite")
+	w, room := benchWriter(b, "sqlite", true)
 	names := make([]string, jobs)
 	for i := range names {
 		names[i] = fmt.Sprintf("job-%05d", i)
@@ -104,9 +109,13 @@ func BenchmarkWriterManyJobs(b *testing.B) {
 
 // benchWriter starts a Writer (default settings) into a fresh store of kind; room(n) returns once the queue
 // has room for n records, waiting without spinning (the writer needs the CPU), so nothing is dropped.
-func benchWriter(b *testing.B, kind string) (w *Writer, room func(n int)) {
+func benchWriter(b *testing.B, kind string, rollup bool) (w *Writer, room func(n int)) {
 	cfg := WriterConfig{Logger: discardLogger()}.withDefaults()
-	w = NewWriter(openStore(b, kind), cfg)
+	s := openStore(b, kind)
+	if !rollup {
+		dropRollup(b, s)
+	}
+	w = NewWriter(s, cfg)
 	if err := w.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -116,6 +125,28 @@ func benchWriter(b *testing.B, kind string) (w *Writer, room func(n int)) {
 	return w, func(n int) {
 		for w.Stats().Backlog > cfg.QueueSize-n {
 			<-tick.C
+		}
+	}
+}
+
+// dropRollup takes migration 0009's triggers and index off s: the writes of the schema before the rollup.
+func dropRollup(b *testing.B, s Store) {
+	ctx := context.Background()
+	stmts := []string{"DROP TRIGGER job_execution_log_stats_insert", "DROP TRIGGER job_execution_log_stats_update",
+		"DROP TRIGGER job_execution_log_stats_delete", "DROP INDEX job_execution_log_fire_peer"}
+	for _, stmt := range stmts {
+		var err error
+		switch st := s.(type) {
+		case *sqliteStore:
+			_, err = st.w.ExecContext(ctx, stmt)
+		case *postgresStore:
+			if stmt != stmts[3] {
+				stmt += " ON JOB_EXECUTION_LOG"
+			}
+			_, err = st.pool.Exec(ctx, stmt)
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 }

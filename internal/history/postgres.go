@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -308,6 +309,12 @@ func (s *postgresStore) Prune(ctx context.Context, before time.Time, batch int) 
 			return total, pgError("prune", err)
 		}
 		total += tag.RowsAffected()
+	}
+	// the rollup's cells the deletes emptied (not counted: the triggers keep the others)
+	for _, p := range pruneRollup {
+		if _, err := s.pool.Exec(ctx, strings.Replace(p.stmt, "?", "$1", 1), rollupPeriod(before, p.unit)); err != nil {
+			return total, pgError("prune", err)
+		}
 	}
 	return total, nil
 }

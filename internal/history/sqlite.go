@@ -416,6 +416,12 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 			}
 			total += n
 		}
+		// the rollup's cells the deletes emptied (not counted: the triggers keep the others)
+		for _, p := range pruneRollup {
+			if _, err := tx.ExecContext(ctx, p.stmt, rollupPeriod(before, p.unit)); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {

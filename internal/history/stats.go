@@ -75,8 +75,9 @@ func CheckStatsQuery(q StatsQuery, points bool) error {
 
 // Aggregate is what a bucket, a window or a peer counts. The percentiles are milliseconds, nil without values.
 type Aggregate struct {
-	// Fires counts distinct (job, scheduled time) pairs: a fire whose items started in two buckets counts in
-	// both buckets, once in the total.
+	// Fires counts distinct (job, scheduled time) pairs in each minute of start time: a fire whose items
+	// started in two minutes counts once in each (in a bucket or a total that holds both as well), as the
+	// per-minute rollup counts them.
 	Fires   int64 `json:"fires"`
 	Items   int64 `json:"items"`
 	Success int64 `json:"success"`
@@ -181,19 +182,23 @@ type rowScanner interface {
 // runQuery runs q and calls each for every row; the stores supply it.
 type runQuery func(ctx context.Context, q *query, each func(rowScanner) error) error
 
-// statsSQL builds the statements of the stats.
+// statsSQL builds the statements of the stats: over the rows (this file) and over the rollup
+// (stats_rollup.go).
 type statsSQL struct{ d dialect }
 
+// span is a range of start_time, [from, to).
+type span struct{ from, to time.Time }
+
 // window adds the common conditions: the job or the job set, and the start_time range.
-func (s statsSQL) window(q *query, sq StatsQuery, oneJob bool) {
+func (s statsSQL) window(q *query, sq StatsQuery, r span, oneJob bool) {
 	if oneJob {
 		q.where("job_name = " + q.arg(sq.Job))
 	}
 	if sq.Jobs != nil {
 		q.where(q.jobSet(*sq.Jobs))
 	}
-	q.where("start_time >= " + q.arg(s.d.timeArg(sq.From)))
-	q.where("start_time < " + q.arg(s.d.timeArg(sq.To)))
+	q.where("start_time >= " + q.arg(s.d.timeArg(r.from)))
+	q.where("start_time < " + q.arg(s.d.timeArg(r.to)))
 }
 
 // bucketKey is the group of a row: its bucket (by start time).
@@ -201,19 +206,19 @@ func (s statsSQL) bucketKey(q *query, sq StatsQuery) string {
 	return "((" + s.d.epochMicros("start_time") + " - " + q.arg(micros(normalize(sq.From))) + ") / " + q.arg(sq.Bucket.Microseconds()) + ")"
 }
 
-// counts is "SELECT key, fires, items, ..., GROUP BY key": per group, the distinct fires (job, scheduled
-// time), the items by outcome and source, and the count, sum and largest of the durations and latenesses.
-// Grouping by fire first and adding the groups up in Go was six times slower on SQLite.
-func (s statsSQL) counts(sq StatsQuery, oneJob bool, keyFn func(*query) string) *query {
+// counts is "SELECT key, fires, items, ..., GROUP BY key" over the rows that started in r: per group, the
+// distinct fires, the items by outcome and source, and the count, sum and largest of the durations and
+// latenesses. A fire is counted once per minute (of start_time) it has items in, as the rollup counts it.
+func (s statsSQL) counts(sq StatsQuery, r span, oneJob bool, keyFn func(*query) string) *query {
 	q := &query{d: s.d}
 	key := keyFn(q)
 	sum := func(cond string) string { return "SUM(CASE WHEN " + cond + " THEN 1 ELSE 0 END)" }
 	big := func(agg string) string { return "CAST(" + agg + " AS BIGINT)" }
 	dv, dc := s.duration()
 	lv, lc := s.lateness()
-	fire := "job_name || '@' || CAST(" + s.d.epochMicros("scheduled_at") + " AS TEXT)"
-	if oneJob {
-		fire = "scheduled_at"
+	fire := "CAST(" + s.d.epochMicros("scheduled_at") + " AS TEXT) || '@' || CAST(" + s.d.epochMicros("start_time") + " / 60000000 AS TEXT)"
+	if !oneJob {
+		fire = "job_name || '@' || " + fire
 	}
 	q.write("SELECT CAST(k AS TEXT), COUNT(DISTINCT f), COUNT(*), ",
 		sum("complete_time IS NOT NULL AND ok"), ", ", sum("complete_time IS NOT NULL AND NOT ok"), ", ",
@@ -222,26 +227,27 @@ func (s statsSQL) counts(sq StatsQuery, oneJob bool, keyFn func(*query) string) 
 		"MAX(hostname), MAX(ip) FROM (SELECT ", key, " AS k, ", fire, " AS f, complete_time, ", s.d.isTrue("is_success"), " AS ok, ",
 		"execution_source AS src, CASE WHEN ", dc, " THEN ", dv, " END AS d, CASE WHEN ", lc, " THEN ", lv, " END AS l, ",
 		"hostname, ip FROM JOB_EXECUTION_LOG")
-	s.window(q, sq, oneJob)
+	s.window(q, sq, r, oneJob)
 	q.write(") base GROUP BY k")
 	return q
 }
 
-// histogram is "SELECT key, bin, COUNT(*)": the values of each group counted by bin, where a value's bin is
-// the value rounded down to 3 significant digits (binSQL). cond keeps the rows that have a value. A hash or
-// sort aggregate on both engines, where ranking every row (ROW_NUMBER) took seconds at 100,000 rows.
-func (s statsSQL) histogram(sq StatsQuery, oneJob bool, keyFn func(*query) string, value, cond string) *query {
+// histogram is "SELECT key, bin, COUNT(*)" over the rows that started in r: the values of each group counted
+// by bin, where a value's bin is the value rounded down to 3 significant digits (binSQL). cond keeps the rows
+// that have a value.
+func (s statsSQL) histogram(sq StatsQuery, r span, oneJob bool, keyFn func(*query) string, value, cond string) *query {
 	q := &query{d: s.d}
 	key := keyFn(q)
 	q.write("SELECT CAST(k AS TEXT), ", binSQL("v"), ", COUNT(*) FROM (SELECT ", key, " AS k, ", value, " AS v FROM JOB_EXECUTION_LOG")
-	s.window(q, sq, oneJob)
+	s.window(q, sq, r, oneJob)
 	q.where(cond)
 	q.write(") base GROUP BY k, 2")
 	return q
 }
 
 // binSQL is the bin of an integer value v: v itself below 1,000, else v rounded down to 3 significant digits
-// (so a percentile read off the bins is exact below 1 s and at most 1% under the value above).
+// (so a percentile read off the bins is exact below 1 s and at most 1% under the value above). The rollup's
+// triggers (migrations 0009) spell the same expression out.
 func binSQL(v string) string {
 	var b strings.Builder
 	b.WriteString("CASE WHEN " + v + " < 1000 THEN " + v)
@@ -268,6 +274,9 @@ func (h hist) percentile(p int64) *int64 {
 	var n int64
 	bins := make([]int64, 0, len(h))
 	for b, c := range h {
+		if c == 0 {
+			continue
+		}
 		n += c
 		bins = append(bins, b)
 	}
@@ -292,63 +301,118 @@ func (s statsSQL) lateness() (string, string) {
 	return "((" + s.d.epochMicros("start_time") + " - " + s.d.epochMicros("scheduled_at") + ") / 1000)", "scheduled_at IS NOT NULL"
 }
 
+// acc is an aggregate being added up from parts (rows' groups, rollup cells).
+type acc struct {
+	fires, items, success, failure, running, misfire, failover, manual int64
+	dn, dsum, ln, lsum                                                 int64
+	dmax, lmax                                                         *int64
+	host, ip                                                           string
+}
+
+func maxp(a, b *int64) *int64 {
+	if a == nil || (b != nil && *b > *a) {
+		return b
+	}
+	return a
+}
+
+func (a *acc) add(b acc) {
+	a.fires += b.fires
+	a.items += b.items
+	a.success += b.success
+	a.failure += b.failure
+	a.running += b.running
+	a.misfire += b.misfire
+	a.failover += b.failover
+	a.manual += b.manual
+	a.dn += b.dn
+	a.dsum += b.dsum
+	a.ln += b.ln
+	a.lsum += b.lsum
+	a.dmax, a.lmax = maxp(a.dmax, b.dmax), maxp(a.lmax, b.lmax)
+	a.host, a.ip = max(a.host, b.host), max(a.ip, b.ip)
+}
+
+// aggregate is the API's view of a: the means rounded down (toward zero), nil without values.
+func (a acc) aggregate() Aggregate {
+	out := Aggregate{Fires: a.fires, Items: a.items, Success: a.success, Failure: a.failure, Running: a.running,
+		Misfire: a.misfire, Failover: a.failover, Manual: a.manual}
+	if a.dn > 0 {
+		out.DurationAvg, out.DurationMax = i64p(a.dsum/a.dn), a.dmax
+	}
+	if a.ln > 0 {
+		out.LatenessAvg, out.LatenessMax = i64p(a.lsum/a.ln), a.lmax
+	}
+	return out
+}
+
+// scanAcc reads one row of counts (raw or rollup): key, fires, items ... largest lateness, hostname, ip.
+func scanAcc(r rowScanner) (string, acc, error) {
+	var (
+		k          string
+		a          acc
+		dsum, lsum *int64
+		h, i       *string
+	)
+	err := r.Scan(&k, &a.fires, &a.items, &a.success, &a.failure, &a.running, &a.misfire, &a.failover, &a.manual,
+		&a.dn, &dsum, &a.dmax, &a.ln, &lsum, &a.lmax, &h, &i)
+	if dsum != nil {
+		a.dsum = *dsum
+	}
+	if lsum != nil {
+		a.lsum = *lsum
+	}
+	if h != nil {
+		a.host = *h
+	}
+	if i != nil {
+		a.ip = *i
+	}
+	return k, a, err
+}
+
 // group is one key's aggregate and the histograms its percentiles come from.
 type group struct {
-	PeerStats
+	acc
 	dur, late hist
 }
 
-func newGroup(k string) *group {
-	return &group{PeerStats: PeerStats{InstanceID: k}, dur: hist{}, late: hist{}}
+// groups are the groups of a grouping, by key.
+type groups map[string]*group
+
+func (gs groups) get(k string) *group {
+	g := gs[k]
+	if g == nil {
+		g = &group{dur: hist{}, late: hist{}}
+		gs[k] = g
+	}
+	return g
 }
 
-// settle reads the percentiles off the histograms.
-func (g *group) settle() {
-	g.DurationP50, g.DurationP99 = g.dur.percentile(50), g.dur.percentile(99)
-	g.LatenessP50, g.LatenessP99 = g.late.percentile(50), g.late.percentile(99)
-}
-
-// aggregates runs the counts grouped by keyFn and returns the groups by key.
-func aggregates(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, oneJob bool, keyFn func(*query) string) (map[string]*group, error) {
-	out := map[string]*group{}
-	err := run(ctx, s.counts(sq, oneJob, keyFn), func(r rowScanner) error {
-		var (
-			k          string
-			c          Aggregate
-			dn, ln     int64
-			dsum, lsum *int64
-			dmax, lmax *int64
-			h, i       *string
-		)
-		if err := r.Scan(&k, &c.Fires, &c.Items, &c.Success, &c.Failure, &c.Running, &c.Misfire, &c.Failover, &c.Manual,
-			&dn, &dsum, &dmax, &ln, &lsum, &lmax, &h, &i); err != nil {
-			return err
-		}
-		if dn > 0 && dsum != nil {
-			c.DurationAvg, c.DurationMax = i64p(*dsum/dn), dmax
-		}
-		if ln > 0 && lsum != nil {
-			c.LatenessAvg, c.LatenessMax = i64p(*lsum/ln), lmax
-		}
-		g := newGroup(k)
-		g.Aggregate = c
-		if h != nil {
-			g.Hostname = *h
-		}
-		if i != nil {
-			g.IP = *i
-		}
-		out[k] = g
-		return nil
-	})
-	return out, err
+// stats is the Aggregate of g with its percentiles.
+func (g *group) stats() Aggregate {
+	a := g.aggregate()
+	a.DurationP50, a.DurationP99 = g.dur.percentile(50), g.dur.percentile(99)
+	a.LatenessP50, a.LatenessP99 = g.late.percentile(50), g.late.percentile(99)
+	return a
 }
 
 func i64p(v int64) *int64 { return &v }
 
-// percentiles reads the histograms of duration and lateness grouped by keyFn into groups (made when
-// missing), and settles each group with its percentiles.
-func percentiles(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, oneJob bool, keyFn func(*query) string, groups map[string]*group) error {
+// rawCounts adds the counts of the rows that started in r, grouped by keyFn, to gs.
+func rawCounts(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, r span, oneJob bool, keyFn func(*query) string, gs groups) error {
+	return run(ctx, s.counts(sq, r, oneJob, keyFn), func(row rowScanner) error {
+		k, a, err := scanAcc(row)
+		if err == nil {
+			gs.get(k).add(a)
+		}
+		return err
+	})
+}
+
+// rawHistograms adds the histograms of duration and lateness of the rows that started in r, grouped by keyFn,
+// to gs.
+func rawHistograms(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, r span, oneJob bool, keyFn func(*query) string, gs groups) error {
 	dv, dc := s.duration()
 	lv, lc := s.lateness()
 	for _, p := range []struct {
@@ -358,41 +422,33 @@ func percentiles(ctx context.Context, run runQuery, s statsSQL, sq StatsQuery, o
 		{dv, dc, func(g *group) hist { return g.dur }},
 		{lv, lc, func(g *group) hist { return g.late }},
 	} {
-		err := run(ctx, s.histogram(sq, oneJob, keyFn, p.value, p.cond), func(r rowScanner) error {
+		err := run(ctx, s.histogram(sq, r, oneJob, keyFn, p.value, p.cond), func(row rowScanner) error {
 			var (
 				k      string
 				bin, n int64
 			)
-			if err := r.Scan(&k, &bin, &n); err != nil {
+			if err := row.Scan(&k, &bin, &n); err != nil {
 				return err
 			}
-			g := groups[k]
-			if g == nil {
-				g = newGroup(k)
-				groups[k] = g
-			}
-			p.of(g)[bin] += n
+			p.of(gs.get(k))[bin] += n
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 	}
-	for _, g := range groups {
-		g.settle()
-	}
 	return nil
 }
 
-// buckets lays the aggregates keyed by bucket number over every bucket of the window.
-func buckets(sq StatsQuery, byKey map[string]*group) []Bucket {
+// buckets lays the groups keyed by bucket number over every bucket of the window.
+func buckets(sq StatsQuery, byKey groups) []Bucket {
 	n := int((sq.To.Sub(sq.From) + sq.Bucket - 1) / sq.Bucket)
 	out := make([]Bucket, n)
 	from := normalize(sq.From)
 	for i := range out {
 		out[i].Start = from.Add(time.Duration(i) * sq.Bucket)
-		if a, ok := byKey[strconv.Itoa(i)]; ok {
-			out[i].Aggregate = a.Aggregate
+		if g, ok := byKey[strconv.Itoa(i)]; ok {
+			out[i].Aggregate = g.aggregate()
 		}
 	}
 	return out
@@ -401,66 +457,51 @@ func buckets(sq StatsQuery, byKey map[string]*group) []Bucket {
 // wholeKey groups a window's rows in one group.
 func wholeKey(*query) string { return "''" }
 
-// window returns the group of the whole window (an empty one when it has no rows).
-func window(groups map[string]*group) *group {
-	if g, ok := groups[""]; ok {
-		return g
-	}
-	return newGroup("")
-}
-
-func jobStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (JobStats, error) {
+func jobStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery, useRollup bool) (JobStats, error) {
 	if err := CheckStatsQuery(sq, false); err != nil {
 		return JobStats{}, err
 	}
-	s := statsSQL{d: d}
-	byBucket, err := aggregates(ctx, run, s, sq, true, func(q *query) string { return s.bucketKey(q, sq) })
+	a := statsAggregator{run: run, s: statsSQL{d: d}, sq: sq, oneJob: true, plan: planStats(sq, useRollup)}
+	byBucket, whole, err := a.bucketsAndTotal(ctx)
 	if err != nil {
 		return JobStats{}, err
 	}
-	all, err := aggregates(ctx, run, s, sq, true, wholeKey)
-	if err != nil {
-		return JobStats{}, err
-	}
-	whole := window(all)
-	if err := percentiles(ctx, run, s, sq, true, wholeKey, map[string]*group{"": whole}); err != nil {
+	if err := a.histograms(ctx, wholeKey, wholeKey, groups{"": whole}); err != nil {
 		return JobStats{}, err
 	}
 	return JobStats{Job: sq.Job, From: normalize(sq.From), To: normalize(sq.To), Bucket: sq.Bucket.String(),
-		Buckets: buckets(sq, byBucket), Total: whole.Aggregate}, nil
+		Buckets: buckets(sq, byBucket), Total: whole.stats()}, nil
 }
 
-func clusterStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (ClusterStats, error) {
+func clusterStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery, useRollup bool) (ClusterStats, error) {
 	if err := CheckStatsQuery(sq, false); err != nil {
 		return ClusterStats{}, err
 	}
-	s := statsSQL{d: d}
-	byBucket, err := aggregates(ctx, run, s, sq, false, func(q *query) string { return s.bucketKey(q, sq) })
+	a := statsAggregator{run: run, s: statsSQL{d: d}, sq: sq, plan: planStats(sq, useRollup)}
+	byBucket, whole, err := a.bucketsAndTotal(ctx)
 	if err != nil {
 		return ClusterStats{}, err
 	}
-	all, err := aggregates(ctx, run, s, sq, false, wholeKey)
-	if err != nil {
+	peerKey := func(*query) string { return "instance_id" }
+	byPeer := groups{}
+	if err := a.counts(ctx, peerKey, peerKey, true, byPeer); err != nil {
 		return ClusterStats{}, err
 	}
-	byPeer, err := aggregates(ctx, run, s, sq, false, func(*query) string { return "instance_id" })
-	if err != nil {
-		return ClusterStats{}, err
-	}
-	if err := percentiles(ctx, run, s, sq, false, func(*query) string { return "instance_id" }, byPeer); err != nil {
+	if err := a.histograms(ctx, peerKey, peerKey, byPeer); err != nil {
 		return ClusterStats{}, err
 	}
 	// the window's percentiles: the peers' histograms added up (the peers split the rows)
-	whole := window(all)
 	for _, p := range byPeer {
 		whole.dur.add(p.dur)
 		whole.late.add(p.late)
 	}
-	whole.settle()
 	out := ClusterStats{From: normalize(sq.From), To: normalize(sq.To), Bucket: sq.Bucket.String(), Buckets: buckets(sq, byBucket),
-		Peers: []PeerStats{}, Total: whole.Aggregate}
-	for _, p := range byPeer {
-		out.Peers = append(out.Peers, p.PeerStats)
+		Peers: []PeerStats{}, Total: whole.stats()}
+	for k, p := range byPeer {
+		if p.items == 0 {
+			continue // a peer with histogram bins only has none: the rollup's emptied cells
+		}
+		out.Peers = append(out.Peers, PeerStats{InstanceID: k, Hostname: p.host, IP: p.ip, Aggregate: p.stats()})
 	}
 	slices.SortFunc(out.Peers, func(a, b PeerStats) int { return strings.Compare(a.InstanceID, b.InstanceID) })
 	return out, nil
@@ -475,7 +516,7 @@ func jobPoints(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (Poi
 	q.write("SELECT id, ", d.epochMicros("start_time"), ", ", d.epochMicros("scheduled_at"), ", duration_ms, ",
 		"CASE WHEN complete_time IS NULL THEN 0 ELSE 1 END, CASE WHEN ", d.isTrue("is_success"), " THEN 1 ELSE 0 END, ",
 		"execution_source, sharding_item, instance_id FROM JOB_EXECUTION_LOG")
-	s.window(q, sq, true)
+	s.window(q, sq, span{sq.From, sq.To}, true)
 	q.write(" ORDER BY start_time, id LIMIT ", q.arg(MaxPoints+1))
 	out := PointList{Job: sq.Job, Points: []Point{}}
 	err := run(ctx, q, func(r rowScanner) error {

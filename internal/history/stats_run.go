@@ -23,7 +23,7 @@ func (s *sqliteStore) run(ctx context.Context, q *query, each func(rowScanner) e
 }
 
 func (s *sqliteStore) JobStats(ctx context.Context, q StatsQuery) (JobStats, error) {
-	return jobStats(ctx, s.run, sqliteDialect, q)
+	return jobStats(ctx, s.run, sqliteDialect, q, true)
 }
 
 func (s *sqliteStore) JobPoints(ctx context.Context, q StatsQuery) (PointList, error) {
@@ -31,7 +31,7 @@ func (s *sqliteStore) JobPoints(ctx context.Context, q StatsQuery) (PointList, e
 }
 
 func (s *sqliteStore) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error) {
-	return clusterStats(ctx, s.run, sqliteDialect, q)
+	return clusterStats(ctx, s.run, sqliteDialect, q, true)
 }
 
 func (s *postgresStore) run(ctx context.Context, q *query, each func(rowScanner) error) error {
@@ -52,7 +52,7 @@ func (s *postgresStore) run(ctx context.Context, q *query, each func(rowScanner)
 type pgRows struct{ pgx.Rows }
 
 func (s *postgresStore) JobStats(ctx context.Context, q StatsQuery) (JobStats, error) {
-	return jobStats(ctx, s.run, postgresDialect, q)
+	return jobStats(ctx, s.run, postgresDialect, q, true)
 }
 
 func (s *postgresStore) JobPoints(ctx context.Context, q StatsQuery) (PointList, error) {
@@ -60,7 +60,7 @@ func (s *postgresStore) JobPoints(ctx context.Context, q StatsQuery) (PointList,
 }
 
 func (s *postgresStore) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error) {
-	return clusterStats(ctx, s.run, postgresDialect, q)
+	return clusterStats(ctx, s.run, postgresDialect, q, true)
 }
 
 // JobStats implements Store.

@@ -74,23 +74,23 @@ func Compute(jobs []Job, from time.Time, cfg Config) Load {
 	out := Load{From: from.UTC(), Items: make([]int64, n)}
 	end := from.Add(time.Duration(n) * time.Second)
 
-	byKey := map[[2]string]*group{}
+	// one group per (expression, time zone), in a slice indexed by a map: no allocation per job or group
+	byKey := make(map[[2]string]int, len(jobs))
+	groups := make([]group, 0, len(jobs))
 	for _, j := range jobs {
 		k := [2]string{j.Cron, j.TimeZone}
-		g := byKey[k]
-		if g == nil {
-			g = &group{cron: j.Cron, tz: j.TimeZone}
-			byKey[k] = g
+		i, ok := byKey[k]
+		if !ok {
+			i = len(groups)
+			byKey[k] = i
+			groups = append(groups, group{cron: j.Cron, tz: j.TimeZone})
 		}
-		g.jobs++
-		g.items += max(j.Items, 0)
+		groups[i].jobs++
+		groups[i].items += max(j.Items, 0)
 	}
-	groups := make([]*group, 0, len(byKey))
-	for _, g := range byKey {
-		groups = append(groups, g)
-	}
+	clear(byKey)
 	// heaviest first, then by expression: the same input gives the same output
-	slices.SortFunc(groups, func(a, b *group) int {
+	slices.SortFunc(groups, func(a, b group) int {
 		if a.items != b.items {
 			return b.items - a.items
 		}

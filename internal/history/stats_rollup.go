@@ -1,0 +1,204 @@
+package history
+
+import (
+	"context"
+	"time"
+)
+
+// The stats read the rollup that migration 0009's triggers keep (EXECUTION_STATS_MINUTE, EXECUTION_FIRES_MINUTE,
+// EXECUTION_STATS_HIST) for the whole minutes and hours of a window, and the rows for its edges: a window
+// [From, To) reads the rows of [From, the first whole minute) and [the last whole minute's end, To), and the
+// minute rollup in between; the percentiles read the hour rollup for the whole hours and the rows for the rest.
+// The buckets read the minute rollup when From and the bucket are whole minutes (else every bucket reads
+// the rows). The answers are those the rows give: counts and sums add up, a largest value is the largest of
+// the parts', and histogram bins add up (percentiles stay nearest-rank to 3 significant digits).
+
+// statsPlan is how a window is read.
+type statsPlan struct {
+	// minutes are the whole minutes the minute rollup answers for ([0] < [1]; none when equal), in epoch minutes;
+	// minuteEdges are the rest of the window, read from the rows.
+	minutes     [2]int64
+	minuteEdges []span
+	// hours and hourEdges are the same for the histograms.
+	hours     [2]int64
+	hourEdges []span
+	// rollupBuckets: the buckets read the minute rollup (From and the bucket are whole minutes).
+	rollupBuckets bool
+}
+
+// planStats splits sq's window between the rollup and the rows; without useRollup every part reads the rows.
+func planStats(sq StatsQuery, useRollup bool) statsPlan {
+	from, to := normalize(sq.From), normalize(sq.To)
+	var p statsPlan
+	split := func(unit time.Duration) ([2]int64, []span) {
+		a, b := from.Truncate(unit), to.Truncate(unit)
+		if a.Before(from) {
+			a = a.Add(unit)
+		}
+		if !useRollup || !a.Before(b) {
+			return [2]int64{}, []span{{from, to}}
+		}
+		var edges []span
+		if from.Before(a) {
+			edges = append(edges, span{from, a})
+		}
+		if b.Before(to) {
+			edges = append(edges, span{b, to})
+		}
+		return [2]int64{a.Unix() / int64(unit/time.Second), b.Unix() / int64(unit/time.Second)}, edges
+	}
+	p.minutes, p.minuteEdges = split(time.Minute)
+	p.hours, p.hourEdges = split(time.Hour)
+	p.rollupBuckets = useRollup && from.Equal(from.Truncate(time.Minute)) && sq.Bucket%time.Minute == 0
+	return p
+}
+
+// statsAggregator reads one stats call's groups.
+type statsAggregator struct {
+	run    runQuery
+	s      statsSQL
+	sq     StatsQuery
+	oneJob bool
+	plan   statsPlan
+}
+
+// bucketsAndTotal reads the counts per bucket and over the window.
+func (a statsAggregator) bucketsAndTotal(ctx context.Context) (groups, *group, error) {
+	bucketKey := func(q *query) string { return a.s.bucketKey(q, a.sq) }
+	byBucket, all := groups{}, groups{}
+	if !a.plan.rollupBuckets {
+		if err := rawCounts(ctx, a.run, a.s, a.sq, span{a.sq.From, a.sq.To}, a.oneJob, bucketKey, byBucket); err != nil {
+			return nil, nil, err
+		}
+		if err := a.counts(ctx, wholeKey, wholeKey, false, all); err != nil {
+			return nil, nil, err
+		}
+		return byBucket, all.get(""), nil
+	}
+	// whole minutes in whole buckets: the window is the sum of its buckets
+	rollupKey := func(q *query) string {
+		return "((minute * 60000000 - " + q.arg(micros(normalize(a.sq.From))) + ") / " + q.arg(a.sq.Bucket.Microseconds()) + ")"
+	}
+	if err := a.counts(ctx, bucketKey, rollupKey, false, byBucket); err != nil {
+		return nil, nil, err
+	}
+	whole := all.get("")
+	for _, g := range byBucket {
+		whole.add(g.acc)
+	}
+	return byBucket, whole, nil
+}
+
+// counts adds the counts grouped by rawKey (on the rows) and rollupKey (on the rollup's columns) to gs. With
+// peerFires the fires are those of the group's peer (rollupKey is instance_id); else those of the jobs.
+func (a statsAggregator) counts(ctx context.Context, rawKey, rollupKey func(*query) string, peerFires bool, gs groups) error {
+	for _, e := range a.plan.minuteEdges {
+		if err := rawCounts(ctx, a.run, a.s, a.sq, e, a.oneJob, rawKey, gs); err != nil {
+			return err
+		}
+	}
+	if a.plan.minutes[0] == a.plan.minutes[1] {
+		return nil
+	}
+	fires := "0"
+	if peerFires {
+		fires = "CAST(SUM(peer_fires) AS BIGINT)"
+	}
+	sum := func(c string) string { return ", CAST(SUM(" + c + ") AS BIGINT)" }
+	q := &query{d: a.s.d}
+	q.write("SELECT CAST(", rollupKey(q), " AS TEXT), ", fires, sum("items"), sum("success"), sum("failure"), sum("running"),
+		sum("misfire"), sum("failover"), sum("manual"), sum("dur_n"), sum("dur_sum"), ", MAX(dur_max)", sum("late_n"),
+		sum("late_sum"), ", MAX(late_max), MAX(hostname), MAX(ip) FROM EXECUTION_STATS_MINUTE")
+	a.rollupWindow(q, "minute", a.plan.minutes)
+	q.write(" GROUP BY 1 HAVING SUM(items) <> 0")
+	err := a.run(ctx, q, func(row rowScanner) error {
+		k, c, err := scanAcc(row)
+		if err == nil {
+			gs.get(k).add(c)
+		}
+		return err
+	})
+	if err != nil || peerFires {
+		return err
+	}
+	// the jobs' fires: a fire with items on two peers is one
+	f := &query{d: a.s.d}
+	f.write("SELECT CAST(", rollupKey(f), " AS TEXT), CAST(SUM(fires) AS BIGINT) FROM EXECUTION_FIRES_MINUTE")
+	a.rollupWindow(f, "minute", a.plan.minutes)
+	f.write(" GROUP BY 1")
+	return a.run(ctx, f, func(row rowScanner) error {
+		var (
+			k string
+			n int64
+		)
+		if err := row.Scan(&k, &n); err != nil {
+			return err
+		}
+		if g, ok := gs[k]; ok {
+			g.fires += n
+		}
+		return nil
+	})
+}
+
+// rollupWindow adds the rollup's conditions: the job or the job set, and the range of the column (minute or
+// hour).
+func (a statsAggregator) rollupWindow(q *query, col string, r [2]int64) {
+	if a.oneJob {
+		q.where("job_name = " + q.arg(a.sq.Job))
+	}
+	if a.sq.Jobs != nil {
+		q.where(q.jobSet(*a.sq.Jobs))
+	}
+	q.where(col + " >= " + q.arg(r[0]))
+	q.where(col + " < " + q.arg(r[1]))
+}
+
+// histograms adds the histograms of duration and lateness grouped by rawKey (on the rows) and rollupKey (on the
+// hour rollup's columns: ” or instance_id) to gs.
+func (a statsAggregator) histograms(ctx context.Context, rawKey, rollupKey func(*query) string, gs groups) error {
+	for _, e := range a.plan.hourEdges {
+		if err := rawHistograms(ctx, a.run, a.s, a.sq, e, a.oneJob, rawKey, gs); err != nil {
+			return err
+		}
+	}
+	if a.plan.hours[0] == a.plan.hours[1] {
+		return nil
+	}
+	q := &query{d: a.s.d}
+	q.write("SELECT CAST(", rollupKey(q), " AS TEXT), kind, bin, CAST(SUM(n) AS BIGINT) FROM EXECUTION_STATS_HIST")
+	a.rollupWindow(q, "hour", a.plan.hours)
+	q.write(" GROUP BY 1, 2, 3 HAVING SUM(n) <> 0")
+	return a.run(ctx, q, func(row rowScanner) error {
+		var (
+			k, kind string
+			bin, n  int64
+		)
+		if err := row.Scan(&k, &kind, &bin, &n); err != nil {
+			return err
+		}
+		g := gs.get(k)
+		if kind == "d" {
+			g.dur[bin] += n
+		} else {
+			g.late[bin] += n
+		}
+		return nil
+	})
+}
+
+// pruneRollup deletes the rollup's cells that pruning emptied, of the periods (unit) before the one the
+// prune's cut-off falls in (a cell of that period may still fill); ? is the period, in epoch minutes or hours.
+var pruneRollup = []struct {
+	stmt string
+	unit time.Duration
+}{
+	{"DELETE FROM EXECUTION_STATS_MINUTE WHERE minute < ? AND items = 0", time.Minute},
+	{"DELETE FROM EXECUTION_FIRES_MINUTE WHERE minute < ? AND fires = 0", time.Minute},
+	{"DELETE FROM EXECUTION_STATS_HIST WHERE hour < ? AND n = 0", time.Hour},
+}
+
+// rollupPeriod is the epoch minute or hour (unit) t falls in.
+func rollupPeriod(t time.Time, unit time.Duration) int64 {
+	return t.Unix() / int64(unit/time.Second)
+}
