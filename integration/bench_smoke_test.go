@@ -39,6 +39,7 @@ func ejbenchBinary(t *testing.T) string {
 // checks the table and the JSON and that no fire was missed or doubled; it asserts no timing (that is the
 // benchmark's job, on a quiet machine).
 func TestBenchSmoke(t *testing.T) {
+	// sequential (no t.Parallel): the harness loads the machine itself and counts missed fires
 	dir := t.TempDir()
 	bench := ejbenchBinary(t)
 	out := filepath.Join(dir, "bench.json")
@@ -100,6 +101,7 @@ func TestBenchSmoke(t *testing.T) {
 // twice, the repeated completions answered 200, and the peers' counters agreeing. It asserts no timing, nor
 // missed fires (on a loaded machine a completion may come after the item's next fire: a misfire, as designed).
 func TestBenchSmokeAsync(t *testing.T) {
+	// sequential (no t.Parallel): receivers slowed by other tests' load let leases expire
 	dir := t.TempDir()
 	bench := ejbenchBinary(t)
 	out := filepath.Join(dir, "bench.json")
