@@ -1,6 +1,8 @@
 # ejserver: `make run` starts a demo cluster of one; `make test` installs and runs every test.
 .DEFAULT_GOAL := help
 GO ?= go
+# integration tests that call t.Parallel run this many at a time: they mostly wait on cron ticks and timeouts
+IT_PARALLEL ?= 6
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 # the commit's time, not the build's: the same commit builds to the same bytes
@@ -25,7 +27,7 @@ test-unit: ## unit tests without the race detector (quick)
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 
 test-integration: ## the integration tests only
-	$(GO) test -count=1 -timeout 12m ./integration/...
+	$(GO) test -count=1 -timeout 12m -parallel $(IT_PARALLEL) ./integration/...
 
 lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

@@ -57,6 +57,7 @@ func webhookChannel(t *testing.T, p *harness.Peer, name, url string) {
 // 3 peers, a 50-item job whose items all fail: each fire sends exactly one notification (not one per item,
 // not one per peer), counting the 50 failures and sampling at most 10.
 func TestAlertsOneNotificationPerFailingFire(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(harness.Delivery) (int, string, time.Duration) { return 500, "down", 0 })
 	ops := newCapture(t, nil)
@@ -102,6 +103,7 @@ func TestAlertsOneNotificationPerFailingFire(t *testing.T) {
 // A quiet period folds repeats into a digest; the recovery goes once, and a PagerDuty-kind channel gets one
 // trigger and one resolve with the same dedup_key.
 func TestAlertsQuietPeriodAndRecovery(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var failing atomic.Bool
 	failing.Store(true)
@@ -172,6 +174,7 @@ func TestAlertsQuietPeriodAndRecovery(t *testing.T) {
 // A channel that hangs does not hold dispatch: the job's next fires reach their webhook while the
 // channel's first request is still waiting for an answer.
 func TestAlertsHangingChannelDoesNotHoldDispatch(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(harness.Delivery) (int, string, time.Duration) { return 500, "down", 0 })
 	release := make(chan struct{})
@@ -217,6 +220,7 @@ func TestAlertsHangingChannelDoesNotHoldDispatch(t *testing.T) {
 // one FIRE_FAILED counting the 3 expired items, and the fire's afterFire once their leases ended, whichever
 // peer ended them.
 func TestAlertsLeaseExpiryOncePerFire(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(harness.Delivery) (int, string, time.Duration) { return http.StatusAccepted, "", 0 })
 	ops := newCapture(t, nil)

@@ -94,6 +94,7 @@ func asyncJob(name, cron string, total int, url string, leaseSeconds int) map[st
 // receiver completes it by callback seconds later, sent to another peer than the one that POSTed it; the
 // completion repeated answers 200, a different one 409; bad tokens are 401, unknown executions 404.
 func TestAsyncItemCompletesByCallback(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	accepting(recv)
 	c := newCluster(t, 2)
@@ -208,6 +209,7 @@ func TestAsyncItemCompletesByCallback(t *testing.T) {
 // POSTed again with the same webhook-id and the next attempt; a late callback of the first attempt is then
 // refused (409 stale-attempt); the second attempt answers 200 and the item ends succeeded.
 func TestAsyncLeaseHeartbeatsAndRetry(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
 		if d.Payload.Attempt == 1 {
@@ -261,6 +263,7 @@ func TestAsyncLeaseHeartbeatsAndRetry(t *testing.T) {
 // lease-expired. Several items race their completion against the expiry: each ends in exactly one outcome,
 // and the answer to the completion says which.
 func TestAsyncCompletionRacingExpiry(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	accepting(recv)
 	c := newCluster(t, 2)
@@ -346,6 +349,7 @@ func waitOnEither(t *testing.T, peers []*harness.Peer, id string, cond func(exec
 // completion sent to a survivor is recorded; fires that found it running give exactly one MISFIRE catch-up
 // after it completes, and the fires after that are normal.
 func TestAsyncItemSurvivesItsPeerAndMisfiresOnce(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var mu sync.Mutex
 	accepted := 0
@@ -421,6 +425,7 @@ func TestAsyncItemSurvivesItsPeerAndMisfiresOnce(t *testing.T) {
 // Deleting a job cancels its accepted items: a heartbeat then answers 409 execution-cancelled. Disabling
 // one leaves them running: a completion is recorded.
 func TestAsyncDisableAndDelete(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	accepting(recv)
 	c := newCluster(t, 1)
@@ -488,6 +493,7 @@ func waitAccepted(t *testing.T, p *harness.Peer, job string, item int) {
 // POSTed the item shows in every peer's API; once the lease record is gone (a short --lease-retention), the
 // same completion repeated still answers 200 from the history, and a different one 409.
 func TestAsyncCompletionOnAnotherPeerWithPostgres(t *testing.T) {
+	t.Parallel()
 	_, dsn := newPostgres(t, "ejasync")
 	recv := newReceiver(t)
 	accepting(recv)
@@ -554,6 +560,7 @@ func TestAsyncCompletionOnAnotherPeerWithPostgres(t *testing.T) {
 // A streaming DATAFLOW item answered 202 and completed with hasMore is POSTed again as its next iteration
 // (webhook-id {executionId}.2, its own token); that iteration's synchronous answer ends it.
 func TestAsyncDataflowNextIteration(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
 		if d.Payload.Iteration == 1 {
@@ -594,6 +601,7 @@ func TestAsyncDataflowNextIteration(t *testing.T) {
 // A manual trigger that finds an item's accepted work running is not dropped: one run (source MISFIRE)
 // follows the end of that work.
 func TestAsyncManualTriggerBehindAcceptedWork(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
 		if d.Payload.Source == "MANUAL" {

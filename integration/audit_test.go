@@ -42,11 +42,16 @@ func auditList(t *testing.T, p *harness.Peer, token string) ([]auditEntry, strin
 		Items []auditEntry
 	}
 	raw := mustDo(t, p, "GET", "/api/v1/audit?limit=500", nil, http.StatusOK, &page, "Authorization", "Bearer "+token)
-	// oldest first, as the test made them
-	for i, j := 0, len(page.Items)-1; i < j; i, j = i+1, j-1 {
-		page.Items[i], page.Items[j] = page.Items[j], page.Items[i]
+	// oldest first, as the test made them, without the entry that folds the flood of 401s: it comes when the
+	// minute of the flood is over, at a moment the test does not choose (internal/audit tests the folding)
+	var items []auditEntry
+	for i := len(page.Items) - 1; i >= 0; i-- {
+		if e := page.Items[i]; e.Action == "auth.denied" && e.Status == 0 && strings.Contains(e.Detail, "more refused requests") {
+			continue
+		}
+		items = append(items, page.Items[i])
 	}
-	return page.Items, string(raw)
+	return items, string(raw)
 }
 
 // A sequence of API and zkCli changes on a 3-peer cluster with PostgreSQL history gives exactly the audit
@@ -54,6 +59,7 @@ func auditList(t *testing.T, p *harness.Peer, token string) ([]auditEntry, strin
 // ZooKeeper are recorded once for the cluster, two quick edits as "2 changes, 1 not seen"; the API's own
 // writes are not recorded again as ZooKeeper changes; a viewer reads the trail and no role deletes from it.
 func TestAuditTrailAcrossPeers(t *testing.T) {
+	t.Parallel()
 	_, dsn := newPostgres(t, "ejaudit")
 	recv := newReceiver(t)
 	const adminTok, viewerTok = "audit-admin-token-0001", "audit-viewer-token-0001"

@@ -32,6 +32,7 @@ func serveCmd(t *testing.T, c *testCluster, ctx context.Context, listen string, 
 
 // Without tokens the API stays on loopback; beyond it only with --insecure, and both say so.
 func TestOpenAPIOnlyOnLoopbackUnlessInsecure(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 0)
 	port, err := harness.FreePort()
 	if err != nil {
@@ -96,6 +97,7 @@ func exitCode(err error) int {
 // EJ_API_TOKEN is one admin token; --metrics-auth puts /metrics behind any token; /healthz and /readyz
 // stay open; a token is never logged, not even a wrong one.
 func TestEnvTokenAndMetricsAuth(t *testing.T) {
+	t.Parallel()
 	const envToken = "env-admin-token-0123456789"
 	c := newCluster(t, 1, withEnv("EJ_API_TOKEN="+envToken), withArgs("--metrics-auth", "--api-tokens", tokensFile(t)))
 	p := c.peers[0]
@@ -130,6 +132,7 @@ func TestEnvTokenAndMetricsAuth(t *testing.T) {
 // --zk-digest: other ZooKeeper clients (zkCli without the digest) read ejserver's nodes but can't change
 // them, while ejserver itself keeps working.
 func TestZKDigestKeepsOtherClientsFromWriting(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--zk-digest", "ejserver:digest-s3cret"))
 	p := c.peers[0]

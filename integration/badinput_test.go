@@ -10,6 +10,7 @@ import (
 
 // Every bad request gets a problem+json naming the field, and nothing stored changes.
 func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]

@@ -87,6 +87,7 @@ type testResult struct {
 // failing service's status is reported, secrets never appear in API output or the peers' logs, and the
 // sends are in the notification history.
 func TestChannelsWebhookAndSlack(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 2)
 	a, b := c.peers[0], c.peers[1]
 	hook := newCapture(t, nil)
@@ -261,6 +262,7 @@ func TestChannelsWebhookAndSlack(t *testing.T) {
 // (the peers trust its certificate through SSL_CERT_FILE). A channel whose service hangs does not delay a
 // test of another channel, and the SMTP password is in no API output and no log.
 func TestChannelsChatKindsAndEmail(t *testing.T) {
+	t.Parallel()
 	srv, err := smtptest.Start(smtptest.Config{Username: "alerts", Password: "smtp-pass-very-secret"})
 	if err != nil {
 		t.Fatal(err)
@@ -418,6 +420,7 @@ func mustAtoi(t *testing.T, s string) int {
 // (keeping the secret the second file leaves out), list, get, test, history and delete work; a viewer token
 // reads channels but may not write or test them.
 func TestChannelCLI(t *testing.T) {
+	t.Parallel()
 	slack := newCapture(t, nil)
 	c := newCluster(t, 1, withArgs("--api-tokens", tokensFile(t)))
 	p := c.peers[0]

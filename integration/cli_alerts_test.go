@@ -10,6 +10,7 @@ import (
 // ejserver alerts set-defaults / defaults against a real peer: a YAML file in, the table and the JSON out; a
 // bad event gets the API's field error and exit 1.
 func TestCLIAlertDefaults(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	env := []string{"EJ_SERVER=http://" + c.peers[0].Addr}
 	dir := t.TempDir()

@@ -52,6 +52,7 @@ func writeFile(t *testing.T, dir, name, body string) string {
 // The CLI of the same binary against a real server with tokens: apply is idempotent and says what changed,
 // every command works in tables and JSON, and errors carry the problem.
 func TestCLIAgainstARealServer(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--api-tokens", tokensFile(t)))
 	p := c.peers[0]
@@ -240,6 +241,7 @@ func TestCLIAgainstARealServer(t *testing.T) {
 // says overwrite: true (ElasticJob's semantics), and then only when it differs; a bad file stops the start
 // before anything is stored.
 func TestServeAppliesAJobsFile(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	dir := t.TempDir()
 	file := writeFile(t, dir, "jobs.yaml", fmt.Sprintf(`

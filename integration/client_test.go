@@ -25,6 +25,7 @@ func strictInto(t *testing.T, raw []byte, v any) {
 // The Go client against a real peer: every method reaches its endpoint, and every answer fits the
 // client's types exactly.
 func TestGoClientAgainstARealServer(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--api-tokens", tokensFile(t)))
 	p := c.peers[0]

@@ -12,6 +12,7 @@ import (
 // The console's alerts: the default rules screen saves through the API and shows a bad event's field error
 // on the Rules box; a job's page shows its rules and hooks; its form edits them and keeps the rest.
 func TestConsoleAlerts(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]

@@ -114,6 +114,7 @@ func nearestRank(vs []float64, p int) float64 {
 // peer reads), opens the job page, a fire, the overview and the servers page, and checks that each chart
 // holds exactly the seeded points, read back from the charts' uPlot instances.
 func TestConsoleCharts(t *testing.T) {
+	t.Parallel()
 	_, dsn := newPostgres(t, "ejcharts")
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--history-dsn", dsn))

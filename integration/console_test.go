@@ -87,10 +87,14 @@ func newBrowser(t testing.TB, base string) *browser {
 	return b
 }
 
+// browserSlack stretches every deadline of a browser step. They are upper bounds that prove nothing by being
+// tight, and Chromium sharing 2 cores with the tests that run in parallel takes seconds to type a form.
+const browserSlack = 3
+
 // do runs steps with a deadline.
 func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	ctx, cancel := context.WithTimeout(b.ctx, browserSlack*timeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		b.fail(what, err)
@@ -106,7 +110,7 @@ func (b *browser) fail(what string, err error) {
 // eval evaluates a JavaScript expression.
 func eval[T any](b *browser, expr string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, browserSlack*10*time.Second)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
@@ -118,6 +122,7 @@ func eval[T any](b *browser, expr string) T {
 // waitFor polls a JavaScript predicate (an expression) until it holds, within timeout.
 func (b *browser) waitFor(what, predicate string, timeout time.Duration) {
 	b.t.Helper()
+	timeout *= browserSlack
 	ctx, cancel := context.WithTimeout(b.ctx, timeout+5*time.Second)
 	defer cancel()
 	_, err := chromedp.Run(ctx, chromedp.Poll[bool](predicate, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
@@ -215,6 +220,7 @@ func js(s string) string {
 // peer go away, check keyboard dialogs, a phone width and a viewer who sees no action, with no console error.
 // EJ_SCREENSHOTS=1 also writes the screenshots of docs/screenshots.
 func TestConsole(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
@@ -469,6 +475,7 @@ func TestConsole(t *testing.T) {
 
 // Without tokens the API is open on loopback: the console asks for no token, says so, and offers every action.
 func TestConsoleOpenAPI(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]
@@ -497,6 +504,7 @@ func TestConsoleOpenAPI(t *testing.T) {
 // and a re-POSTed item as RETRYING with its attempt; the executions list shows each accepted execution's state
 // as a badge (RUNNING, SUCCEEDED, FAILED, EXPIRED, CANCELLED) with its progress, message and output.
 func TestConsoleLongRunning(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
 		if d.Payload.JobName == "reindex" && d.Payload.Attempt > 1 {
@@ -644,6 +652,7 @@ func TestConsoleLongRunning(t *testing.T) {
 // the API's field error shows next to the field), test it (the receiver gets the message and the page says
 // it was sent, then lists the send), edit it without retyping the secret URL, and delete it.
 func TestConsoleChannels(t *testing.T) {
+	t.Parallel()
 	slack := newCapture(t, nil)
 	c := newCluster(t, 1)
 	p := c.peers[0]

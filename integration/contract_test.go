@@ -226,6 +226,7 @@ const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
 // 4xx each), problem bodies naming fields, roles, paging, ETag conflicts; every answer validated against
 // each published document.
 func TestAPIContract(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--api-tokens", tokensFile(t)))
 	p := c.peers[0]

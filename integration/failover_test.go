@@ -21,7 +21,8 @@ func leaderOf(t *testing.T, p *harness.Peer, job string) string {
 }
 
 // A peer killed while its items are in flight: a survivor re-POSTs exactly those items with source FAILOVER
-// and the same webhook-id, within the session timeout plus a second.
+// and the same webhook-id, within the session timeout plus a second. Sequential (no t.Parallel): that bound
+// measures the machine too, and other tests' load would stretch it.
 func TestFailoverRePostsTheItemsAKilledPeerWasRunning(t *testing.T) {
 	for _, victimIsLeader := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leader=%v", victimIsLeader), func(t *testing.T) {
@@ -118,6 +119,7 @@ func testFailover(t *testing.T, victimIsLeader bool) {
 // A receiver slower than the cron interval: the fires that find the item running collapse into exactly
 // one MISFIRE catch-up after it ends.
 func TestMisfireGivesOneCatchUpPerBacklog(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var mu sync.Mutex
 	slowDone := false
@@ -176,6 +178,7 @@ func TestMisfireGivesOneCatchUpPerBacklog(t *testing.T) {
 
 // With misfire off, the fires that find the item running are skipped.
 func TestMisfireOffSkips(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var mu sync.Mutex
 	slowDone := false
@@ -205,6 +208,7 @@ func TestMisfireOffSkips(t *testing.T) {
 
 // A trigger while the item runs is not dropped: it runs right after, and the response says so.
 func TestTriggerWhileRunningRunsRightAfter(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var mu sync.Mutex
 	slowDone := false

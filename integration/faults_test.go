@@ -12,7 +12,8 @@ import (
 )
 
 // A peer frozen past its session timeout has stopped dispatching before the others take its items; after it
-// thaws it rejoins, and no item of any fire is POSTed twice.
+// thaws it rejoins, and no item of any fire is POSTed twice. Sequential (no t.Parallel): it races a 2 s session
+// against SIGSTOP, which other tests' load would blur.
 func TestFrozenPeerStopsBeforeOthersTakeOverAndRejoins(t *testing.T) {
 	const sessionTimeout = 2 * time.Second
 	recv := newReceiver(t)
@@ -53,6 +54,7 @@ func TestFrozenPeerStopsBeforeOthersTakeOverAndRejoins(t *testing.T) {
 // ZooKeeper stopped and restarted: the peers stop dispatching while it is gone and fire again when it is
 // back; no job is left shut down.
 func TestZooKeeperRestartResumesJobs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	zk, err := zktest.StartStandalone(dir)
 	if err != nil {
@@ -102,6 +104,7 @@ func TestZooKeeperRestartResumesJobs(t *testing.T) {
 
 // Killing a node of a 3-node ensemble (its leader) does not stop the jobs.
 func TestEnsembleNodeLossKeepsJobsFiring(t *testing.T) {
+	t.Parallel()
 	ens, err := zktest.StartEnsemble(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

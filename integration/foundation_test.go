@@ -31,6 +31,8 @@ func completeFires(ds []harness.Delivery, n int) int {
 	return c
 }
 
+// Sequential (no t.Parallel): it asserts that nothing arrives later than 500 ms after a delete, a bound that
+// other tests' load could stretch.
 func TestJobFiresAndFollowsItsConfig(t *testing.T) {
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
@@ -175,6 +177,7 @@ func TestJobFiresAndFollowsItsConfig(t *testing.T) {
 }
 
 func TestOneOffJobRunsOnlyWhenTriggered(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]
@@ -197,6 +200,7 @@ func TestOneOffJobRunsOnlyWhenTriggered(t *testing.T) {
 }
 
 func TestRestartedPeerPicksUpJobsAndExitsCleanly(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	a := c.peers[0]

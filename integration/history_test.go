@@ -25,6 +25,7 @@ type executionList struct {
 // Peers that share PostgreSQL show the whole cluster's history; when PostgreSQL stops, jobs keep firing and
 // /readyz says the store is degraded; when it is back, records are written again.
 func TestSharedPostgresHistoryAndOutage(t *testing.T) {
+	t.Parallel()
 	pg, dsn := newPostgres(t, "ejhist")
 	recv := newReceiver(t)
 	c := newCluster(t, 2, withArgs("--history-dsn", dsn))

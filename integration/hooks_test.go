@@ -134,6 +134,7 @@ func waitAfterFires(t *testing.T, c *hookCapture, n int, timeout time.Duration) 
 // 3 peers, a 6-item job: beforeFire and afterFire arrive exactly once per fire (for the whole cluster),
 // signed with the job's secret, afterFire after the last item's answer, with a summary of the fire.
 func TestHooksOncePerFire(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	const itemDelay = 300 * time.Millisecond
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) { return 200, `{}`, itemDelay })
@@ -208,6 +209,7 @@ func TestHooksOncePerFire(t *testing.T) {
 // when the dead peer's session is gone, reporting its items LOST; with failover on, when a survivor's re-run
 // of them ended, reporting them succeeded (source FAILOVER).
 func TestHooksAfterFireOnceWhenAPeerDiesMidFire(t *testing.T) {
+	t.Parallel()
 	for _, failover := range []bool{false, true} {
 		t.Run(fmt.Sprintf("failover=%v", failover), func(t *testing.T) { testAfterFireWhenAPeerDies(t, failover) })
 	}

@@ -13,6 +13,7 @@ import (
 
 // Fires missed while the whole cluster was down are replayed once only when the job asks for it.
 func TestMissedFiresReplayOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]
@@ -70,6 +71,7 @@ func TestMissedFiresReplayOnlyWhenAsked(t *testing.T) {
 // ZooKeeper's clock has millisecond resolution and the probe's round trip is not zero, so the measured
 // difference is never exactly zero: maxTimeDiffSeconds = 0 always refuses, 60 never does here.
 func TestClockCheckRefusesToFireAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]
@@ -99,6 +101,7 @@ func TestClockCheckRefusesToFireAndSaysWhy(t *testing.T) {
 
 // SIGTERM lets in-flight webhooks finish, then leaves at once so another peer takes the items.
 func TestGracefulShutdownFinishesInFlightWebhooks(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var mu sync.Mutex
 	finished := map[string]bool{}
@@ -142,6 +145,7 @@ func TestGracefulShutdownFinishesInFlightWebhooks(t *testing.T) {
 // A running node left by an instance that is gone (with failover off, e.g. written by a crashed ElasticJob
 // instance) never blocks the item: the next fire clears it.
 func TestStaleRunningNodeDoesNotBlockTheItem(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]
@@ -170,6 +174,7 @@ func TestStaleRunningNodeDoesNotBlockTheItem(t *testing.T) {
 
 // An operator's empty trigger/{instanceId} node, as ElasticJob operators create it, runs that instance once.
 func TestElasticJobTriggerNode(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 2)
 	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", job("zktrig", "", 2, recv.URL), http.StatusCreated, nil)
@@ -196,6 +201,7 @@ func TestElasticJobTriggerNode(t *testing.T) {
 // A trigger the API sent before a peer registered on the job (the leader reshards for it and gives that peer
 // items) still runs every item: the resharding leader hands the trigger on to the newcomer.
 func TestTriggerReachesAnInstanceThatJoinedBeforeTheResharding(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 2)
 	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", job("late", "", 2, recv.URL), http.StatusCreated, nil)

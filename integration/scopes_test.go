@@ -48,6 +48,7 @@ func as(i int) []string { return []string{"Authorization", "Bearer " + scopeGran
 // statuses, the list filters and the 404s that hide other teams' jobs. The jobs: team-a-1 (in scope by
 // its name), team-b-1 (in scope by its label, payments) and team-b-2 (outside).
 func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--api-tokens", scopedTokensFile(t), "--metrics-auth"))
 	p := c.peers[0]
@@ -395,6 +396,7 @@ func checkScopeMoves(t *testing.T, p *harness.Peer, spec func(name, label string
 // The console shows a scoped operator its jobs only, the actions it may take (trigger, enable, disable) and
 // none it may not (new job, edit, delete, the servers page), and its scope next to its name.
 func TestConsoleForAScopedOperator(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--api-tokens", scopedTokensFile(t)))
 	p := c.peers[0]

@@ -84,6 +84,7 @@ func noDoubleDelivery(t *testing.T, recv *harness.Receiver) {
 }
 
 func TestItemsSpreadOverPeersAndRebalance(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 3)
 	p1, p2, p3 := c.peers[0], c.peers[1], c.peers[2]
@@ -125,6 +126,7 @@ func TestItemsSpreadOverPeersAndRebalance(t *testing.T) {
 }
 
 func TestKilledLeaderIsReplacedAndTheJobResharded(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 3, withSessionTimeout(2*time.Second))
 	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", job("lead", "* * * * * ?", 6, recv.URL), http.StatusCreated, nil)
@@ -166,6 +168,7 @@ func TestKilledLeaderIsReplacedAndTheJobResharded(t *testing.T) {
 }
 
 func TestOneItemThreePeersHasStandbys(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 3)
 	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", job("single", "* * * * * ?", 1, recv.URL), http.StatusCreated, nil)
@@ -190,6 +193,7 @@ func zkCli(t *testing.T, server string, args ...string) string {
 }
 
 func TestOperatorsDisableServersAndItems(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 3)
 	p1, p2, p3 := c.peers[0], c.peers[1], c.peers[2]
@@ -251,6 +255,7 @@ func TestOperatorsDisableServersAndItems(t *testing.T) {
 }
 
 func TestOperatorRemovesAnInstanceNode(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 2)
 	p1, p2 := c.peers[0], c.peers[1]

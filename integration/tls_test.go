@@ -55,6 +55,7 @@ func withClientTLS(cfg *tls.Config) clusterOpt {
 // served at the next handshake while an open connection goes on; TLS 1.1 and client certificates of other
 // CAs are refused.
 func TestAPIServesTLSAndReloadsItsCertificate(t *testing.T) {
+	t.Parallel()
 	a := newAPITLS(t)
 	c := newCluster(t, 1, withArgs(a.args()...), withClientTLS(a.client))
 	p := c.peers[0]
@@ -186,6 +187,7 @@ func TestAPIServesTLSAndReloadsItsCertificate(t *testing.T) {
 // Three peers on a ZooKeeper whose plaintext port is closed, with the digest ACL too: they register, share a
 // job's items, fire it, and fail a killed peer's items over. A wrong CA stops a peer at start, naming the flag.
 func TestPeersOnATLSOnlyZooKeeper(t *testing.T) {
+	t.Parallel()
 	const sessionTimeout = 2 * time.Second
 	f := zktest.StartTLSFixture(t)
 	zs, caFile, certFile, keyFile := f.Server, f.CAFile, f.CertFile, f.KeyFile
@@ -279,6 +281,7 @@ func TestPeersOnATLSOnlyZooKeeper(t *testing.T) {
 // with the wrong client certificate the failure is recorded with its cause. The key never leaves: not in the
 // job's JSON, the registry dump, nor the peers' logs.
 func TestWebhookMutualTLS(t *testing.T) {
+	t.Parallel()
 	serverCA, clientCA := testca.New(t, "receiver-ca"), testca.New(t, "client-ca")
 	srv := serverCA.Issue(t, testca.Names{CommonName: "receiver", DNS: []string{"receiver.internal"}})
 	srvPair, err := tls.X509KeyPair(srv.CertPEM, srv.KeyPEM)
@@ -381,6 +384,7 @@ func TestWebhookMutualTLS(t *testing.T) {
 // Client certificates stand for tokens-file lines by their name: one mapped to a viewer line reads but cannot
 // write, one mapped to an admin line writes, an unknown name is 401, and a bearer token wins over a certificate.
 func TestClientCertificateMappedToViewerCannotWrite(t *testing.T) {
+	t.Parallel()
 	a := newAPITLS(t)
 	dir := t.TempDir()
 	const adminToken = "admin-token-0123456789abcdef"

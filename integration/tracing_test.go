@@ -128,6 +128,7 @@ func triggerTraced(t *testing.T, p *harness.Peer, job string) {
 // and tracestate with the attempt's span as parent. With tracing off the receiver still sees the caller's
 // trace.
 func TestTracingSpansReachOTLPAndReceiversSeeTheCallersTrace(t *testing.T) {
+	t.Parallel()
 	col := newOTLPCollector(t)
 	recv := newReceiver(t)
 	c := newCluster(t, 2, withArgs("--otlp-endpoint", col.srv.URL))

@@ -99,6 +99,7 @@ func readNodeStats(t *testing.T, base string) nodeStats {
 // The official Standard Webhooks library (Node) verifies what a real ejserver sends, also during a secret
 // rotation, when the receiver still knows only the old secret.
 func TestNodeStandardWebhooksVerifiesRealRequests(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	p := c.peers[0]
 	var created struct {
@@ -157,6 +158,7 @@ func waitNode(t *testing.T, base string, verified int) nodeStats {
 // A streaming DATAFLOW job re-POSTs an item while the receiver answers {"hasMore": true}; each re-POST is a
 // distinct message. Without streaming, one POST per item.
 func TestDataflowStreamsWhileTheReceiverHasMore(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var mu sync.Mutex
 	left := map[string]int{} // per executionId: batches still to serve
@@ -209,6 +211,7 @@ func TestDataflowStreamsWhileTheReceiverHasMore(t *testing.T) {
 // A failed attempt is retried with the same webhook-id and the next attempt number; a 410 is a permanent
 // failure, flagged in the job's status.
 func TestRetriesKeepTheIDAndGoneIsPermanent(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var mu sync.Mutex
 	gone := false

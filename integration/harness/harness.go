@@ -119,23 +119,29 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// StartPeer starts a peer and waits until its API answers /readyz.
+// StartPeer starts a peer and waits until its API answers /readyz. The port FreePort found free may be taken
+// by another process (a test running in parallel) before the peer binds it: then it tries another port.
 func StartPeer(cfg PeerConfig) (*Peer, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 4 * time.Second
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	p := &Peer{Config: cfg, Addr: fmt.Sprintf("127.0.0.1:%d", port), LogPath: filepath.Join(cfg.DataDir, "ejserver.log")}
-	if err := p.start(); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		p := &Peer{Config: cfg, Addr: fmt.Sprintf("127.0.0.1:%d", port), LogPath: filepath.Join(cfg.DataDir, "ejserver.log")}
+		err = p.start()
+		if err == nil {
+			return p, nil
+		}
+		if attempt == 3 || !p.Exited() || !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
 	}
-	return p, nil
 }
 
 func (p *Peer) start() error {

@@ -170,8 +170,19 @@ maxClientCnxns=0
 	return s, nil
 }
 
-// StartEnsemble starts three nodes under dir and waits until each serves.
+// StartEnsemble starts three nodes under dir and waits until each serves. Its nine ports were free a moment
+// before the nodes bind them: when another process (a test running in parallel) took one first, it starts
+// the ensemble again on new ports.
 func StartEnsemble(dir string) (*Ensemble, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := startEnsemble(filepath.Join(dir, fmt.Sprintf("try%d", attempt)))
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
+			return e, err
+		}
+	}
+}
+
+func startEnsemble(dir string) (*Ensemble, error) {
 	if err := CheckInstalled(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package integration
+package soak_test
 
 import (
 	"context"
