@@ -34,19 +34,19 @@ func TestConsoleAudit(t *testing.T) {
 	const entries = 2 + 1 + 1 + 50
 
 	b := newBrowser(t, p.URL("/"))
-	b.do("open the console", 20*time.Second, chromedp.Navigate(p.URL("/")), chromedp.WaitVisible(chromedp.ID("signin-token")))
-	b.do("sign in as a viewer", 10*time.Second, chromedp.SendKeys(chromedp.ID("signin-token"), viewerToken),
+	b.do("open the console", 30*time.Second, chromedp.Navigate(p.URL("/")), chromedp.WaitVisible(chromedp.ID("signin-token")))
+	b.do("sign in as a viewer", 30*time.Second, chromedp.SendKeys(chromedp.ID("signin-token"), viewerToken),
 		chromedp.Click(chromedp.CSS(`#signin-form button[type="submit"]`)))
-	b.waitText("#who", "viewer", 10*time.Second)
+	b.waitText("#who", "viewer", 30*time.Second)
 	b.route("#/audit", "Audit trail")
 	rows := `#audit-table tbody tr[data-key]`
-	b.waitFor("the first page", fmt.Sprintf(`document.querySelectorAll(%s).length === 50`, js(rows)), 10*time.Second)
+	b.waitFor("the first page", fmt.Sprintf(`document.querySelectorAll(%s).length === 50`, js(rows)), 30*time.Second)
 	if eval[bool](b, `document.getElementById('audit-older').hidden`) {
 		t.Fatal("no Older entries button with more than 50 entries")
 	}
 	eval[chromedp.Void](b, `document.getElementById('audit-older').click()`)
-	b.waitFor("the older page", fmt.Sprintf(`document.querySelectorAll(%s).length === %d`, js(rows), entries), 10*time.Second)
-	b.waitFor("no more pages", `document.getElementById('audit-older').hidden`, 5*time.Second)
+	b.waitFor("the older page", fmt.Sprintf(`document.querySelectorAll(%s).length === %d`, js(rows), entries), 30*time.Second)
+	b.waitFor("no more pages", `document.getElementById('audit-older').hidden`, 30*time.Second)
 
 	// the oldest rows: the creation (its fields folded), the replacement's diff, the refused request
 	row := func(i int) string {
@@ -78,14 +78,14 @@ func TestConsoleAudit(t *testing.T) {
 			f.elements.job.value = %s; f.elements.action.value = %s; f.elements.actor.value = %s;
 			f.querySelector('[type=submit]').click(); })()`, js(job), js(action), js(actor)))
 		b.waitFor(fmt.Sprintf("%d rows for job %q action %q actor %q", want, job, action, actor),
-			fmt.Sprintf(`document.querySelectorAll(%s).length === %d`, js(rows), want), 10*time.Second)
+			fmt.Sprintf(`document.querySelectorAll(%s).length === %d`, js(rows), want), 30*time.Second)
 	}
 	filter("settle", "", "", 2) // the refused request names no job
 	filter("", "job.replace", "", 1)
 	filter("", "", "grafana", 1)
 	filter("other", "job.disable", "ops", 25)
 	filter("nothing", "", "", 0)
-	b.waitText("#audit-table tbody", "No entries.", 5*time.Second)
+	b.waitText("#audit-table tbody", "No entries.", 30*time.Second)
 	if probs := b.problems(); len(probs) > 0 {
 		t.Fatalf("console problems: %v", probs)
 	}
