@@ -32,7 +32,9 @@ func misfirePresent(body []byte) bool {
 func (c *JobConfig) SetMisfireGiven() { c.misfireSet = true }
 
 // Overlap is the job's effective overlap policy (overlapPolicy, or what misfire means).
-func (c *JobConfig) Overlap() schedule.Overlap { return schedule.EffectiveOverlap(c.OverlapPolicy, c.Misfire) }
+func (c *JobConfig) Overlap() schedule.Overlap {
+	return schedule.EffectiveOverlap(c.OverlapPolicy, c.Misfire)
+}
 
 // CatchUpMode is the job's effective catch-up mode (catchUp, or what replayMissedFires means).
 func (c *JobConfig) CatchUpMode() schedule.CatchUp {

@@ -175,9 +175,9 @@ func dueAt(req fireRequest) time.Time {
 
 // What a scheduled fire does with an item whose running node another live execution holds.
 const (
-	elsewhereWait          = iota // as before: not run here (BUFFER_ONE, SKIP)
-	elsewhereRunAlongside         // ALLOW: run beside it without a node
-	elsewhereCancelled            // CANCEL_PREVIOUS: its lease was cancelled; try to begin again
+	elsewhereWait         = iota // as before: not run here (BUFFER_ONE, SKIP)
+	elsewhereRunAlongside        // ALLOW: run beside it without a node
+	elsewhereCancelled           // CANCEL_PREVIOUS: its lease was cancelled; try to begin again
 )
 
 // busyElsewhere decides, for a scheduled fire, what to do with an item whose running node is held by a
