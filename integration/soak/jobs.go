@@ -14,6 +14,11 @@ type JobSpec struct {
 	Misfire   bool
 	Streaming bool // DATAFLOW with streamingProcess: the receiver asks for three iterations
 	Async     bool // the receiver answers 202 and completes by callback
+	// Overlap, CatchUp, CatchUpWindowSeconds and JitterMs are the job's issue-24 fields ("" / 0: unset).
+	Overlap              string
+	CatchUp              string
+	CatchUpWindowSeconds int
+	JitterMs             int
 }
 
 // Mix is the soak's job set: every few seconds and every minute, 1 to 50 items, the three strategies, failover
@@ -41,6 +46,16 @@ func (j JobSpec) body(url string, total int) map[string]any {
 	}
 	if j.Async {
 		b["async"] = map[string]any{"leaseSeconds": 20}
+	}
+	for k, v := range map[string]string{"overlapPolicy": j.Overlap, "catchUp": j.CatchUp} {
+		if v != "" {
+			b[k] = v
+		}
+	}
+	for k, v := range map[string]int{"catchUpWindowSeconds": j.CatchUpWindowSeconds, "jitterMs": j.JitterMs} {
+		if v != 0 {
+			b[k] = v
+		}
 	}
 	return b
 }
