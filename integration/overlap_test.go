@@ -3,6 +3,7 @@ package integration
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -277,3 +278,36 @@ func TestJitterIsDeterministicAndInTheBody(t *testing.T) {
 }
 
 func anyDelivery(harness.Delivery) bool { return true }
+
+// CANCEL_PREVIOUS of accepted work: the next fire cancels the item's lease, whichever peer holds it, and
+// runs; the receiver learns it from its next heartbeat's answer, and the history says CANCELLED.
+func TestOverlapCancelPreviousAsync(t *testing.T) {
+	recv := newReceiver(t)
+	accepting(recv)
+	c := newCluster(t, 2)
+	spec := asyncJob("asyncreplace", "0/3 * * * * ?", 1, recv.URL, 30)
+	spec["overlapPolicy"] = "CANCEL_PREVIOUS"
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", spec, http.StatusCreated, nil)
+	ds, ok := recv.WaitFor(15*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= 2 })
+	if !ok {
+		t.Fatal("the next fire did not run while the accepted item was running")
+	}
+	first, next := ds[0].Payload, ds[1].Payload
+	if next.ExecutionID == first.ExecutionID || next.Source != "NORMAL_TRIGGER" {
+		t.Fatalf("the replacing fire: %+v", next)
+	}
+	other := c.peers[1]
+	if other.InstanceID() == first.InstanceID {
+		other = c.peers[0]
+	}
+	if s, typ, _ := callback(t, other, first.ExecutionID, "heartbeat", first.CallbackToken, nil); s != 409 || typ != "execution-cancelled" {
+		t.Fatalf("heartbeat of the cancelled item: %d %s", s, typ)
+	}
+	e := waitExecution(t, other, first.ExecutionID, 10*time.Second, func(e executionRecord) bool { return e.CompletedAt != nil })
+	if e.Success || e.State != "CANCELLED" || !strings.Contains(e.FailureCause, "CANCEL_PREVIOUS") {
+		t.Fatalf("history of the cancelled item: %+v", e)
+	}
+	if s, _, v := callback(t, other, next.ExecutionID, "heartbeat", next.CallbackToken, nil); s != 200 || v.State != "RUNNING" {
+		t.Fatalf("the replacing item is not running: %d %+v", s, v)
+	}
+}
