@@ -311,3 +311,60 @@ func TestOverlapCancelPreviousAsync(t *testing.T) {
 		t.Fatalf("the replacing item is not running: %d %+v", s, v)
 	}
 }
+
+// catchUp all: the fires of items whose peer was killed, missed until its session ended, run late on the
+// survivor that gains the items, each once, as MISFIRE with its own scheduledAt.
+func TestCatchUpAllAfterAPeerDies(t *testing.T) {
+	recv := newReceiver(t)
+	c := newCluster(t, 2, withSessionTimeout(4*time.Second))
+	spec := job("catchdead", "* * * * * ?", 2, recv.URL)
+	spec["catchUp"] = "all"
+	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", spec, http.StatusCreated, nil)
+	owners := map[int]string{}
+	if _, ok := recv.WaitFor(15*time.Second, func(ds []harness.Delivery) bool {
+		for _, d := range ds {
+			owners[d.Payload.ShardingItem] = d.Payload.InstanceID
+		}
+		return len(owners) == 2 && owners[0] != owners[1]
+	}); !ok {
+		t.Fatalf("the two items never ran on two peers: %v", owners)
+	}
+	dead, alive := c.peers[0], c.peers[1]
+	dead.Kill()
+	var item int // the dead peer's item
+	for i, o := range owners {
+		if o == dead.InstanceID() {
+			item = i
+		}
+	}
+	lastRun := time.Time{}
+	for _, d := range recv.Deliveries(harness.Job("catchdead")) {
+		if d.Payload.ShardingItem == item && d.Payload.ScheduledAt.After(lastRun) {
+			lastRun = d.Payload.ScheduledAt
+		}
+	}
+	var firstOnSurvivor time.Time
+	ok := eventually(30*time.Second, func() bool {
+		firstOnSurvivor = time.Time{}
+		for _, d := range recv.Deliveries(harness.Job("catchdead")) {
+			p := d.Payload
+			if p.ShardingItem == item && p.InstanceID == alive.InstanceID() && p.Source == "NORMAL_TRIGGER" &&
+				(firstOnSurvivor.IsZero() || p.ScheduledAt.Before(firstOnSurvivor)) {
+				firstOnSurvivor = p.ScheduledAt
+			}
+		}
+		return !firstOnSurvivor.IsZero() && len(missedRuns(recv.Deliveries(harness.Job("catchdead")), item)) >= int(firstOnSurvivor.Sub(lastRun)/time.Second)-1
+	})
+	if !ok {
+		t.Fatalf("the dead peer's missed fires were not caught up: last run %v, first on the survivor %v, caught up %v",
+			lastRun, firstOnSurvivor, missedRuns(recv.Deliveries(harness.Job("catchdead")), item))
+	}
+	var want []time.Time
+	for at := lastRun.Add(time.Second); at.Before(firstOnSurvivor); at = at.Add(time.Second) {
+		want = append(want, at)
+	}
+	if got := missedRuns(recv.Deliveries(harness.Job("catchdead")), item); !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Fatalf("item %d caught up %v, want %v", item, got, want)
+	}
+	t.Logf("%d fires missed while the dead peer's session lasted, all caught up", len(want))
+}

@@ -49,7 +49,14 @@ func (e *Executor) missedFires(snap *cluster.JobSnapshot, req fireRequest, items
 		if err != nil || !ok {
 			continue // never ran: nothing was missed
 		}
-		plan := schedule.Missed(sched.Next, last.ScheduledAt, req.scheduledAt, mode, window)
+		from := last.ScheduledAt
+		if mode == schedule.CatchUpAll {
+			// a fire started and not ended (its peer died) is not missed: a failover or the lost recorder has it
+			if run, _, ok, err := e.reg.ReadRunning(req.job, item); err == nil && ok && run.ScheduledAt.After(from) {
+				from = run.ScheduledAt
+			}
+		}
+		plan := schedule.Missed(sched.Next, from, req.scheduledAt, mode, window)
 		if len(plan.Fires) > 0 {
 			out[item] = plan.Fires
 			e.log.Info("fires were missed while nobody could run them: catch-up follows", "job", req.job, "item", item,
