@@ -74,16 +74,19 @@ func Missed(next func(time.Time) time.Time, last, now time.Time, mode CatchUp, w
 	if from.After(last) {
 		p.Dropped = countBetween(next, last, from.Add(time.Nanosecond))
 	}
-	for t := next(from); !t.IsZero() && t.Before(now); t = next(t) {
-		p.Fires = append(p.Fires, t)
-		if mode == CatchUpAll && len(p.Fires) > MaxCatchUpFires {
-			p.Fires = p.Fires[1:]
-			p.Dropped++
-		}
+	keep := MaxCatchUpFires
+	if mode == CatchUpLast {
+		keep = 1
 	}
-	if mode == CatchUpLast && len(p.Fires) > 1 {
-		p.Dropped += len(p.Fires) - 1
-		p.Fires = p.Fires[len(p.Fires)-1:]
+	// count first, then walk again keeping the newest: a day's outage of a 1-second job is 86,400 fires
+	skip := max(countBetween(next, from, now)-keep, 0)
+	p.Dropped += skip
+	for t := next(from); !t.IsZero() && t.Before(now); t = next(t) {
+		if skip > 0 {
+			skip--
+			continue
+		}
+		p.Fires = append(p.Fires, t)
 	}
 	return p
 }
