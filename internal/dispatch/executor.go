@@ -155,7 +155,6 @@ type Executor struct {
 	// scheduled fire had, so that items it gains are looked at too (catchup.go).
 	replayed map[string]bool
 	held     map[string][]int
-	overlaps int // ALLOW runs beside a fenced one in flight (overlap.go)
 	closed   bool
 
 	wg         sync.WaitGroup

@@ -18,8 +18,9 @@ import (
 // it. A fire that finds the item running runs beside it, as an execution with its own id (its webhook-id)
 // that creates no running node and writes no completed node: it is in the history (start and end, like any
 // item), but not in ZooKeeper, so a failover never re-runs it (a peer that dies during it loses it, and its
-// history row stays without an end) and a resharding does not wait for it. On this peer it is tracked
-// apart from the fenced run (Executor.overlaps), so the fenced run's end and catch-ups are untouched.
+// history row stays without an end) and a resharding does not wait for it. On this peer it is not in
+// Executor.running (the fenced run's entry), only in the drain's wait group, so the fenced run's end and
+// catch-ups are untouched.
 
 // cancelCause is the cause an attempt ended by a later fire's CANCEL_PREVIOUS records.
 const cancelCause = "cancelled: a later fire of the job runs instead (overlapPolicy CANCEL_PREVIOUS)"
@@ -74,7 +75,6 @@ func (e *Executor) onBusy(snap *cluster.JobSnapshot, req fireRequest, item int, 
 		e.log.Info("item still running and overlapPolicy is SKIP: fire skipped", "job", req.job, "item", item)
 	case schedule.RunAlongside:
 		req.overlap = true
-		e.overlaps++
 		e.wg.Add(1)
 		e.mu.Unlock()
 		e.log.Info("item still running and overlapPolicy is ALLOW: a second execution runs beside it", "job", req.job, "item", item)
@@ -143,15 +143,11 @@ func markCancelled(rec *ejserver.Execution) {
 	rec.Success, rec.State, rec.FailureCause = false, CancelledState, cancelCause
 }
 
-// finishRun ends an item's run here: an ALLOW run beside the fenced one only uncounts itself.
+// finishRun ends an item's run here: an ALLOW run beside the fenced one leaves the fenced run's entry alone.
 func (e *Executor) finishRun(req fireRequest, item int, executionID string) {
 	if !req.overlap {
 		e.finishItem(req.job, item, executionID)
-		return
 	}
-	e.mu.Lock()
-	e.overlaps--
-	e.mu.Unlock()
 }
 
 // withJitter sets a fire's jitter (jitterMs): the same for the same job and scheduled time on every peer.
