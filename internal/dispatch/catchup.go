@@ -73,24 +73,31 @@ func (e *Executor) queueCatchUp(snap *cluster.JobSnapshot, req fireRequest, item
 	if len(fires) == 0 {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := e.running[itemKey{req.job, item}]
-	if r == nil {
-		e.log.Warn("missed fires not caught up: the item is not running here", "job", req.job, "item", item, "fires", len(fires))
-		return
+	all := snap.Config.CatchUpMode() == schedule.CatchUpAll
+	var catchUps []fireRequest
+	for _, at := range fires {
+		catchUps = append(catchUps, fireRequest{job: req.job, scheduledAt: at, source: ejserver.SourceMisfire,
+			taskID: ejserver.TaskID(req.job, []int{item}, false, e.me.InstanceID)})
 	}
-	if snap.Config.CatchUpMode() != schedule.CatchUpAll {
+	if !all {
+		catchUps = catchUps[len(catchUps)-1:]
+	}
+	e.mu.Lock()
+	r := e.running[itemKey{req.job, item}]
+	switch {
+	case r != nil && !all:
 		if r.misfireAt.IsZero() {
 			r.misfireAt = fires[len(fires)-1] // one MISFIRE catch-up follows this run
 		}
-		return
+		e.mu.Unlock()
+	case r != nil:
+		r.triggers = append(catchUps, r.triggers...)
+		e.mu.Unlock()
+	default:
+		// this fire's run ended already (or did not start here): the catch-ups run now, one after another
+		e.mu.Unlock()
+		e.startFollowUp(snap, catchUps[0], item, catchUps[1:])
 	}
-	catchUps := make([]fireRequest, 0, len(fires))
-	for _, at := range fires {
-		catchUps = append(catchUps, fireRequest{job: req.job, scheduledAt: at, source: ejserver.SourceMisfire})
-	}
-	r.triggers = append(catchUps, r.triggers...)
 }
 
 // handOnTrigger gives a manual trigger to the online instances that own requested items but that the
