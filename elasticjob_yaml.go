@@ -119,6 +119,7 @@ func MarshalElasticJobYAML(cfg JobConfig) ([]byte, error) {
 	if cfg.ReplayMissedFires {
 		props[PropReplayMissed] = "true"
 	}
+	cfg.scheduleProps(props)
 	props[PropLeaseSeconds] = strconv.Itoa(cfg.Async.LeaseSeconds)
 	props[PropMaxDuration] = strconv.Itoa(cfg.Async.MaxDurationSeconds)
 	if err := marshalAlertProps(cfg, props); err != nil {
@@ -237,6 +238,7 @@ func ParseElasticJobYAML(b []byte) (JobConfig, error) {
 	if v, ok := take(PropReplayMissed); ok {
 		cfg.ReplayMissedFires = strings.EqualFold(v, "true")
 	}
+	cfg.takeScheduleProps(take, takeInt)
 	takeInt(PropLeaseSeconds, &cfg.Async.LeaseSeconds)
 	takeInt(PropMaxDuration, &cfg.Async.MaxDurationSeconds)
 	if err := parseAlertProps(&cfg, take); err != nil && perr == nil {

@@ -70,6 +70,19 @@ type JobConfig struct {
 	// ReplayMissedFires: when the job's first fire after the whole cluster was down finds scheduled fires that
 	// nobody ran, run one MISFIRE catch-up. Off by default (like ElasticJob, missed fires are not replayed).
 	ReplayMissedFires bool `json:"replayMissedFires,omitempty"`
+	// Schedule steering (issue 24, README "Overlap, catch-up and jitter"): each empty or zero keeps
+	// ElasticJob's behaviour. OverlapPolicy (BUFFER_ONE, SKIP, ALLOW, CANCEL_PREVIOUS) is what a fire does
+	// when the previous fire's item still runs; empty derives from misfire. CatchUp (none, last, all) is how
+	// many fires missed while nobody could run them run afterwards; empty derives from replayMissedFires.
+	// CatchUpWindowSeconds bounds catchUp all (0: MaxCatchUpFires only). JitterMs delays each fire by a
+	// deterministic 0..jitterMs offset of its job and scheduled time.
+	OverlapPolicy        string `json:"overlapPolicy,omitempty" enums:"BUFFER_ONE,SKIP,ALLOW,CANCEL_PREVIOUS"`
+	CatchUp              string `json:"catchUp,omitempty" enums:"none,last,all"`
+	CatchUpWindowSeconds int    `json:"catchUpWindowSeconds,omitempty"`
+	JitterMs             int    `json:"jitterMs,omitempty"`
+	// misfireSet records, after decoding a request, whether "misfire" was present (absent: it follows
+	// overlapPolicy).
+	misfireSet bool
 	// Async bounds long-running items: a receiver that answers 202 Accepted keeps the item RUNNING under a
 	// lease it renews with heartbeats until it reports the end (docs/long-running.md).
 	Async AsyncPolicy `json:"async"`

@@ -13,7 +13,8 @@ import (
 // ElasticJob's defaults. The error is an EINVALID *Error naming the offending field where JSON tells it.
 func DecodeJobConfig(r io.Reader) (JobConfig, error) {
 	cfg := DefaultJobConfig()
-	dec := json.NewDecoder(r)
+	var body bytes.Buffer
+	dec := json.NewDecoder(io.TeeReader(r, &body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
 		return JobConfig{}, jsonError(err)
@@ -21,6 +22,7 @@ func DecodeJobConfig(r io.Reader) (JobConfig, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return JobConfig{}, Invalid("body", "unexpected data after the JSON object")
 	}
+	cfg.misfireSet = misfirePresent(body.Bytes())
 	return cfg, nil
 }
 

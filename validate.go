@@ -130,6 +130,7 @@ func (c *JobConfig) Normalize() {
 	c.JobShardingStrategyType = strings.ToUpper(c.JobShardingStrategyType)
 	c.JobExecutorThreadPoolSizeProviderType = strings.ToUpper(c.JobExecutorThreadPoolSizeProviderType)
 	c.JobErrorHandlerType = strings.ToUpper(c.JobErrorHandlerType)
+	c.normalizeSchedule()
 }
 
 // Validate checks every field and returns an EINVALID *Error listing each offending field (nil when valid).
@@ -191,6 +192,7 @@ func (c *JobConfig) Validate() error {
 	v.oneOf("jobErrorHandlerType", c.JobErrorHandlerType, errorHandlerTypes...)
 	c.Alerts.validate(&v, "alerts")
 	c.Hooks.validate(&v)
+	c.validateSchedule(&v)
 	if len(c.Props) > MaxPropsLen {
 		v.add("props", "has %d keys; the limit is %d", len(c.Props), MaxPropsLen)
 	}

@@ -23,6 +23,12 @@ type JobSpec struct {
 	Retry                 *RetryPolicy `json:"retry,omitempty"`
 	MaxConcurrentRequests int          `json:"maxConcurrentRequests,omitempty"`
 	ReplayMissedFires     bool         `json:"replayMissedFires,omitempty"`
+	// OverlapPolicy (BUFFER_ONE, SKIP, ALLOW, CANCEL_PREVIOUS; "" follows Misfire), CatchUp (none, last, all;
+	// "" follows ReplayMissedFires), CatchUpWindowSeconds and JitterMs: README "Overlap, catch-up and jitter".
+	OverlapPolicy        string `json:"overlapPolicy,omitempty"`
+	CatchUp              string `json:"catchUp,omitempty"`
+	CatchUpWindowSeconds int    `json:"catchUpWindowSeconds,omitempty"`
+	JitterMs             int    `json:"jitterMs,omitempty"`
 	// Async is the lease of items whose receiver answers 202 Accepted; nil keeps the defaults (60 s, 24 h).
 	Async *AsyncPolicy `json:"async,omitempty"`
 	// Alerts are the job's alert rules (nil: none; the cluster's default rules apply); Hooks its
@@ -105,6 +111,10 @@ type Job struct {
 	Retry                                 RetryPolicy       `json:"retry"`
 	MaxConcurrentRequests                 int               `json:"maxConcurrentRequests,omitempty"`
 	ReplayMissedFires                     bool              `json:"replayMissedFires,omitempty"`
+	OverlapPolicy                         string            `json:"overlapPolicy,omitempty"`
+	CatchUp                               string            `json:"catchUp,omitempty"`
+	CatchUpWindowSeconds                  int               `json:"catchUpWindowSeconds,omitempty"`
+	JitterMs                              int               `json:"jitterMs,omitempty"`
 	Async                                 AsyncPolicy       `json:"async"`
 	Alerts                                Alerts            `json:"alerts"`
 	Hooks                                 Hooks             `json:"hooks"`
@@ -154,6 +164,7 @@ func (j *Job) Spec() JobSpec {
 		Webhook: WebhookSpec{URL: j.Webhook.URL, Method: j.Webhook.Method, Headers: j.Webhook.Headers,
 			TimeoutMs: j.Webhook.TimeoutMs, ConnectTimeoutMs: j.Webhook.ConnectTimeoutMs, SecretGracePeriodSeconds: &grace, TLS: tlsSpec},
 		Retry: &retry, Async: &async, Alerts: &alerts, Hooks: &hooks, MaxConcurrentRequests: j.MaxConcurrentRequests, ReplayMissedFires: j.ReplayMissedFires,
+		OverlapPolicy: j.OverlapPolicy, CatchUp: j.CatchUp, CatchUpWindowSeconds: j.CatchUpWindowSeconds, JitterMs: j.JitterMs,
 		MonitorExecution: &monitor, Failover: j.Failover, Misfire: &misfire, MaxTimeDiffSeconds: &diff,
 		ReconcileIntervalMinutes: &reconcile, JobShardingStrategyType: j.JobShardingStrategyType,
 		JobExecutorThreadPoolSizeProviderType: j.JobExecutorThreadPoolSizeProviderType,

@@ -54,6 +54,12 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 			j["webhook"] = map[string]any{"url": recv.URL, "headers": map[string]string{"webhook-id": "forged"}}
 		}), nil, 400, "webhook.headers.webhook-id"},
 		{"rename by replace", "PUT", "/api/v1/jobs/keep", bad("", func(j map[string]any) { j["jobName"] = "other" }), nil, 400, "jobName"},
+		// issue 24 (S1): overlapPolicy, catchUp and jitterMs
+		{"overlap policy against misfire", "PUT", "/api/v1/jobs/keep", bad("", func(j map[string]any) { j["overlapPolicy"], j["misfire"] = "SKIP", true }), nil, 400, "overlapPolicy"},
+		{"unknown overlap policy", "PUT", "/api/v1/jobs/keep", bad("", func(j map[string]any) { j["overlapPolicy"] = "REPLACE" }), nil, 400, "overlapPolicy"},
+		{"catch-up against replayMissedFires", "PUT", "/api/v1/jobs/keep", bad("", func(j map[string]any) { j["catchUp"], j["replayMissedFires"] = "all", true }), nil, 400, "catchUp"},
+		{"catch-up window without all", "PUT", "/api/v1/jobs/keep", bad("", func(j map[string]any) { j["catchUpWindowSeconds"] = 60 }), nil, 400, "catchUpWindowSeconds"},
+		{"negative jitter", "PUT", "/api/v1/jobs/keep", bad("", func(j map[string]any) { j["jitterMs"] = -1 }), nil, 400, "jitterMs"},
 		// If-Match: a well-formed entity-tag that is not the current ETag fails the precondition, whatever it
 		// holds (tags are opaque); a weak one never matches, even the current version's; only a header that
 		// is not entity-tag syntax is a 400

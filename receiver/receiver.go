@@ -138,6 +138,10 @@ type Payload struct {
 	CallbackToken string `json:"callbackToken,omitempty"`
 	// LeaseSeconds is how long an accepted item lives without a heartbeat.
 	LeaseSeconds int `json:"leaseSeconds,omitempty"`
+	// JitterMs and DueAt are set for a job with jitterMs: the fire's deterministic offset, and the time its
+	// requests were due to leave (ScheduledAt + JitterMs), which lateness is measured from.
+	JitterMs int       `json:"jitterMs,omitempty"`
+	DueAt    time.Time `json:"dueAt,omitzero"`
 }
 
 // Response is what a handler answers. For a streaming DATAFLOW job, HasMore asks ejserver to POST the item

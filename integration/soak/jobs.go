@@ -17,6 +17,11 @@ type JobSpec struct {
 	// Unmonitored: monitorExecution false, no running nodes: outside the history guarantee when its peer is
 	// killed mid-request (docs/reliability.md), which the checker allows for.
 	Unmonitored bool
+	// Overlap, CatchUp, CatchUpWindowSeconds and JitterMs are the job's issue-24 fields ("" / 0: unset).
+	Overlap              string
+	CatchUp              string
+	CatchUpWindowSeconds int
+	JitterMs             int
 }
 
 // Mix is the soak's job set: every few seconds and every minute, 1 to 50 items, the three strategies, failover
@@ -45,6 +50,16 @@ func (j JobSpec) body(url string, total int) map[string]any {
 	}
 	if j.Async {
 		b["async"] = map[string]any{"leaseSeconds": 20}
+	}
+	for k, v := range map[string]string{"overlapPolicy": j.Overlap, "catchUp": j.CatchUp} {
+		if v != "" {
+			b[k] = v
+		}
+	}
+	for k, v := range map[string]int{"catchUpWindowSeconds": j.CatchUpWindowSeconds, "jitterMs": j.JitterMs} {
+		if v != 0 {
+			b[k] = v
+		}
 	}
 	return b
 }

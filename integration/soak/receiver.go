@@ -89,7 +89,7 @@ func (r *recv) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	var p receiver.Payload
 	_ = json.Unmarshal(body, &p)
 	d := checker.Delivery{Job: p.JobName, Item: p.ShardingItem, ExecutionID: p.ExecutionID, WebhookID: req.Header.Get("webhook-id"), Source: p.Source,
-		ScheduledAt: p.ScheduledAt, Instance: p.InstanceID, Attempt: p.Attempt, Iteration: p.Iteration, Arrived: time.Now()}
+		ScheduledAt: p.ScheduledAt, DueAt: p.DueAt, Instance: p.InstanceID, Attempt: p.Attempt, Iteration: p.Iteration, Arrived: time.Now()}
 	r.mu.Lock()
 	mode, async, strm := r.modes[p.JobName], r.async[p.JobName], r.strm[p.JobName]
 	idx := len(r.ds)

@@ -296,6 +296,7 @@ func (e *env) register() error {
 			return fmt.Errorf("register %s: %w", j.Name, err)
 		}
 		e.jobs[j.Name] = &checker.Job{Name: j.Name, Cron: j.Cron, Misfire: j.Misfire, Failover: j.Failover, Async: j.Async, Unmonitored: j.Unmonitored,
+			Overlap: j.Overlap, CatchUp: j.CatchUp, CatchUpWindow: time.Duration(j.CatchUpWindowSeconds) * time.Second,
 			Totals: []checker.Total{{At: now.Add(-time.Minute), Total: j.Total}}, ItemDisabled: map[int][]checker.Window{}}
 	}
 	e.logf("%d jobs registered", len(Mix))

@@ -241,7 +241,7 @@ func refusal(d lease.Decision) error {
 		lease.StaleAttempt:      "the token is of an earlier attempt than the current one (" + strconv.Itoa(l.Attempt) + "): not applied",
 		lease.LeaseExpired:      "the lease ran out before this callback",
 		lease.AlreadyCompleted:  "the execution has already ended (" + string(l.State) + ") with another outcome",
-		lease.ExecutionCanceled: "the execution was cancelled (its job was deleted)",
+		lease.ExecutionCanceled: "the execution was cancelled: " + cancelCause(l.Cause),
 	}[d.Refusal]
 	return &ejserver.Error{Code: ejserver.ECONFLICT, Kind: string(d.Refusal), Message: msg}
 }
@@ -285,4 +285,13 @@ func (m *Manager) jobGone(job string) bool {
 	}
 	gone, err := m.reg.JobGone(job)
 	return err == nil && gone
+}
+
+// cancelCause says why a lease was cancelled, for the receiver (leases cancelled before causes were kept
+// were cancelled because their job was deleted).
+func cancelCause(cause string) string {
+	if cause == "" {
+		return "the job was deleted"
+	}
+	return cause
 }

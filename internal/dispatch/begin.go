@@ -10,8 +10,9 @@ import (
 	"github.com/ejserver/ejserver/internal/cluster"
 )
 
-// begin creates the item's running node, fenced by ownership; it reports whether the item may run.
-func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) bool {
+// begin creates the item's running node, fenced by ownership; it reports whether the item may run, and
+// whether it runs beside an execution that holds the node (overlapPolicy ALLOW: then it holds none).
+func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) (ok, alongside bool) {
 	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: executionID, TaskID: req.taskID,
 		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param}
 	if req.follow != nil {
@@ -24,7 +25,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover || e.cfg.Lost != nil)
 		switch {
 		case err == nil:
-			return true
+			return true, false
 		case errors.Is(err, cluster.ErrNotOwner):
 			// our view may lag a resharding by a moment: let the registry settle and look again
 			ctx, cancel := context.WithTimeout(e.soft, time.Second)
@@ -32,17 +33,17 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			cancel()
 			if werr != nil || fresh == nil || !fresh.IsMyItem(item) || fresh.Item(item).OwnerVersion == version {
 				e.log.Info("item is no longer this peer's: not run", "job", req.job, "item", item)
-				return false
+				return false, false
 			}
 			version = fresh.Item(item).OwnerVersion
 		case errors.Is(err, cluster.ErrItemRunning):
 			cur, v, ok, rerr := e.reg.ReadRunning(req.job, item)
 			if rerr != nil {
 				e.log.Warn("could not read a running item", "job", req.job, "item", item, "err", rerr)
-				return false
+				return false, false
 			}
 			if ok && cur.ExecutionID == executionID {
-				return true // an earlier try of this very begin landed, though its answer was lost
+				return true, false // an earlier try of this very begin landed, though its answer was lost
 			}
 			stale := ok && (cur.InstanceID == e.me.InstanceID || !e.online(req.job, cur.InstanceID))
 			if ok && cur.Async {
@@ -50,7 +51,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				live, lerr := e.reg.LeaseLive(cur.ExecutionID)
 				if lerr != nil {
 					e.log.Warn("could not read the lease of a running item", "job", req.job, "item", item, "err", lerr)
-					return false
+					return false, false
 				}
 				stale = !live
 			}
@@ -62,13 +63,19 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 						if err := e.cfg.Lost.Record(req.job, item, snap.Config.ShardingTotalCount, cur); err != nil {
 							e.log.Warn("could not record the stale running node's execution; the node is kept", "job", req.job,
 								"item", item, "execution_id", cur.ExecutionID, "err", err)
-							return false
+							return false, false
 						}
 					}
 					if err := e.reg.ClearStaleRunning(req.job, item, v); err != nil {
-						return false
+						return false, false
 					}
 				}
+				continue
+			}
+			switch e.busyElsewhere(snap, req, item, cur) {
+			case elsewhereRunAlongside:
+				return true, true
+			case elsewhereCancelled:
 				continue
 			}
 			if snap.Config.Misfire && (req.source != ejserver.SourceManual || cur.Async) {
@@ -80,7 +87,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				what = "item's accepted work is running: not run now; one catch-up follows its end"
 			}
 			e.log.Info(what, "job", req.job, "item", item, "instance", cur.InstanceID, "execution_id", cur.ExecutionID)
-			return false
+			return false, false
 		default:
 			// the write's outcome is unknown (the connection broke): it may have landed. Try again once the
 			// session is back: a landed try shows as this execution's running node.
@@ -90,10 +97,10 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			}
 			e.log.Warn("could not record the item as running: not run", "job", req.job, "item", item, "err", err)
 			e.dropOwnRunning(req.job, item, executionID)
-			return false
+			return false, false
 		}
 	}
-	return false
+	return false, false
 }
 
 // beginTries bounds begin's tries; beginResumeWait is how long a try whose outcome is unknown waits for the

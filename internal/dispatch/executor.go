@@ -14,6 +14,7 @@ import (
 	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/schedule"
 	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
@@ -150,8 +151,10 @@ type Executor struct {
 	jobCtx  map[string]jobContext
 	status  map[string]*JobStatus
 	// replayed holds the jobs whose first fire on this peer has looked for fires missed while the whole
-	// cluster was down (replayMissedFires).
+	// cluster was down (catchUp last); held the items of each job with catchUp all that this peer's last
+	// scheduled fire had, so that items it gains are looked at too (catchup.go).
 	replayed map[string]bool
+	held     map[string][]int
 	closed   bool
 
 	wg         sync.WaitGroup
@@ -172,6 +175,10 @@ type itemRun struct {
 	triggers  []fireRequest
 	// accepted: the receiver took the work (202); its lease, not this peer, says when it ends
 	accepted bool
+	// cancel ends the run's requests (CANCEL_PREVIOUS, overlap.go); cancelled: a later fire did so
+	cancel      context.CancelCauseFunc
+	executionID string
+	cancelled   bool
 }
 
 type jobContext struct {
@@ -201,6 +208,8 @@ type fireRequest struct {
 	params      *itemParams       // the job's shardingItemParameters, parsed once for all the fire's items
 	follow      *Fire             // set when the Follower follows the fire
 	span        trace.SpanContext // the fire's span: the parent of its items' spans (see startFire)
+	jitter      time.Duration     // jitterMs's offset: the requests leave at scheduledAt+jitter (sendAt)
+	overlap     bool              // an ALLOW run beside the item's fenced run (overlap.go)
 }
 
 // NewExecutor returns an executor; it needs no Start.
@@ -226,7 +235,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	e := &Executor{
 		cfg: cfg, tracer: cfg.Tracer, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
 		running: map[itemKey]*itemRun{}, jobCtx: map[string]jobContext{}, status: map[string]*JobStatus{},
-		replayed: map[string]bool{},
+		replayed: map[string]bool{}, held: map[string][]int{},
 	}
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
 	e.soft, e.softCancel = context.WithCancel(e.hard)
@@ -437,13 +446,7 @@ func (e *Executor) fire(req fireRequest) {
 	replay := e.missedFires(snap, req, items)
 	for _, item := range items {
 		e.startItem(snap, req, item)
-		if at, ok := replay[item]; ok {
-			e.mu.Lock()
-			if r := e.running[itemKey{job, item}]; r != nil && r.misfireAt.IsZero() {
-				r.misfireAt = at // one MISFIRE catch-up follows this run
-			}
-			e.mu.Unlock()
-		}
+		e.queueCatchUp(snap, req, item, replay[item])
 	}
 }
 
@@ -538,36 +541,7 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 		return
 	}
 	if r, busy := e.running[key]; busy {
-		defer e.taskItemEnded(req.task, item, false, false)
-		switch {
-		case req.source == ejserver.SourceManual:
-			queued := req
-			queued.task = nil // it runs later as a task of its own
-			r.triggers = append(r.triggers, queued)
-			e.mu.Unlock()
-			e.log.Info("manual trigger queued behind the running item", "job", req.job, "item", item)
-		case snap.Config.Misfire:
-			first := r.misfireAt.IsZero()
-			if req.scheduledAt.After(r.misfireAt) { // fires may be handled out of order: keep the latest
-				r.misfireAt = req.scheduledAt
-			}
-			e.jobStatus(req.job).Misfires++
-			e.mu.Unlock()
-			e.cfg.Observer.Misfired(req.job)
-			e.followNotRun(req, item, OutcomeMisfire)
-			if first {
-				if err := e.reg.SetMisfire(req.job, item); err != nil {
-					e.log.Warn("could not record a misfire", "job", req.job, "item", item, "err", err)
-				}
-			}
-			e.log.Info("item still running: misfire recorded, one catch-up will follow", "job", req.job, "item", item)
-		default:
-			e.jobStatus(req.job).SkippedRuns++
-			e.mu.Unlock()
-			e.cfg.Observer.Skipped(req.job, "item still running (misfire off)")
-			e.followNotRun(req, item, OutcomeSkipped)
-			e.log.Info("item still running and misfire is off: fire skipped", "job", req.job, "item", item)
-		}
+		e.onBusy(snap, req, item, r) // as the job's overlapPolicy says (overlap.go)
 		return
 	}
 	e.running[key] = &itemRun{}
@@ -590,7 +564,8 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if executionID == "" {
 		executionID = ejserver.NewExecutionID()
 	}
-	defer e.finishItem(req.job, item, executionID)
+	defer e.finishRun(req, item, executionID)
+	withJitter(cfg, &req)
 	if req.task == nil { // a follow-up or failover run is a task of its own
 		req.task = e.newTask(req.taskID, req.job, req.source, []int{item})
 	}
@@ -599,14 +574,17 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	}
 	if runningVersion == -2 {
 		runningVersion = -1
-		if cfg.MonitorExecution {
-			ok := e.begin(snap, req, item, executionID, param)
+		if cfg.MonitorExecution && !req.overlap {
+			ok, alongside := e.begin(snap, req, item, executionID, param)
 			if !ok {
 				e.taskItemEnded(req.task, item, false, false)
 				e.followNotRun(req, item, OutcomeNotRun)
 				return
 			}
 			runningVersion = 0 // created by us
+			if alongside {
+				req.overlap, runningVersion = true, -1 // ALLOW beside another peer's run: no node of its own
+			}
 		}
 	}
 	var deadline time.Time
@@ -619,6 +597,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 			JobName: req.job, TaskID: req.taskID, ExecutionID: executionID, ShardingItem: item,
 			ShardingParameter: req.params.of(cfg, item), ShardingTotalCount: cfg.ShardingTotalCount, JobParameter: param,
 			Source: string(req.source), ScheduledAt: req.scheduledAt, InstanceID: e.me.InstanceID,
+			JitterMs: int(req.jitter.Milliseconds()), DueAt: dueAt(req),
 		},
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
@@ -635,7 +614,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		return
 	}
 	started := e.clk.Now()
-	dep.leave(req.scheduledAt, waited, started)
+	dep.leave(req.sendAt(), waited, started)
 	e.taskStarted(req.task, started)
 	e.followLeft(req, item, executionID, started)
 	rec := ejserver.Execution{
@@ -643,13 +622,14 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		ShardingTotalCount: cfg.ShardingTotalCount, Source: req.source, InstanceID: e.me.InstanceID,
 		IP: e.me.ServerIP, Hostname: e.me.Hostname, ScheduledAt: req.scheduledAt, StartedAt: started,
 	}
-	ctx, endSpan := e.itemSpan(req, item, executionID)
+	ctx, endSpan, cancelled, stop := e.itemContext(req, item, executionID)
+	defer stop()
 	rec.TraceID = trace.SpanContextFromContext(ctx).TraceID().String()
 	e.cfg.Recorder.Enqueue(rec)
 	res := e.cfg.Sender.Send(ctx, prep)
 	done := e.clk.Now()
 	dep.left()
-	endSpan(res, started.Sub(req.scheduledAt))
+	endSpan(res, started.Sub(req.sendAt()))
 	// The rest of the burst goes first: recording the outcome (history, ZooKeeper, metrics, the log) costs
 	// more CPU than the request did, and the requests still leaving would wait for it.
 	if res.Accepted && e.cfg.Async != nil {
@@ -661,8 +641,11 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	e.cfg.Activity.awaitQuiet(e.soft.Done(), outcomeWait)
 	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent
+	if cancelled() {
+		markCancelled(&rec)
+	}
 	e.recordEnd(rec)
-	if cfg.MonitorExecution || req.source == ejserver.SourceFailover {
+	if (cfg.MonitorExecution || req.source == ejserver.SourceFailover) && !req.overlap {
 		e.endItem(req.job, item, runningVersion, cluster.Completed{
 			ExecutionID: executionID, InstanceID: e.me.InstanceID, Source: req.source, Success: res.Success,
 			StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done, Permanent: res.Permanent,
@@ -670,7 +653,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	}
 	e.taskItemEnded(req.task, item, true, res.Success)
 	e.followEnded(req, rec)
-	lateness := started.Sub(req.scheduledAt)
+	lateness := started.Sub(req.sendAt())
 	e.cfg.Observer.ItemDone(req.job, req.source, res.Success, lateness, res.Duration)
 	status := "success"
 	level := slog.LevelInfo
@@ -722,11 +705,11 @@ func (e *Executor) finishItem(job string, item int, executionID string) {
 	if r.accepted && e.followAccepted(snap, job, item, r, executionID) {
 		return
 	}
-	if !r.misfireAt.IsZero() {
+	if !r.misfireAt.IsZero() && !r.cancelled {
 		if err := e.reg.ClearMisfire(job, item); err != nil {
 			e.log.Warn("could not clear a misfire", "job", job, "item", item, "err", err)
 		}
-		wanted := snap.Config.Misfire || snap.Config.ReplayMissedFires // replay sets misfireAt itself
+		wanted := snap.Config.Misfire || snap.Config.CatchUpMode() != schedule.CatchUpNone // catch-up sets misfireAt itself
 		if wanted && !snap.Necessary && snap.IsMyItem(item) && !snap.Config.Disabled {
 			req := fireRequest{job: job, scheduledAt: r.misfireAt, source: ejserver.SourceMisfire,
 				taskID: ejserver.TaskID(job, []int{item}, false, e.me.InstanceID)}

@@ -10,13 +10,13 @@ import (
 // and the job and the item are still this peer's to run. Otherwise the running node created for it goes.
 // waited: the item was counted in Activity as waiting for its time, and still is (its departure uncounts it).
 func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion int32) (send, waited bool) {
-	wait := req.scheduledAt.Sub(e.clk.Now())
+	wait := req.sendAt().Sub(e.clk.Now())
 	if wait <= 0 {
 		return true, false
 	}
 	reason := ""
 	growStack()
-	e.cfg.Activity.waiting(req.scheduledAt, 1)
+	e.cfg.Activity.waiting(req.sendAt(), 1)
 	slept := clock.Sleep(e.clk, wait, e.soft.Done())
 	if !slept {
 		reason = "the peer is shutting down"
@@ -29,7 +29,7 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 	if reason == "" {
 		return true, true
 	}
-	e.cfg.Activity.waiting(req.scheduledAt, -1)
+	e.cfg.Activity.waiting(req.sendAt(), -1)
 	e.log.Info("prepared item not sent: "+reason, "job", req.job, "item", item)
 	if runningVersion == 0 {
 		if err := e.reg.ClearStaleRunning(req.job, item, 0); err != nil {

@@ -18,7 +18,7 @@ const (
 	Failed    State = "FAILED"
 	// Expired: the lease ran out and no attempt was left (a failure).
 	Expired State = "EXPIRED"
-	// Cancelled: the job was deleted while the item ran.
+	// Cancelled: the job was deleted while the item ran, or a later fire cancelled it (CANCEL_PREVIOUS).
 	Cancelled State = "CANCELLED"
 )
 
@@ -149,7 +149,7 @@ const (
 	// Sent: a re-POST of the item ended (Accepted, or Success for a synchronous answer, StatusCode, Cause);
 	// Iteration and Attempt name its last request.
 	Sent
-	// Cancel: the job was deleted (Cause).
+	// Cancel: the job was deleted, or a later fire's overlapPolicy CANCEL_PREVIOUS ended it (Cause).
 	Cancel
 )
 

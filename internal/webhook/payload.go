@@ -25,6 +25,9 @@ func messageID(executionID string, iteration int) string {
 // body encodes the payload for one request.
 func payloadBody(p Payload) ([]byte, error) {
 	p.ScheduledAt = p.ScheduledAt.UTC()
+	if !p.DueAt.IsZero() {
+		p.DueAt = p.DueAt.UTC()
+	}
 	return json.Marshal(p)
 }
 

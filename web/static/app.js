@@ -3,6 +3,7 @@
 // former wrapper so that changes made to the form on other branches merge line for line (re-indent it after).
 import { html, $, $$, setHTML, api, path, can, canWrite, quiet, options, loadError, ApiError } from './lib.js';
 import { announce, openDialog } from './ui.js';
+import { scheduleFieldset, readSchedule } from './pages/schedule.js';
 
 
   const FIELDS_KEPT = ['jobExecutorThreadPoolSizeProviderType', 'jobErrorHandlerType', 'staticSharding', 'overwrite', 'async'];
@@ -146,6 +147,7 @@ import { announce, openDialog } from './ui.js';
     if (secret === 'remove') webhook.secret = '';
     body.webhook = webhook;
     alertsView().read(form, body);
+    readSchedule(form, body, toNumber);
     body.retry = {
       maxAttempts: toNumber(v('retry.maxAttempts')),
       initialBackoffMs: toNumber(v('retry.initialBackoffMs')),
@@ -267,6 +269,7 @@ import { announce, openDialog } from './ui.js';
           ${number('f-reconcile', 'reconcileIntervalMinutes', 'Reconcile interval (min)', def(j.reconcileIntervalMinutes, ''), 'default 10')}
           ${number('f-maxconc', 'maxConcurrentRequests', 'Max concurrent requests', j.maxConcurrentRequests || '', 'per peer; empty: the peer\'s limit')}
         </fieldset>
+        ${scheduleFieldset(j, { select, number })}
         ${alertsView().fieldset(j)}
         <fieldset><legend>Properties</legend>
           ${area('f-props', 'props', 'Properties', lines(j.props, '='), 'one key=value a line')}

@@ -9,6 +9,11 @@
 //     iterations carry {executionId}.{n}, one run's ids by design);
 //   - no item was run by two peers at once (a peer frozen, cut off or killed while its request was out is
 //     not fenced from a request already sent, so its overlaps are excused);
+//   - a job's overlapPolicy and catchUp (issue 24) change the rules: ALLOW overlaps are allowed and a fire that
+//     found the item running is not excused (it runs beside it); CANCEL_PREVIOUS's fires are not excused
+//     either, and the attempt it cancels (its request abandoned) may overlap the one that replaced it; with
+//     catchUp all a fault excuses no fire within catchUpWindowSeconds (a MISFIRE catch-up with the fire's
+//     scheduledAt delivers it); lateness is measured from the payload's dueAt (scheduledAt + jitter);
 //   - after the run settled, no execution is left RUNNING in the history, and the history agrees with the
 //     receivers: every delivered execution is recorded, a success is recorded only if the receiver gave
 //     one, and a success the receiver gave (to a peer that was not faulted) is not recorded as a failure.
@@ -50,6 +55,11 @@ type Job struct {
 	// execution whose peer was killed mid-request may be missing from the history or left RUNNING there, and
 	// a resharding does not wait for its items, so two peers may run one item at once after it.
 	Unmonitored bool
+	// Overlap is the job's overlapPolicy ("" follows Misfire); CatchUp its catchUp ("" none) and
+	// CatchUpWindow its catchUpWindowSeconds as a duration (0: no bound).
+	Overlap       string
+	CatchUp       string
+	CatchUpWindow time.Duration
 	// Totals is shardingTotalCount over time, ascending: the first entry's At is at or before From.
 	Totals []Total
 	// Disabled are the windows the job was disabled; ItemDisabled per item.
@@ -88,6 +98,7 @@ type Delivery struct {
 	WebhookID   string // the webhook-id header: the executionId, with ".{n}" for a streaming job's n-th iteration
 	Source      string
 	ScheduledAt time.Time
+	DueAt       time.Time // the payload's dueAt (a job with jitterMs): lateness is measured from it
 	Instance    string
 	Attempt     int
 	Iteration   int
@@ -321,9 +332,9 @@ func (c *check) fires() {
 					reason = "job disabled"
 				case inAny(j.ItemDisabled[item], t, time.Second):
 					reason = "item disabled"
-				case c.busyAt(k, t):
+				case j.busyExcuses() && c.busyAt(k, t):
 					reason = "item still running (misfire rules)"
-				case faulted:
+				case faulted && j.faultExcuses(f, t):
 					reason = "fault: " + f.Kind
 					whole = false
 				case resharded:
@@ -417,6 +428,10 @@ func (c *check) overlaps() {
 				if b.ExecutionID == a.ExecutionID || b.Instance == a.Instance {
 					continue // a retry or an iteration of the same run; one peer never overlaps itself
 				}
+				if why := c.policyAllowsOverlap(k.job, a); why != "" {
+					c.rep.Excused[why]++
+					continue
+				}
 				if c.faultedInstance(a.Instance, a.Arrived, aEnd) || c.faultedInstance(b.Instance, b.Arrived, aEnd) {
 					continue // a frozen, cut or killed peer can't recall a request it sent
 				}
@@ -497,7 +512,11 @@ func (c *check) lateness() {
 		if d.Source != "NORMAL_TRIGGER" || d.Attempt > 1 || d.Iteration > 1 || d.ScheduledAt.Before(c.run.From) || !d.ScheduledAt.Before(c.run.To) {
 			continue
 		}
-		late := d.Arrived.Sub(d.ScheduledAt)
+		due := d.ScheduledAt
+		if !d.DueAt.IsZero() {
+			due = d.DueAt
+		}
+		late := d.Arrived.Sub(due)
 		if _, ok := c.faultAt(d.ScheduledAt); ok {
 			faulted = append(faulted, late)
 		} else {
@@ -596,4 +615,50 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// effectiveOverlap is the job's overlapPolicy, or what its misfire means (ElasticJob's).
+func (j Job) effectiveOverlap() string {
+	switch {
+	case j.Overlap != "":
+		return j.Overlap
+	case j.Misfire:
+		return "BUFFER_ONE"
+	}
+	return "SKIP"
+}
+
+// busyExcuses reports whether a fire that found the item running may be missing: under BUFFER_ONE it became
+// the one catch-up (of the latest such fire), under SKIP it was skipped; ALLOW and CANCEL_PREVIOUS run it.
+func (j Job) busyExcuses() bool {
+	p := j.effectiveOverlap()
+	return p == "BUFFER_ONE" || p == "SKIP"
+}
+
+// faultExcuses reports whether fault f excuses a missing fire at t: always, except for a job with catchUp
+// all, whose fires missed in a fault are caught up once the cluster is back, within its window.
+func (j Job) faultExcuses(f Fault, t time.Time) bool {
+	if j.CatchUp != "all" {
+		return true
+	}
+	return j.CatchUpWindow > 0 && f.To.Sub(t) > j.CatchUpWindow
+}
+
+// policyAllowsOverlap says why a run that a later one overlapped is allowed to have been in flight ("" if
+// it is not): the job allows overlaps, or the later run cancelled it (the request was abandoned).
+func (c *check) policyAllowsOverlap(job string, a Delivery) string {
+	for _, j := range c.run.Jobs {
+		if j.Name != job {
+			continue
+		}
+		switch j.effectiveOverlap() {
+		case "ALLOW":
+			return "overlap allowed (overlapPolicy ALLOW)"
+		case "CANCEL_PREVIOUS":
+			if a.Status == 0 || a.Completed == "CANCELLED" {
+				return "overlap with a cancelled run (overlapPolicy CANCEL_PREVIOUS)"
+			}
+		}
+	}
+	return ""
 }

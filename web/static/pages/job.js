@@ -5,6 +5,7 @@ import { setQuery } from '../ui.js';
 import { executionRows, executionHead, executionCols, asyncView } from './executions.js';
 import { jobCharts } from './jobcharts.js';
 import { alertsView } from '../app.js';
+import { scheduleView } from './schedule.js';
 
 export function jobScreen(main, r) {
   const name = r.parts[1];
@@ -196,6 +197,7 @@ function renderConfig(dl, job) {
     <div><dt>Reconcile every</dt><dd>${job.reconcileIntervalMinutes} min</dd></div>
     <div><dt>Max concurrent requests</dt><dd>${job.maxConcurrentRequests || 'peer limit'}</dd></div>
     <div><dt>Replay missed fires</dt><dd>${yes(job.replayMissedFires)}</dd></div>
+    ${scheduleView(job)}
     <div><dt>Disabled</dt><dd>${yes(job.disabled)}</dd></div>
     ${job.label ? html`<div><dt>Label</dt><dd>${job.label}</dd></div>` : ''}
     ${alertsView().view(job)}
