@@ -130,7 +130,7 @@ func benchWriter(b *testing.B, kind string, rollup bool) (w *Writer, room func(n
 }
 
 // dropRollup takes migration 0009's triggers and index off s: the writes of the schema before the rollup.
-func dropRollup(b *testing.B, s Store) {
+func dropRollup(b testing.TB, s Store) {
 	ctx := context.Background()
 	stmts := []string{"DROP TRIGGER job_execution_log_stats_insert", "DROP TRIGGER job_execution_log_stats_update",
 		"DROP TRIGGER job_execution_log_stats_delete", "DROP INDEX job_execution_log_fire_peer"}

@@ -92,7 +92,7 @@ CREATE TRIGGER execution_stats_change INSTEAD OF INSERT ON EXECUTION_STATS_CHANG
     INSERT INTO EXECUTION_STATS_MINUTE (job_name, minute, instance_id, peer_fires, items, success, failure, running,
         misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum, late_max, hostname, ip)
     SELECT NEW.job_name, NEW.start_time / 60000000, NEW.instance_id,
-        CASE WHEN NEW.scheduled_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM JOB_EXECUTION_LOG e
+        CASE WHEN NEW.scheduled_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM JOB_EXECUTION_LOG e INDEXED BY job_execution_log_fire_peer
             WHERE e.job_name = NEW.job_name AND e.scheduled_at = NEW.scheduled_at AND e.instance_id = NEW.instance_id
             AND e.start_time >= NEW.start_time / 60000000 * 60000000
             AND e.start_time < (NEW.start_time / 60000000 + 1) * 60000000 AND e.id <> NEW.id) THEN NEW.sign ELSE 0 END,
@@ -135,7 +135,7 @@ CREATE TRIGGER execution_stats_change INSTEAD OF INSERT ON EXECUTION_STATS_CHANG
 
     INSERT INTO EXECUTION_FIRES_MINUTE (job_name, minute, fires)
     SELECT NEW.job_name, NEW.start_time / 60000000, NEW.sign
-    WHERE NEW.scheduled_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM JOB_EXECUTION_LOG e
+    WHERE NEW.scheduled_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM JOB_EXECUTION_LOG e INDEXED BY job_execution_log_fire
         WHERE e.job_name = NEW.job_name AND e.scheduled_at = NEW.scheduled_at
         AND e.start_time >= NEW.start_time / 60000000 * 60000000
         AND e.start_time < (NEW.start_time / 60000000 + 1) * 60000000 AND e.id <> NEW.id)
