@@ -46,6 +46,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -138,6 +139,9 @@ type Payload struct {
 	CallbackToken string `json:"callbackToken,omitempty"`
 	// LeaseSeconds is how long an accepted item lives without a heartbeat.
 	LeaseSeconds int `json:"leaseSeconds,omitempty"`
+	// Workflow is set when a workflow node fired the job (source WORKFLOW, or FAILOVER of such an item): the
+	// workflow's name, the run's id and parameters, the node, and its parents' ends and outputs.
+	Workflow json.RawMessage `json:"workflow,omitempty"`
 }
 
 // Response is what a handler answers. For a streaming DATAFLOW job, HasMore asks ejserver to POST the item

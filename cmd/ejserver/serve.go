@@ -34,6 +34,7 @@ import (
 	"github.com/ejserver/ejserver/internal/sharding"
 	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
+	"github.com/ejserver/ejserver/internal/workflow/engine"
 	"github.com/ejserver/ejserver/web"
 )
 
@@ -381,6 +382,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer dispatcher.Stop()
 	alerting.start(dispatcher, channels, log)
 	defer alerting.stop()
+	// workflows: the peer holding the engine duty advances every run (a fire's end reaches it through the
+	// fire ledger the alert service keeps)
+	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Clock: clk, Logger: log})
+	if err := workflows.Start(); err != nil {
+		return abort(err)
+	}
+	defer workflows.Stop()
 
 	// The audit trail: changes through the API, the jobs file's applies, refused requests (folded) and
 	// changes made in ZooKeeper outside the API (noticed by the registry's watches, recorded once).
@@ -403,7 +411,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
-		Audit: auditRec, AuditLog: store})
+		Audit: auditRec, AuditLog: store, Workflows: engine.NewService(reg, clk)})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
 	srvErr := make(chan error, 1)
@@ -427,6 +435,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	sched.Stop()
 	exec.Drain(c.shutdownTimeout)
 	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
+	workflows.Stop()  // another peer takes the engine duty at once
 	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
 	dispatcher.Stop() // queued notifications get a few seconds to go out
 	channels.Stop()

@@ -26,6 +26,13 @@ const (
 	ChannelDelete  Action = "channel.delete"
 	ChannelTest    Action = "channel.test"
 	JobsFileApply  Action = "jobsfile.apply"
+	// The workflow actions name the workflow (and run) in Detail.
+	WorkflowCreate  Action = "workflow.create"
+	WorkflowReplace Action = "workflow.replace"
+	WorkflowDelete  Action = "workflow.delete"
+	WorkflowTrigger Action = "workflow.trigger"
+	WorkflowCancel  Action = "workflow.run.cancel"
+	WorkflowRetry   Action = "workflow.run.retry"
 	AuthDenied     Action = "auth.denied"
 	// ZKJobConfig and ZKServerState are changes made in ZooKeeper outside the API (zkCli, another tool).
 	ZKJobConfig   Action = "zookeeper.job.config"
@@ -35,7 +42,8 @@ const (
 // Actions lists every action, for validation and documentation.
 var Actions = []Action{JobCreate, JobReplace, JobDelete, JobEnable, JobDisable, JobTrigger, ItemEnable, ItemDisable,
 	JobServerOn, JobServerOff, ServerEnable, ServerDisable, ChannelCreate, ChannelReplace, ChannelDelete, ChannelTest,
-	JobsFileApply, AuthDenied, ZKJobConfig, ZKServerState}
+	JobsFileApply, AuthDenied, ZKJobConfig, ZKServerState, WorkflowCreate, WorkflowReplace, WorkflowDelete,
+	WorkflowTrigger, WorkflowCancel, WorkflowRetry}
 
 // Valid reports whether a is one of Actions.
 func (a Action) Valid() bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 )
@@ -13,7 +12,7 @@ import (
 // begin creates the item's running node, fenced by ownership; it reports whether the item may run.
 func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) bool {
 	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: executionID, TaskID: req.taskID,
-		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param}
+		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param, Workflow: req.workflow}
 	if req.follow != nil {
 		run.Fire = req.follow.Key
 	}
@@ -71,7 +70,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				}
 				continue
 			}
-			if snap.Config.Misfire && (req.source != ejserver.SourceManual || cur.Async) {
+			if snap.Config.Misfire && (!req.source.OnRequest() || cur.Async) {
 				// a manual trigger behind accepted work is queued as its one catch-up (the work may last hours)
 				_ = e.reg.SetMisfire(req.job, item)
 			}

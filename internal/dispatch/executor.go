@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -196,6 +197,7 @@ type fireRequest struct {
 	param       *string                 // manual trigger's jobParameter override
 	items       []int                   // manual trigger's subset; nil = all of this peer's items
 	trigger     *cluster.TriggerRequest // the manual trigger this fire runs, if any
+	workflow    json.RawMessage         // a workflow node's fire: its items' `workflow` object
 	taskID      string
 	task        *task             // the fire's task on this peer, for status traces
 	params      *itemParams       // the job's shardingItemParameters, parsed once for all the fire's items
@@ -255,8 +257,12 @@ func (e *Executor) Trigger(job string) {
 			e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceMisfire, items: req.Items})
 			return
 		}
-		e.log.Info("manual trigger", "job", job, "trigger", req.ID, "items", req.Items)
-		e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceManual, param: req.JobParameter, items: req.Items, trigger: &req})
+		source := ejserver.SourceManual
+		if len(req.Workflow) > 0 {
+			source = ejserver.SourceWorkflow // a workflow node's fire (its body carries the run)
+		}
+		e.log.Info("manual trigger", "job", job, "trigger", req.ID, "items", req.Items, "source", source)
+		e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: source, param: req.JobParameter, items: req.Items, trigger: &req, workflow: req.Workflow})
 	})
 }
 
@@ -277,7 +283,7 @@ func (e *Executor) RunFailover(job string, item int, run cluster.Running, runnin
 		e.running[key] = &itemRun{}
 		e.mu.Unlock()
 		req := fireRequest{job: job, scheduledAt: run.ScheduledAt, source: ejserver.SourceFailover,
-			taskID: ejserver.TaskID(job, []int{item}, true, e.me.InstanceID)}
+			taskID: ejserver.TaskID(job, []int{item}, true, e.me.InstanceID), workflow: run.Workflow}
 		if run.JobParameter != "" {
 			p := run.JobParameter
 			req.param = &p
@@ -471,7 +477,7 @@ func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Shard
 func (e *Executor) notRunYet(req fireRequest, items []int) []int {
 	return slices.DeleteFunc(items, func(item int) bool {
 		last, ok, err := e.reg.LastCompleted(req.job, item)
-		if err != nil || !ok || last.Source == ejserver.SourceManual || last.ScheduledAt.Before(req.scheduledAt) {
+		if err != nil || !ok || last.Source.OnRequest() || last.ScheduledAt.Before(req.scheduledAt) {
 			return false
 		}
 		e.log.Info("item already ran this fire on its previous owner: not run again", "job", req.job, "item", item,
@@ -540,7 +546,7 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 	if r, busy := e.running[key]; busy {
 		defer e.taskItemEnded(req.task, item, false, false)
 		switch {
-		case req.source == ejserver.SourceManual:
+		case req.source.OnRequest():
 			queued := req
 			queued.task = nil // it runs later as a task of its own
 			r.triggers = append(r.triggers, queued)
@@ -610,7 +616,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		}
 	}
 	var deadline time.Time
-	if e.cfg.NextFire != nil && req.source != ejserver.SourceManual {
+	if e.cfg.NextFire != nil && !req.source.OnRequest() {
 		deadline = e.cfg.NextFire(req.job)
 	}
 	dep := e.cfg.Activity.departure()
@@ -619,6 +625,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 			JobName: req.job, TaskID: req.taskID, ExecutionID: executionID, ShardingItem: item,
 			ShardingParameter: req.params.of(cfg, item), ShardingTotalCount: cfg.ShardingTotalCount, JobParameter: param,
 			Source: string(req.source), ScheduledAt: req.scheduledAt, InstanceID: e.me.InstanceID,
+			Workflow: req.workflow,
 		},
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
