@@ -54,7 +54,7 @@ type Run struct {
 	Trigger     string    `json:"trigger"`
 	ScheduledAt time.Time `json:"scheduledAt"`
 	// Parameters are the caller's JSON for the whole run, passed to every node's items.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
+	Parameters json.RawMessage `json:"parameters,omitempty" swaggertype:"object"`
 	State      RunState        `json:"state"`
 	// Attempt is 1, plus one per retry from the failed nodes.
 	Attempt   int       `json:"attempt"`
@@ -78,7 +78,7 @@ type NodeRun struct {
 	Items   int             `json:"items,omitempty"`
 	Failed  int             `json:"failedItems,omitempty"`
 	Error   string          `json:"error,omitempty"`
-	Output  json.RawMessage `json:"output,omitempty"`
+	Output  json.RawMessage `json:"output,omitempty" swaggertype:"object"`
 }
 
 // NewRun makes a PENDING run of a validated workflow.
@@ -140,7 +140,7 @@ type ParentEnd struct {
 	Node    string          `json:"node"`
 	Job     string          `json:"job"`
 	Outcome NodeState       `json:"outcome"`
-	Output  json.RawMessage `json:"output,omitempty"`
+	Output  json.RawMessage `json:"output,omitempty" swaggertype:"object"`
 }
 
 // Apply is one step of a run: the next run and its effects. An event that no longer applies (the end of a
