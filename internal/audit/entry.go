@@ -33,7 +33,7 @@ const (
 	WorkflowTrigger Action = "workflow.trigger"
 	WorkflowCancel  Action = "workflow.run.cancel"
 	WorkflowRetry   Action = "workflow.run.retry"
-	AuthDenied     Action = "auth.denied"
+	AuthDenied      Action = "auth.denied"
 	// ZKJobConfig and ZKServerState are changes made in ZooKeeper outside the API (zkCli, another tool).
 	ZKJobConfig   Action = "zookeeper.job.config"
 	ZKServerState Action = "zookeeper.server.state"
