@@ -292,4 +292,25 @@ func TestWorkflowRefusesCyclesAndMissingJobs(t *testing.T) {
 		})
 	}
 	mustDo(t, p, "GET", "/api/v1/workflows/bad", nil, http.StatusNotFound, nil)
+
+	// the CLI: apply a file (created, then replaced), run it to its end, show it; a cycle is refused naming it
+	env := []string{"EJ_SERVER=" + p.Addr}
+	file := writeFile(t, t.TempDir(), "wf.yaml", "- name: cli-wf\n  nodes:\n    - {name: one, job: vj}\n    - {name: two, job: vj, after: [{node: one}]}\n")
+	if out := cliOK(t, env, "workflow", "apply", "-f", file); out != "created workflow cli-wf\n" {
+		t.Fatalf("apply: %q", out)
+	}
+	if out := cliOK(t, env, "workflow", "apply", "-f", file); out != "replaced workflow cli-wf\n" {
+		t.Fatalf("apply again: %q", out)
+	}
+	out := cliOK(t, env, "workflow", "run", "cli-wf", "--parameters", `{"k":1}`, "--wait", "20s")
+	if !strings.Contains(out, "SUCCEEDED") || !strings.Contains(out, "two") {
+		t.Fatalf("workflow run --wait: %s", out)
+	}
+	if out := cliOK(t, env, "workflow", "list"); !strings.Contains(out, "cli-wf") {
+		t.Fatalf("workflow list: %s", out)
+	}
+	cyc := writeFile(t, t.TempDir(), "cyc.yaml", "name: cyc\nnodes:\n  - {name: a, job: vj, after: [{node: b}]}\n  - {name: b, job: vj, after: [{node: a}]}\n")
+	if _, errOut, code := cliRun(t, env, "workflow", "apply", "-f", cyc); code == 0 || !strings.Contains(errOut, "cycle") {
+		t.Fatalf("a cycle applied: exit %d, %s", code, errOut)
+	}
 }
