@@ -190,6 +190,16 @@ func (r *Registry) Inbox() ([]string, <-chan struct{}, error) {
 	return kids, ch, err
 }
 
+// InboxNames lists the engine's inbox, oldest first, without a watch.
+func (r *Registry) InboxNames() ([]string, error) {
+	kids, _, err := r.s.children(r.p.workflowInbox())
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	slices.Sort(kids)
+	return kids, err
+}
+
 // ReadInbox reads an inbox message (nil, nil: gone).
 func (r *Registry) ReadInbox(name string) ([]byte, error) {
 	data, _, err := r.s.get(r.p.workflowInbox() + "/" + name)

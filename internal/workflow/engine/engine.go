@@ -25,6 +25,7 @@ type Registry interface {
 	EngineDuty(mine string) (held bool, node string, fence any, changed <-chan struct{}, err error)
 	ResignEngine(node string)
 	Inbox() ([]string, <-chan struct{}, error)
+	InboxNames() ([]string, error)
 	ReadInbox(name string) ([]byte, error)
 	DropInbox(fence any, names ...string) error
 	WatchWorkflows() ([]string, <-chan struct{}, error)
@@ -218,16 +219,25 @@ func (d *duty) hold() bool {
 		d.e.log.Warn("workflow engine: could not load the runs", "err", err)
 		return !clock.Sleep(d.e.clk, retryPause, d.e.stop)
 	}
+	// a watch is armed again only after it fired: each arming adds a waiter that only its firing removes
+	var inboxChanged, defsChanged <-chan struct{}
+	backlog := false
 	for {
-		names, inboxChanged, err := d.e.reg.Inbox()
-		if err != nil {
-			d.e.log.Warn("workflow engine: could not read its inbox", "err", err)
-			return !clock.Sleep(d.e.clk, retryPause, d.e.stop)
+		if inboxChanged == nil {
+			names, ch, err := d.e.reg.Inbox()
+			if err != nil {
+				d.e.log.Warn("workflow engine: could not read its inbox", "err", err)
+				return !clock.Sleep(d.e.clk, retryPause, d.e.stop)
+			}
+			inboxChanged = ch
+			backlog = !d.inbox(names)
 		}
-		d.inbox(names)
-		_, defsChanged, err := d.e.reg.WatchWorkflows()
-		if err != nil {
-			return !clock.Sleep(d.e.clk, retryPause, d.e.stop)
+		if defsChanged == nil {
+			_, ch, err := d.e.reg.WatchWorkflows()
+			if err != nil {
+				return !clock.Sleep(d.e.clk, retryPause, d.e.stop)
+			}
+			defsChanged = ch
 		}
 		t := d.e.clk.NewTimer(tick)
 		select {
@@ -235,12 +245,19 @@ func (d *duty) hold() bool {
 			t.Stop()
 			return true
 		case <-inboxChanged:
+			inboxChanged = nil
 		case <-defsChanged:
+			defsChanged = nil
 			d.loadDefs()
 		case <-t.C():
 			if !d.still() {
 				t.Stop()
 				return false
+			}
+			if backlog { // messages left for later (a trigger still pending): try them again
+				if names, err := d.e.reg.InboxNames(); err == nil {
+					backlog = !d.inbox(names)
+				}
 			}
 			d.schedule()
 			d.sweep()
@@ -356,12 +373,13 @@ func (d *duty) prune(wf string, ended []string) {
 	}
 }
 
-// inbox applies the inbox's messages in order; a message is dropped once applied or found stale.
-func (d *duty) inbox(names []string) {
+// inbox applies the inbox's messages in order; a message is dropped once applied or found stale. False:
+// some are left for later.
+func (d *duty) inbox(names []string) bool {
 	for _, name := range names {
 		data, err := d.e.reg.ReadInbox(name)
 		if err != nil {
-			return
+			return false
 		}
 		var m workflow.Message
 		if data == nil || json.Unmarshal(data, &m) != nil {
@@ -369,12 +387,13 @@ func (d *duty) inbox(names []string) {
 			continue
 		}
 		if !d.apply(m) {
-			return // try again on the next tick, in order
+			return false // try again on the next tick, in order
 		}
 		if err := d.e.reg.DropInbox(d.fence, name); err != nil {
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // apply applies one message; false: not now (the registry failed, or a trigger still waits), try again.
@@ -609,7 +628,7 @@ func (d *duty) sweep() {
 		return
 	}
 	// a fire closed meanwhile posted its end with the close: read the inbox first
-	if names, _, err := d.e.reg.Inbox(); err == nil {
+	if names, err := d.e.reg.InboxNames(); err == nil {
 		d.inbox(names)
 	}
 	for _, fk := range lost {
