@@ -314,3 +314,42 @@ func TestWorkflowRefusesCyclesAndMissingJobs(t *testing.T) {
 		t.Fatalf("a cycle applied: exit %d, %s", code, errOut)
 	}
 }
+
+// A scheduled workflow runs on its cron, and a run due while the previous one still goes is SKIPPED
+// (overlap: skip) and fires nothing.
+func TestWorkflowScheduleSkipsOverlappingRuns(t *testing.T) {
+	recv := newReceiver(t)
+	recv.Respond(func(harness.Delivery) (int, string, time.Duration) { return http.StatusOK, `{}`, 2500 * time.Millisecond })
+	c := newCluster(t, 2)
+	p := c.peers[0]
+	mustDo(t, p, "POST", "/api/v1/jobs", oneOff("sj", 1, recv.URL), http.StatusCreated, nil)
+	mustDo(t, p, "POST", "/api/v1/workflows", map[string]any{"name": "every", "cron": "* * * * * ?", "overlap": "skip",
+		"nodes": []any{wfNode("only", "sj")}}, http.StatusCreated, nil)
+	var runs struct{ Items []wfRun }
+	states := map[string]int{}
+	if !eventually(20*time.Second, func() bool {
+		if _, _, err := p.Do("GET", "/api/v1/workflows/every/runs", nil, &runs); err != nil {
+			return false
+		}
+		clear(states)
+		for _, r := range runs.Items {
+			states[r.State]++
+		}
+		return states["SUCCEEDED"] >= 1 && states["SKIPPED"] >= 1
+	}) {
+		t.Fatalf("runs by state %v, want a SUCCEEDED one and a SKIPPED one", states)
+	}
+	// the job ran once per run that was not skipped
+	mustDo(t, p, "PUT", "/api/v1/workflows/every", map[string]any{"name": "every", "nodes": []any{wfNode("only", "sj")}},
+		http.StatusOK, nil) // no cron: no more runs
+	var ran int
+	mustDo(t, p, "GET", "/api/v1/workflows/every/runs", nil, http.StatusOK, &runs)
+	for _, r := range runs.Items {
+		if r.State != "SKIPPED" {
+			ran++
+		}
+	}
+	if _, ok := recv.WaitFor(10*time.Second, func(ds []harness.Delivery) bool { return len(ds) >= ran }); !ok || len(recv.Deliveries(nil)) > ran+1 {
+		t.Fatalf("%d deliveries for %d runs that were not skipped", len(recv.Deliveries(nil)), ran)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
-	"github.com/ejserver/ejserver/internal/cronexpr"
 	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/workflow"
 )
@@ -209,6 +208,9 @@ type duty struct {
 	due   map[string]time.Time // workflow -> its next scheduled run
 	defs  map[string]workflow.Workflow
 	lost  map[string]time.Time // job/fire -> when first seen without a ledger or a trigger
+	// endedIn are the workflows a run of which ended since their last prune; prunedAt when the last was
+	endedIn  map[string]bool
+	prunedAt time.Time
 }
 
 func runKey(wf, id string) string { return wf + "/" + id }
@@ -260,6 +262,7 @@ func (d *duty) hold() bool {
 				}
 			}
 			d.schedule()
+			d.pruneEnded()
 			d.sweep()
 		}
 		t.Stop()
@@ -363,19 +366,27 @@ func (d *duty) follow(r workflow.Run, v int32) {
 	}
 }
 
-// prune drops the oldest ended runs of a workflow beyond KeepRuns (ids sort by creation).
-func (d *duty) prune(wf string, ended []string) {
-	for len(ended) > d.e.cfg.KeepRuns {
-		if err := d.e.reg.DropRun(d.fence, wf, ended[0]); err != nil {
-			return
-		}
-		ended = ended[1:]
-	}
-}
-
 // inbox applies the inbox's messages in order; a message is dropped once applied or found stale. False:
 // some are left for later.
 func (d *duty) inbox(names []string) bool {
+	// the ends of node fires are applied to their run together: one transaction per run for a burst of
+	// ends (a layer of a wide DAG ending at once), in the inbox's order; other messages go one by one
+	var order []string
+	ends := map[string][]workflow.Event{}
+	done := map[string][]string{}
+	flush := func() bool {
+		for _, k := range order {
+			lr := d.runs[k]
+			if lr != nil && !d.steps(lr.run.Workflow, lr.run.ID, ends[k]) {
+				return false
+			}
+			if err := d.e.reg.DropInbox(d.fence, done[k]...); err != nil {
+				return false
+			}
+		}
+		order, ends, done = nil, map[string][]workflow.Event{}, map[string][]string{}
+		return true
+	}
 	for _, name := range names {
 		data, err := d.e.reg.ReadInbox(name)
 		if err != nil {
@@ -386,34 +397,55 @@ func (d *duty) inbox(names []string) bool {
 			_ = d.e.reg.DropInbox(d.fence, name)
 			continue
 		}
-		if !d.apply(m) {
+		if m.Kind == workflow.MsgFire {
+			k, ev, ok := d.fireEnd(m)
+			if !ok {
+				_ = d.e.reg.DropInbox(d.fence, name) // not a fire a running node waits for (cancelled, a repeat)
+				continue
+			}
+			if _, seen := ends[k]; !seen {
+				order = append(order, k)
+			}
+			ends[k], done[k] = append(ends[k], ev), append(done[k], name)
+			continue
+		}
+		if !flush() || !d.apply(m) {
 			return false // try again on the next tick, in order
 		}
 		if err := d.e.reg.DropInbox(d.fence, name); err != nil {
 			return false
 		}
 	}
-	return true
+	return flush()
+}
+
+// fireEnd is the node end a fire's report tells, and the run it belongs to (false: no running node waits
+// for that fire).
+func (d *duty) fireEnd(m workflow.Message) (string, workflow.Event, bool) {
+	k, ok := d.fires[m.Job+"/"+m.Fire]
+	if !ok || d.runs[k] == nil {
+		return "", workflow.Event{}, false
+	}
+	nodeName := ""
+	for _, n := range d.runs[k].run.Nodes {
+		if n.Job == m.Job && n.Fire == m.Fire {
+			nodeName = n.Name
+		}
+	}
+	return k, workflow.Event{Kind: workflow.EventNodeEnded, Node: nodeName, Fire: m.Fire,
+		Succeeded: m.Items > 0 && m.Succeeded == m.Items, Items: m.Items, Failed: m.Items - m.Succeeded,
+		Output: m.Output, Error: m.Error}, true
 }
 
 // apply applies one message; false: not now (the registry failed, or a trigger still waits), try again.
 func (d *duty) apply(m workflow.Message) bool {
 	switch m.Kind {
 	case workflow.MsgFire:
-		k, ok := d.fires[m.Job+"/"+m.Fire]
+		k, ev, ok := d.fireEnd(m)
 		if !ok {
-			return true // not a fire a running node waits for (the run was cancelled, or it is a repeat)
+			return true
 		}
-		lr := d.runs[k]
-		nodeName := ""
-		for _, n := range lr.run.Nodes {
-			if n.Job == m.Job && n.Fire == m.Fire {
-				nodeName = n.Name
-			}
-		}
-		return d.step(lr.run.Workflow, lr.run.ID, workflow.Event{Kind: workflow.EventNodeEnded, Node: nodeName, Fire: m.Fire,
-			Succeeded: m.Items > 0 && m.Succeeded == m.Items, Items: m.Items, Failed: m.Items - m.Succeeded,
-			Output: m.Output, Error: m.Error})
+		return d.step(d.runs[k].run.Workflow, d.runs[k].run.ID, ev)
 	case workflow.MsgStart:
 		r, _, err := d.read(m.Workflow, m.Run)
 		if ejserver.IsNotFound(err) {
@@ -454,6 +486,11 @@ func (d *duty) apply(m workflow.Message) bool {
 // step applies an event to a run and writes the result with the triggers of the nodes it fires; on a
 // version conflict it reads the run again and decides again. False: try again later.
 func (d *duty) step(wf, id string, ev workflow.Event) bool {
+	return d.steps(wf, id, []workflow.Event{ev})
+}
+
+// steps applies events to a run in order and writes the result once (see step).
+func (d *duty) steps(wf, id string, evs []workflow.Event) bool {
 	for range 3 {
 		lr := d.runs[runKey(wf, id)]
 		if lr == nil {
@@ -466,7 +503,7 @@ func (d *duty) step(wf, id string, ev workflow.Event) bool {
 			}
 			lr = &loaded{run: r, version: v}
 		}
-		next, fires, err := d.decide(lr.run, ev)
+		next, fires, err := d.decide(lr.run, evs)
 		if err != nil {
 			d.e.log.Info("workflow run: request refused", "workflow", wf, "run", id, "err", err)
 			return true
@@ -500,10 +537,10 @@ func (d *duty) step(wf, id string, ev workflow.Event) bool {
 
 // decide applies ev and then the fires its effects ask for: a node whose job cannot be fired (gone,
 // disabled, no online instance, no enabled item) fails at once, which may fire or skip more nodes.
-func (d *duty) decide(r workflow.Run, ev workflow.Event) (workflow.Run, []cluster.NodeFire, error) {
+func (d *duty) decide(r workflow.Run, evs []workflow.Event) (workflow.Run, []cluster.NodeFire, error) {
 	now := d.e.clk.Now()
 	var fires []cluster.NodeFire
-	events := []workflow.Event{ev}
+	events := slices.Clone(evs)
 	for len(events) > 0 {
 		next, effects, err := workflow.Apply(r, events[0], now)
 		if err != nil {
@@ -583,6 +620,10 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 		}
 	}
 	if finished {
+		if d.endedIn == nil {
+			d.endedIn = map[string]bool{}
+		}
+		d.endedIn[after.Workflow] = true
 		d.e.log.Info("workflow run ended", "workflow", after.Workflow, "run", after.ID, "state", after.State)
 		if d.e.cfg.Observer != nil {
 			d.e.cfg.Observer.RunEnded(after.Workflow, after.State, after.EndedAt.Sub(after.CreatedAt))
@@ -592,106 +633,4 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 
 func sameNodes(a, b workflow.Run) bool {
 	return slices.EqualFunc(a.Nodes, b.Nodes, func(x, y workflow.NodeRun) bool { return x.State == y.State && x.Fire == y.Fire })
-}
-
-// sweep fails the running nodes whose fire shows neither a ledger nor a waiting trigger for LostGrace: the
-// fire never started (its instances vanished before picking up the trigger) or every item was refused.
-func (d *duty) sweep() {
-	now := d.e.clk.Now()
-	var lost []string
-	for fk, k := range d.fires {
-		lr := d.runs[k]
-		if lr == nil {
-			delete(d.fires, fk)
-			continue
-		}
-		var n workflow.NodeRun
-		for _, x := range lr.run.Nodes {
-			if x.State == workflow.NodeRunning && x.Job+"/"+x.Fire == fk {
-				n = x
-			}
-		}
-		if n.Fire == "" || now.Sub(n.FiredAt) < d.e.cfg.LostGrace/2 {
-			continue
-		}
-		if open, err := d.e.reg.FireOpen(n.Job, n.Fire); err != nil || open || d.triggerWaits(n) {
-			delete(d.lost, fk)
-			continue
-		}
-		if first, ok := d.lost[fk]; !ok {
-			d.lost[fk] = now
-		} else if now.Sub(first) >= d.e.cfg.LostGrace/2 {
-			lost = append(lost, fk)
-		}
-	}
-	if len(lost) == 0 {
-		return
-	}
-	// a fire closed meanwhile posted its end with the close: read the inbox first
-	if names, err := d.e.reg.InboxNames(); err == nil {
-		d.inbox(names)
-	}
-	for _, fk := range lost {
-		k, ok := d.fires[fk]
-		if !ok {
-			continue
-		}
-		lr := d.runs[k]
-		for _, n := range lr.run.Nodes {
-			if n.State == workflow.NodeRunning && n.Job+"/"+n.Fire == fk {
-				d.step(lr.run.Workflow, lr.run.ID, workflow.Event{Kind: workflow.EventNodeEnded, Node: n.Name, Fire: n.Fire,
-					Error: "the node's fire never started (no instance picked up its trigger) or its end was lost"})
-			}
-		}
-	}
-}
-
-// triggerWaits reports whether a trigger of the node's fire still waits for an online instance.
-func (d *duty) triggerWaits(n workflow.NodeRun) bool {
-	snap := d.e.reg.Job(n.Job)
-	if snap == nil {
-		return false
-	}
-	for _, inst := range snap.Available() {
-		if ok, err := d.e.reg.TriggerWaiting(n.Job, inst); err != nil || ok {
-			return true
-		}
-	}
-	return false
-}
-
-// schedule makes the scheduled runs that are due (fenced: only the duty holder makes them).
-func (d *duty) schedule() {
-	now := d.e.clk.Now()
-	for name, w := range d.defs {
-		if w.Cron == "" || w.Disabled {
-			delete(d.due, name)
-			continue
-		}
-		next, ok := d.due[name]
-		if !ok {
-			loc, err := cronexpr.LoadLocation(w.TimeZone)
-			if err != nil {
-				continue
-			}
-			s, err := cronexpr.Parse(w.Cron, loc)
-			if err != nil {
-				continue
-			}
-			d.due[name] = s.Next(now)
-			continue
-		}
-		if now.Before(next) {
-			continue
-		}
-		id := ejserver.NewExecutionID()
-		r := workflow.NewRun(w, id, workflow.TriggerSchedule, next, now, nil)
-		data, _ := json.Marshal(r)
-		msg, _ := json.Marshal(workflow.Message{Kind: workflow.MsgStart, Workflow: name, Run: id})
-		if err := d.e.reg.CreateRun(d.fence, name, id, data, msg); err != nil {
-			d.e.log.Warn("could not make a scheduled workflow run", "workflow", name, "err", err)
-			continue
-		}
-		delete(d.due, name) // the next due time is computed from now on the next tick
-	}
 }
