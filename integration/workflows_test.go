@@ -319,7 +319,9 @@ func TestWorkflowRefusesCyclesAndMissingJobs(t *testing.T) {
 // (overlap: skip) and fires nothing.
 func TestWorkflowScheduleSkipsOverlappingRuns(t *testing.T) {
 	recv := newReceiver(t)
-	recv.Respond(func(harness.Delivery) (int, string, time.Duration) { return http.StatusOK, `{}`, 2500 * time.Millisecond })
+	recv.Respond(func(harness.Delivery) (int, string, time.Duration) {
+		return http.StatusOK, `{}`, 2500 * time.Millisecond
+	})
 	c := newCluster(t, 2)
 	p := c.peers[0]
 	mustDo(t, p, "POST", "/api/v1/jobs", oneOff("sj", 1, recv.URL), http.StatusCreated, nil)
