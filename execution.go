@@ -12,7 +12,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Source says why an item ran: ElasticJob's execution sources plus MANUAL (an operator's trigger).
+// Source says why an item ran: ElasticJob's execution sources plus MANUAL (an operator's trigger) and
+// WORKFLOW (a node of a workflow run).
 type Source string
 
 // The execution sources.
@@ -21,16 +22,21 @@ const (
 	SourceMisfire  Source = "MISFIRE"
 	SourceFailover Source = "FAILOVER"
 	SourceManual   Source = "MANUAL"
+	SourceWorkflow Source = "WORKFLOW"
 )
 
-// Valid reports whether s is one of the four sources.
+// Valid reports whether s is one of the five sources.
 func (s Source) Valid() bool {
 	switch s {
-	case SourceNormal, SourceMisfire, SourceFailover, SourceManual:
+	case SourceNormal, SourceMisfire, SourceFailover, SourceManual, SourceWorkflow:
 		return true
 	}
 	return false
 }
+
+// OnRequest reports whether the source is a fire asked for now (MANUAL, WORKFLOW) rather than by the
+// schedule: such a fire queues behind an item still running here, and has no next fire to finish before.
+func (s Source) OnRequest() bool { return s == SourceManual || s == SourceWorkflow }
 
 // NewExecutionID returns a new execution id: a UUIDv7, so ids sort by creation time. One id names one item of
 // one fire; it is the webhook-id of every attempt and of a failover re-POST of that item.

@@ -83,6 +83,19 @@ var routeRules = map[string]access.Rule{
 	"POST /api/v1/channels/:/test": {Action: access.Administer, Reach: access.Cluster},
 	"GET /api/v1/notifications":    {Action: access.Read, Reach: access.JobRows}, // only the token's jobs' rows
 
+	// workflows (issue 26): they reach jobs across scopes, so they are cluster-wide objects: scoped tokens
+	// get 404; managers define them, operators run and control runs, viewers read
+	"POST /api/v1/workflows":                 {Action: access.Manage, Reach: access.Cluster},
+	"GET /api/v1/workflows":                  {Action: access.Read, Reach: access.Cluster},
+	"GET /api/v1/workflows/:":                {Action: access.Read, Reach: access.Cluster},
+	"PUT /api/v1/workflows/:":                {Action: access.Manage, Reach: access.Cluster},
+	"DELETE /api/v1/workflows/:":             {Action: access.Manage, Reach: access.Cluster},
+	"POST /api/v1/workflows/:/runs":          {Action: access.Operate, Reach: access.Cluster},
+	"GET /api/v1/workflows/:/runs":           {Action: access.Read, Reach: access.Cluster},
+	"GET /api/v1/workflows/:/runs/:":         {Action: access.Read, Reach: access.Cluster},
+	"POST /api/v1/workflows/:/runs/:/cancel": {Action: access.Operate, Reach: access.Cluster},
+	"POST /api/v1/workflows/:/runs/:/retry":  {Action: access.Operate, Reach: access.Cluster},
+
 	// the audit trail (issue 23): read-only through the API; a scoped token sees only its jobs' entries
 	"GET /api/v1/audit": {Action: access.Read, Reach: access.JobRows},
 

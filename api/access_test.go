@@ -23,11 +23,13 @@ type fakeNotifications struct{ Notifications }
 
 type fakeAlerts struct{ AlertDefaults }
 
+type fakeWorkflows struct{ Workflows }
+
 // fullAPI is the API with every optional part on, so that every route is registered.
 func fullAPI(t *testing.T) *echo.Echo {
 	t.Helper()
 	h := New(Config{Service: &fakeService{}, Tokens: testTokens(t), MetricsAuth: true, Callbacks: fakeCallbacks{},
-		Channels: fakeChannels{}, Notifications: fakeNotifications{}, Alerts: fakeAlerts{},
+		Channels: fakeChannels{}, Notifications: fakeNotifications{}, Alerts: fakeAlerts{}, Workflows: fakeWorkflows{},
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up 1\n") }),
 		Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console") })})
 	return h.(*echo.Echo)

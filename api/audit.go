@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -54,6 +55,12 @@ var auditedRoutes = map[string]audit.Action{
 	"PUT /api/v1/channels/:":                 audit.ChannelReplace,
 	"DELETE /api/v1/channels/:":              audit.ChannelDelete,
 	"POST /api/v1/channels/:/test":           audit.ChannelTest,
+	"POST /api/v1/workflows":                 audit.WorkflowCreate,
+	"PUT /api/v1/workflows/:":                audit.WorkflowReplace,
+	"DELETE /api/v1/workflows/:":             audit.WorkflowDelete,
+	"POST /api/v1/workflows/:/runs":          audit.WorkflowTrigger,
+	"POST /api/v1/workflows/:/runs/:/cancel": audit.WorkflowCancel,
+	"POST /api/v1/workflows/:/runs/:/retry":  audit.WorkflowRetry,
 }
 
 // auditDenials records the 401s and 403s of /api/v1, folded per source per minute by the recorder. It runs
@@ -91,8 +98,11 @@ func (a *auditor) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx := c.Request().Context()
 		e := a.entry(c, action)
+		if strings.HasPrefix(string(action), "workflow.") {
+			e.Detail = c.Param("run")
+		}
 		var body []byte
-		if action == audit.JobCreate || action == audit.JobTrigger || action == audit.ChannelCreate {
+		if action == audit.JobCreate || action == audit.JobTrigger || action == audit.ChannelCreate || action == audit.WorkflowCreate {
 			body = peekBody(c)
 		}
 		before, hadBefore := a.fields(ctx, action, e)
@@ -159,6 +169,10 @@ func (e errReader) Read([]byte) (int, error) {
 
 // describe fills what the request body says: the new job's or channel's name, a trigger's override and items.
 func (a *auditor) describe(e *audit.Entry, body []byte) {
+	if strings.HasPrefix(string(e.Action), "workflow.") {
+		describeWorkflow(e, body)
+		return
+	}
 	switch e.Action {
 	case audit.JobCreate:
 		var v struct {
@@ -265,5 +279,25 @@ func (h *handlers) listAudit(log AuditLog) echo.HandlerFunc {
 			items = []audit.Entry{}
 		}
 		return c.JSON(http.StatusOK, AuditList{Items: items, NextCursor: page.NextCursor})
+	}
+}
+
+// describeWorkflow names the workflow (and run) of a workflow action in Detail (the path's name is not a
+// channel's).
+func describeWorkflow(e *audit.Entry, body []byte) {
+	name := e.Channel
+	e.Channel = ""
+	if e.Action == audit.WorkflowCreate {
+		var v struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(body, &v) == nil {
+			name = v.Name
+		}
+	}
+	run := e.Detail // the middleware put the path's run id there
+	e.Detail = "workflow " + name
+	if run != "" {
+		e.Detail += ", run " + run
 	}
 }

@@ -97,6 +97,8 @@ type Config struct {
 	AuditLog AuditLog
 	// Alerts, when set, serves the cluster's default alert rules.
 	Alerts AlertDefaults
+	// Workflows, when set, serves /api/v1/workflows.
+	Workflows Workflows
 }
 
 // New returns the HTTP handler of the API.
@@ -177,6 +179,7 @@ func New(cfg Config) http.Handler {
 	v1.GET("/auth/whoami", whoami)
 	v1.GET("/audit", h.listAudit(cfg.AuditLog))
 	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
+	workflowRoutes(v1, cfg.Workflows)
 	if cfg.Alerts != nil {
 		alertRoutes(v1, cfg.Alerts)
 	}

@@ -573,6 +573,35 @@ func TestAPIContract(t *testing.T) {
 		"rules": []any{map[string]any{"on": []string{"FIRE_FAILED", "LATE"}, "channels": []string{"ops-slack"}, "quietPeriodSeconds": 60}}}}, 200)
 	k.do(call{method: "PUT", path: "/api/v1/alerts/defaults", token: A, body: map[string]any{}}, 200)
 
+	// workflows (issue 26): a one-node workflow over gamma, a run to its end, the controls' conflicts
+	wf := map[string]any{"name": "wf", "nodes": []any{map[string]any{"name": "g", "job": "gamma"}}}
+	k.problem(call{method: "POST", path: "/api/v1/workflows", token: A, body: map[string]any{"name": "wf",
+		"nodes": []any{map[string]any{"name": "g", "job": "nope"}}}}, 400)
+	k.do(call{method: "POST", path: "/api/v1/workflows", token: A, body: wf}, 201)
+	k.do(call{method: "GET", path: "/api/v1/workflows", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/workflows", token: "wrong"}, 401)
+	k.do(call{method: "GET", path: "/api/v1/workflows/wf", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/workflows/none", token: V}, 404)
+	k.do(call{method: "PUT", path: "/api/v1/workflows/wf", token: A, body: wf, header: map[string]string{"If-Match": "*"}}, 200)
+	k.problem(call{method: "PUT", path: "/api/v1/workflows/wf", token: V, body: wf}, 403)
+	var wfRun struct{ ID, State string }
+	json.Unmarshal(k.do(call{method: "POST", path: "/api/v1/workflows/wf/runs", token: A, body: map[string]any{"parameters": map[string]any{"day": 1}}}, 202), &wfRun)
+	k.problem(call{method: "POST", path: "/api/v1/workflows/wf/runs", token: A, body: map[string]any{"parameters": 3}}, 400)
+	if !eventually(20*time.Second, func() bool {
+		_, _, err := p.Do("GET", "/api/v1/workflows/wf/runs/"+wfRun.ID, nil, &wfRun, "Authorization", "Bearer "+V)
+		return err == nil && wfRun.State == "SUCCEEDED"
+	}) {
+		t.Fatalf("workflow run %s, want SUCCEEDED", wfRun.State)
+	}
+	k.do(call{method: "GET", path: "/api/v1/workflows/wf/runs", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/workflows/none/runs", token: V}, 404)
+	k.do(call{method: "GET", path: "/api/v1/workflows/wf/runs/" + wfRun.ID, token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/workflows/wf/runs/nope", token: V}, 404)
+	k.problem(call{method: "POST", path: "/api/v1/workflows/wf/runs/" + wfRun.ID + "/cancel", token: A}, 409)
+	k.problem(call{method: "POST", path: "/api/v1/workflows/wf/runs/" + wfRun.ID + "/retry", token: A}, 409)
+	k.problem(call{method: "DELETE", path: "/api/v1/workflows/wf", token: V}, 403)
+	k.do(call{method: "DELETE", path: "/api/v1/workflows/wf", token: A}, 204)
+
 	// delete
 	k.problem(call{method: "DELETE", path: "/api/v1/jobs/beta", token: V}, 403)
 	k.do(call{method: "DELETE", path: "/api/v1/jobs/beta", token: A}, 204)

@@ -125,6 +125,23 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		return map[string]any{"name": name, "kind": "webhook", "webhook": map[string]any{"url": recv.URL}}
 	}
 	mustDo(t, p, "POST", "/api/v1/channels", channel(0, "ops-ch"), http.StatusCreated, nil, admin...)
+	// workflows are cluster-wide (they reach jobs across scopes): like channels, with runs operated by operators
+	workflowOf := func(g int, name string) any {
+		if strings.HasSuffix(name, "-") {
+			name += fmt.Sprint(g)
+		}
+		return map[string]any{"name": name, "nodes": []any{map[string]any{"name": "n", "job": "team-a-1"}}}
+	}
+	mustDo(t, p, "POST", "/api/v1/workflows", workflowOf(0, "ops-wf"), http.StatusCreated, nil, admin...)
+	var wfRun struct{ ID, State string }
+	mustDo(t, p, "POST", "/api/v1/workflows/ops-wf/runs", nil, http.StatusAccepted, &wfRun, admin...)
+	if !eventually(20*time.Second, func() bool {
+		_, _, err := p.Do("GET", "/api/v1/workflows/ops-wf/runs/"+wfRun.ID, nil, &wfRun, admin...)
+		return err == nil && wfRun.State == "SUCCEEDED"
+	}) {
+		t.Fatalf("the workflow run is %s, want SUCCEEDED", wfRun.State)
+	}
+	const wfEnded = "409 409 403 | 404 404 403" // cancel or retry of a run that succeeded
 	rows := []row{
 		{method: "GET", path: "/api/v1/jobs/{jobName}", jobs: abl, want: byJob(reads, hidden)},
 		{method: "GET", path: "/api/v1/jobs/{jobName}/sharding", jobs: abl, want: byJob(reads, hidden)},
@@ -177,6 +194,23 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 				mustDo(t, p, "POST", "/api/v1/channels", channel(g, j+fmt.Sprint(g)), http.StatusCreated, nil, admin...)
 			},
 			want: map[string]string{"del-ch-": "204 403 403 | 404 403 403"}},
+		{method: "GET", path: "/api/v1/workflows", want: map[string]string{"": hidden}},
+		{method: "GET", path: "/api/v1/workflows/{name}", jobs: []string{"ops-wf"}, want: map[string]string{"ops-wf": hidden}},
+		{method: "POST", path: "/api/v1/workflows", jobs: []string{"new-wf-"}, body: workflowOf,
+			want: map[string]string{"new-wf-": "201 403 403 | 404 403 403"}},
+		{method: "PUT", path: "/api/v1/workflows/{name}", jobs: []string{"ops-wf"}, body: workflowOf,
+			want: map[string]string{"ops-wf": "200 403 403 | 404 403 403"}},
+		{method: "DELETE", path: "/api/v1/workflows/{name}", jobs: []string{"del-wf-"},
+			setup: func(g int, j string) {
+				mustDo(t, p, "POST", "/api/v1/workflows", workflowOf(g, j), http.StatusCreated, nil, admin...)
+			},
+			want: map[string]string{"del-wf-": "204 403 403 | 404 403 403"}},
+		{method: "POST", path: "/api/v1/workflows/{name}/runs", jobs: []string{"ops-wf"},
+			want: map[string]string{"ops-wf": "202 202 403 | 404 404 403"}},
+		{method: "GET", path: "/api/v1/workflows/{name}/runs", jobs: []string{"ops-wf"}, want: map[string]string{"ops-wf": hidden}},
+		{method: "GET", path: "/api/v1/workflows/{name}/runs/{run}", jobs: []string{"ops-wf"}, want: map[string]string{"ops-wf": hidden}},
+		{method: "POST", path: "/api/v1/workflows/{name}/runs/{run}/cancel", jobs: []string{"ops-wf"}, want: map[string]string{"ops-wf": wfEnded}},
+		{method: "POST", path: "/api/v1/workflows/{name}/runs/{run}/retry", jobs: []string{"ops-wf"}, want: map[string]string{"ops-wf": wfEnded}},
 		{method: "GET", path: "/api/v1/notifications", want: map[string]string{"": reads}},
 		// the audit trail: every token reads it, a scoped token only its jobs' entries (checked below)
 		{method: "GET", path: "/api/v1/audit", want: map[string]string{"": reads}},
@@ -209,6 +243,7 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 				path := strings.ReplaceAll(r.path, "{jobName}", url.PathEscape(name))
 				path = strings.ReplaceAll(path, "{id}", execOf[j])
 				path = strings.ReplaceAll(path, "{name}", url.PathEscape(name))
+				path = strings.ReplaceAll(path, "{run}", wfRun.ID)
 				var body any
 				if r.body != nil {
 					body = r.body(g, j)

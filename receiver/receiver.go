@@ -46,6 +46,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -142,6 +143,9 @@ type Payload struct {
 	// requests were due to leave (ScheduledAt + JitterMs), which lateness is measured from.
 	JitterMs int       `json:"jitterMs,omitempty"`
 	DueAt    time.Time `json:"dueAt,omitzero"`
+	// Workflow is set when a workflow node fired the job (source WORKFLOW, or FAILOVER of such an item): the
+	// workflow's name, the run's id and parameters, the node, and its parents' ends and outputs.
+	Workflow json.RawMessage `json:"workflow,omitempty"`
 }
 
 // Response is what a handler answers. For a streaming DATAFLOW job, HasMore asks ejserver to POST the item

@@ -163,6 +163,12 @@ func asYAML(v any) any {
 
 // readChannelsFile reads one channel or a list, YAML or JSON, as JSON bodies with their names.
 func readChannelsFile(path string) ([]json.RawMessage, []string, error) {
+	return readNamedFile(path, "channel", "a mapping with name, kind and its settings")
+}
+
+// readNamedFile reads one object or a list of them, YAML or JSON, as JSON bodies with their names (what
+// names the objects in errors, shape says what one looks like).
+func readNamedFile(path, what, shape string) ([]json.RawMessage, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
@@ -170,7 +176,7 @@ func readChannelsFile(path string) ([]json.RawMessage, []string, error) {
 	var doc any
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("%s: no channels in it", path)
+			return nil, nil, fmt.Errorf("%s: no %ss in it", path, what)
 		}
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -183,7 +189,7 @@ func readChannelsFile(path string) ([]json.RawMessage, []string, error) {
 	for i, it := range items {
 		m, ok := it.(map[string]any)
 		if !ok {
-			return nil, nil, fmt.Errorf("%s: entry %d is not a channel (a mapping with name, kind and its settings)", path, i+1)
+			return nil, nil, fmt.Errorf("%s: entry %d is not a %s (%s)", path, i+1, what, shape)
 		}
 		name, _ := m["name"].(string)
 		if name == "" {

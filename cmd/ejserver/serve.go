@@ -34,6 +34,7 @@ import (
 	"github.com/ejserver/ejserver/internal/sharding"
 	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
+	"github.com/ejserver/ejserver/internal/workflow/engine"
 	"github.com/ejserver/ejserver/web"
 )
 
@@ -394,6 +395,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer dispatcher.Stop()
 	alerting.start(dispatcher, channels, log)
 	defer alerting.stop()
+	// workflows: the peer holding the engine duty advances every run (a fire's end reaches it through the
+	// fire ledger the alert service keeps)
+	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Clock: clk, Logger: log})
+	if err := workflows.Start(); err != nil {
+		return abort(err)
+	}
+	defer workflows.Stop()
 
 	// The audit trail: changes through the API, the jobs file's applies, refused requests (folded) and
 	// changes made in ZooKeeper outside the API (noticed by the registry's watches, recorded once).
@@ -416,7 +424,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
-		Audit: auditRec, AuditLog: store})
+		Audit: auditRec, AuditLog: store, Workflows: engine.NewService(reg, clk)})
 	apiGate.open(handler)
 	log.Info("ejserver serving", "listen", ln.Addr().String(), "tls", apiTLS != nil, "client_certs", c.tls.clientCA != "",
 		"jobs", len(reg.Jobs()), "server_ip", c.serverIP,
@@ -431,6 +439,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	sched.Stop()
 	exec.Drain(c.shutdownTimeout)
 	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
+	workflows.Stop()  // another peer takes the engine duty at once
 	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
 	dispatcher.Stop() // queued notifications get a few seconds to go out
 	channels.Stop()

@@ -106,7 +106,7 @@ func (s *Service) ItemLeft(f dispatch.Fire, item int, _ string, at time.Time) {
 func (s *Service) ItemEnded(f dispatch.Fire, end dispatch.ItemEnd) {
 	r := ItemResult{Item: end.Item, Outcome: end.Outcome, Status: end.Status, Error: end.Error,
 		ExecutionID: end.ExecutionID, Instance: end.Instance, Source: string(end.Source), StartedAt: end.Started,
-		DurationMs: end.Duration.Milliseconds()}
+		DurationMs: end.Duration.Milliseconds(), Output: end.Output}
 	s.mu.Lock()
 	lf := s.local(f)
 	if !lf.ended[end.Item] {
@@ -379,10 +379,11 @@ func (s *Service) closeFire(id string, f dispatch.Fire, t cluster.FireTally, los
 		if err != nil {
 			return
 		}
-		err = s.reg.CloseFire(f.Job, f.Key, t)
+		sum := summarize(t.Expected, starts, ends)
+		err = s.reg.CloseFire(f.Job, f.Key, t, workflowReport(f, sum))
 		switch {
 		case err == nil:
-			s.closed(f, t, summarize(t.Expected, starts, ends))
+			s.closed(f, t, sum)
 			s.forget(id, false)
 			return
 		case errors.Is(err, cluster.ErrFireGone):

@@ -28,7 +28,7 @@ type Registry interface {
 	TallyFire(job, fire string) (cluster.FireTally, error)
 	FireRecordData(job, fire string, names []string) ([][]byte, error)
 	FenceFire(job, fire, fence string) (bool, error)
-	CloseFire(job, fire string, t cluster.FireTally) error
+	CloseFire(job, fire string, t cluster.FireTally, report []byte) error
 	FenceEvent(job, key string) (bool, error)
 	EventFences(job string) ([]string, error)
 	DropEventFence(job, key string) error
@@ -390,6 +390,9 @@ func (s *Service) LeaseEnded(l lease.Lease) {
 	r := ItemResult{Item: l.ShardingItem, Outcome: string(l.State), Status: l.StatusCode, Error: l.Cause,
 		ExecutionID: l.ExecutionID, Instance: l.InstanceID, Source: l.Source, StartedAt: l.StartedAt,
 		DurationMs: l.EndedAt.Sub(l.StartedAt).Milliseconds()}
+	if l.Source == string(ejserver.SourceWorkflow) || l.Source == string(ejserver.SourceFailover) {
+		r.Output = asyncOutput(l.Output)
+	}
 	s.itemEnded(l.JobName, l.Fire, r)
 	if l.State == lease.Expired {
 		s.enqueue(func() {

@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -33,6 +34,8 @@ type ItemResult struct {
 	Source      string    `json:"source,omitempty"`
 	StartedAt   time.Time `json:"startedAt,omitzero"`
 	DurationMs  int64     `json:"durationMs,omitempty"`
+	// Output is a workflow node's item output (its response's `output`, or its async completion's).
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 // OutcomeLost: an item that started on a peer that vanished without ending it (and no failover ended it),

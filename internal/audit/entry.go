@@ -26,7 +26,14 @@ const (
 	ChannelDelete  Action = "channel.delete"
 	ChannelTest    Action = "channel.test"
 	JobsFileApply  Action = "jobsfile.apply"
-	AuthDenied     Action = "auth.denied"
+	// The workflow actions name the workflow (and run) in Detail.
+	WorkflowCreate  Action = "workflow.create"
+	WorkflowReplace Action = "workflow.replace"
+	WorkflowDelete  Action = "workflow.delete"
+	WorkflowTrigger Action = "workflow.trigger"
+	WorkflowCancel  Action = "workflow.run.cancel"
+	WorkflowRetry   Action = "workflow.run.retry"
+	AuthDenied      Action = "auth.denied"
 	// ZKJobConfig, ZKJobCreate, ZKJobDelete and ZKServerState are changes made in ZooKeeper outside the API
 	// (zkCli, another tool).
 	ZKJobConfig   Action = "zookeeper.job.config"
@@ -38,7 +45,8 @@ const (
 // Actions lists every action, for validation and documentation.
 var Actions = []Action{JobCreate, JobReplace, JobDelete, JobEnable, JobDisable, JobTrigger, ItemEnable, ItemDisable,
 	JobServerOn, JobServerOff, ServerEnable, ServerDisable, ChannelCreate, ChannelReplace, ChannelDelete, ChannelTest,
-	JobsFileApply, AuthDenied, ZKJobConfig, ZKJobCreate, ZKJobDelete, ZKServerState}
+	JobsFileApply, AuthDenied, ZKJobConfig, ZKJobCreate, ZKJobDelete, ZKServerState, WorkflowCreate, WorkflowReplace,
+	WorkflowDelete, WorkflowTrigger, WorkflowCancel, WorkflowRetry}
 
 // Valid reports whether a is one of Actions.
 func (a Action) Valid() bool {

@@ -211,9 +211,17 @@ func (r *Registry) FenceFire(job, fire, fence string) (bool, error) {
 
 // CloseFire deletes a fire's ledger, fenced: in one multi its node and every child tally read. It returns nil
 // for the one peer whose multi did it, ErrFireGone when another peer closed it, ErrFireChanged when a child
-// was added since tally (read again).
-func (r *Registry) CloseFire(job, fire string, t FireTally) error {
-	ops := make([]any, 0, len(t.Records)+len(t.Fences)+1)
+// was added since tally (read again). A report (a workflow node's fire) is posted to the workflow engine's
+// inbox in the same multi: the fire's end reaches the engine exactly once, or the fire stays open.
+func (r *Registry) CloseFire(job, fire string, t FireTally, report []byte) error {
+	ops := make([]any, 0, len(t.Records)+len(t.Fences)+2)
+	if report != nil {
+		op, err := r.inboxOp(report)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op)
+	}
 	for _, rec := range t.Records {
 		ops = append(ops, opDelete(r.p.fire(job, fire)+"/"+rec.Name, -1))
 	}

@@ -220,7 +220,11 @@ func (r *Registry) Leases() ([]string, <-chan struct{}, error) {
 // fences the holder's writes (its node must still exist), and a channel closed when the node it waits
 // behind goes.
 func (r *Registry) WatcherDuty(mine string) (held bool, node string, fence any, changed <-chan struct{}, err error) {
-	folder := r.p.LeaseWatchers()
+	return r.duty(r.p.LeaseWatchers(), mine)
+}
+
+// duty stands this peer for a duty held by the lowest ephemeral sequential node of folder (see WatcherDuty).
+func (r *Registry) duty(folder, mine string) (held bool, node string, fence any, changed <-chan struct{}, err error) {
 	if err := r.s.ensurePath(folder); err != nil {
 		return false, "", nil, nil, err
 	}
@@ -245,7 +249,7 @@ func (r *Registry) WatcherDuty(mine string) (held bool, node string, fence any, 
 	name := mine[strings.LastIndex(mine, "/")+1:]
 	pos := slices.Index(kids, name)
 	if pos < 0 {
-		return false, "", nil, nil, fmt.Errorf("lease watcher node %s vanished", mine)
+		return false, "", nil, nil, fmt.Errorf("duty node %s vanished", mine)
 	}
 	if pos == 0 {
 		return true, mine, opCheck(mine, -1), nil, nil
@@ -258,7 +262,7 @@ func (r *Registry) WatcherDuty(mine string) (held bool, node string, fence any, 
 		if err != nil {
 			return false, mine, nil, nil, err
 		}
-		return r.WatcherDuty(mine) // it went before the watch was set: look again
+		return r.duty(folder, mine) // it went before the watch was set: look again
 	}
 	return false, mine, nil, ch, nil
 }

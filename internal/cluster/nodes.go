@@ -61,6 +61,8 @@ type Running struct {
 	// Fire is the key of the fire the run belongs to in the fire ledger (alerts and hooks follow the job), so
 	// that a failover run ends the same fire.
 	Fire string
+	// Workflow is the `workflow` object of a workflow node's item (one line of JSON), re-sent by a failover run.
+	Workflow json.RawMessage
 }
 
 func (r Running) encode() []byte {
@@ -80,6 +82,9 @@ func (r Running) encode() []byte {
 	if r.Fire != "" {
 		b.WriteString("fire: " + r.Fire + "\n")
 	}
+	if len(r.Workflow) > 0 {
+		b.WriteString("workflow: " + string(r.Workflow) + "\n") // compact JSON: one line
+	}
 	return []byte(b.String())
 }
 
@@ -96,6 +101,9 @@ func decodeRunning(data []byte) Running {
 	r.ScheduledAt, _ = time.Parse(time.RFC3339Nano, yamlLine(data, "scheduledAt"))
 	r.Async = yamlLine(data, "async") == "true"
 	r.Fire = yamlLine(data, "fire")
+	if w := yamlLine(data, "workflow"); w != "" && json.Valid([]byte(w)) {
+		r.Workflow = json.RawMessage(w)
+	}
 	for line := range strings.Lines(string(data)) {
 		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "jobParameter: "); ok {
 			_ = json.Unmarshal([]byte(v), &r.JobParameter)
@@ -136,6 +144,9 @@ type TriggerRequest struct {
 	// Misfire: the one catch-up of items whose accepted (asynchronous) run ended after fires found them
 	// running; the items run with source MISFIRE.
 	Misfire bool `json:"misfire,omitempty"`
+	// Workflow, set for a workflow node's fire, is the `workflow` object of its items' bodies (the run, the
+	// node, the parents' ends); the items run with source WORKFLOW.
+	Workflow json.RawMessage `json:"workflow,omitempty"`
 }
 
 func decodeTrigger(data []byte) TriggerRequest {

@@ -29,7 +29,7 @@ func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int
 		l.Fire = req.follow.Key // whichever peer hears the lease end tells the fire's ledger
 	}
 	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: rec.ID, TaskID: req.taskID, Source: req.source,
-		ScheduledAt: req.scheduledAt, JobParameter: param}
+		ScheduledAt: req.scheduledAt, JobParameter: param, Workflow: req.workflow}
 	if req.follow != nil {
 		run.Fire = req.follow.Key
 	}

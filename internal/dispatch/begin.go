@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 )
@@ -14,7 +13,7 @@ import (
 // whether it runs beside an execution that holds the node (overlapPolicy ALLOW: then it holds none).
 func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) (ok, alongside bool) {
 	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: executionID, TaskID: req.taskID,
-		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param}
+		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param, Workflow: req.workflow}
 	if req.follow != nil {
 		run.Fire = req.follow.Key
 	}
@@ -78,7 +77,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			case elsewhereCancelled:
 				continue
 			}
-			if snap.Config.Misfire && (req.source != ejserver.SourceManual || cur.Async) {
+			if snap.Config.Misfire && (!req.source.OnRequest() || cur.Async) {
 				// a manual trigger behind accepted work is queued as its one catch-up (the work may last hours)
 				_ = e.reg.SetMisfire(req.job, item)
 			}

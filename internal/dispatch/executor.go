@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -203,6 +204,7 @@ type fireRequest struct {
 	param       *string                 // manual trigger's jobParameter override
 	items       []int                   // manual trigger's subset; nil = all of this peer's items
 	trigger     *cluster.TriggerRequest // the manual trigger this fire runs, if any
+	workflow    json.RawMessage         // a workflow node's fire: its items' `workflow` object
 	taskID      string
 	task        *task             // the fire's task on this peer, for status traces
 	params      *itemParams       // the job's shardingItemParameters, parsed once for all the fire's items
@@ -264,8 +266,12 @@ func (e *Executor) Trigger(job string) {
 			e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceMisfire, items: req.Items})
 			return
 		}
-		e.log.Info("manual trigger", "job", job, "trigger", req.ID, "items", req.Items)
-		e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceManual, param: req.JobParameter, items: req.Items, trigger: &req})
+		source := ejserver.SourceManual
+		if len(req.Workflow) > 0 {
+			source = ejserver.SourceWorkflow // a workflow node's fire (its body carries the run)
+		}
+		e.log.Info("manual trigger", "job", job, "trigger", req.ID, "items", req.Items, "source", source)
+		e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: source, param: req.JobParameter, items: req.Items, trigger: &req, workflow: req.Workflow})
 	})
 }
 
@@ -286,7 +292,7 @@ func (e *Executor) RunFailover(job string, item int, run cluster.Running, runnin
 		e.running[key] = &itemRun{}
 		e.mu.Unlock()
 		req := fireRequest{job: job, scheduledAt: run.ScheduledAt, source: ejserver.SourceFailover,
-			taskID: ejserver.TaskID(job, []int{item}, true, e.me.InstanceID)}
+			taskID: ejserver.TaskID(job, []int{item}, true, e.me.InstanceID), workflow: run.Workflow}
 		if run.JobParameter != "" {
 			p := run.JobParameter
 			req.param = &p
@@ -474,7 +480,7 @@ func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Shard
 func (e *Executor) notRunYet(req fireRequest, items []int) []int {
 	return slices.DeleteFunc(items, func(item int) bool {
 		last, ok, err := e.reg.LastCompleted(req.job, item)
-		if err != nil || !ok || last.Source == ejserver.SourceManual || last.ScheduledAt.Before(req.scheduledAt) {
+		if err != nil || !ok || last.Source.OnRequest() || last.ScheduledAt.Before(req.scheduledAt) {
 			return false
 		}
 		e.log.Info("item already ran this fire on its previous owner: not run again", "job", req.job, "item", item,
@@ -588,7 +594,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		}
 	}
 	var deadline time.Time
-	if e.cfg.NextFire != nil && req.source != ejserver.SourceManual {
+	if e.cfg.NextFire != nil && !req.source.OnRequest() {
 		deadline = e.cfg.NextFire(req.job)
 	}
 	dep := e.cfg.Activity.departure()
@@ -598,6 +604,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 			ShardingParameter: req.params.of(cfg, item), ShardingTotalCount: cfg.ShardingTotalCount, JobParameter: param,
 			Source: string(req.source), ScheduledAt: req.scheduledAt, InstanceID: e.me.InstanceID,
 			JitterMs: int(req.jitter.Milliseconds()), DueAt: dueAt(req),
+			Workflow: req.workflow,
 		},
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,

@@ -1,11 +1,13 @@
 package dispatch
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/workflow"
 )
 
 // Follower follows, item by item, the fires of the jobs that have alert rules or once-per-fire hooks
@@ -62,6 +64,8 @@ type ItemEnd struct {
 	Error       string
 	Started     time.Time
 	Duration    time.Duration
+	// Output is a workflow node's item output (workflow.ItemOutput of its response).
+	Output json.RawMessage
 }
 
 // FireKey returns the key of a fire: the same on every peer that runs items of it.
@@ -86,7 +90,7 @@ func expectedItems(snap *cluster.JobSnapshot) int {
 
 // followFire starts following a fire this peer runs items of, if its job is followed.
 func (e *Executor) followFire(snap *cluster.JobSnapshot, req fireRequest, items []int) *Fire {
-	if e.cfg.Follower == nil || !e.cfg.Follower.Follows(&snap.Config) {
+	if !e.follows(snap, req.workflow) {
 		return nil
 	}
 	f := Fire{Job: req.job, ScheduledAt: req.scheduledAt, Source: req.source, Expected: expectedItems(snap)}
@@ -110,7 +114,7 @@ func (e *Executor) followFire(snap *cluster.JobSnapshot, req fireRequest, items 
 // followSingle follows a run that no fire() started (a catch-up after its item's run, a queued trigger):
 // a fire of one item of its own.
 func (e *Executor) followSingle(snap *cluster.JobSnapshot, req fireRequest, item int, executionID string) *Fire {
-	if e.cfg.Follower == nil || !e.cfg.Follower.Follows(&snap.Config) {
+	if !e.follows(snap, req.workflow) {
 		return nil
 	}
 	f := Fire{Job: req.job, Key: FireKey(req.scheduledAt, "c"+executionID), ScheduledAt: req.scheduledAt,
@@ -123,7 +127,7 @@ func (e *Executor) followSingle(snap *cluster.JobSnapshot, req fireRequest, item
 // the scheduled fire of its time), whose start the vanished peer recorded; a run of an older peer's manual
 // or catch-up item that named no fire is a fire of its own.
 func (e *Executor) followFailover(snap *cluster.JobSnapshot, item int, run cluster.Running) *Fire {
-	if e.cfg.Follower == nil || !e.cfg.Follower.Follows(&snap.Config) {
+	if !e.follows(snap, run.Workflow) {
 		return nil
 	}
 	var f *Fire
@@ -141,6 +145,12 @@ func (e *Executor) followFailover(snap *cluster.JobSnapshot, item int, run clust
 	}
 	e.cfg.Follower.FailedOver(*f, item, run.ExecutionID, run.InstanceID)
 	return f
+}
+
+// follows reports whether a fire is followed: its job's alert rules or hooks want it, or it is a workflow
+// node's (its end is the node's end, which the engine hears from the fire's ledger).
+func (e *Executor) follows(snap *cluster.JobSnapshot, wf json.RawMessage) bool {
+	return e.cfg.Follower != nil && (len(wf) > 0 || e.cfg.Follower.Follows(&snap.Config))
 }
 
 // followNotRun tells the follower that an item of a followed fire did not run.
@@ -167,6 +177,9 @@ func (e *Executor) followEnded(req fireRequest, rec ejserver.Execution) {
 		Duration: rec.CompletedAt.Sub(rec.StartedAt)}
 	if rec.Success {
 		end.Outcome, end.Error = OutcomeSucceeded, ""
+	}
+	if len(req.workflow) > 0 {
+		end.Output = workflow.ItemOutput(rec.ResponseExcerpt)
 	}
 	e.cfg.Follower.ItemEnded(*req.follow, end)
 }

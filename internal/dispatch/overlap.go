@@ -41,7 +41,7 @@ type LeaseCanceller interface {
 // onBusy handles a fire of an item still running on this peer (r), as its job's overlap policy says. It is
 // called with e.mu held and releases it.
 func (e *Executor) onBusy(snap *cluster.JobSnapshot, req fireRequest, item int, r *itemRun) {
-	action := schedule.OnBusy(snap.Config.Overlap(), req.source == ejserver.SourceManual)
+	action := schedule.OnBusy(snap.Config.Overlap(), req.source.OnRequest())
 	if action != schedule.RunAlongside {
 		defer e.taskItemEnded(req.task, item, false, false)
 	}
@@ -151,9 +151,9 @@ func (e *Executor) finishRun(req fireRequest, item int, executionID string) {
 }
 
 // withJitter sets a fire's jitter (jitterMs): the same for the same job and scheduled time on every peer.
-// A manual trigger is not a scheduled fire: it has none.
+// A fire on request (a manual trigger, a workflow node) is not a scheduled fire: it has none.
 func withJitter(cfg ejserver.JobConfig, req *fireRequest) {
-	if req.source != ejserver.SourceManual {
+	if !req.source.OnRequest() {
 		req.jitter = schedule.Jitter(req.job, req.scheduledAt, cfg.JitterMs)
 	}
 }

@@ -303,6 +303,8 @@ func (s *postgresStore) Prune(ctx context.Context, before time.Time, batch int) 
 		 DELETE FROM NOTIFICATION_LOG t USING doomed WHERE t.id = doomed.id`,
 		`WITH doomed AS (SELECT id FROM AUDIT_LOG WHERE at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
 		 DELETE FROM AUDIT_LOG t USING doomed WHERE t.id = doomed.id`,
+		`WITH doomed AS (SELECT id FROM WORKFLOW_RUNS WHERE created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+		 DELETE FROM WORKFLOW_RUNS t USING doomed WHERE t.id = doomed.id`,
 	} {
 		tag, err := s.pool.Exec(ctx, stmt, normalize(before), batch)
 		if err != nil {

@@ -405,6 +405,8 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 				(SELECT rowid FROM NOTIFICATION_LOG WHERE finished_at < ? ORDER BY finished_at LIMIT ?)`,
 			`DELETE FROM AUDIT_LOG WHERE rowid IN
 				(SELECT rowid FROM AUDIT_LOG WHERE at < ? ORDER BY at LIMIT ?)`,
+			`DELETE FROM WORKFLOW_RUNS WHERE rowid IN
+				(SELECT rowid FROM WORKFLOW_RUNS WHERE created_at < ? ORDER BY created_at LIMIT ?)`,
 		} {
 			res, err := tx.ExecContext(ctx, stmt, micros(normalize(before)), batch)
 			if err != nil {

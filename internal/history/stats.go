@@ -141,7 +141,7 @@ func (p Point) Outcome() string {
 		return "misfire"
 	case p.Source == ejserver.SourceFailover:
 		return "failover"
-	case p.Source == ejserver.SourceManual:
+	case p.Source.OnRequest(): // MANUAL, or a workflow node's fire: both on request
 		return "manual"
 	}
 	return "success"

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,9 +51,15 @@ type Store interface {
 	// ListAudit returns one page of audit entries, newest first.
 	ListAudit(ctx context.Context, f AuditFilter) (AuditPage, error)
 
+	// WriteWorkflowRun upserts a workflow run by id (the engine writes a run when it starts, ends or is
+	// retried).
+	WriteWorkflowRun(ctx context.Context, r WorkflowRun) error
+	// ListWorkflowRuns returns a workflow's runs (their JSON), newest first, at most limit (0: DefaultLimit).
+	ListWorkflowRuns(ctx context.Context, workflow string, limit int) ([]json.RawMessage, error)
+
 	// Prune deletes up to batch executions that started before before, up to batch status traces created
-	// before it, up to batch notification records finished before it and up to batch audit entries recorded
-	// before it, and returns how many rows it deleted.
+	// before it, up to batch notification records finished before it, up to batch audit entries recorded
+	// before it and up to batch workflow runs made before it, and returns how many rows it deleted.
 	Prune(ctx context.Context, before time.Time, batch int) (int64, error)
 	// Stats are the console's aggregates (stats.go).
 	Stats

@@ -16,7 +16,7 @@ export function outcomeOf(p) {
   if (!p.success) return 'failure';
   if (p.source === 'MISFIRE') return 'misfire';
   if (p.source === 'FAILOVER') return 'failover';
-  if (p.source === 'MANUAL') return 'manual';
+  if (p.source === 'MANUAL' || p.source === 'WORKFLOW') return 'manual'; // on request
   return 'success';
 }
 

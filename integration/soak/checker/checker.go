@@ -307,7 +307,7 @@ func (c *check) fires() {
 		c.period[j.Name] = sched.Next(first).Sub(first)
 		delivered := map[itemKey]map[time.Time]bool{}
 		for _, d := range c.run.Deliveries {
-			if d.Job == j.Name && d.Source != "MANUAL" {
+			if d.Job == j.Name && !onRequest(d.Source) {
 				k := itemKey{d.Job, d.Item}
 				if delivered[k] == nil {
 					delivered[k] = map[time.Time]bool{}
@@ -364,7 +364,7 @@ func (c *check) doubles() {
 	}
 	ids := map[fireKey][]string{}
 	for _, d := range c.run.Deliveries {
-		if d.Source == "MANUAL" {
+		if onRequest(d.Source) {
 			continue
 		}
 		k := fireKey{d.Job, d.Item, d.ScheduledAt.UTC()}
@@ -454,7 +454,7 @@ func (c *check) history() {
 	}
 	for id, ds := range c.byExec {
 		d := ds[0]
-		if d.ScheduledAt.Before(c.run.From.Add(-time.Minute)) && d.Source != "MANUAL" {
+		if d.ScheduledAt.Before(c.run.From.Add(-time.Minute)) && !onRequest(d.Source) {
 			continue
 		}
 		r, ok := recs[id]
@@ -662,3 +662,8 @@ func (c *check) policyAllowsOverlap(job string, a Delivery) string {
 	}
 	return ""
 }
+
+// onRequest reports whether a delivery's source is a fire asked for rather than scheduled: an operator's
+// trigger (MANUAL) or a workflow node's fire (WORKFLOW). Such fires belong to no scheduled time: they are
+// left out of the missed-fire and double-delivery checks, and always checked against the history.
+func onRequest(source string) bool { return source == "MANUAL" || source == "WORKFLOW" }

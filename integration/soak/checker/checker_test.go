@@ -107,6 +107,17 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 				ScheduledAt: at(11), Instance: "peer2", Ended: true, Success: true})
 			run.Faults = []Fault{{Kind: "freeze-peer", Instances: []string{"peer1"}, From: at(10.5), To: at(12), Excuses: true}}
 		}, nil},
+		{"a workflow node's fire beside the scheduled one is no double delivery", func(run *Run) {
+			// a workflow node fires the job's item 0 at 10 s too (source WORKFLOW, its own execution id)
+			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: "wf", Source: "WORKFLOW",
+				ScheduledAt: at(10), Instance: "peer2", Attempt: 1, Arrived: at(14), Answered: at(14.1), Ended: at(14.1), Status: 200})
+			run.History = append(run.History, Record{ExecutionID: "wf", Job: "j", Item: 0, Source: "WORKFLOW",
+				ScheduledAt: at(10), Instance: "peer2", Ended: true, Success: true})
+		}, nil},
+		{"a workflow node's fire missing from the history", func(run *Run) {
+			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: "wf", Source: "WORKFLOW",
+				ScheduledAt: at(10), Instance: "peer2", Attempt: 1, Arrived: at(14), Answered: at(14.1), Ended: at(14.1), Status: 200})
+		}, []string{"missing-history"}},
 		{"history disagrees: a failure the receiver answered 200", func(run *Run) {
 			run.History[5].Success, run.History[5].Cause = false, "timeout"
 		}, []string{"history-disagrees"}},
