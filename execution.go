@@ -21,12 +21,14 @@ const (
 	SourceMisfire  Source = "MISFIRE"
 	SourceFailover Source = "FAILOVER"
 	SourceManual   Source = "MANUAL"
+	// SourceBackfill: a past fire run again by a backfill (scheduledAt is the original time).
+	SourceBackfill Source = "BACKFILL"
 )
 
-// Valid reports whether s is one of the four sources.
+// Valid reports whether s is one of the sources.
 func (s Source) Valid() bool {
 	switch s {
-	case SourceNormal, SourceMisfire, SourceFailover, SourceManual:
+	case SourceNormal, SourceMisfire, SourceFailover, SourceManual, SourceBackfill:
 		return true
 	}
 	return false

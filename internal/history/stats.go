@@ -142,6 +142,8 @@ func (p Point) Outcome() string {
 		return "failover"
 	case p.Source == ejserver.SourceManual:
 		return "manual"
+	case p.Source == ejserver.SourceBackfill:
+		return "backfill"
 	}
 	return "success"
 }
@@ -289,7 +291,9 @@ func (s statsSQL) duration() (string, string) {
 }
 
 func (s statsSQL) lateness() (string, string) {
-	return "((" + s.d.epochMicros("start_time") + " - " + s.d.epochMicros("scheduled_at") + ") / 1000)", "scheduled_at IS NOT NULL"
+	// a backfill's item was scheduled days ago on purpose: its lateness says nothing of the schedule's
+	return "((" + s.d.epochMicros("start_time") + " - " + s.d.epochMicros("scheduled_at") + ") / 1000)",
+		"scheduled_at IS NOT NULL AND execution_source <> '" + string(ejserver.SourceBackfill) + "'"
 }
 
 // group is one key's aggregate and the histograms its percentiles come from.

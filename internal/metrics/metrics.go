@@ -60,6 +60,7 @@ var sourceLabels = [...]string{
 	string(ejserver.SourceMisfire),
 	string(ejserver.SourceFailover),
 	string(ejserver.SourceManual),
+	string(ejserver.SourceBackfill),
 	"other",
 }
 
@@ -76,6 +77,8 @@ func sourceIndex(s ejserver.Source) int {
 		return 2
 	case ejserver.SourceManual:
 		return 3
+	case ejserver.SourceBackfill:
+		return 4
 	}
 	return srcOther
 }
