@@ -54,6 +54,8 @@ var auditedRoutes = map[string]audit.Action{
 	"PUT /api/v1/channels/:":                 audit.ChannelReplace,
 	"DELETE /api/v1/channels/:":              audit.ChannelDelete,
 	"POST /api/v1/channels/:/test":           audit.ChannelTest,
+	"POST /api/v1/jobs/:/backfill":           audit.JobBackfill,
+	"POST /api/v1/jobs/:/backfill/:/cancel":  audit.JobBackfillCancel,
 }
 
 // auditDenials records the 401s and 403s of /api/v1, folded per source per minute by the recorder. It runs

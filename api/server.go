@@ -97,6 +97,8 @@ type Config struct {
 	AuditLog AuditLog
 	// Alerts, when set, serves the cluster's default alert rules.
 	Alerts AlertDefaults
+	// Backfills, when set, serves /api/v1/jobs/{jobName}/backfill (issue 24).
+	Backfills Backfills
 }
 
 // New returns the HTTP handler of the API.
@@ -177,6 +179,7 @@ func New(cfg Config) http.Handler {
 	v1.GET("/auth/whoami", whoami)
 	v1.GET("/audit", h.listAudit(cfg.AuditLog))
 	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
+	backfillRoutes(v1, cfg.Backfills)
 	if cfg.Alerts != nil {
 		alertRoutes(v1, cfg.Alerts)
 	}

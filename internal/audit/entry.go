@@ -26,7 +26,12 @@ const (
 	ChannelDelete  Action = "channel.delete"
 	ChannelTest    Action = "channel.test"
 	JobsFileApply  Action = "jobsfile.apply"
-	AuthDenied     Action = "auth.denied"
+	// JobBackfill starts a backfill of a job's past fires, JobBackfillCancel cancels one (issue 24).
+	JobBackfill       Action = "job.backfill"
+	JobBackfillCancel Action = "job.backfill.cancel"
+	// ExecutionReplay re-runs one execution's item (issue 24).
+	ExecutionReplay Action = "execution.replay"
+	AuthDenied      Action = "auth.denied"
 	// ZKJobConfig and ZKServerState are changes made in ZooKeeper outside the API (zkCli, another tool).
 	ZKJobConfig   Action = "zookeeper.job.config"
 	ZKServerState Action = "zookeeper.server.state"
@@ -35,7 +40,7 @@ const (
 // Actions lists every action, for validation and documentation.
 var Actions = []Action{JobCreate, JobReplace, JobDelete, JobEnable, JobDisable, JobTrigger, ItemEnable, ItemDisable,
 	JobServerOn, JobServerOff, ServerEnable, ServerDisable, ChannelCreate, ChannelReplace, ChannelDelete, ChannelTest,
-	JobsFileApply, AuthDenied, ZKJobConfig, ZKServerState}
+	JobsFileApply, AuthDenied, ZKJobConfig, ZKServerState, JobBackfill, JobBackfillCancel, ExecutionReplay}
 
 // Valid reports whether a is one of Actions.
 func (a Action) Valid() bool {
