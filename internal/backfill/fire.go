@@ -84,11 +84,16 @@ func (r *Runner) fire(ctx context.Context, b Backfill, at time.Time) (out FireOu
 func (r *Runner) enabledJob(ctx context.Context, job string) (*cluster.JobSnapshot, bool) {
 	for {
 		snap := r.cfg.Store.Job(job)
-		if snap == nil || snap.ConfigErr != nil {
+		if snap != nil && snap.ConfigErr != nil {
 			return nil, false
 		}
-		if !snap.Config.Disabled {
+		if snap != nil && !snap.Config.Disabled {
 			return snap, true
+		}
+		if snap == nil {
+			if _, _, err := r.cfg.Store.GetJob(job); err != nil {
+				return nil, false // deleted (or ZooKeeper unreachable): the run stops
+			}
 		}
 		if !clock.Sleep(r.clk, r.cfg.Retry, ctx.Done()) {
 			return nil, false
@@ -165,4 +170,3 @@ func (r *Runner) send(ctx context.Context, snap *cluster.JobSnapshot, b Backfill
 	}
 	return res.Success
 }
-

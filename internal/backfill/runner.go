@@ -25,6 +25,7 @@ type Store interface {
 	ReleaseBackfill(id string) error
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
 	Job(name string) *cluster.JobSnapshot
+	GetJob(job string) (ejserver.JobConfig, int32, error)
 	Lease() bool
 	Me() cluster.Identity
 }
@@ -280,6 +281,10 @@ func (r *Runner) run(ctx context.Context, o *owned) {
 		}
 		out, complete := r.fire(ctx, o.b, next)
 		if !complete {
+			if _, _, err := r.cfg.Store.GetJob(job); ctx.Err() == nil && ejserver.IsNotFound(err) {
+				o.b = o.b.Fail(fmt.Sprintf("job %q was deleted", job), r.clk.Now())
+				r.write(o)
+			}
 			return // stopped mid-fire: the next owner sends it again with the same webhook-ids
 		}
 		o.b = o.b.Advance(out, r.clk.Now())
@@ -295,14 +300,11 @@ func (r *Runner) run(ctx context.Context, o *owned) {
 
 // rangeOf returns the backfill's range under its job's current schedule.
 func (r *Runner) rangeOf(b Backfill) (Range, error) {
-	snap := r.cfg.Store.Job(b.Job)
-	if snap == nil {
-		return Range{}, fmt.Errorf("job %q is gone", b.Job)
+	cfg, _, err := r.cfg.Store.GetJob(b.Job) // read now: this peer's cache may not hold a job created a moment ago
+	if err != nil {
+		return Range{}, err
 	}
-	if snap.ConfigErr != nil {
-		return Range{}, fmt.Errorf("the config of job %q can't be parsed: %v", b.Job, snap.ConfigErr)
-	}
-	sched, err := ScheduleOf(snap.Config)
+	sched, err := ScheduleOf(cfg)
 	if err != nil {
 		return Range{}, err
 	}

@@ -15,7 +15,7 @@ import (
 
 // Registry is what the backfill API's service needs from ZooKeeper (cluster.Registry satisfies it).
 type Registry interface {
-	Job(name string) *cluster.JobSnapshot
+	GetJob(job string) (ejserver.JobConfig, int32, error)
 	CreateBackfill(job, id string, data []byte) error
 	ReadBackfill(job, id string) (cluster.BackfillNode, error)
 	JobBackfillNodes(job string) ([]cluster.BackfillNode, error)
@@ -44,19 +44,16 @@ func NewService(reg Registry, allow func(job string) func(time.Time) bool, clk c
 
 // Start validates req against the job's schedule and records a running backfill for the runners.
 func (s *Service) Start(job string, req Request, by string) (Backfill, error) {
-	snap := s.reg.Job(job)
-	if snap == nil {
-		return Backfill{}, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", job)
-	}
-	if snap.ConfigErr != nil {
-		return Backfill{}, ejserver.Errorf(ejserver.ECONFLICT, "the config of job %q can't be parsed", job)
+	cfg, _, err := s.reg.GetJob(job) // read now: a job created a moment ago on another peer may not be in this one's cache
+	if err != nil {
+		return Backfill{}, err
 	}
 	now := s.clk.Now()
 	p, err := Parse(req, now)
 	if err != nil {
 		return Backfill{}, err
 	}
-	sched, err := ScheduleOf(snap.Config)
+	sched, err := ScheduleOf(cfg)
 	if err != nil {
 		return Backfill{}, err
 	}
@@ -82,8 +79,8 @@ func (s *Service) Start(job string, req Request, by string) (Backfill, error) {
 
 // List returns the job's backfills, newest first.
 func (s *Service) List(job string) ([]Backfill, error) {
-	if s.reg.Job(job) == nil {
-		return nil, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", job)
+	if _, _, err := s.reg.GetJob(job); err != nil {
+		return nil, err
 	}
 	nodes, err := s.reg.JobBackfillNodes(job)
 	if err != nil {
