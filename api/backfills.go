@@ -100,12 +100,12 @@ func (h *backfillHandlers) list(c echo.Context) error {
 //	@Tags			backfill
 //	@Produce		json,application/problem+json
 //	@Param			jobName	path		string	true	"job name"
-//	@Param			id		path		string	true	"backfill id"
+//	@Param			backfillId	path		string	true	"backfill id"
 //	@Success		200		{object}	backfill.Backfill
 //	@Failure		401		{object}	Problem	"no or unknown token"
 //	@Failure		404		{object}	Problem	"no such job or backfill"
 //	@Security		BearerAuth
-//	@Router			/api/v1/jobs/{jobName}/backfill/{id} [get]
+//	@Router			/api/v1/jobs/{jobName}/backfill/{backfillId} [get]
 func (h *backfillHandlers) get(c echo.Context) error {
 	b, err := h.bf.Get(c.Param("jobName"), c.Param("id"))
 	if err != nil {
@@ -121,14 +121,14 @@ func (h *backfillHandlers) get(c echo.Context) error {
 //	@Tags			backfill
 //	@Produce		json,application/problem+json
 //	@Param			jobName	path		string	true	"job name"
-//	@Param			id		path		string	true	"backfill id"
+//	@Param			backfillId	path		string	true	"backfill id"
 //	@Success		200		{object}	backfill.Backfill
 //	@Failure		401		{object}	Problem	"no or unknown token"
 //	@Failure		403		{object}	Problem	"a viewer token"
 //	@Failure		404		{object}	Problem	"no such job or backfill"
 //	@Failure		409		{object}	Problem	"the backfill has ended"
 //	@Security		BearerAuth
-//	@Router			/api/v1/jobs/{jobName}/backfill/{id}/cancel [post]
+//	@Router			/api/v1/jobs/{jobName}/backfill/{backfillId}/cancel [post]
 func (h *backfillHandlers) cancel(c echo.Context) error {
 	b, err := h.bf.Cancel(c.Param("jobName"), c.Param("id"), callerName(c))
 	if err != nil {
