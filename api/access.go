@@ -60,7 +60,8 @@ var routeRules = map[string]access.Rule{
 	"GET /api/v1/jobs/:/backfill/:":         {Action: access.Read, Reach: access.OneJob},
 	"POST /api/v1/jobs/:/backfill/:/cancel": {Action: access.Operate, Reach: access.OneJob},
 	"GET /api/v1/executions":                {Action: access.Read, Reach: access.JobRows},
-	"GET /api/v1/executions/:":              {Action: access.Read, Reach: access.JobRows}, // 404 for another job's
+	"GET /api/v1/executions/:":              {Action: access.Read, Reach: access.JobRows},    // 404 for another job's
+	"POST /api/v1/executions/:/replay":      {Action: access.Operate, Reach: access.JobRows}, // 404 for another job's
 
 	// the cluster: what reaches every job
 	"GET /api/v1/servers":            {Action: access.Read, Reach: access.Cluster},

@@ -56,6 +56,7 @@ var auditedRoutes = map[string]audit.Action{
 	"POST /api/v1/channels/:/test":           audit.ChannelTest,
 	"POST /api/v1/jobs/:/backfill":           audit.JobBackfill,
 	"POST /api/v1/jobs/:/backfill/:/cancel":  audit.JobBackfillCancel,
+	"POST /api/v1/executions/:/replay":       audit.ExecutionReplay,
 }
 
 // auditDenials records the 401s and 403s of /api/v1, folded per source per minute by the recorder. It runs

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/backfill"
 )
@@ -24,4 +26,15 @@ func (fakeBackfills) Get(job, id string) (backfill.Backfill, error) {
 
 func (fakeBackfills) Cancel(job, id, by string) (backfill.Backfill, error) {
 	return backfill.Backfill{ID: id, Job: job, CancelledBy: by, State: backfill.StateCancelled}, nil
+}
+
+// fakeReplays answers the replay route for the access tests (TestReplay* in integration runs it for real).
+type fakeReplays struct{}
+
+func (fakeReplays) Original(_ context.Context, id string) (ejserver.Execution, error) {
+	return ejserver.Execution{ID: id, JobName: "team-a-1"}, nil
+}
+
+func (fakeReplays) Replay(orig ejserver.Execution, _ string) (ejserver.Execution, error) {
+	return ejserver.Execution{ID: "new", JobName: orig.JobName, ReplayOf: orig.ID}, nil
 }

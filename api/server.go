@@ -99,6 +99,8 @@ type Config struct {
 	Alerts AlertDefaults
 	// Backfills, when set, serves /api/v1/jobs/{jobName}/backfill (issue 24).
 	Backfills Backfills
+	// Replays, when set, serves POST /api/v1/executions/{id}/replay (issue 24).
+	Replays Replays
 }
 
 // New returns the HTTP handler of the API.
@@ -180,6 +182,9 @@ func New(cfg Config) http.Handler {
 	v1.GET("/audit", h.listAudit(cfg.AuditLog))
 	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
 	backfillRoutes(v1, cfg.Backfills)
+	if cfg.Replays != nil {
+		v1.POST("/executions/:id/replay", h.replay(cfg.Replays))
+	}
 	if cfg.Alerts != nil {
 		alertRoutes(v1, cfg.Alerts)
 	}

@@ -182,6 +182,9 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		{method: "GET", path: "/api/v1/jobs", want: map[string]string{"": reads}},
 		{method: "GET", path: "/api/v1/executions", want: map[string]string{"": reads}},
 		{method: "GET", path: "/api/v1/executions/{id}", jobs: abl, want: byJob(reads, hidden)},
+		// the executions are successes: a replay is refused (409) once the caller may see and operate the job
+		{method: "POST", path: "/api/v1/executions/{id}/replay", jobs: abl,
+			want: byJob("409 409 403 | 409 409 403", "409 409 403 | 404 404 403")},
 		{method: "GET", path: "/api/v1/servers", want: map[string]string{"": hidden}},
 		{method: "GET", path: "/api/v1/instances", want: map[string]string{"": hidden}},
 		{method: "GET", path: "/api/v1/cron/next?cron=@hourly", want: map[string]string{"": reads}},

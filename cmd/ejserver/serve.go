@@ -31,6 +31,7 @@ import (
 	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/metrics"
 	"github.com/ejserver/ejserver/internal/notify"
+	"github.com/ejserver/ejserver/internal/replay"
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/internal/sharding"
 	"github.com/ejserver/ejserver/internal/tracing"
@@ -405,6 +406,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	defer backfillRunner.Stop()
+	replays := replay.NewReplayer(reg, store, sender, writer, clk, log)
+	defer replays.Stop()
 
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
@@ -414,7 +417,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
-		Audit: auditRec, AuditLog: store, Backfills: backfills})
+		Audit: auditRec, AuditLog: store, Backfills: backfills, Replays: replays})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
 	srvErr := make(chan error, 1)
@@ -437,6 +440,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	sched.Stop()
 	backfillRunner.Stop() // its backfills' owner nodes go: another peer continues them
+	replays.Stop()
 	exec.Drain(c.shutdownTimeout)
 	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
 	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
