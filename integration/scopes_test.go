@@ -126,7 +126,9 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 	}
 	mustDo(t, p, "POST", "/api/v1/channels", channel(0, "ops-ch"), http.StatusCreated, nil, admin...)
 	// a range without an @yearly fire: the backfills end at once and add no executions to the lists below
-	backfillRange := func(int, string) any { return map[string]any{"from": "2024-06-01T00:00:00Z", "to": "2024-12-01T00:00:00Z"} }
+	backfillRange := func(int, string) any {
+		return map[string]any{"from": "2024-06-01T00:00:00Z", "to": "2024-12-01T00:00:00Z"}
+	}
 	newBackfill := func(j string) string {
 		var b struct{ ID string }
 		mustDo(t, p, "POST", "/api/v1/jobs/"+j+"/backfill", backfillRange(0, j), http.StatusAccepted, &b, admin...)
