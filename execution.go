@@ -23,12 +23,14 @@ const (
 	SourceFailover Source = "FAILOVER"
 	SourceManual   Source = "MANUAL"
 	SourceWorkflow Source = "WORKFLOW"
+	// SourceBackfill: a past fire run again by a backfill (scheduledAt is the original time).
+	SourceBackfill Source = "BACKFILL"
 )
 
-// Valid reports whether s is one of the five sources.
+// Valid reports whether s is one of the sources.
 func (s Source) Valid() bool {
 	switch s {
-	case SourceNormal, SourceMisfire, SourceFailover, SourceManual, SourceWorkflow:
+	case SourceNormal, SourceMisfire, SourceFailover, SourceManual, SourceWorkflow, SourceBackfill:
 		return true
 	}
 	return false
@@ -114,6 +116,8 @@ type Execution struct {
 	// TraceID is the W3C trace id the item's webhooks carried (32 hex digits): the caller's trace for a
 	// traced trigger, else the item's own (README "Tracing").
 	TraceID string `json:"traceId,omitempty" example:"4bf92f3577b34da6a3ce929d0e0e4736"`
+	// ReplayOf is the execution this one re-runs (POST /api/v1/executions/{id}/replay), if it is a replay.
+	ReplayOf string `json:"replayOf,omitempty" example:"0193a3c2-7d4e-7b3a-9c55-1f0e5a3c9d21"`
 }
 
 // Done reports whether the execution has ended.

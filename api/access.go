@@ -54,8 +54,14 @@ var routeRules = map[string]access.Rule{
 	"GET /api/v1/jobs/:/dump":                {Action: access.Read, Reach: access.OneJob},
 	"GET /api/v1/jobs/:/stats":               {Action: access.Read, Reach: access.OneJob},
 	"GET /api/v1/jobs/:/points":              {Action: access.Read, Reach: access.OneJob},
-	"GET /api/v1/executions":                 {Action: access.Read, Reach: access.JobRows},
-	"GET /api/v1/executions/:":               {Action: access.Read, Reach: access.JobRows}, // 404 for another job's
+	// backfills of a job's past fires (issue 24)
+	"POST /api/v1/jobs/:/backfill":          {Action: access.Operate, Reach: access.OneJob},
+	"GET /api/v1/jobs/:/backfill":           {Action: access.Read, Reach: access.OneJob},
+	"GET /api/v1/jobs/:/backfill/:":         {Action: access.Read, Reach: access.OneJob},
+	"POST /api/v1/jobs/:/backfill/:/cancel": {Action: access.Operate, Reach: access.OneJob},
+	"GET /api/v1/executions":                {Action: access.Read, Reach: access.JobRows},
+	"GET /api/v1/executions/:":              {Action: access.Read, Reach: access.JobRows},    // 404 for another job's
+	"POST /api/v1/executions/:/replay":      {Action: access.Operate, Reach: access.JobRows}, // 404 for another job's
 
 	// the cluster: what reaches every job
 	"GET /api/v1/servers":            {Action: access.Read, Reach: access.Cluster},

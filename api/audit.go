@@ -61,6 +61,9 @@ var auditedRoutes = map[string]audit.Action{
 	"POST /api/v1/workflows/:/runs":          audit.WorkflowTrigger,
 	"POST /api/v1/workflows/:/runs/:/cancel": audit.WorkflowCancel,
 	"POST /api/v1/workflows/:/runs/:/retry":  audit.WorkflowRetry,
+	"POST /api/v1/jobs/:/backfill":           audit.JobBackfill,
+	"POST /api/v1/jobs/:/backfill/:/cancel":  audit.JobBackfillCancel,
+	"POST /api/v1/executions/:/replay":       audit.ExecutionReplay,
 }
 
 // auditDenials records the 401s and 403s of /api/v1, folded per source per minute by the recorder. It runs

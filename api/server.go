@@ -99,6 +99,10 @@ type Config struct {
 	Alerts AlertDefaults
 	// Workflows, when set, serves /api/v1/workflows.
 	Workflows Workflows
+	// Backfills, when set, serves /api/v1/jobs/{jobName}/backfill (issue 24).
+	Backfills Backfills
+	// Replays, when set, serves POST /api/v1/executions/{id}/replay (issue 24).
+	Replays Replays
 }
 
 // New returns the HTTP handler of the API.
@@ -180,6 +184,10 @@ func New(cfg Config) http.Handler {
 	v1.GET("/audit", h.listAudit(cfg.AuditLog))
 	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
 	workflowRoutes(v1, cfg.Workflows)
+	backfillRoutes(v1, cfg.Backfills)
+	if cfg.Replays != nil {
+		v1.POST("/executions/:id/replay", h.replay(cfg.Replays))
+	}
 	if cfg.Alerts != nil {
 		alertRoutes(v1, cfg.Alerts)
 	}

@@ -333,6 +333,8 @@ type Execution struct {
 	Output string `json:"output,omitempty"`
 	// TraceID is the W3C trace id the item's webhooks carried: the caller's for a traced trigger.
 	TraceID string `json:"traceId,omitempty"`
+	// ReplayOf is the execution this one re-runs, if it is a replay.
+	ReplayOf string `json:"replayOf,omitempty"`
 }
 
 // The states of an accepted (async) item.

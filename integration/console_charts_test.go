@@ -94,7 +94,7 @@ func sortPoints(ps []chartPoint) {
 }
 
 // chartOutcomes are the job charts' series, in order (charts.js OUTCOMES).
-var chartOutcomes = []string{"success", "failure", "misfire", "failover", "manual", "running"}
+var chartOutcomes = []string{"success", "failure", "misfire", "failover", "manual", "backfill", "running"}
 
 func outcomeSeries(e ejserver.Execution) int {
 	p := history.Point{Done: e.Done(), Success: e.Success, Source: e.Source}

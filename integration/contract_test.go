@@ -374,6 +374,19 @@ func TestAPIContract(t *testing.T) {
 	k.problem(call{method: "POST", path: "/api/v1/jobs/nope/trigger", token: A}, 404)
 	k.do(call{method: "POST", path: "/api/v1/jobs/gamma/disable", token: A}, 200)
 	k.problem(call{method: "POST", path: "/api/v1/jobs/gamma/trigger", token: A}, 409)
+	// a backfill of the disabled job waits for it, so it is still running when cancelled (issue 24)
+	var bf struct{ ID string }
+	json.Unmarshal(k.do(call{method: "POST", path: "/api/v1/jobs/gamma/backfill", token: A,
+		body: map[string]any{"from": "2024-06-01T00:00:00Z", "to": "2024-06-01T05:00:00Z"}}, 202), &bf)
+	k.problem(call{method: "POST", path: "/api/v1/jobs/gamma/backfill", token: A,
+		body: map[string]any{"from": "2024-06-02T00:00:00Z", "to": "2024-06-01T00:00:00Z"}}, 400)
+	k.do(call{method: "GET", path: "/api/v1/jobs/gamma/backfill", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/jobs/nope/backfill", token: V}, 404)
+	k.do(call{method: "GET", path: "/api/v1/jobs/gamma/backfill/" + bf.ID, token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/jobs/gamma/backfill/nope", token: V}, 404)
+	k.do(call{method: "POST", path: "/api/v1/jobs/gamma/backfill/" + bf.ID + "/cancel", token: A}, 200)
+	k.problem(call{method: "POST", path: "/api/v1/jobs/gamma/backfill/" + bf.ID + "/cancel", token: A}, 409)
+	k.problem(call{method: "POST", path: "/api/v1/executions/nope/replay", token: A}, 404)
 	k.do(call{method: "POST", path: "/api/v1/jobs/gamma/enable", token: A}, 200)
 	k.problem(call{method: "POST", path: "/api/v1/jobs/gamma/disable", token: V}, 403)
 	k.problem(call{method: "POST", path: "/api/v1/jobs/nope/disable", token: A}, 404)

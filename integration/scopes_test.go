@@ -97,6 +97,7 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		body         func(grant int, job string) any
 		want         map[string]string // by job ("" for a row without one)
 		setup        func(grant int, job string)
+		backfill     func(job string) string // the id that fills {backfillId}
 	}
 	const (
 		reads    = "200 200 200 | 200 200 200"
@@ -142,6 +143,30 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		t.Fatalf("the workflow run is %s, want SUCCEEDED", wfRun.State)
 	}
 	const wfEnded = "409 409 403 | 404 404 403" // cancel or retry of a run that succeeded
+	// a range without an @yearly fire: the backfills end at once and add no executions to the lists below
+	backfillRange := func(int, string) any {
+		return map[string]any{"from": "2024-06-01T00:00:00Z", "to": "2024-12-01T00:00:00Z"}
+	}
+	newBackfill := func(j string) string {
+		var b struct{ ID string }
+		mustDo(t, p, "POST", "/api/v1/jobs/"+j+"/backfill", backfillRange(0, j), http.StatusAccepted, &b, admin...)
+		return b.ID
+	}
+	backfillOf := map[string]string{}
+	for _, j := range abl {
+		backfillOf[j] = newBackfill(j)
+	}
+	// a running backfill to cancel: of a disabled job of its own, where it waits for the job and stays RUNNING
+	runningBackfill := func(g int, j string) {
+		name := j + fmt.Sprint(g)
+		s := spec(name, "")
+		s["disabled"] = true
+		mustDo(t, p, "POST", "/api/v1/jobs", s, http.StatusCreated, nil, admin...)
+		var b struct{ ID string }
+		mustDo(t, p, "POST", "/api/v1/jobs/"+name+"/backfill", map[string]any{"from": "2020-06-01T00:00:00Z", "to": "2025-06-01T00:00:00Z"},
+			http.StatusAccepted, &b, admin...)
+		backfillOf[name] = b.ID
+	}
 	rows := []row{
 		{method: "GET", path: "/api/v1/jobs/{jobName}", jobs: abl, want: byJob(reads, hidden)},
 		{method: "GET", path: "/api/v1/jobs/{jobName}/sharding", jobs: abl, want: byJob(reads, hidden)},
@@ -166,9 +191,20 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		{method: "POST", path: "/api/v1/jobs", jobs: []string{"team-a-new-", "team-c-new-"},
 			body: func(g int, j string) any { return spec(fresh(j)(g, j), "") },
 			want: map[string]string{"team-a-new-": "201 403 403 | 201 403 403", "team-c-new-": "201 403 403 | 403 403 403"}},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/backfill", jobs: abl, body: backfillRange,
+			want: byJob("202 202 403 | 202 202 403", "202 202 403 | 404 404 403")},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/backfill", jobs: abl, want: byJob(reads, hidden)},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/backfill/{backfillId}", jobs: abl, want: byJob(reads, hidden),
+			backfill: func(j string) string { return backfillOf[j] }},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/backfill/{backfillId}/cancel", jobs: []string{"team-a-bfc-", "team-c-bfc-"},
+			setup: runningBackfill, backfill: func(name string) string { return backfillOf[name] },
+			want: map[string]string{"team-a-bfc-": operate, "team-c-bfc-": operateB}},
 		{method: "GET", path: "/api/v1/jobs", want: map[string]string{"": reads}},
 		{method: "GET", path: "/api/v1/executions", want: map[string]string{"": reads}},
 		{method: "GET", path: "/api/v1/executions/{id}", jobs: abl, want: byJob(reads, hidden)},
+		// the executions are successes: a replay is refused (409) once the caller may see and operate the job
+		{method: "POST", path: "/api/v1/executions/{id}/replay", jobs: abl,
+			want: byJob("409 409 403 | 409 409 403", "409 409 403 | 404 404 403")},
 		{method: "GET", path: "/api/v1/servers", want: map[string]string{"": hidden}},
 		{method: "GET", path: "/api/v1/instances", want: map[string]string{"": hidden}},
 		{method: "GET", path: "/api/v1/cron/next?cron=@hourly", want: map[string]string{"": reads}},
@@ -242,6 +278,9 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 				}
 				path := strings.ReplaceAll(r.path, "{jobName}", url.PathEscape(name))
 				path = strings.ReplaceAll(path, "{id}", execOf[j])
+				if r.backfill != nil {
+					path = strings.ReplaceAll(path, "{backfillId}", r.backfill(name))
+				}
 				path = strings.ReplaceAll(path, "{name}", url.PathEscape(name))
 				path = strings.ReplaceAll(path, "{run}", wfRun.ID)
 				var body any

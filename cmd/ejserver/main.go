@@ -44,6 +44,8 @@ func run(args []string) int {
 		return workflowCmd(args[1:], os.Stdout, os.Stderr)
 	case "audit":
 		return auditCmd(args[1:], os.Stdout, os.Stderr)
+	case "backfill", "backfills":
+		return backfillCmd(args[1:], os.Stdout, os.Stderr)
 	case "alerts", "alert":
 		return alertsCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "stats":
@@ -83,6 +85,8 @@ Usage:
                                       workflows: jobs run after other jobs, as DAGs
   ejserver audit [--since D|--from T] [--to T] [--actor NAME] [--action A] [--job NAME] [--limit N]
                                       the audit trail: who changed what, when, from where
+  ejserver backfill start|list|get|cancel JOB ...  run a job's past fires again (ejserver backfill help)
+  ejserver backfill replay EXECUTION  re-run one failed execution
   ejserver alerts defaults | set-defaults -f FILE
                                       the cluster's default alert rules
   ejserver cron next 'EXPR' [--tz ZONE] [--count N]

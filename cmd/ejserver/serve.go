@@ -21,6 +21,7 @@ import (
 	"github.com/ejserver/ejserver/api"
 	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/audit"
+	"github.com/ejserver/ejserver/internal/backfill"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/cronexpr"
@@ -30,6 +31,7 @@ import (
 	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/metrics"
 	"github.com/ejserver/ejserver/internal/notify"
+	"github.com/ejserver/ejserver/internal/replay"
 	"github.com/ejserver/ejserver/internal/service"
 	"github.com/ejserver/ejserver/internal/sharding"
 	"github.com/ejserver/ejserver/internal/tracing"
@@ -69,6 +71,7 @@ type serveConfig struct {
 	leaseRetention   time.Duration
 	tls              tlsFiles
 	alertLostGrace   time.Duration
+	backfillPacing   backfill.Pacing
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -103,6 +106,7 @@ func parseServe(args []string) (serveConfig, error) {
 	otlp := f.String("otlp-endpoint", "", "OTLP/HTTP endpoint that gets OpenTelemetry spans of fires, items and attempts (http://collector:4318); default: the standard OTEL_EXPORTER_OTLP_ENDPOINT, else no spans (webhooks carry a W3C traceparent either way)")
 	tlsOf := tlsFlags(f)
 	lostGrace := alertFlags(f)
+	pacingOf := backfillFlags(f)
 	pprofFlag(f)
 	err := f.Parse(args)
 	if err != nil {
@@ -115,6 +119,9 @@ func parseServe(args []string) (serveConfig, error) {
 		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(),
 		alertLostGrace: *lostGrace, otlpEndpoint: *otlp}
 	if err := c.tls.check(); err != nil {
+		return c, err
+	}
+	if c.backfillPacing, err = pacingOf(); err != nil {
 		return c, err
 	}
 	switch {
@@ -415,6 +422,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	defer external.Stop()
+	backfills, backfillRunner := newBackfills(reg, sender, writer, activity, c.backfillPacing, clk, log)
+	if err := backfillRunner.Start(ctx); err != nil {
+		return abort(err)
+	}
+	defer backfillRunner.Stop()
+	replays := replay.NewReplayer(reg, store, sender, writer, clk, log)
+	defer replays.Stop()
 
 	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
@@ -424,7 +438,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
-		Audit: auditRec, AuditLog: store, Workflows: engine.NewService(reg, clk)})
+		Audit: auditRec, AuditLog: store, Workflows: engine.NewService(reg, clk),
+		Backfills: backfills, Replays: replays})
 	apiGate.open(handler)
 	log.Info("ejserver serving", "listen", ln.Addr().String(), "tls", apiTLS != nil, "client_certs", c.tls.clientCA != "",
 		"jobs", len(reg.Jobs()), "server_ip", c.serverIP,
@@ -437,6 +452,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		log.Error("API server failed", "err", err)
 	}
 	sched.Stop()
+	backfillRunner.Stop() // its backfills' owner nodes go: another peer continues them
+	replays.Stop()
 	exec.Drain(c.shutdownTimeout)
 	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
 	workflows.Stop()  // another peer takes the engine duty at once

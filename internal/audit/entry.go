@@ -33,6 +33,11 @@ const (
 	WorkflowTrigger Action = "workflow.trigger"
 	WorkflowCancel  Action = "workflow.run.cancel"
 	WorkflowRetry   Action = "workflow.run.retry"
+	// JobBackfill starts a backfill of a job's past fires, JobBackfillCancel cancels one (issue 24).
+	JobBackfill       Action = "job.backfill"
+	JobBackfillCancel Action = "job.backfill.cancel"
+	// ExecutionReplay re-runs one execution's item (issue 24).
+	ExecutionReplay Action = "execution.replay"
 	AuthDenied      Action = "auth.denied"
 	// ZKJobConfig, ZKJobCreate, ZKJobDelete and ZKServerState are changes made in ZooKeeper outside the API
 	// (zkCli, another tool).
@@ -46,7 +51,8 @@ const (
 var Actions = []Action{JobCreate, JobReplace, JobDelete, JobEnable, JobDisable, JobTrigger, ItemEnable, ItemDisable,
 	JobServerOn, JobServerOff, ServerEnable, ServerDisable, ChannelCreate, ChannelReplace, ChannelDelete, ChannelTest,
 	JobsFileApply, AuthDenied, ZKJobConfig, ZKJobCreate, ZKJobDelete, ZKServerState, WorkflowCreate, WorkflowReplace,
-	WorkflowDelete, WorkflowTrigger, WorkflowCancel, WorkflowRetry}
+	WorkflowDelete, WorkflowTrigger, WorkflowCancel, WorkflowRetry,
+	JobBackfill, JobBackfillCancel, ExecutionReplay}
 
 // Valid reports whether a is one of Actions.
 func (a Action) Valid() bool {

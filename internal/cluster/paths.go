@@ -74,6 +74,21 @@ func (p Paths) Channels() string { return p.Meta() + "/channels" }
 // Channel is one notification channel's node. Only a validated channel name reaches it.
 func (p Paths) Channel(name string) string { return p.Channels() + "/" + name }
 
+// Backfills is /{ns}.ejserver/backfills: one folder per job with backfills, one node per backfill.
+func (p Paths) Backfills() string { return p.Meta() + "/backfills" }
+
+// JobBackfills is /{ns}.ejserver/backfills/{job}.
+func (p Paths) JobBackfills(job string) string { return p.Backfills() + "/" + job }
+
+// Backfill is /{ns}.ejserver/backfills/{job}/{id}: the backfill's state (internal/backfill's JSON).
+func (p Paths) Backfill(job, id string) string { return p.JobBackfills(job) + "/" + id }
+
+// BackfillOwners is /{ns}.ejserver/backfill-owners: the ephemeral node of each backfill a peer runs now.
+func (p Paths) BackfillOwners() string { return p.Meta() + "/backfill-owners" }
+
+// BackfillOwner is /{ns}.ejserver/backfill-owners/{id}: ephemeral, its data the owner's instance id.
+func (p Paths) BackfillOwner(id string) string { return p.BackfillOwners() + "/" + id }
+
 // Clock is the meta node written to read ZooKeeper's clock (its mtime).
 func (p Paths) Clock() string { return p.Meta() + "/clock" }
 

@@ -97,6 +97,7 @@ type Registry struct {
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{} // WaitGone's one-shot watches, by path
 	chw     channelWatch               // the notification channels' watches
+	bfw     channelWatch               // the backfills' watches
 
 	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
 	clockKnown  atomic.Bool
@@ -280,6 +281,7 @@ func (r *Registry) onSession(ev SessionEvent) {
 		return
 	}
 	r.chw.fire() // the channel watches went with the session: the cache reads them again
+	r.bfw.fire()
 	r.mu.RLock()
 	for _, e := range r.jobs {
 		e.mu.Lock()

@@ -106,11 +106,11 @@ SELECT u.id, u.job_name, u.task_id, u.hostname, u.ip, u.sharding_item, u.executi
        NULLIF(u.failure_cause, ''), u.is_success, u.start_time, u.complete_time, u.status_code, u.attempts,
        u.duration_ms, NULLIF(u.response_excerpt, ''), u.instance_id, u.scheduled_at, u.sharding_total_count, u.permanent,
        u.is_async, NULLIF(u.state, ''), u.progress, NULLIF(u.message, ''), u.heartbeat_at, u.lease_expires_at,
-       NULLIF(u.output, ''), NULLIF(u.trace_id, '')
+       NULLIF(u.output, ''), NULLIF(u.trace_id, ''), NULLIF(u.replay_of, '')
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[],
             $9::bool[], $10::timestamptz[], $11::timestamptz[], $12::int[], $13::int[], $14::bigint[], $15::text[],
             $16::text[], $17::timestamptz[], $18::int[], $19::bool[],
-            $20::bool[], $21::text[], $22::int[], $23::text[], $24::timestamptz[], $25::timestamptz[], $26::text[], $27::text[])
+            $20::bool[], $21::text[], $22::int[], $23::text[], $24::timestamptz[], $25::timestamptz[], $26::text[], $27::text[], $28::text[])
      AS u(` + executionColumns + `)
 ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + `
 WHERE ` + executionWins
@@ -132,7 +132,7 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 		completes, scheduled          = make([]*time.Time, n), make([]*time.Time, n)
 		async                         = make([]bool, n)
 		states, messages, outputs     = make([]string, n), make([]string, n), make([]string, n)
-		traceIDs                      = make([]string, n)
+		traceIDs, replayOf            = make([]string, n), make([]string, n)
 		progress                      = make([]*int32, n)
 		heartbeats, expiries          = make([]*time.Time, n), make([]*time.Time, n)
 	)
@@ -143,6 +143,7 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 		durations[i], success[i], permanent[i], starts[i] = r.DurationMs, r.Success, r.Permanent, r.StartedAt
 		completes[i], scheduled[i] = timePtr(r.CompletedAt), timePtr(r.ScheduledAt)
 		async[i], states[i], messages[i], outputs[i], traceIDs[i] = r.Async, r.State, r.Message, r.Output, r.TraceID
+		replayOf[i] = r.ReplayOf
 		heartbeats[i], expiries[i] = timePtr(r.HeartbeatAt), timePtr(r.LeaseExpiresAt)
 		if r.Progress != nil {
 			p := int32(*r.Progress)
@@ -151,7 +152,7 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 	}
 	_, err := s.pool.Exec(ctx, pgUpsertExecutions, ids, jobs, tasks, hosts, ips, items, sources, causes, success,
 		starts, completes, codes, attempts, durations, excerpts, instances, scheduled, total, permanent,
-		async, states, progress, messages, heartbeats, expiries, outputs, traceIDs)
+		async, states, progress, messages, heartbeats, expiries, outputs, traceIDs, replayOf)
 	return pgError("write executions", err)
 }
 
@@ -338,7 +339,7 @@ func scanPGExecution(row pgx.CollectableRow) (ejserver.Execution, error) {
 	err := row.Scan(&e.ID, &e.JobName, &e.TaskID, &e.Hostname, &e.IP, &e.ShardingItem, &e.Source,
 		&e.FailureCause, &e.Success, &e.StartedAt, &completed, &e.StatusCode, &e.Attempts, &e.DurationMs,
 		&e.ResponseExcerpt, &e.InstanceID, &scheduled, &e.ShardingTotalCount, &e.Permanent,
-		&e.Async, &e.State, &e.Progress, &e.Message, &heartbeat, &expires, &e.Output, &e.TraceID)
+		&e.Async, &e.State, &e.Progress, &e.Message, &heartbeat, &expires, &e.Output, &e.TraceID, &e.ReplayOf)
 	e.StartedAt = e.StartedAt.UTC()
 	e.CompletedAt, e.ScheduledAt = utcOrZero(completed), utcOrZero(scheduled)
 	e.HeartbeatAt, e.LeaseExpiresAt = utcOrZero(heartbeat), utcOrZero(expires)

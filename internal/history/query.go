@@ -9,21 +9,21 @@ import (
 )
 
 // The columns of JOB_EXECUTION_LOG in the order the stores read and write them: version 1's, then the
-// accepted items' (0002_long_running), then the trace id (0006_trace_id).
+// accepted items' (0002_long_running), then the trace id (0006_trace_id), then the replayed execution (0007_replay_of).
 const executionColumns = `id, job_name, task_id, hostname, ip, sharding_item, execution_source, ` +
 	`failure_cause, is_success, start_time, complete_time, status_code, attempts, duration_ms, ` +
 	`response_excerpt, instance_id, scheduled_at, sharding_total_count, permanent, ` +
-	`is_async, state, progress, message, heartbeat_at, lease_expires_at, output, trace_id`
+	`is_async, state, progress, message, heartbeat_at, lease_expires_at, output, trace_id, replay_of`
 
 // executionColumnCount is the number of executionColumns: the parameters of a row.
-const executionColumnCount = 27
+const executionColumnCount = 28
 
 // executionSelect is what queries read (NULL text reads as "").
 const executionSelect = `id, job_name, task_id, hostname, ip, sharding_item, execution_source, ` +
 	`COALESCE(failure_cause, '') AS failure_cause, is_success, start_time, complete_time, status_code, attempts, duration_ms, ` +
 	`COALESCE(response_excerpt, '') AS response_excerpt, instance_id, scheduled_at, sharding_total_count, permanent, ` +
 	`is_async, COALESCE(state, '') AS state, progress, COALESCE(message, '') AS message, heartbeat_at, ` +
-	`lease_expires_at, COALESCE(output, '') AS output, COALESCE(trace_id, '') AS trace_id`
+	`lease_expires_at, COALESCE(output, '') AS output, COALESCE(trace_id, '') AS trace_id, COALESCE(replay_of, '') AS replay_of`
 
 // executionUpdate is the upsert's SET list: an accepted record replaces every column but the id.
 const executionUpdate = `job_name = excluded.job_name, task_id = excluded.task_id, hostname = excluded.hostname, ` +
@@ -36,7 +36,8 @@ const executionUpdate = `job_name = excluded.job_name, task_id = excluded.task_i
 	`is_async = excluded.is_async, state = excluded.state, progress = excluded.progress, ` +
 	`message = excluded.message, heartbeat_at = excluded.heartbeat_at, ` +
 	`lease_expires_at = excluded.lease_expires_at, output = excluded.output, ` +
-	`trace_id = COALESCE(excluded.trace_id, t.trace_id)` // a record written without one keeps the stored one
+	`trace_id = COALESCE(excluded.trace_id, t.trace_id), ` + // a record written without one keeps the stored one
+	`replay_of = COALESCE(excluded.replay_of, t.replay_of)`
 
 // executionWins is the upsert's condition, with the stored row named t: see replaces. A NULL heartbeat_at
 // (none) comes before every time; each comparison is guarded so that no branch relies on NULL being false.

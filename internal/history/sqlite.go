@@ -145,7 +145,7 @@ const sqliteRowsPerStatement = 100
 func sqliteUpsertExecutions(n int) string {
 	return `INSERT INTO JOB_EXECUTION_LOG AS t (` + executionColumns + `) VALUES ` +
 		repeatTuple("(?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, "+
-			"?, NULLIF(?, ''), ?, NULLIF(?, ''), ?, ?, NULLIF(?, ''), NULLIF(?, ''))", n) +
+			"?, NULLIF(?, ''), ?, NULLIF(?, ''), ?, ?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''))", n) +
 		` ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + ` WHERE ` + executionWins
 }
 
@@ -183,7 +183,7 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 					r.StatusCode, r.Attempts, r.DurationMs, r.ResponseExcerpt, r.InstanceID, nullMicros(r.ScheduledAt),
 					r.ShardingTotalCount, r.Permanent,
 					r.Async, r.State, nullInt(r.Progress), r.Message, nullMicros(r.HeartbeatAt),
-					nullMicros(r.LeaseExpiresAt), r.Output, r.TraceID)
+					nullMicros(r.LeaseExpiresAt), r.Output, r.TraceID, r.ReplayOf)
 			}
 			if err := execChunk(ctx, tx, s.upsertFull, len(chunk), sqliteUpsertExecutions, args); err != nil {
 				return err
@@ -280,7 +280,7 @@ func (s *sqliteStore) queryExecutions(ctx context.Context, query string, args ..
 		if err := rows.Scan(&e.ID, &e.JobName, &e.TaskID, &e.Hostname, &e.IP, &e.ShardingItem, &e.Source,
 			&e.FailureCause, &e.Success, &start, &completed, &e.StatusCode, &e.Attempts, &e.DurationMs,
 			&e.ResponseExcerpt, &e.InstanceID, &scheduled, &e.ShardingTotalCount, &e.Permanent,
-			&e.Async, &e.State, &progress, &e.Message, &heartbeat, &expires, &e.Output, &e.TraceID); err != nil {
+			&e.Async, &e.State, &progress, &e.Message, &heartbeat, &expires, &e.Output, &e.TraceID, &e.ReplayOf); err != nil {
 			return nil, err
 		}
 		e.StartedAt = fromMicros(start)

@@ -143,6 +143,8 @@ func (p Point) Outcome() string {
 		return "failover"
 	case p.Source.OnRequest(): // MANUAL, or a workflow node's fire: both on request
 		return "manual"
+	case p.Source == ejserver.SourceBackfill:
+		return "backfill"
 	}
 	return "success"
 }
@@ -298,7 +300,9 @@ func (s statsSQL) duration() (string, string) {
 }
 
 func (s statsSQL) lateness() (string, string) {
-	return "((" + s.d.epochMicros("start_time") + " - " + s.d.epochMicros("scheduled_at") + ") / 1000)", "scheduled_at IS NOT NULL"
+	// a backfill's item was scheduled days ago on purpose: its lateness says nothing of the schedule's
+	return "((" + s.d.epochMicros("start_time") + " - " + s.d.epochMicros("scheduled_at") + ") / 1000)",
+		"scheduled_at IS NOT NULL AND execution_source <> '" + string(ejserver.SourceBackfill) + "'"
 }
 
 // acc is an aggregate being added up from parts (rows' groups, rollup cells).

@@ -209,7 +209,7 @@ func (f ExecutionFilter) check() (checked, error) {
 		return c, err
 	}
 	if f.Source != "" && !f.Source.Valid() {
-		return c, ejserver.Invalid("source", "must be one of NORMAL_TRIGGER, MISFIRE, FAILOVER, MANUAL, not %q", f.Source)
+		return c, ejserver.Invalid("source", "must be one of NORMAL_TRIGGER, MISFIRE, FAILOVER, MANUAL, BACKFILL, not %q", f.Source)
 	}
 	if f.State != "" && !lease.State(f.State).Valid() {
 		names := make([]string, len(lease.States))

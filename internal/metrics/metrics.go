@@ -61,6 +61,7 @@ var sourceLabels = [...]string{
 	string(ejserver.SourceFailover),
 	string(ejserver.SourceManual),
 	string(ejserver.SourceWorkflow),
+	string(ejserver.SourceBackfill),
 	"other",
 }
 
@@ -79,6 +80,8 @@ func sourceIndex(s ejserver.Source) int {
 		return 3
 	case ejserver.SourceWorkflow:
 		return 4
+	case ejserver.SourceBackfill:
+		return 5
 	}
 	return srcOther
 }

@@ -5,9 +5,9 @@ import uPlot from './vendor/uPlot.esm.js';
 
 // An execution's class for colouring, as the API's Point.Outcome: running, failure, then a non-normal source,
 // else success.
-export const OUTCOMES = ['success', 'failure', 'misfire', 'failover', 'manual', 'running'];
+export const OUTCOMES = ['success', 'failure', 'misfire', 'failover', 'manual', 'backfill', 'running'];
 export const COLORS = {
-  success: '#1a7f37', failure: '#cf222e', misfire: '#bf8700', failover: '#8250df', manual: '#0969da', running: '#6e7781',
+  success: '#1a7f37', failure: '#cf222e', misfire: '#bf8700', failover: '#8250df', manual: '#0969da', backfill: '#57606a', running: '#6e7781',
   fires: '#1f4e8c', failures: '#cf222e', load: '#1f4e8c', owned: '#8c959f', executed: '#1f4e8c', p50: '#1f4e8c', p99: '#bf8700',
 };
 
@@ -17,6 +17,7 @@ export function outcomeOf(p) {
   if (p.source === 'MISFIRE') return 'misfire';
   if (p.source === 'FAILOVER') return 'failover';
   if (p.source === 'MANUAL' || p.source === 'WORKFLOW') return 'manual'; // on request
+  if (p.source === 'BACKFILL') return 'backfill';
   return 'success';
 }
 
@@ -36,7 +37,7 @@ export const itemRows = (points) => points.map((p) => ({ x: secs(p.startedAt), y
 // when its first item started); its outcome the worst of its items' (failure, running, failover, misfire,
 // manual, success).
 export function fires(points) {
-  const rank = ['failure', 'running', 'failover', 'misfire', 'manual', 'success'];
+  const rank = ['failure', 'running', 'failover', 'misfire', 'manual', 'backfill', 'success'];
   const by = new Map();
   points.forEach((p) => {
     if (!p.scheduledAt) return;

@@ -207,7 +207,7 @@ export async function api(method, url, { body, headers = {}, signIn = true } = {
 export const quiet = (e) => e instanceof SignInNeeded || e instanceof Unreachable;
 
 export const STATUSES = ['OK', 'CRASHED', 'DISABLED', 'SHARDING_FLAG'];
-export const SOURCES = ['NORMAL_TRIGGER', 'MISFIRE', 'FAILOVER', 'MANUAL', 'WORKFLOW'];
+export const SOURCES = ['NORMAL_TRIGGER', 'MISFIRE', 'FAILOVER', 'MANUAL', 'WORKFLOW', 'BACKFILL'];
 
 // loadError shows why a screen could not load.
 export function loadError(el, e) {

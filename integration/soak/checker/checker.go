@@ -307,7 +307,7 @@ func (c *check) fires() {
 		c.period[j.Name] = sched.Next(first).Sub(first)
 		delivered := map[itemKey]map[time.Time]bool{}
 		for _, d := range c.run.Deliveries {
-			if d.Job == j.Name && !onRequest(d.Source) {
+			if d.Job == j.Name && !offSchedule(d.Source) {
 				k := itemKey{d.Job, d.Item}
 				if delivered[k] == nil {
 					delivered[k] = map[time.Time]bool{}
@@ -356,18 +356,24 @@ func (c *check) fires() {
 	}
 }
 
+// offSchedule reports whether deliveries of source are not the schedule's own fires: fires on request
+// (MANUAL, WORKFLOW: scheduled "now") or a backfill's (BACKFILL, scheduled at a past fire's time, which the
+// schedule ran or missed on its own). They neither deliver a scheduled fire nor are excused as before the run.
+func offSchedule(source string) bool { return onRequest(source) || source == "BACKFILL" }
+
 func (c *check) doubles() {
 	type fireKey struct {
-		job  string
-		item int
-		at   time.Time
+		job      string
+		item     int
+		at       time.Time
+		backfill bool // a backfill's fire is counted apart from the schedule's own fire at that time
 	}
 	ids := map[fireKey][]string{}
 	for _, d := range c.run.Deliveries {
 		if onRequest(d.Source) {
 			continue
 		}
-		k := fireKey{d.Job, d.Item, d.ScheduledAt.UTC()}
+		k := fireKey{d.Job, d.Item, d.ScheduledAt.UTC(), d.Source == "BACKFILL"}
 		if !slices.Contains(ids[k], d.ExecutionID) {
 			ids[k] = append(ids[k], d.ExecutionID)
 		}
@@ -432,6 +438,9 @@ func (c *check) overlaps() {
 					c.rep.Excused[why]++
 					continue
 				}
+				if a.Source == "BACKFILL" || b.Source == "BACKFILL" {
+					continue // a backfill's requests hold no running node: they may run beside the schedule's
+				}
 				if c.faultedInstance(a.Instance, a.Arrived, aEnd) || c.faultedInstance(b.Instance, b.Arrived, aEnd) {
 					continue // a frozen, cut or killed peer can't recall a request it sent
 				}
@@ -454,7 +463,7 @@ func (c *check) history() {
 	}
 	for id, ds := range c.byExec {
 		d := ds[0]
-		if d.ScheduledAt.Before(c.run.From.Add(-time.Minute)) && !onRequest(d.Source) {
+		if d.ScheduledAt.Before(c.run.From.Add(-time.Minute)) && !offSchedule(d.Source) {
 			continue
 		}
 		r, ok := recs[id]

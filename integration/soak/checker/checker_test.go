@@ -118,6 +118,35 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: "wf", Source: "WORKFLOW",
 				ScheduledAt: at(10), Instance: "peer2", Attempt: 1, Arrived: at(14), Answered: at(14.1), Ended: at(14.1), Status: 200})
 		}, []string{"missing-history"}},
+		{"a backfill's fires, past ones and one beside the schedule's own run, are neither doubles nor overlaps", func(run *Run) {
+			run.Deliveries[4].Answered, run.Deliveries[4].Ended = at(13), at(13) // item 0's own run at 10 s lasts until 13 s
+			for i, when := range []float64{-600, -300, 10} {
+				id := fmt.Sprintf("bf-%d", i)
+				run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: id, Source: "BACKFILL",
+					ScheduledAt: at(when), Instance: "peer2", Attempt: 1, Arrived: at(11), Answered: at(11.1), Ended: at(11.1), Status: 200})
+				run.History = append(run.History, Record{ExecutionID: id, Job: "j", Item: 0, Source: "BACKFILL",
+					ScheduledAt: at(when), Instance: "peer2", Ended: true, Success: true})
+			}
+		}, nil},
+		{"a backfill's delivery does not stand for the schedule's lost fire", func(run *Run) {
+			remove(run, "e-10-1")
+			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 1, ExecutionID: "bf", Source: "BACKFILL",
+				ScheduledAt: at(10), Instance: "peer2", Attempt: 1, Arrived: at(11), Answered: at(11.1), Ended: at(11.1), Status: 200})
+			run.History = append(run.History, Record{ExecutionID: "bf", Job: "j", Item: 1, Source: "BACKFILL",
+				ScheduledAt: at(10), Instance: "peer2", Ended: true, Success: true})
+		}, []string{"lost-fire"}},
+		{"a backfill's fire delivered under two webhook-ids", func(run *Run) {
+			for _, id := range []string{"bf-a", "bf-b"} {
+				run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: id, Source: "BACKFILL",
+					ScheduledAt: at(-600), Instance: "peer2", Attempt: 1, Arrived: at(11), Answered: at(11.1), Ended: at(11.1), Status: 200})
+				run.History = append(run.History, Record{ExecutionID: id, Job: "j", Item: 0, Source: "BACKFILL",
+					ScheduledAt: at(-600), Instance: "peer2", Ended: true, Success: true})
+			}
+		}, []string{"double-delivery"}},
+		{"a backfill's past fire missing from the history", func(run *Run) {
+			run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: "bf", Source: "BACKFILL",
+				ScheduledAt: at(-600), Instance: "peer2", Attempt: 1, Arrived: at(11), Answered: at(11.1), Ended: at(11.1), Status: 200})
+		}, []string{"missing-history"}},
 		{"history disagrees: a failure the receiver answered 200", func(run *Run) {
 			run.History[5].Success, run.History[5].Cause = false, "timeout"
 		}, []string{"history-disagrees"}},

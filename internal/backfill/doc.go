@@ -1,0 +1,18 @@
+// Package backfill runs a job's past fires again: every fire its schedule had in a range, each item POSTed
+// with source BACKFILL and the original scheduledAt (issue 24).
+//
+// The decisions are pure functions of values (plan.go: the fires of a range and their cap; pace.go: when the
+// next request may leave; state.go: a backfill's progress and the moves between its states; id.go: the
+// webhook-id of one item of one fire). The Runner (runner.go) drives them: a backfill's state lives in one
+// ZooKeeper node that every progress write replaces at the version its owner last wrote, so a peer that lost
+// the backfill (its session ended, another peer claimed it) can write nothing more; the peer that claims it
+// next continues after the last fire recorded done, and re-sends a fire that was in flight with the same
+// webhook-ids, so a receiver that dedupes on webhook-id sees each fire once.
+//
+//	          create                     last fire done
+//	(none) ----------> RUNNING ------------------------------> DONE
+//	                     |   \  cancel (API)
+//	                     |    `-------------------> CANCELLED
+//	                     |  the job is gone
+//	                     `--------------------------> FAILED
+package backfill
