@@ -191,6 +191,7 @@ func (c *JobConfig) Validate() error {
 	v.oneOf("jobErrorHandlerType", c.JobErrorHandlerType, errorHandlerTypes...)
 	c.Alerts.validate(&v, "alerts")
 	c.Hooks.validate(&v)
+	c.validateSteering(&v)
 	if len(c.Props) > MaxPropsLen {
 		v.add("props", "has %d keys; the limit is %d", len(c.Props), MaxPropsLen)
 	}
