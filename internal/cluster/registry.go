@@ -86,6 +86,7 @@ type Registry struct {
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{} // WaitGone's one-shot watches, by path
 	chw     channelWatch               // the notification channels' watches
+	calw    channelWatch               // the calendars' watches (calendars.go)
 
 	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
 	clockKnown  atomic.Bool
@@ -262,6 +263,7 @@ func (r *Registry) onSession(ev SessionEvent) {
 		return
 	}
 	r.chw.fire() // the channel watches went with the session: the cache reads them again
+	r.calw.fire()
 	r.mu.RLock()
 	for _, e := range r.jobs {
 		e.mu.Lock()
