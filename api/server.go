@@ -97,6 +97,9 @@ type Config struct {
 	AuditLog AuditLog
 	// Alerts, when set, serves the cluster's default alert rules.
 	Alerts AlertDefaults
+	// Calendars, when set, serves /api/v1/calendars; Steering, a job's pause, resume and next fires.
+	Calendars CalendarStore
+	Steering  Steering
 }
 
 // New returns the HTTP handler of the API.
@@ -177,6 +180,7 @@ func New(cfg Config) http.Handler {
 	v1.GET("/auth/whoami", whoami)
 	v1.GET("/audit", h.listAudit(cfg.AuditLog))
 	channelRoutes(v1, cfg.Channels, cfg.Notifications, h.jobSet)
+	steerRoutes(v1, cfg.Calendars, cfg.Steering)
 	if cfg.Alerts != nil {
 		alertRoutes(v1, cfg.Alerts)
 	}

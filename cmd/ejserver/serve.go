@@ -21,6 +21,7 @@ import (
 	"github.com/ejserver/ejserver/api"
 	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/audit"
+	"github.com/ejserver/ejserver/internal/calendarstore"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/cronexpr"
@@ -321,7 +322,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	// executions that vanished peers left running, and that nobody runs again, are recorded as lost
 	lost := failover.NewLost(failover.LostConfig{History: store, Recorder: writer, Me: me, Clock: clk, Logger: log})
+	// Calendars (issue 24): a watched cache of the cluster's calendars that the executor's steering reads;
+	// deleting one is refused while the service's job cache shows jobs naming it.
+	var svc *service.Service
+	calendars := calendarstore.New(calendarstore.Config{Registry: reg, Logger: log, Clock: clk,
+		UsedBy: func(name string) []string { return svc.JobsUsingCalendar(name) }})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
+		Steering: calendars, Counters: reg,
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
 		Activity: activity, Async: leases, Follower: alerting.svc, Lost: lost, Tracer: tracer,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
@@ -354,6 +361,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
+	if err := calendars.Start(ctx); err != nil { // before the jobs load: their first fires see the calendars
+		return abort(err)
+	}
+	defer calendars.Stop()
 	if err := reg.Start(ctx); err != nil {
 		return abort(fmt.Errorf("load the registry: %w", err))
 	}
@@ -395,15 +406,16 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	defer external.Stop()
 
-	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
-		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
+	svc = service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
+		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log,
+		Calendars: calendars, Counters: reg})
 	if err := applyJobs(ctx, svc, jobs, auditRec, log); err != nil {
 		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
-		Audit: auditRec, AuditLog: store})
+		Audit: auditRec, AuditLog: store, Calendars: calendars, Steering: svc})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: apiTLS,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // failed handshakes are a client's problem
 	srvErr := make(chan error, 1)
@@ -430,6 +442,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
 	dispatcher.Stop() // queued notifications get a few seconds to go out
 	channels.Stop()
+	calendars.Stop()
 	fo.Stop()
 	coord.Stop()
 	reg.Stop()

@@ -26,7 +26,13 @@ const (
 	ChannelDelete  Action = "channel.delete"
 	ChannelTest    Action = "channel.test"
 	JobsFileApply  Action = "jobsfile.apply"
-	AuthDenied     Action = "auth.denied"
+	// Calendars and pause (issue 24): the calendar's name is in Detail.
+	CalendarCreate  Action = "calendar.create"
+	CalendarReplace Action = "calendar.replace"
+	CalendarDelete  Action = "calendar.delete"
+	JobPause        Action = "job.pause"
+	JobResume       Action = "job.resume"
+	AuthDenied      Action = "auth.denied"
 	// ZKJobConfig and ZKServerState are changes made in ZooKeeper outside the API (zkCli, another tool).
 	ZKJobConfig   Action = "zookeeper.job.config"
 	ZKServerState Action = "zookeeper.server.state"
@@ -35,7 +41,8 @@ const (
 // Actions lists every action, for validation and documentation.
 var Actions = []Action{JobCreate, JobReplace, JobDelete, JobEnable, JobDisable, JobTrigger, ItemEnable, ItemDisable,
 	JobServerOn, JobServerOff, ServerEnable, ServerDisable, ChannelCreate, ChannelReplace, ChannelDelete, ChannelTest,
-	JobsFileApply, AuthDenied, ZKJobConfig, ZKServerState}
+	JobsFileApply, AuthDenied, ZKJobConfig, ZKServerState,
+	CalendarCreate, CalendarReplace, CalendarDelete, JobPause, JobResume}
 
 // Valid reports whether a is one of Actions.
 func (a Action) Valid() bool {
