@@ -116,6 +116,13 @@ func TestCalendarsExcludeIncludeAndEditLive(t *testing.T) {
 	if !strings.Contains(string(raw), "excl") || !strings.Contains(string(raw), "keep") {
 		t.Fatalf("delete of a calendar in use refused as %s", raw)
 	}
+	env := []string{"EJ_SERVER=" + p.Addr}
+	file := writeFile(t, t.TempDir(), "cals.yaml", "- name: spare\n  annual: [12-25]\n")
+	cliOK(t, env, "calendar", "apply", "-f", file)
+	if out := cliOK(t, env, "calendar", "list"); !strings.Contains(out, "spare") || !strings.Contains(out, "tomorrow") {
+		t.Fatalf("ejserver calendar list: %s", out)
+	}
+	cliOK(t, env, "calendar", "delete", "spare")
 
 	// the edit reaches both peers through their watches: the excluding job fires on both peers' items
 	edited := time.Now()
@@ -187,9 +194,14 @@ func TestPauseEndAtAndRemainingFires(t *testing.T) {
 	if view["pause"] == nil || view["nextFireTime"] != nil {
 		t.Fatalf("paused job viewed as pause=%v nextFireTime=%v", view["pause"], view["nextFireTime"])
 	}
+	env := []string{"EJ_SERVER=" + p.Addr}
+	if out := cliOK(t, env, "job", "next", "paused"); !strings.Contains(out, "receiver migration") {
+		t.Fatalf("ejserver job next of a paused job: %s", out)
+	}
 	resumed := time.Now()
+	cliOK(t, env, "job", "resume", "paused")
 	var after map[string]any
-	mustDo(t, p, "POST", "/api/v1/jobs/paused/resume", nil, http.StatusOK, &after)
+	mustDo(t, p, "GET", "/api/v1/jobs/paused", nil, http.StatusOK, &after)
 	if after["pause"] != nil {
 		t.Fatalf("resumed job still shows pause %v", after["pause"])
 	}

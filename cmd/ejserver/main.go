@@ -40,6 +40,8 @@ func run(args []string) int {
 		return executionCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "channel", "channels":
 		return channelCmd(args[1:], os.Stdout, os.Stderr)
+	case "calendar", "calendars":
+		return calendarCmd(args[1:], os.Stdout, os.Stderr)
 	case "audit":
 		return auditCmd(args[1:], os.Stdout, os.Stderr)
 	case "alerts", "alert":
@@ -77,6 +79,8 @@ Usage:
                               [--output O|--output-file F] [--has-more]
   ejserver channel list|get|apply|delete|test|history ...
                                       notification channels (Slack, email, PagerDuty, ...)
+  ejserver calendar list|get|apply|delete ...
+                                      named calendars jobs exclude or are restricted to
   ejserver audit [--since D|--from T] [--to T] [--actor NAME] [--action A] [--job NAME] [--limit N]
                                       the audit trail: who changed what, when, from where
   ejserver alerts defaults | set-defaults -f FILE
