@@ -102,5 +102,7 @@ func (e *Executor) plannedSkip(req fireRequest, reason string) {
 	st.PlannedSkips++
 	e.mu.Unlock()
 	e.cfg.Observer.Skipped(req.job, reason)
-	e.log.Info("fire skipped: "+reason, "job", req.job, "scheduled_at", req.scheduledAt)
+	// Debug: an ended or paused per-second job would log every second on every peer; the metric and the
+	// job's skip reason say it
+	e.log.Debug("fire skipped: "+reason, "job", req.job, "scheduled_at", req.scheduledAt)
 }
