@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"errors"
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -33,12 +31,8 @@ func (p Paths) FireCounters() string { return p.Meta() + "/fire-counters" }
 // FireCounter is one job's remainingFires counter node.
 func (p Paths) FireCounter(job string) string { return p.FireCounters() + "/" + job }
 
-// CalendarNode is one calendar's node: its stored JSON and its version, the API's ETag.
-type CalendarNode struct {
-	Name    string
-	Data    []byte
-	Version int32
-}
+// CalendarNode is one calendar's node.
+type CalendarNode = MetaNode
 
 // onCalendarWatch handles a watch event under the calendars folder; it reports whether the path was one.
 func (r *Registry) onCalendarWatch(pth string) bool {
@@ -53,35 +47,7 @@ func (r *Registry) onCalendarWatch(pth string) bool {
 // CalendarNodes reads every calendar node, by name. With watch it watches the folder and each node: the
 // returned channel is closed on the first change (or when the watches are lost with the session).
 func (r *Registry) CalendarNodes(watch bool) ([]CalendarNode, <-chan struct{}, error) {
-	var changed <-chan struct{}
-	list, get := r.s.children, r.s.get
-	if watch {
-		changed = r.calw.arm()
-		list, get = r.s.childrenW, r.s.getW
-	}
-	folder := r.p.Calendars()
-	names, _, err := list(folder)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err = r.s.ensurePath(folder); err == nil {
-			names, _, err = list(folder)
-		}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list calendars: %w", err)
-	}
-	slices.Sort(names)
-	out := make([]CalendarNode, 0, len(names))
-	for _, name := range names {
-		data, st, err := get(r.p.Calendar(name))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // deleted since the listing: the folder's watch fires
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("read calendar %q: %w", name, err)
-		}
-		out = append(out, CalendarNode{Name: name, Data: data, Version: st.Version})
-	}
-	return out, changed, nil
+	return r.metaNodes("calendar", r.p.Calendars(), r.p.Calendar, &r.calw, watch)
 }
 
 // ReadCalendar reads one calendar node now (not from a cache): ErrNoCalendar if there is none.
