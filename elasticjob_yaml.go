@@ -125,6 +125,9 @@ func MarshalElasticJobYAML(cfg JobConfig) ([]byte, error) {
 	if err := marshalAlertProps(cfg, props); err != nil {
 		return nil, fmt.Errorf("encode alerts of job %q: %w", cfg.JobName, err)
 	}
+	if err := marshalSteeringProps(cfg, props); err != nil {
+		return nil, fmt.Errorf("encode steering of job %q: %w", cfg.JobName, err)
+	}
 	doc := elasticJobYAML{
 		Cron: cfg.Cron, Description: cfg.Description, Disabled: cfg.Disabled, Failover: cfg.Failover,
 		JobErrorHandlerType:                   cfg.JobErrorHandlerType,
@@ -242,6 +245,9 @@ func ParseElasticJobYAML(b []byte) (JobConfig, error) {
 	takeInt(PropLeaseSeconds, &cfg.Async.LeaseSeconds)
 	takeInt(PropMaxDuration, &cfg.Async.MaxDurationSeconds)
 	if err := parseAlertProps(&cfg, take); err != nil && perr == nil {
+		perr = err
+	}
+	if err := parseSteeringProps(&cfg, take); err != nil && perr == nil {
 		perr = err
 	}
 	for k := range props {

@@ -3,6 +3,7 @@ package ejserver
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -104,6 +105,16 @@ type JobConfig struct {
 	// Overwrite: a declarative jobs file replaces the stored config of this job at start-up (ElasticJob's
 	// overwrite); without it an existing job is left as it is.
 	Overwrite bool `json:"overwrite"`
+	// Calendars, pause and end of the schedule (issue 24; steering.go): excludeCalendars skips fires on the
+	// days of any of those calendars, includeCalendars restricts fires to the days of any of them; endAt
+	// (RFC 3339) ends the schedule after that time; remainingFires (0: no limit) ends it after that many
+	// scheduled fires, counted once per fire cluster-wide; pause is read-only here (POST /pause, /resume).
+	ExcludeCalendars []string `json:"excludeCalendars,omitempty"`
+	IncludeCalendars []string `json:"includeCalendars,omitempty"`
+	EndAt            string   `json:"endAt,omitempty"`
+	RemainingFires   int      `json:"remainingFires,omitempty"`
+	Pause            *Pause   `json:"pause,omitempty"`
+
 	// Props are user properties, stored with ElasticJob's config; keys starting "http.", "ejserver." or
 	// "streaming." are reserved for the fields above.
 	Props map[string]string `json:"props,omitempty"`
@@ -301,6 +312,11 @@ func (c JobConfig) Clone() JobConfig {
 	c.Props = maps.Clone(c.Props)
 	c.Webhook.Headers = maps.Clone(c.Webhook.Headers)
 	c.Alerts = c.Alerts.Clone()
+	c.ExcludeCalendars, c.IncludeCalendars = slices.Clone(c.ExcludeCalendars), slices.Clone(c.IncludeCalendars)
+	if c.Pause != nil {
+		p := *c.Pause
+		c.Pause = &p
+	}
 	return c
 }
 

@@ -193,6 +193,7 @@ func (c *JobConfig) Validate() error {
 	c.Alerts.validate(&v, "alerts")
 	c.Hooks.validate(&v)
 	c.validateSchedule(&v)
+	c.validateSteering(&v)
 	if len(c.Props) > MaxPropsLen {
 		v.add("props", "has %d keys; the limit is %d", len(c.Props), MaxPropsLen)
 	}

@@ -105,6 +105,16 @@ var routeRules = map[string]access.Rule{
 	// the audit trail (issue 23): read-only through the API; a scoped token sees only its jobs' entries
 	"GET /api/v1/audit": {Action: access.Read, Reach: access.JobRows},
 
+	// calendars (issue 24): cluster-wide objects like channels; pause/resume are operator actions like disable
+	"GET /api/v1/calendars":      {Action: access.Read, Reach: access.Cluster},
+	"POST /api/v1/calendars":     {Action: access.Administer, Reach: access.Cluster},
+	"GET /api/v1/calendars/:":    {Action: access.Read, Reach: access.Cluster},
+	"PUT /api/v1/calendars/:":    {Action: access.Administer, Reach: access.Cluster},
+	"DELETE /api/v1/calendars/:": {Action: access.Administer, Reach: access.Cluster},
+	"POST /api/v1/jobs/:/pause":  {Action: access.Operate, Reach: access.OneJob},
+	"POST /api/v1/jobs/:/resume": {Action: access.Operate, Reach: access.OneJob},
+	"GET /api/v1/jobs/:/next":    {Action: access.Read, Reach: access.OneJob},
+
 	// the cluster's default alert rules (issue 17): cluster-wide
 	"GET /api/v1/alerts/defaults": {Action: access.Read, Reach: access.Cluster},
 	"PUT /api/v1/alerts/defaults": {Action: access.Administer, Reach: access.Cluster},

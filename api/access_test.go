@@ -31,6 +31,7 @@ func fullAPI(t *testing.T) *echo.Echo {
 	h := New(Config{Service: &fakeService{}, Tokens: testTokens(t), MetricsAuth: true, Callbacks: fakeCallbacks{},
 		Channels: fakeChannels{}, Notifications: fakeNotifications{}, Alerts: fakeAlerts{}, Workflows: fakeWorkflows{},
 		Backfills: fakeBackfills{}, Replays: fakeReplays{},
+		Calendars: fakeCalendars{}, Steering: fakeSteering{},
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up 1\n") }),
 		Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console") })})
 	return h.(*echo.Echo)

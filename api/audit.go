@@ -64,6 +64,11 @@ var auditedRoutes = map[string]audit.Action{
 	"POST /api/v1/jobs/:/backfill":           audit.JobBackfill,
 	"POST /api/v1/jobs/:/backfill/:/cancel":  audit.JobBackfillCancel,
 	"POST /api/v1/executions/:/replay":       audit.ExecutionReplay,
+	"POST /api/v1/calendars":                 audit.CalendarCreate,
+	"PUT /api/v1/calendars/:":                audit.CalendarReplace,
+	"DELETE /api/v1/calendars/:":             audit.CalendarDelete,
+	"POST /api/v1/jobs/:/pause":              audit.JobPause,
+	"POST /api/v1/jobs/:/resume":             audit.JobResume,
 }
 
 // auditDenials records the 401s and 403s of /api/v1, folded per source per minute by the recorder. It runs
@@ -105,7 +110,8 @@ func (a *auditor) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			e.Detail = c.Param("run")
 		}
 		var body []byte
-		if action == audit.JobCreate || action == audit.JobTrigger || action == audit.ChannelCreate || action == audit.WorkflowCreate {
+		if action == audit.JobCreate || action == audit.JobTrigger || action == audit.ChannelCreate || action == audit.WorkflowCreate ||
+			action == audit.CalendarCreate {
 			body = peekBody(c)
 		}
 		before, hadBefore := a.fields(ctx, action, e)
@@ -191,6 +197,15 @@ func (a *auditor) describe(e *audit.Entry, body []byte) {
 		if json.Unmarshal(body, &v) == nil {
 			e.Channel = v.Name
 		}
+	case audit.CalendarCreate, audit.CalendarReplace, audit.CalendarDelete:
+		name := e.Channel // the route's :name
+		var v struct {
+			Name string `json:"name"`
+		}
+		if name == "" && json.Unmarshal(body, &v) == nil {
+			name = v.Name
+		}
+		e.Channel, e.Detail = "", "calendar "+name
 	case audit.JobTrigger:
 		var v struct {
 			JobParameter *string `json:"jobParameter"`
@@ -215,7 +230,7 @@ func (a *auditor) describe(e *audit.Entry, body []byte) {
 // found, or an action that changes no config).
 func (a *auditor) fields(ctx context.Context, action audit.Action, e audit.Entry) (map[string]audit.Field, bool) {
 	switch action {
-	case audit.JobCreate, audit.JobReplace, audit.JobDelete, audit.JobEnable, audit.JobDisable:
+	case audit.JobCreate, audit.JobReplace, audit.JobDelete, audit.JobEnable, audit.JobDisable, audit.JobPause, audit.JobResume:
 		if e.Job == "" {
 			return nil, false
 		}

@@ -103,6 +103,9 @@ type Config struct {
 	Backfills Backfills
 	// Replays, when set, serves POST /api/v1/executions/{id}/replay (issue 24).
 	Replays Replays
+	// Calendars, when set, serves /api/v1/calendars; Steering, a job's pause, resume and next fires.
+	Calendars CalendarStore
+	Steering  Steering
 }
 
 // New returns the HTTP handler of the API.
@@ -188,6 +191,7 @@ func New(cfg Config) http.Handler {
 	if cfg.Replays != nil {
 		v1.POST("/executions/:id/replay", h.replay(cfg.Replays))
 	}
+	steerRoutes(v1, cfg.Calendars, cfg.Steering)
 	if cfg.Alerts != nil {
 		alertRoutes(v1, cfg.Alerts)
 	}

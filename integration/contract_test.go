@@ -614,6 +614,27 @@ func TestAPIContract(t *testing.T) {
 	k.problem(call{method: "POST", path: "/api/v1/workflows/wf/runs/" + wfRun.ID + "/retry", token: A}, 409)
 	k.problem(call{method: "DELETE", path: "/api/v1/workflows/wf", token: V}, 403)
 	k.do(call{method: "DELETE", path: "/api/v1/workflows/wf", token: A}, 204)
+	// calendars (admin writes, any unscoped token reads), pause/resume (operators), a job's effective next fires
+	k.problem(call{method: "GET", path: "/api/v1/calendars", token: "wrong-token-0123456789"}, 401)
+	if pr := k.problem(call{method: "POST", path: "/api/v1/calendars", token: A, body: map[string]any{"name": "hol", "dates": []string{"2026-02-30"}}}, 400); pr.Field != "dates[0]" {
+		t.Fatalf("bad calendar: %+v", pr)
+	}
+	k.do(call{method: "POST", path: "/api/v1/calendars", token: A, body: map[string]any{"name": "hol", "timeZone": "Asia/Shanghai", "annual": []string{"10-01"}}}, 201)
+	k.do(call{method: "GET", path: "/api/v1/calendars", token: V}, 200)
+	k.do(call{method: "GET", path: "/api/v1/calendars/hol", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/calendars/nope", token: V}, 404)
+	k.do(call{method: "PUT", path: "/api/v1/calendars/hol", token: A, header: map[string]string{"If-Match": `"0"`},
+		body: map[string]any{"annual": []string{"10-01", "10-02"}}}, 200)
+	k.problem(call{method: "PUT", path: "/api/v1/calendars/hol", token: A, header: map[string]string{"If-Match": `"0"`},
+		body: map[string]any{"annual": []string{"10-01"}}}, 412)
+	k.problem(call{method: "POST", path: "/api/v1/jobs/beta/pause", token: V, body: map[string]any{"note": "x"}}, 403)
+	k.do(call{method: "POST", path: "/api/v1/jobs/beta/pause", token: A, body: map[string]any{"note": "contract"}}, 200)
+	k.do(call{method: "GET", path: "/api/v1/jobs/beta/next?count=2", token: V}, 200)
+	k.problem(call{method: "GET", path: "/api/v1/jobs/beta/next?count=1000", token: V}, 400)
+	k.problem(call{method: "POST", path: "/api/v1/jobs/nope/resume", token: A}, 404)
+	k.do(call{method: "POST", path: "/api/v1/jobs/beta/resume", token: A}, 200)
+	k.problem(call{method: "DELETE", path: "/api/v1/calendars/hol", token: V}, 403)
+	k.do(call{method: "DELETE", path: "/api/v1/calendars/hol", token: A}, 204)
 
 	// delete
 	k.problem(call{method: "DELETE", path: "/api/v1/jobs/beta", token: V}, 403)

@@ -167,6 +167,13 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 			http.StatusAccepted, &b, admin...)
 		backfillOf[name] = b.ID
 	}
+	cal := func(g int, name string) any {
+		if strings.HasSuffix(name, "-") { // a POST's fresh name per token
+			name += fmt.Sprint(g)
+		}
+		return map[string]any{"name": name, "annual": []string{"12-25"}}
+	}
+	mustDo(t, p, "POST", "/api/v1/calendars", cal(0, "ops-cal"), http.StatusCreated, nil, admin...)
 	rows := []row{
 		{method: "GET", path: "/api/v1/jobs/{jobName}", jobs: abl, want: byJob(reads, hidden)},
 		{method: "GET", path: "/api/v1/jobs/{jobName}/sharding", jobs: abl, want: byJob(reads, hidden)},
@@ -248,6 +255,22 @@ func TestEveryEndpointForEveryRoleAndScope(t *testing.T) {
 		{method: "POST", path: "/api/v1/workflows/{name}/runs/{run}/cancel", jobs: []string{"ops-wf"}, want: map[string]string{"ops-wf": wfEnded}},
 		{method: "POST", path: "/api/v1/workflows/{name}/runs/{run}/retry", jobs: []string{"ops-wf"}, want: map[string]string{"ops-wf": wfEnded}},
 		{method: "GET", path: "/api/v1/notifications", want: map[string]string{"": reads}},
+		// calendars are cluster-wide like channels; pause and resume are operator actions like disable
+		{method: "GET", path: "/api/v1/calendars", want: map[string]string{"": hidden}},
+		{method: "GET", path: "/api/v1/calendars/{name}", jobs: []string{"ops-cal"}, want: map[string]string{"ops-cal": hidden}},
+		{method: "POST", path: "/api/v1/calendars", jobs: []string{"new-cal-"}, body: cal,
+			want: map[string]string{"new-cal-": "201 403 403 | 404 403 403"}},
+		{method: "PUT", path: "/api/v1/calendars/{name}", jobs: []string{"ops-cal"}, body: cal,
+			want: map[string]string{"ops-cal": "200 403 403 | 404 403 403"}},
+		{method: "DELETE", path: "/api/v1/calendars/{name}", jobs: []string{"del-cal-"},
+			setup: func(g int, j string) {
+				mustDo(t, p, "POST", "/api/v1/calendars", cal(g, j+fmt.Sprint(g)), http.StatusCreated, nil, admin...)
+			},
+			want: map[string]string{"del-cal-": "204 403 403 | 404 403 403"}},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/pause", jobs: abl, body: func(int, string) any { return map[string]string{"note": "table"} },
+			want: byJob(operate, operateB)},
+		{method: "POST", path: "/api/v1/jobs/{jobName}/resume", jobs: abl, want: byJob(operate, operateB)},
+		{method: "GET", path: "/api/v1/jobs/{jobName}/next", jobs: abl, want: byJob(reads, hidden)},
 		// the audit trail: every token reads it, a scoped token only its jobs' entries (checked below)
 		{method: "GET", path: "/api/v1/audit", want: map[string]string{"": reads}},
 		{method: "GET", path: "/api/v1/audit?job=team-b-2", want: map[string]string{"": reads}},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/internal/backfill"
+	"github.com/ejserver/ejserver/internal/calendarstore"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/dispatch"
@@ -14,12 +15,30 @@ import (
 // newBackfills wires the backfill API's service and this peer's runner of the namespace's backfills. The
 // runner's requests wait while this peer's executor sends scheduled fires (the Activity), as the history
 // writer's batches do.
-func newBackfills(reg *cluster.Registry, sender backfill.Sender, rec backfill.Recorder, activity *dispatch.Activity,
-	pacing backfill.Pacing, clk clock.Clock, log *slog.Logger) (*backfill.Service, *backfill.Runner) {
-	svc := backfill.NewService(reg, nil, clk, log)
+func newBackfills(reg *cluster.Registry, cals *calendarstore.Store, sender backfill.Sender, rec backfill.Recorder,
+	activity *dispatch.Activity, pacing backfill.Pacing, clk clock.Clock, log *slog.Logger) (*backfill.Service, *backfill.Runner) {
+	allow := backfillAllow(reg, cals)
+	svc := backfill.NewService(reg, allow, clk, log)
 	runner := backfill.NewRunner(backfill.RunnerConfig{Store: reg, Sender: sender, Recorder: rec, Pacing: pacing,
-		Busy: func() (d time.Duration) { return activity.Busy(historyYieldGuard) }, Clock: clk, Logger: log})
+		Busy: func() (d time.Duration) { return activity.Busy(historyYieldGuard) }, Allow: allow, Clock: clk, Logger: log})
 	return svc, runner
+}
+
+// backfillAllow narrows a backfill to the fires the job's schedule really had: its calendars' days and
+// endAt (not its pause: a backfill is an operator's own request). A job naming a calendar this peer does not
+// hold runs no backfill fire rather than one on a day the job may exclude.
+func backfillAllow(reg *cluster.Registry, cals *calendarstore.Store) func(job string) func(time.Time) bool {
+	return func(job string) func(time.Time) bool {
+		snap := reg.Job(job)
+		if snap == nil {
+			return nil
+		}
+		rules, err := cals.Rules(&snap.Config)
+		if err != nil {
+			return func(time.Time) bool { return false }
+		}
+		return rules.Fires
+	}
 }
 
 var (

@@ -267,6 +267,8 @@ const jobUsage = `Usage:
   ejserver job delete NAME
   ejserver job trigger NAME [--param P] [--items 0,2]
   ejserver job disable|enable NAME
+  ejserver job pause NAME [--note WHY] | resume NAME  skip scheduled fires (manual triggers run) | fire again
+  ejserver job next NAME [--count N]                 the effective next fires (calendars, endAt, pause)
   ejserver job sharding NAME                         each item's owner and state
   ejserver job history NAME [--limit N] [--failed]   recent executions, newest first
   ejserver job dump NAME                             the job's ZooKeeper subtree
@@ -282,6 +284,9 @@ func jobCmd(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return 0
+	}
+	if code, ok := steerJobCmd(args, stdout, stderr); ok { // pause, resume, next (cli_calendar.go)
+		return code
 	}
 	verb, rest := args[0], args[1:]
 	switch verb {

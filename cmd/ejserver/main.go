@@ -42,6 +42,8 @@ func run(args []string) int {
 		return channelCmd(args[1:], os.Stdout, os.Stderr)
 	case "workflow", "workflows":
 		return workflowCmd(args[1:], os.Stdout, os.Stderr)
+	case "calendar", "calendars":
+		return calendarCmd(args[1:], os.Stdout, os.Stderr)
 	case "audit":
 		return auditCmd(args[1:], os.Stdout, os.Stderr)
 	case "backfill", "backfills":
@@ -83,6 +85,8 @@ Usage:
                                       notification channels (Slack, email, PagerDuty, ...)
   ejserver workflow list|get|apply|delete|run|runs|show|cancel|retry ...
                                       workflows: jobs run after other jobs, as DAGs
+  ejserver calendar list|get|apply|delete ...
+                                      named calendars jobs exclude or are restricted to
   ejserver audit [--since D|--from T] [--to T] [--actor NAME] [--action A] [--job NAME] [--limit N]
                                       the audit trail: who changed what, when, from where
   ejserver backfill start|list|get|cancel JOB ...  run a job's past fires again (ejserver backfill help)

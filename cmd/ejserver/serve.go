@@ -22,6 +22,7 @@ import (
 	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/audit"
 	"github.com/ejserver/ejserver/internal/backfill"
+	"github.com/ejserver/ejserver/internal/calendarstore"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/cronexpr"
@@ -342,7 +343,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets})
 	// executions that vanished peers left running, and that nobody runs again, are recorded as lost
 	lost := failover.NewLost(failover.LostConfig{History: store, Recorder: writer, Me: me, Clock: clk, Logger: log})
+	// Calendars (issue 24): a watched cache of the cluster's calendars that the executor's steering reads;
+	// deleting one is refused while the service's job cache shows jobs naming it.
+	var svc *service.Service
+	calendars := calendarstore.New(calendarstore.Config{Registry: reg, Logger: log, Clock: clk,
+		UsedBy: func(name string) []string { return svc.JobsUsingCalendar(name) }})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
+		Steering: calendars, Counters: reg,
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
 		Activity: activity, Async: leases, Follower: alerting.svc, Lost: lost, Tracer: tracer,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
@@ -375,6 +382,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		srv.Close()
 		return err
 	}
+	if err := calendars.Start(ctx); err != nil { // before the jobs load: their first fires see the calendars
+		return abort(err)
+	}
+	defer calendars.Stop()
 	if err := reg.Start(ctx); err != nil {
 		return abort(fmt.Errorf("load the registry: %w", err))
 	}
@@ -422,7 +433,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	defer external.Stop()
-	backfills, backfillRunner := newBackfills(reg, sender, writer, activity, c.backfillPacing, clk, log)
+	backfills, backfillRunner := newBackfills(reg, calendars, sender, writer, activity, c.backfillPacing, clk, log)
 	if err := backfillRunner.Start(ctx); err != nil {
 		return abort(err)
 	}
@@ -430,8 +441,9 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	replays := replay.NewReplayer(reg, store, sender, writer, clk, log)
 	defer replays.Stop()
 
-	svc := service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
-		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log})
+	svc = service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
+		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log,
+		Calendars: calendars, Counters: reg})
 	if err := applyJobs(ctx, svc, jobs, auditRec, log); err != nil {
 		return abort(err)
 	}
@@ -439,7 +451,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
 		Audit: auditRec, AuditLog: store, Workflows: engine.NewService(reg, clk),
-		Backfills: backfills, Replays: replays})
+		Backfills: backfills, Replays: replays,
+		Calendars: calendars, Steering: svc})
 	apiGate.open(handler)
 	log.Info("ejserver serving", "listen", ln.Addr().String(), "tls", apiTLS != nil, "client_certs", c.tls.clientCA != "",
 		"jobs", len(reg.Jobs()), "server_ip", c.serverIP,
@@ -460,6 +473,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
 	dispatcher.Stop() // queued notifications get a few seconds to go out
 	channels.Stop()
+	calendars.Stop()
 	fo.Stop()
 	coord.Stop()
 	reg.Stop()

@@ -38,6 +38,12 @@ const (
 	JobBackfillCancel Action = "job.backfill.cancel"
 	// ExecutionReplay re-runs one execution's item (issue 24).
 	ExecutionReplay Action = "execution.replay"
+	// Calendars and pause (issue 24): the calendar's name is in Detail.
+	CalendarCreate  Action = "calendar.create"
+	CalendarReplace Action = "calendar.replace"
+	CalendarDelete  Action = "calendar.delete"
+	JobPause        Action = "job.pause"
+	JobResume       Action = "job.resume"
 	AuthDenied      Action = "auth.denied"
 	// ZKJobConfig, ZKJobCreate, ZKJobDelete and ZKServerState are changes made in ZooKeeper outside the API
 	// (zkCli, another tool).
@@ -52,7 +58,8 @@ var Actions = []Action{JobCreate, JobReplace, JobDelete, JobEnable, JobDisable, 
 	JobServerOn, JobServerOff, ServerEnable, ServerDisable, ChannelCreate, ChannelReplace, ChannelDelete, ChannelTest,
 	JobsFileApply, AuthDenied, ZKJobConfig, ZKJobCreate, ZKJobDelete, ZKServerState, WorkflowCreate, WorkflowReplace,
 	WorkflowDelete, WorkflowTrigger, WorkflowCancel, WorkflowRetry,
-	JobBackfill, JobBackfillCancel, ExecutionReplay}
+	JobBackfill, JobBackfillCancel, ExecutionReplay,
+	CalendarCreate, CalendarReplace, CalendarDelete, JobPause, JobResume}
 
 // Valid reports whether a is one of Actions.
 func (a Action) Valid() bool {

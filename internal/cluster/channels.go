@@ -20,13 +20,17 @@ var (
 	ErrChannelChanged = errors.New("the channel changed meanwhile")
 )
 
-// ChannelNode is one notification channel's node: its stored JSON (secrets included: the node is readable
-// only with the cluster's digest) and its version, the API's ETag.
-type ChannelNode struct {
+// MetaNode is one node of a meta folder (a channel, a calendar): its name, stored JSON and version (the
+// API's ETag).
+type MetaNode struct {
 	Name    string
 	Data    []byte
 	Version int32
 }
+
+// ChannelNode is one notification channel's node (secrets included: the node is readable only with the
+// cluster's digest).
+type ChannelNode = MetaNode
 
 // channelWatch is the one signal every channel watch fires: closed on the first change of the channels
 // folder or of any channel node, then made anew by the next ChannelNodes.
@@ -66,13 +70,18 @@ func (r *Registry) onChannelWatch(pth string) bool {
 // ChannelNodes reads every channel node, by name. With watch it watches the folder and each node: the
 // returned channel is closed on the first change (or when the watches are lost with the session).
 func (r *Registry) ChannelNodes(watch bool) ([]ChannelNode, <-chan struct{}, error) {
+	return r.metaNodes("channel", r.p.Channels(), r.p.Channel, &r.chw, watch)
+}
+
+// metaNodes reads every node of a meta folder (channels, calendars), by name, optionally watching the folder
+// and each node through w. A missing folder is created.
+func (r *Registry) metaNodes(what, folder string, node func(string) string, w *channelWatch, watch bool) ([]MetaNode, <-chan struct{}, error) {
 	var changed <-chan struct{}
 	list, get := r.s.children, r.s.get
 	if watch {
-		changed = r.chw.arm()
+		changed = w.arm()
 		list, get = r.s.childrenW, r.s.getW
 	}
-	folder := r.p.Channels()
 	names, _, err := list(folder)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err = r.s.ensurePath(folder); err == nil {
@@ -80,19 +89,19 @@ func (r *Registry) ChannelNodes(watch bool) ([]ChannelNode, <-chan struct{}, err
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("list channels: %w", err)
+		return nil, nil, fmt.Errorf("list %ss: %w", what, err)
 	}
 	slices.Sort(names)
-	out := make([]ChannelNode, 0, len(names))
+	out := make([]MetaNode, 0, len(names))
 	for _, name := range names {
-		data, st, err := get(r.p.Channel(name))
+		data, st, err := get(node(name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // deleted since the listing: the folder's watch fires
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("read channel %q: %w", name, err)
+			return nil, nil, fmt.Errorf("read %s %q: %w", what, name, err)
 		}
-		out = append(out, ChannelNode{Name: name, Data: data, Version: st.Version})
+		out = append(out, MetaNode{Name: name, Data: data, Version: st.Version})
 	}
 	return out, changed, nil
 }

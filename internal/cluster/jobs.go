@@ -115,7 +115,8 @@ func (r *Registry) DeleteJob(job string) error {
 			return ejserver.Unavailable(err, "registry unavailable")
 		}
 	}
-	r.pruneSeen(job) // the audit trail's marks of the job's versions (see ExternalWatch)
+	r.pruneSeen(job)                      // the audit trail's marks of the job's versions (see ExternalWatch)
+	_ = r.s.del(r.p.FireCounter(job), -1) // a job made again under the name counts its remainingFires anew
 	for attempt := 0; ; attempt++ {
 		err := r.deleteTree(r.p.Job(job))
 		if err == nil || errors.Is(err, zk.ErrNoNode) && attempt > 0 {

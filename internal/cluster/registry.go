@@ -98,6 +98,7 @@ type Registry struct {
 	waiters map[string][]chan struct{} // WaitGone's one-shot watches, by path
 	chw     channelWatch               // the notification channels' watches
 	bfw     channelWatch               // the backfills' watches
+	calw    channelWatch               // the calendars' watches (calendars.go)
 
 	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
 	clockKnown  atomic.Bool
@@ -282,6 +283,7 @@ func (r *Registry) onSession(ev SessionEvent) {
 	}
 	r.chw.fire() // the channel watches went with the session: the cache reads them again
 	r.bfw.fire()
+	r.calw.fire()
 	r.mu.RLock()
 	for _, e := range r.jobs {
 		e.mu.Lock()

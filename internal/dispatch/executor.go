@@ -134,6 +134,9 @@ type ExecutorConfig struct {
 	ReshardWait time.Duration
 	// Tracer records spans of fires and items (tracing.Off if nil).
 	Tracer *tracing.Tracer
+	// Steering and Counters, if set, apply calendars, pause, endAt and remainingFires (steer.go).
+	Steering Steering
+	Counters FireCounters
 }
 
 // Executor runs fires: for each item this peer owns it records the item as running in the registry,
@@ -194,6 +197,8 @@ type JobStatus struct {
 	SkipReason  string // why the last fire did nothing here, if it did nothing
 	Misfires    int64
 	SkippedRuns int64 // fires skipped because an item still ran and misfire is off
+	// PlannedSkips counts scheduled fires the job's pause, endAt, calendars or remainingFires skipped here.
+	PlannedSkips int64
 }
 
 // fireRequest is one fire of one job on this peer.
@@ -410,6 +415,8 @@ func (e *Executor) fire(req fireRequest) {
 		return
 	case snap.ServerDisabled(snap.MyIP):
 		e.skip(req, "this peer's server is disabled for the job")
+		return
+	case !e.steer(req, &cfg):
 		return
 	}
 	if msg := e.clockCheck(cfg.MaxTimeDiffSeconds); msg != "" {

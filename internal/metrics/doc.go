@@ -39,7 +39,7 @@
 //   - source: NORMAL_TRIGGER, MISFIRE, FAILOVER, MANUAL (ejserver.Source), or other for anything else.
 //   - outcome: success, failure.
 //   - reason: config, disabled, session, not_registered, server_disabled, clock, sharding,
-//     still_running, other. The executor passes free text; SkipReason maps it to one of these by the
+//     still_running, calendar, paused, ended (a job's calendars, pause, endAt or remainingFires), other. The executor passes free text; SkipReason maps it to one of these by the
 //     text's prefix, and anything it does not know becomes other.
 //   - job: the job's name, only with Config.PerJobLabels.
 //

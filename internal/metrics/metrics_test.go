@@ -232,6 +232,9 @@ func TestSkipReason(t *testing.T) {
 		{"clock check failed", "clock"},
 		{"no sharding to fire with", "sharding"},
 		{"item still running (misfire off)", "still_running"},
+		{"calendar: cn-holidays excludes the day", "calendar"},
+		{"job paused", "paused"},
+		{"schedule ended: its 3 remainingFires are used up", "ended"},
 		{"", "other"},
 		{"job disabled by someone else entirely", "disabled"},
 		{"Job disabled", "other"},
@@ -286,8 +289,8 @@ func TestSkipReasonsOfExecutor(t *testing.T) {
 				if !ok || (sel.Sel.Name != "skip" && sel.Sel.Name != "Skipped") {
 					return true
 				}
-				if _, ok := call.Args[1].(*ast.Ident); ok && fn.Name.Name == "skip" {
-					return true // skip forwarding its own reason to the observer
+				if _, ok := call.Args[1].(*ast.Ident); ok && (fn.Name.Name == "skip" || fn.Name.Name == "plannedSkip") {
+					return true // skip forwarding its own reason to the observer; plannedSkip's come from internal/calendar
 				}
 				lit, ok := call.Args[1].(*ast.BasicLit)
 				if !ok || lit.Kind != token.STRING {

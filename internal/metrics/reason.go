@@ -12,6 +12,9 @@ var reasonLabels = [...]string{
 	"clock",
 	"sharding",
 	"still_running",
+	"calendar",
+	"paused",
+	"ended",
 	"other",
 }
 
@@ -31,10 +34,14 @@ var reasonPrefixes = [...]struct {
 	{"clock check failed", 5},
 	{"no sharding to fire with", 6},
 	{"item still running", 7},
+	{"calendar", 8},
+	{"job paused", 9},
+	{"schedule ended", 10},
 }
 
 // SkipReason maps a skip reason of the executor to the bounded value of the reason label: one of config,
-// disabled, session, not_registered, server_disabled, clock, sharding, still_running, other.
+// disabled, session, not_registered, server_disabled, clock, sharding, still_running, calendar, paused, ended,
+// other.
 func SkipReason(reason string) string { return reasonLabels[reasonIndex(reason)] }
 
 func reasonIndex(reason string) int {

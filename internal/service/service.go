@@ -70,6 +70,9 @@ type Config struct {
 	DescribeCron func(expr string) string
 	Clock        clock.Clock
 	Logger       *slog.Logger
+	// Calendars and Counters, if set, check jobs' calendars and give effective next fires (steer.go).
+	Calendars Calendars
+	Counters  FireCounterReader
 }
 
 // Service is the use cases of ejserver.
@@ -193,6 +196,7 @@ func (s *Service) view(cfg ejserver.JobConfig, version int32, snap *cluster.JobS
 			v.Problems = append(v.Problems, "clock check: "+st.ClockError)
 		}
 	}
+	s.steerView(&v)
 	return v
 }
 
@@ -216,6 +220,7 @@ func (s *Service) CreateJob(ctx context.Context, cfg ejserver.JobConfig) (JobVie
 	}
 	cfg.Webhook.GenerateSecret = false
 	cfg.Webhook.PreviousSecret, cfg.Webhook.PreviousSecretExpiresAt = "", time.Time{}
+	cfg.Pause = nil // set only by PauseJob
 	version, err := s.reg.CreateJob(cfg)
 	if err != nil {
 		return JobView{}, "", err
@@ -233,7 +238,7 @@ func (s *Service) checkJob(cfg *ejserver.JobConfig) error {
 			return ejserver.Invalid("webhook.url", "%v", err)
 		}
 	}
-	return nil
+	return s.checkCalendars(cfg)
 }
 
 // GetJob reads one job.
@@ -387,6 +392,7 @@ func (s *Service) ReplaceJob(ctx context.Context, name string, cfg ejserver.JobC
 	if check != nil && !check(curVersion) {
 		return JobView{}, "", ejserver.Errorf(ejserver.EPRECONDITION, "job %q was changed since the version you sent (it is at version %d now); read it again", name, curVersion)
 	}
+	cfg.Pause = cur.Pause             // set only by PauseJob and ResumeJob
 	cfg.Webhook.MergeTLS(cur.Webhook) // before validation: a kept client key must match the certificate given
 	// validate what the user sent, then generate or keep the secret
 	if err := s.checkJob(&cfg); err != nil {

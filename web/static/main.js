@@ -1,6 +1,6 @@
 // ejserver's web console: a client of the REST API at /api/v1, with no framework and no build step: ES
 // modules the browser loads as they are. Screens are hash routes (#/overview, #/jobs, #/jobs/NAME,
-// #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/executions, #/servers, #/alerts, #/channels, #/audit). The open screen
+// #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/executions, #/servers, #/alerts, #/channels, #/calendars, #/audit). The open screen
 // refreshes itself every POLL_MS while the tab is visible; tables are patched row by row and cell by cell, so a
 // refresh keeps the keyboard focus where it was.
 //
@@ -15,6 +15,7 @@ import { executionsScreen } from './pages/executions.js';
 import { serversScreen } from './pages/servers.js';
 import { fireScreen } from './pages/fire.js';
 import { overviewScreen } from './pages/overview.js';
+import { calendarsScreen } from './pages/calendars.js';
 import { alertsView, formScreen, field, text, select, check, area, showFieldErrors, clearFieldErrors } from './app.js';
 
 // ---- sign-in
@@ -79,6 +80,7 @@ function screenFor(r) {
   if (a === 'servers') return serversScreen;
   if (a === 'alerts') return (main) => alertsView().screen(main);
   if (a === 'channels') return (main) => channelsView().screen(main);
+  if (a === 'calendars') return calendarsScreen;
   if (a === 'audit') return (main) => auditView().screen(main);
   return notFoundScreen;
 }
@@ -104,6 +106,7 @@ function start() {
   renderWho();
   $('#nav').hidden = false;
   $('[data-nav="servers"]').closest('li').hidden = !can('cluster');
+  $('[data-nav="calendars"]').closest('li').hidden = !can('cluster'); // cluster-wide: 404 for scoped tokens
   if (!location.hash.startsWith('#/')) history.replaceState(null, '', '#/jobs');
   navigate();
 }

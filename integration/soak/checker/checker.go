@@ -65,6 +65,12 @@ type Job struct {
 	// Disabled are the windows the job was disabled; ItemDisabled per item.
 	Disabled     []Window
 	ItemDisabled map[int][]Window
+	// Paused are the windows the job was paused (issue 24). Skips, if set, says why the job's calendars,
+	// endAt or remainingFires leave the scheduled fire at t out ("" when it runs), as the executor decides
+	// (internal/calendar). Both excuse a missing fire; a fire Skips leaves out, or one scheduled inside a
+	// pause (a second's grace at either end), that was delivered is a violation: "fire-not-skipped".
+	Paused []Window
+	Skips  func(t time.Time) string
 }
 
 // Total is a shardingTotalCount in force from At.
@@ -274,6 +280,16 @@ func inAny(ws []Window, t time.Time, grace time.Duration) bool {
 	return false
 }
 
+// inside reports whether t is in a window shrunk by grace at both ends (surely paused, not at its edges).
+func inside(ws []Window, t time.Time, grace time.Duration) bool {
+	for _, w := range ws {
+		if (Window{w.From.Add(grace), w.To.Add(-grace)}).has(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // busyAt reports whether a run of the item was in flight at t (a fire then is a misfire or skipped).
 func (c *check) busyAt(k itemKey, t time.Time) bool {
 	for _, d := range c.byItem[k] {
@@ -321,13 +337,25 @@ func (c *check) fires() {
 			for item := range total {
 				c.rep.FiresExpected++
 				k := itemKey{j.Name, item}
+				skip := ""
+				if j.Skips != nil {
+					skip = j.Skips(t)
+				}
 				if delivered[k][t.UTC()] {
 					c.rep.FiresDelivered++
+					if skip != "" || inside(j.Paused, t, time.Second) {
+						c.violate(Violation{Kind: "fire-not-skipped", Job: j.Name, Item: item, At: t,
+							Detail: fmt.Sprintf("the fire at %s ran though the job's pause or steering left it out (%s)", t.UTC().Format(time.RFC3339), skip)})
+					}
 					continue
 				}
 				reason := ""
 				f, faulted := c.faultAt(t)
 				switch {
+				case skip != "":
+					reason = skip
+				case inAny(j.Paused, t, time.Second):
+					reason = "job paused"
 				case inAny(j.Disabled, t, time.Second):
 					reason = "job disabled"
 				case inAny(j.ItemDisabled[item], t, time.Second):

@@ -253,3 +253,27 @@ func FuzzCheckerNeverPanics(f *testing.F) {
 		_ = Check(run).Text()
 	})
 }
+
+// TestCheckerKnowsPauseAndSteering: fires a pause or the job's calendars/endAt/remainingFires leave out are
+// excused when missing and a violation when delivered.
+func TestCheckerKnowsPauseAndSteering(t *testing.T) {
+	run := clean()
+	run.Jobs[0].Paused = []Window{{From: at(8), To: at(17)}} // the fires at 10 and 15
+	run.Jobs[0].Skips = func(ts time.Time) string {          // the fire at 25: "calendar"
+		if ts.Equal(at(25)) {
+			return "calendar: test"
+		}
+		return ""
+	}
+	for _, id := range []string{"e-10-0", "e-10-1", "e-15-0", "e-15-1", "e-25-0"} {
+		remove(&run, id)
+	}
+	r := Check(run)
+	got := kinds(r)
+	if len(got) != 1 || got[0] != "fire-not-skipped" || !r.Violations[0].At.Equal(at(25)) || r.Violations[0].Item != 1 {
+		t.Fatalf("violations %v, want one fire-not-skipped (item 1 at 25 s):\n%s", got, r.Text())
+	}
+	if r.Excused["job paused"] != 4 || r.Excused["calendar: test"] != 1 {
+		t.Fatalf("excused %v", r.Excused)
+	}
+}
