@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 GO ?= go
 # integration tests that call t.Parallel run this many at a time: they mostly wait on cron ticks and timeouts
-IT_PARALLEL ?= 6
+IT_PARALLEL ?= 4
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 # the commit's time, not the build's: the same commit builds to the same bytes

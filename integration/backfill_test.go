@@ -33,6 +33,7 @@ func getBackfill(t *testing.T, p *harness.Peer, job, id string) backfillView {
 // BACKFILL and the original scheduledAt; its owner killed mid-run, another peer continues it, and no fire's
 // item reaches the receiver under two webhook-ids (the one in flight is re-sent under its own).
 func TestBackfillRunsEveryFireOnceAndSurvivesItsOwnersDeath(t *testing.T) {
+	t.Parallel()
 	const sessionTimeout = 2 * time.Second
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
@@ -124,6 +125,7 @@ func TestBackfillRunsEveryFireOnceAndSurvivesItsOwnersDeath(t *testing.T) {
 
 // A cancelled backfill stops sending; bad requests name their field.
 func TestBackfillCancelAndBadInput(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var backfilled atomic.Int64
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {

@@ -14,6 +14,7 @@ import (
 // secret only as "changed" (its value nowhere in the page), filters by job, actor and action, and the
 // "Older entries" page after the first 50.
 func TestConsoleAudit(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1, withArgs("--api-tokens", tokensFile(t)))
 	p := c.peers[0]

@@ -12,6 +12,7 @@ import (
 // TestConsoleCalendarsAndPause drives the calendars page (a bad date first: the API's field error shows, then
 // the calendar is created and listed) and shows a paused job's pause and effective next fire on its page.
 func TestConsoleCalendarsAndPause(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]

@@ -39,6 +39,7 @@ func execution(t *testing.T, p *harness.Peer, id string) ejserver.Execution {
 
 // ALLOW: fires that find the item running run beside it, each its own execution, and no catch-up follows.
 func TestOverlapAllowRunsBeside(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	slowFirst(recv, 3*time.Second)
 	c := newCluster(t, 2)
@@ -74,6 +75,7 @@ func TestOverlapAllowRunsBeside(t *testing.T) {
 
 // SKIP (overlapPolicy, not misfire): the fires that find the item running are skipped, none is caught up.
 func TestOverlapSkip(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	slowFirst(recv, 2500*time.Millisecond)
 	c := newCluster(t, 1)
@@ -97,6 +99,7 @@ func TestOverlapSkip(t *testing.T) {
 // CANCEL_PREVIOUS: the next fire ends the running attempt as cancelled, on the peer that runs it, and runs
 // at once rather than after it.
 func TestOverlapCancelPrevious(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	slowFirst(recv, 20*time.Second)
 	c := newCluster(t, 2)
@@ -126,6 +129,7 @@ func TestOverlapCancelPrevious(t *testing.T) {
 // CANCEL_PREVIOUS whose running item is on a dead peer: once the dead peer's session ends, a survivor owns
 // the item, ends the dead peer's attempt in the history, and the fires run again.
 func TestOverlapCancelPreviousOnDeadPeer(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	slowFirst(recv, time.Minute)
 	c := newCluster(t, 2, withSessionTimeout(4*time.Second))
@@ -171,6 +175,7 @@ func TestOverlapCancelPreviousOnDeadPeer(t *testing.T) {
 // catchUp all: after the whole cluster was down, every fire missed within the window runs, oldest first,
 // each as MISFIRE with its own scheduledAt.
 func TestCatchUpAllAfterOutage(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 2)
 	spec := job("catchall", "* * * * * ?", 2, recv.URL)
@@ -244,6 +249,7 @@ func missedRuns(ds []harness.Delivery, item int) []time.Time {
 
 // jitterMs: each fire leaves at its deterministic offset, the same on every peer, and the body says both.
 func TestJitterIsDeterministicAndInTheBody(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 2)
 	spec := job("jittery", "* * * * * ?", 4, recv.URL)
@@ -282,6 +288,7 @@ func anyDelivery(harness.Delivery) bool { return true }
 // CANCEL_PREVIOUS of accepted work: the next fire cancels the item's lease, whichever peer holds it, and
 // runs; the receiver learns it from its next heartbeat's answer, and the history says CANCELLED.
 func TestOverlapCancelPreviousAsync(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	accepting(recv)
 	c := newCluster(t, 2)

@@ -12,6 +12,7 @@ import (
 // A failed item replayed: a new execution (its own webhook-id, source MANUAL, the original's scheduledAt)
 // linked to the original in the history; the failed list finds the original; a success can't be replayed.
 func TestReplayLinksTheNewExecutionToTheFailedOne(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	var calls atomic.Int64
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {

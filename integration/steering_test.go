@@ -23,8 +23,8 @@ func noonZone(now time.Time) (string, *time.Location) {
 	return name, time.FixedZone(name, off*3600)
 }
 
-// byJob keeps the deliveries of one job.
-func byJob(name string) func(harness.Delivery) bool {
+// ofJob keeps the deliveries of one job.
+func ofJob(name string) func(harness.Delivery) bool {
 	return func(d harness.Delivery) bool { return d.Payload.JobName == name }
 }
 
@@ -55,6 +55,7 @@ func skipped(t *testing.T, c *testCluster, reason string) int {
 // an unknown calendar and the deletion of a calendar in use are refused naming them; moving the calendar to
 // tomorrow starts the excluding job on every peer without a restart.
 func TestCalendarsExcludeIncludeAndEditLive(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 2)
 	p := c.peers[0]
@@ -83,14 +84,14 @@ func TestCalendarsExcludeIncludeAndEditLive(t *testing.T) {
 		mustDo(t, p, "POST", "/api/v1/jobs", j, http.StatusCreated, nil)
 	}
 	if _, ok := recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool {
-		return completeFires(recv.Deliveries(byJob("keep")), 2) >= 3
+		return completeFires(recv.Deliveries(ofJob("keep")), 2) >= 3
 	}); !ok {
-		t.Fatalf("the job restricted to today's calendar did not fire 3 times: %d deliveries", len(recv.Deliveries(byJob("keep"))))
+		t.Fatalf("the job restricted to today's calendar did not fire 3 times: %d deliveries", len(recv.Deliveries(ofJob("keep"))))
 	}
 	if !eventually(10*time.Second, func() bool { return skipped(t, c, "calendar") >= 6 }) {
 		t.Fatalf("calendar skips counted: %d", skipped(t, c, "calendar"))
 	}
-	if n := len(recv.Deliveries(byJob("excl"))) + len(recv.Deliveries(byJob("later"))); n != 0 {
+	if n := len(recv.Deliveries(ofJob("excl"))) + len(recv.Deliveries(ofJob("later"))); n != 0 {
 		t.Fatalf("calendar-excluded jobs delivered %d items", n)
 	}
 
@@ -128,11 +129,11 @@ func TestCalendarsExcludeIncludeAndEditLive(t *testing.T) {
 	edited := time.Now()
 	mustDo(t, c.peers[1], "PUT", "/api/v1/calendars/today", map[string]any{"timeZone": zone, "dates": []string{tomorrow}}, http.StatusOK, nil)
 	if _, ok := recv.WaitFor(20*time.Second, func([]harness.Delivery) bool {
-		return completeFires(recv.Deliveries(byJob("excl")), 2) >= 2
+		return completeFires(recv.Deliveries(ofJob("excl")), 2) >= 2
 	}); !ok {
-		t.Fatalf("the excluding job did not start after its calendar moved: %d deliveries", len(recv.Deliveries(byJob("excl"))))
+		t.Fatalf("the excluding job did not start after its calendar moved: %d deliveries", len(recv.Deliveries(ofJob("excl"))))
 	}
-	for _, d := range recv.Deliveries(byJob("excl")) {
+	for _, d := range recv.Deliveries(ofJob("excl")) {
 		if d.Payload.ScheduledAt.Before(edited.Add(-time.Second)) {
 			t.Fatalf("excl delivered a fire of %v, before the edit at %v", d.Payload.ScheduledAt, edited)
 		}
@@ -143,6 +144,7 @@ func TestCalendarsExcludeIncludeAndEditLive(t *testing.T) {
 // manual trigger, and fires again on resume; remainingFires 3 runs exactly 3 fires, each item once, counted
 // once across the peers; endAt stops the schedule after that time exactly.
 func TestPauseEndAtAndRemainingFires(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 2)
 	p := c.peers[0]
@@ -157,7 +159,7 @@ func TestPauseEndAtAndRemainingFires(t *testing.T) {
 	mustDo(t, p, "POST", "/api/v1/jobs", job("paused", "* * * * * ?", 2, recv.URL), http.StatusCreated, nil)
 
 	if _, ok := recv.WaitFor(20*time.Second, func([]harness.Delivery) bool {
-		return completeFires(recv.Deliveries(byJob("paused")), 2) >= 2
+		return completeFires(recv.Deliveries(ofJob("paused")), 2) >= 2
 	}); !ok {
 		t.Fatal("the job to pause did not fire")
 	}
@@ -175,7 +177,7 @@ func TestPauseEndAtAndRemainingFires(t *testing.T) {
 	mustDo(t, c.peers[1], "POST", "/api/v1/jobs/paused/trigger", nil, http.StatusAccepted, nil)
 	if _, ok := recv.WaitFor(15*time.Second, func([]harness.Delivery) bool {
 		n := 0
-		for _, d := range recv.Deliveries(byJob("paused")) {
+		for _, d := range recv.Deliveries(ofJob("paused")) {
 			if d.Payload.Source == "MANUAL" {
 				n++
 			}
@@ -184,7 +186,7 @@ func TestPauseEndAtAndRemainingFires(t *testing.T) {
 	}); !ok {
 		t.Fatal("a manual trigger of the paused job did not run")
 	}
-	for _, d := range recv.Deliveries(byJob("paused")) {
+	for _, d := range recv.Deliveries(ofJob("paused")) {
 		if d.Payload.Source != "MANUAL" && d.Payload.ScheduledAt.After(pausedAt.Add(time.Second)) {
 			t.Fatalf("a scheduled fire at %v ran while paused (since %v)", d.Payload.ScheduledAt, pausedAt)
 		}
@@ -207,7 +209,7 @@ func TestPauseEndAtAndRemainingFires(t *testing.T) {
 	}
 	if _, ok := recv.WaitFor(15*time.Second, func([]harness.Delivery) bool {
 		n := 0
-		for at, g := range fires(recv.Deliveries(byJob("paused"))) {
+		for at, g := range fires(recv.Deliveries(ofJob("paused"))) {
 			if at.After(resumed) && len(g) == 2 {
 				n++
 			}
@@ -231,7 +233,7 @@ func TestPauseEndAtAndRemainingFires(t *testing.T) {
 	if !eventually(15*time.Second, func() bool { return skipped(t, c, "ended") >= before+4 }) {
 		t.Fatal("no fires skipped as ended after the count and endAt")
 	}
-	got := fires(recv.Deliveries(byJob("counted")))
+	got := fires(recv.Deliveries(ofJob("counted")))
 	if len(got) != 3 {
 		t.Fatalf("remainingFires 3 ran %d fires", len(got))
 	}
@@ -242,7 +244,7 @@ func TestPauseEndAtAndRemainingFires(t *testing.T) {
 	}
 
 	// endAt: fires up to endAt, none after
-	ended := fires(recv.Deliveries(byJob("ending")))
+	ended := fires(recv.Deliveries(ofJob("ending")))
 	if len(ended) == 0 {
 		t.Fatal("the job with endAt never fired")
 	}

@@ -233,6 +233,7 @@ func TestTracingSpansReachOTLPAndReceiversSeeTheCallersTrace(t *testing.T) {
 // that propagated the webhook's traceparent is a child of the receiver's span; a refused completion's span
 // has the error status.
 func TestTracingAsyncCallbacksJoinTheItemsTrace(t *testing.T) {
+	t.Parallel()
 	col := newOTLPCollector(t)
 	recv := newReceiver(t)
 	accepting(recv)

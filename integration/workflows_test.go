@@ -87,6 +87,7 @@ func byJob(ds []harness.Delivery) map[string][]harness.Delivery {
 }
 
 func TestWorkflowDiamondRunsInOrderWithOutputs(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
 		if d.Payload.JobName == "wa" {
@@ -142,6 +143,7 @@ func TestWorkflowDiamondRunsInOrderWithOutputs(t *testing.T) {
 }
 
 func TestWorkflowFailureStopsSuccessBranchAndRunsFailureBranch(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
 		if d.Payload.JobName == "fb" && d.Payload.ShardingItem == 1 {
@@ -197,6 +199,7 @@ func TestWorkflowFailureStopsSuccessBranchAndRunsFailureBranch(t *testing.T) {
 }
 
 func TestWorkflowContinuesAfterTheAdvancingPeerIsKilled(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(d harness.Delivery) (int, string, time.Duration) {
 		return http.StatusOK, `{}`, 1500 * time.Millisecond
@@ -266,6 +269,7 @@ func TestWorkflowContinuesAfterTheAdvancingPeerIsKilled(t *testing.T) {
 }
 
 func TestWorkflowRefusesCyclesAndMissingJobs(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	c := newCluster(t, 1)
 	p := c.peers[0]
@@ -318,6 +322,7 @@ func TestWorkflowRefusesCyclesAndMissingJobs(t *testing.T) {
 // A scheduled workflow runs on its cron, and a run due while the previous one still goes is SKIPPED
 // (overlap: skip) and fires nothing.
 func TestWorkflowScheduleSkipsOverlappingRuns(t *testing.T) {
+	t.Parallel()
 	recv := newReceiver(t)
 	recv.Respond(func(harness.Delivery) (int, string, time.Duration) {
 		return http.StatusOK, `{}`, 2500 * time.Millisecond

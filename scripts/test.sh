@@ -30,7 +30,7 @@ go test -race -count=1 -timeout 10m $(go list ./... | grep -v /integration)
 step "integration tests (real ZooKeeper, real ejserver processes, real receivers)"
 # tests that call t.Parallel (most: they wait on cron ticks and session timeouts, not on CPU) run
 # IT_PARALLEL at a time; the timing-sensitive ones stay sequential (integration/README.md)
-go test -count=1 -timeout 12m -parallel "${IT_PARALLEL:-6}" ./integration/...
+go test -count=1 -timeout 12m -parallel "${IT_PARALLEL:-4}" ./integration/...
 
 if [ -f scripts/openapi.sh ]; then
   step "OpenAPI spec is fresh and valid"
