@@ -172,6 +172,11 @@ func (r *recv) complete(idx int, p receiver.Payload, delay time.Duration) {
 		req, _ := http.NewRequest(http.MethodPost, url+"/complete", bytes.NewReader([]byte(`{"status":"success"}`)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+p.CallbackToken)
+		// sent: it may land whatever the client hears (a peer answered 200 after the client's timeout in
+		// seed 2027's replay), so the receiver has reported a success from now on
+		r.mu.Lock()
+		r.ds[idx].CompletionSent = true
+		r.mu.Unlock()
 		resp, err := r.callback.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -200,5 +205,7 @@ func (r *recv) complete(idx int, p receiver.Payload, delay time.Duration) {
 	}
 	r.mu.Lock()
 	r.ds[idx].Ended = time.Now()
-	r.mu.Unlock() // nothing more to do: the lease expires and is recorded as such
+	d := r.ds[idx]
+	r.mu.Unlock()
+	r.log(d) // no answer heard: the lease expires, unless one of the completions sent landed
 }

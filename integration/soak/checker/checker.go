@@ -115,8 +115,12 @@ type Delivery struct {
 	// Ended is when the item's run ended as the receiver saw it: Answered, or for an accepted (202) item the
 	// time of its completion callback (zero if none was sent).
 	Ended time.Time
-	// Completed is the outcome the receiver reported by callback (accepted items): "SUCCEEDED", "FAILED".
+	// Completed is the outcome the receiver reported by callback (accepted items) and heard acknowledged:
+	// "SUCCEEDED", "FAILED".
 	Completed string
+	// CompletionSent: the receiver sent a success completion, whether or not it heard the answer (a peer may
+	// apply it after the receiver's client gave up, and the history then rightly says SUCCEEDED).
+	CompletionSent bool
 }
 
 // Record is one execution in the history store.
@@ -510,7 +514,7 @@ func (c *check) history() {
 		gave := false // the receiver reported a success
 		for _, x := range ds {
 			// a streaming run stopped at its next fire after a 2xx asking for more ended well all the same
-			if x.Completed == "SUCCEEDED" || (x.Completed == "" && x.Status >= 200 && x.Status < 300 && x.Status != 202) {
+			if x.Completed == "SUCCEEDED" || x.CompletionSent || (x.Completed == "" && x.Status >= 200 && x.Status < 300 && x.Status != 202) {
 				gave = true
 			}
 		}

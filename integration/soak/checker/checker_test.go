@@ -200,6 +200,9 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 			run.History = append(run.History, Record{ExecutionID: "manual", Job: "j", Item: 0, Source: "MANUAL",
 				ScheduledAt: at(11), Instance: "peer2", Ended: true, Success: true})
 		}, nil},
+		{"an accepted item whose completion was sent but its answer lost, recorded as a success, agrees", func(run *Run) {
+			run.Deliveries[2].Status, run.Deliveries[2].CompletionSent = 202, true
+		}, nil},
 		{"an accepted item never completed but recorded as a success", func(run *Run) {
 			run.Deliveries[2].Status = 202
 		}, []string{"history-disagrees"}},
