@@ -156,7 +156,7 @@ func TestOverlapCancelPreviousOnDeadPeer(t *testing.T) {
 	// the holder's cancel of its own attempt at the next fire is TestOverlapCancelPrevious: kill it before
 	dead.Kill()
 	killed := time.Now()
-	ds, ok = recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool {
+	_, ok = recv.WaitFor(20*time.Second, func(ds []harness.Delivery) bool {
 		return slices.ContainsFunc(ds, func(d harness.Delivery) bool { return d.Payload.InstanceID == alive.InstanceID() })
 	})
 	if !ok {
