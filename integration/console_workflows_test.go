@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,7 +149,38 @@ func TestConsoleWorkflows(t *testing.T) {
 	if st := eval[string](b, `document.querySelector('#run-graph g.dag-node[data-node="load-west"]').dataset.state`); st != "SUCCEEDED" {
 		t.Errorf("after the retry load-west is %s, want SUCCEEDED", st)
 	}
+	// the one peer holds the engine duty: it counted the run's start, its failed end and its retried end,
+	// and the node fires' start delays (4 first, then load-west and report below it again)
+	var text string
+	if !eventually(10*time.Second, func() bool {
+		_, body, err := p.Do("GET", "/metrics", nil, nil)
+		text = string(body)
+		return err == nil && strings.Contains(text, `ejserver_workflow_runs_ended_total{outcome="SUCCEEDED",workflow="diamond"} 1`)
+	}) {
+		t.Fatalf("no retried run's end in the metrics:\n%s", grepLines(text, "ejserver_workflow_"))
+	}
+	for _, line := range []string{
+		`ejserver_workflow_runs_started_total{workflow="diamond"} 1`,
+		`ejserver_workflow_runs_ended_total{outcome="FAILED",workflow="diamond"} 1`,
+		`ejserver_workflow_run_duration_seconds_count{workflow="diamond"} 2`,
+		`ejserver_workflow_node_start_delay_seconds_count{workflow="diamond"} 6`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("metrics lack %s:\n%s", line, grepLines(text, "ejserver_workflow_"))
+		}
+	}
 	if probs := b.problems(); len(probs) > 0 {
 		t.Errorf("console problems: %v", probs)
 	}
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
