@@ -124,8 +124,9 @@ type Metrics struct {
 	latenessBy    [len(sourceLabels)]prometheus.Observer // by sourceIndex
 	reshardTiming prometheus.Observer
 
-	async  asyncMetrics
-	notify notifyMetrics
+	async    asyncMetrics
+	notify   notifyMetrics
+	workflow workflowMetrics
 }
 
 // New returns a Metrics with its own registry, holding the Go and process collectors too.
@@ -196,6 +197,7 @@ func New(cfg Config) *Metrics {
 	m.reshardTiming = reshard
 	m.async = newAsyncMetrics(m.reg)
 	m.notify = newNotifyMetrics(m.reg)
+	m.workflow = newWorkflowMetrics(m.reg)
 	if !m.perJob {
 		for i, src := range sourceLabels[:srcOther] {
 			m.firesBy[i] = m.fires.WithLabelValues(src)

@@ -315,3 +315,28 @@ func (r Run) clone() Run {
 	r.Nodes = append([]NodeRun(nil), r.Nodes...)
 	return r
 }
+
+// StartDelay is how long node waited to fire at now after it could: since the last of its parents ended, or
+// for a root since the run started (created, when it has not). Never negative; 0 for a node not in r.
+func StartDelay(r Run, node string, now time.Time) time.Duration {
+	n, ok := r.Node(node)
+	if !ok {
+		return 0
+	}
+	from := r.StartedAt
+	if from.IsZero() {
+		from = r.CreatedAt
+	}
+	if len(n.After) > 0 {
+		from = time.Time{}
+		for _, a := range n.After {
+			if p, ok := r.Node(a.Node); ok && p.EndedAt.After(from) {
+				from = p.EndedAt
+			}
+		}
+	}
+	if from.IsZero() || now.Before(from) {
+		return 0
+	}
+	return now.Sub(from)
+}

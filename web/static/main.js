@@ -1,6 +1,7 @@
 // ejserver's web console: a client of the REST API at /api/v1, with no framework and no build step: ES
 // modules the browser loads as they are. Screens are hash routes (#/overview, #/jobs, #/jobs/NAME,
-// #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/executions, #/servers, #/alerts, #/channels, #/calendars, #/audit). The open screen
+// #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/workflows,
+// #/workflows/NAME, #/workflows/NAME/runs/ID, #/executions, #/servers, #/alerts, #/channels, #/calendars, #/audit). The open screen
 // refreshes itself every POLL_MS while the tab is visible; tables are patched row by row and cell by cell, so a
 // refresh keeps the keyboard focus where it was.
 //
@@ -16,6 +17,7 @@ import { serversScreen } from './pages/servers.js';
 import { fireScreen } from './pages/fire.js';
 import { overviewScreen } from './pages/overview.js';
 import { calendarsScreen } from './pages/calendars.js';
+import { workflowsScreen, workflowScreen, runScreen } from './pages/workflows.js';
 import { alertsView, formScreen, field, text, select, check, area, showFieldErrors, clearFieldErrors } from './app.js';
 
 // ---- sign-in
@@ -76,6 +78,9 @@ function screenFor(r) {
   if (a === 'jobs' && b && c === 'fires' && r.parts[3]) return fireScreen;
   if (a === 'overview') return overviewScreen;
   if (a === 'create') return formScreen;
+  if (a === 'workflows' && !b) return workflowsScreen;
+  if (a === 'workflows' && b && !c) return workflowScreen;
+  if (a === 'workflows' && b && c === 'runs' && r.parts[3]) return runScreen;
   if (a === 'executions') return executionsScreen;
   if (a === 'servers') return serversScreen;
   if (a === 'alerts') return (main) => alertsView().screen(main);
@@ -107,6 +112,7 @@ function start() {
   $('#nav').hidden = false;
   $('[data-nav="servers"]').closest('li').hidden = !can('cluster');
   $('[data-nav="calendars"]').closest('li').hidden = !can('cluster'); // cluster-wide: 404 for scoped tokens
+  $('[data-nav="workflows"]').closest('li').hidden = !!session.caller.scope; // cluster-wide objects
   if (!location.hash.startsWith('#/')) history.replaceState(null, '', '#/jobs');
   navigate();
 }

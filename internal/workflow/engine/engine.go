@@ -46,10 +46,12 @@ type Recorder interface {
 	RecordRun(r workflow.Run) error
 }
 
-// Observer counts runs and node fires (metrics); may be nil.
+// Observer counts runs and node fires (metrics); may be nil. NodeFired's delay is how long the node waited
+// after it could fire (workflow.StartDelay); RunEnded's d is from the run's creation to its end.
 type Observer interface {
+	RunStarted(wf string)
 	RunEnded(wf string, state workflow.RunState, d time.Duration)
-	NodeFired(wf string)
+	NodeFired(wf string, delay time.Duration)
 }
 
 // EngineConfig configures the engine.
@@ -603,7 +605,7 @@ func (d *duty) nodeFire(r workflow.Run, ef workflow.Effect, now time.Time) (clus
 	}
 	b, _ := json.Marshal(body{Name: r.Workflow, RunID: r.ID, Node: n.Name, Attempt: r.Attempt, Parameters: r.Parameters, Parents: parents})
 	if d.e.cfg.Observer != nil {
-		d.e.cfg.Observer.NodeFired(r.Workflow)
+		d.e.cfg.Observer.NodeFired(r.Workflow, workflow.StartDelay(r, n.Name, now))
 	}
 	return cluster.NodeFire{Job: n.Job, Instances: avail, Request: cluster.TriggerRequest{ID: ejserver.NewExecutionID(),
 		JobParameter: n.JobParameter, RequestedAt: now.UTC().Truncate(time.Millisecond), Instances: avail, Workflow: b}}, ""
@@ -618,6 +620,9 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 		if err := d.e.cfg.Recorder.RecordRun(after); err != nil {
 			d.e.log.Warn("could not record a workflow run in the history", "workflow", after.Workflow, "run", after.ID, "err", err)
 		}
+	}
+	if started && d.e.cfg.Observer != nil {
+		d.e.cfg.Observer.RunStarted(after.Workflow)
 	}
 	if finished {
 		if d.endedIn == nil {
