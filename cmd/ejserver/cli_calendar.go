@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/ejserver/ejserver/client"
 )
 
@@ -39,6 +37,9 @@ func calendarCmd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	verb, rest := args[0], args[1:]
+	if code, handled := calendarObject.verb(verb, rest, stdout, stderr); handled {
+		return code
+	}
 	switch verb {
 	case "list":
 		k := newCLI("calendar list", "calendar list [flags]", stdout, stderr)
@@ -58,35 +59,6 @@ func calendarCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			k.table("NAME\tTIME ZONE\tDATES\tRANGES\tANNUAL\tDESCRIPTION", rows)
 			return nil
-		})
-	case "get":
-		k := newCLI("calendar get", "calendar get NAME [flags]", stdout, stderr)
-		return k.run(rest, 1, func(ctx context.Context, a []string) error {
-			c, err := k.c.GetCalendar(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if *k.output == "json" {
-				return k.json(c)
-			}
-			return yaml.NewEncoder(k.stdout).Encode(asYAML(c))
-		})
-	case "apply":
-		k := newCLI("calendar apply", "calendar apply -f FILE [flags]", stdout, stderr)
-		file := k.fs.String("f", "", "the calendars file (YAML or JSON: one calendar or a list)")
-		return k.run(rest, 0, func(ctx context.Context, _ []string) error {
-			if *file == "" {
-				return usageErrorf("-f FILE is required")
-			}
-			return k.calendarApply(ctx, *file)
-		})
-	case "delete":
-		k := newCLI("calendar delete", "calendar delete NAME [flags]", stdout, stderr)
-		return k.run(rest, 1, func(ctx context.Context, a []string) error {
-			if err := k.c.DeleteCalendar(ctx, a[0]); err != nil {
-				return err
-			}
-			return k.say(map[string]string{"deleted": a[0]}, "deleted calendar %s\n", a[0])
 		})
 	}
 	fmt.Fprintf(stderr, "ejserver calendar: unknown command %q\n\n%s", verb, calendarUsage)
@@ -179,4 +151,11 @@ func steerJobCmd(args []string, stdout, stderr io.Writer) (int, bool) {
 		}), true
 	}
 	return 0, false
+}
+
+// calendarObject serves `ejserver calendar get|apply|delete`.
+var calendarObject = namedObject{kind: "calendar", plural: "calendars",
+	get:    func(ctx context.Context, k *cli, name string) (any, error) { return k.c.GetCalendar(ctx, name) },
+	apply:  func(ctx context.Context, k *cli, file string) error { return k.calendarApply(ctx, file) },
+	remove: func(ctx context.Context, k *cli, name string) error { return k.c.DeleteCalendar(ctx, name) },
 }

@@ -45,39 +45,13 @@ func channelCmd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	verb, rest := args[0], args[1:]
+	if code, handled := channelObject.verb(verb, rest, stdout, stderr); handled {
+		return code
+	}
 	switch verb {
 	case "list":
 		k := newCLI("channel list", "channel list [flags]", stdout, stderr)
 		return k.run(rest, 0, func(ctx context.Context, _ []string) error { return k.channelList(ctx) })
-	case "get":
-		k := newCLI("channel get", "channel get NAME [flags]", stdout, stderr)
-		return k.run(rest, 1, func(ctx context.Context, a []string) error {
-			ch, err := k.c.GetChannel(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if *k.output == "json" {
-				return k.json(ch)
-			}
-			return yaml.NewEncoder(k.stdout).Encode(asYAML(ch))
-		})
-	case "apply":
-		k := newCLI("channel apply", "channel apply -f FILE [flags]", stdout, stderr)
-		file := k.fs.String("f", "", "the channels file (YAML or JSON: one channel or a list)")
-		return k.run(rest, 0, func(ctx context.Context, _ []string) error {
-			if *file == "" {
-				return usageErrorf("-f FILE is required")
-			}
-			return k.channelApply(ctx, *file)
-		})
-	case "delete":
-		k := newCLI("channel delete", "channel delete NAME [flags]", stdout, stderr)
-		return k.run(rest, 1, func(ctx context.Context, a []string) error {
-			if err := k.c.DeleteChannel(ctx, a[0]); err != nil {
-				return err
-			}
-			return k.say(map[string]string{"deleted": a[0]}, "deleted channel %s\n", a[0])
-		})
 	case "test":
 		k := newCLI("channel test", "channel test NAME [flags]", stdout, stderr)
 		return k.run(rest, 1, func(ctx context.Context, a []string) error {
@@ -238,4 +212,11 @@ func (k *cli) channelApply(ctx context.Context, file string) error {
 		return k.json(out)
 	}
 	return nil
+}
+
+// channelObject serves `ejserver channel get|apply|delete`.
+var channelObject = namedObject{kind: "channel", plural: "channels",
+	get:    func(ctx context.Context, k *cli, name string) (any, error) { return k.c.GetChannel(ctx, name) },
+	apply:  func(ctx context.Context, k *cli, file string) error { return k.channelApply(ctx, file) },
+	remove: func(ctx context.Context, k *cli, name string) error { return k.c.DeleteChannel(ctx, name) },
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/ejserver/ejserver/client"
 )
 
@@ -47,39 +45,13 @@ func workflowCmd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	verb, rest := args[0], args[1:]
+	if code, handled := workflowObject.verb(verb, rest, stdout, stderr); handled {
+		return code
+	}
 	switch verb {
 	case "list":
 		k := newCLI("workflow list", "workflow list [flags]", stdout, stderr)
 		return k.run(rest, 0, func(ctx context.Context, _ []string) error { return k.workflowList(ctx) })
-	case "get":
-		k := newCLI("workflow get", "workflow get NAME [flags]", stdout, stderr)
-		return k.run(rest, 1, func(ctx context.Context, a []string) error {
-			w, err := k.c.GetWorkflow(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if *k.output == "json" {
-				return k.json(w)
-			}
-			return yaml.NewEncoder(k.stdout).Encode(asYAML(w))
-		})
-	case "apply":
-		k := newCLI("workflow apply", "workflow apply -f FILE [flags]", stdout, stderr)
-		file := k.fs.String("f", "", "the workflows file (YAML or JSON: one workflow or a list)")
-		return k.run(rest, 0, func(ctx context.Context, _ []string) error {
-			if *file == "" {
-				return usageErrorf("-f FILE is required")
-			}
-			return k.workflowApply(ctx, *file)
-		})
-	case "delete":
-		k := newCLI("workflow delete", "workflow delete NAME [flags]", stdout, stderr)
-		return k.run(rest, 1, func(ctx context.Context, a []string) error {
-			if err := k.c.DeleteWorkflow(ctx, a[0]); err != nil {
-				return err
-			}
-			return k.say(map[string]string{"deleted": a[0]}, "deleted workflow %s\n", a[0])
-		})
 	case "run", "trigger":
 		k := newCLI("workflow run", "workflow run NAME [--parameters JSON] [--wait D] [flags]", stdout, stderr)
 		params := k.fs.String("parameters", "", "a JSON object every node's items get as workflow.parameters")
@@ -248,4 +220,11 @@ func (k *cli) showRun(r *client.WorkflowRun) error {
 	}
 	k.table("NODE\tJOB\tSTATE\tAFTER\tERROR", rows)
 	return nil
+}
+
+// workflowObject serves `ejserver workflow get|apply|delete`.
+var workflowObject = namedObject{kind: "workflow", plural: "workflows",
+	get:    func(ctx context.Context, k *cli, name string) (any, error) { return k.c.GetWorkflow(ctx, name) },
+	apply:  func(ctx context.Context, k *cli, file string) error { return k.workflowApply(ctx, file) },
+	remove: func(ctx context.Context, k *cli, name string) error { return k.c.DeleteWorkflow(ctx, name) },
 }
