@@ -7,7 +7,7 @@ import (
 
 // proxy forwards TCP connections from a loopback port to one ZooKeeper node. A cut is a black hole, as a
 // partition is: connections stay open but nothing crosses, and new ones are accepted and left silent. Healing
-// closes every connection (bytes were lost in them) so the client reconnects afresh.
+// a cut closes every connection (bytes were lost in them) so the client reconnects afresh.
 type proxy struct {
 	Addr   string
 	target string
@@ -86,22 +86,32 @@ func (p *proxy) isCut() bool {
 	return p.cut
 }
 
-// setCut cuts (true) or heals (false) the link.
+// setCut cuts (true) or heals (false) the link. Healing a cut link closes its connections: bytes were dropped
+// mid-stream, so the peer must reconnect. Healing a link that was not cut changes nothing: the nemesis heals
+// every link when it ends, and closing healthy connections there would be a fault no event records.
 func (p *proxy) setCut(cut bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = cut
-	if !cut {
-		for c := range p.conns {
-			c.Close()
-		}
-		p.conns = map[net.Conn]struct{}{}
+	if p.cut && !cut {
+		p.dropLocked()
 	}
+	p.cut = cut
+}
+
+// dropLocked closes every connection through the proxy; p.mu is held.
+func (p *proxy) dropLocked() {
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = map[net.Conn]struct{}{}
 }
 
 // close stops the proxy and waits for its goroutines.
 func (p *proxy) close() {
 	p.ln.Close()
-	p.setCut(false) // closes every connection
+	p.mu.Lock()
+	p.cut = false
+	p.dropLocked()
+	p.mu.Unlock()
 	p.wg.Wait()
 }
