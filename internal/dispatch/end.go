@@ -20,26 +20,39 @@ const (
 // so that every fire of the job was skipped until the leadership moved (found by the nemesis soak). EndItem
 // is safe to repeat: a running node already deleted, or rewritten by a failover, is left alone.
 func (e *Executor) endItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) {
+	e.retryWrite("the item's end", func() error { return e.reg.EndItem(job, item, runningVersion, done, clearFailover) },
+		"job", job, "item", item, "execution_id", done.ExecutionID)
+}
+
+// clearUnsent removes the running node created for an item that was then not sent, with endItem's retries:
+// the session is often in doubt just then, and a node left behind stalls the item as an end left behind does
+// (found by the nemesis soak: a fire prepared as a ZooKeeper node died kept two items "running" for minutes,
+// until their peer died and a survivor re-POSTed, as a failover, requests that had never been sent).
+func (e *Executor) clearUnsent(job string, item int) {
+	e.retryWrite("the removal of an unsent item's running node", func() error { return e.reg.ClearStaleRunning(job, item, 0) },
+		"job", job, "item", item)
+}
+
+// retryWrite runs a registry write until it lands, the executor is aborted, or endRetries tries ran out; its
+// back-off doubles from endBackoffMin to endBackoffMax. It reports whether the write landed.
+func (e *Executor) retryWrite(what string, write func() error, attrs ...any) bool {
 	backoff := endBackoffMin
 	for try := 1; ; try++ {
-		err := e.reg.EndItem(job, item, runningVersion, done, clearFailover)
+		err := write()
 		if err == nil {
 			if try > 1 {
-				e.log.Info("item's end recorded in the registry after a retry", "job", job, "item", item,
-					"execution_id", done.ExecutionID, "tries", try)
+				e.log.Info(what+" recorded in the registry after a retry", append(attrs, "tries", try)...)
 			}
-			return
+			return true
 		}
 		if try == endRetries {
-			e.log.Error("could not record the item's end in the registry; giving up", "job", job, "item", item,
-				"execution_id", done.ExecutionID, "tries", try, "err", err)
-			return
+			e.log.Error("could not record "+what+" in the registry; giving up", append(attrs, "tries", try, "err", err)...)
+			return false
 		}
-		e.log.Warn("could not record the item's end in the registry; retrying", "job", job, "item", item,
-			"execution_id", done.ExecutionID, "err", err, "next_in", backoff)
+		e.log.Warn("could not record "+what+" in the registry; retrying", append(attrs, "err", err, "next_in", backoff)...)
 		if !clock.Sleep(e.clk, backoff, e.hard.Done()) {
-			e.log.Warn("item's end not recorded in the registry: aborted", "job", job, "item", item, "execution_id", done.ExecutionID)
-			return
+			e.log.Warn(what+" not recorded in the registry: aborted", attrs...)
+			return false
 		}
 		backoff = min(2*backoff, endBackoffMax)
 	}

@@ -35,6 +35,8 @@ type fakeRegistry struct {
 	endFailures, endCalls int
 	// beginLost makes that many BeginItem calls land and answer an error all the same
 	beginLost int
+	// clearFailures fails that many ClearStaleRunning calls; clearCalls counts them all
+	clearFailures, clearCalls int
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
@@ -128,6 +130,11 @@ func (f *fakeRegistry) LeaseLive(string) (bool, error) { return false, nil }
 func (f *fakeRegistry) ClearStaleRunning(_ string, item int, _ int32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.clearCalls++
+	if f.clearFailures > 0 {
+		f.clearFailures--
+		return errors.New("zk: could not connect to a server")
+	}
 	delete(f.running, item)
 	return nil
 }
@@ -783,6 +790,35 @@ func TestExecutorDropsAPreparedItemTheJobNoLongerWants(t *testing.T) {
 			send.none(t)
 			waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 0 }) // its running node went
 		})
+	}
+}
+
+// A prepared item not sent because the session was in doubt has its running node removed again after the
+// removal failed (the connection was down just then): a node left behind kept the item "running" for minutes
+// and skipped its fires (found by the nemesis soak, SEED=2029).
+func TestExecutorRetriesTheRemovalOfAnUnsentItemsRunningNode(t *testing.T) {
+	reg, send := newFakeRegistry(1), newFakeSender()
+	reg.clearFailures = 2
+	e, clk := newLeadExecutor(reg, send)
+	defer e.Drain(time.Second)
+	created := clk.TimerCreated()
+	e.Fire("j", time.Unix(1001, 0), 0)
+	<-created
+	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 1 })
+	reg.set(func() { reg.lease = false })
+	clk.Advance(time.Second)
+	send.none(t)
+	// each failed removal waits for its back-off on the fake clock: move it on until the node is gone
+	waitFor(t, func() bool {
+		clk.Advance(endBackoffMax)
+		reg.mu.Lock()
+		defer reg.mu.Unlock()
+		return len(reg.running) == 0
+	})
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if reg.clearCalls != 3 {
+		t.Fatalf("ClearStaleRunning called %d times, want 3 (two failures, then the removal)", reg.clearCalls)
 	}
 }
 

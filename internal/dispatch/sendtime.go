@@ -32,9 +32,7 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 	e.cfg.Activity.waiting(req.sendAt(), -1)
 	e.log.Info("prepared item not sent: "+reason, "job", req.job, "item", item)
 	if runningVersion == 0 {
-		if err := e.reg.ClearStaleRunning(req.job, item, 0); err != nil {
-			e.log.Warn("could not remove the running node of an item that was not sent", "job", req.job, "item", item, "err", err)
-		}
+		e.clearUnsent(req.job, item)
 	}
 	return false, false
 }
