@@ -244,12 +244,7 @@ func (h *steerHandlers) pause(c echo.Context) error {
 	if by == "" {
 		by = "anonymous (no tokens configured)"
 	}
-	v, err := h.steer.PauseJob(c.Request().Context(), c.Param("jobName"), by, req.Note)
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("ETag", etag(v.Version))
-	return c.JSON(http.StatusOK, jobOf(v))
+	return answerJob(c)(h.steer.PauseJob(c.Request().Context(), c.Param("jobName"), by, req.Note))
 }
 
 // resume godoc
@@ -267,12 +262,7 @@ func (h *steerHandlers) pause(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/jobs/{jobName}/resume [post]
 func (h *steerHandlers) resume(c echo.Context) error {
-	v, err := h.steer.ResumeJob(c.Request().Context(), c.Param("jobName"))
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("ETag", etag(v.Version))
-	return c.JSON(http.StatusOK, jobOf(v))
+	return answerJob(c)(h.steer.ResumeJob(c.Request().Context(), c.Param("jobName")))
 }
 
 // next godoc

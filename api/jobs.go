@@ -295,12 +295,18 @@ func (h *handlers) disableJob(c echo.Context) error { return h.setJobDisabled(c,
 func (h *handlers) enableJob(c echo.Context) error { return h.setJobDisabled(c, false) }
 
 func (h *handlers) setJobDisabled(c echo.Context, disabled bool) error {
-	v, err := h.svc.SetJobDisabled(c.Request().Context(), c.Param("jobName"), disabled)
-	if err != nil {
-		return err
+	return answerJob(c)(h.svc.SetJobDisabled(c.Request().Context(), c.Param("jobName"), disabled))
+}
+
+// answerJob answers a change of a job's state: the job, with its new version as the ETag, or the error.
+func answerJob(c echo.Context) func(service.JobView, error) error {
+	return func(v service.JobView, err error) error {
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("ETag", etag(v.Version))
+		return c.JSON(http.StatusOK, jobOf(v))
 	}
-	c.Response().Header().Set("ETag", etag(v.Version))
-	return c.JSON(http.StatusOK, jobOf(v))
 }
 
 // sharding godoc
