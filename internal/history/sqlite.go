@@ -51,6 +51,10 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	if err != nil {
 		return nil, fmt.Errorf("history: open %s: %w", path, err)
 	}
+	if err := connectSQLite(ctx, w); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxIdleTime(0)
@@ -84,6 +88,38 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	r.SetMaxIdleConns(readers)
 	s.r = r
 	return s, nil
+}
+
+// connectSQLite opens db's first connection, retrying while it is refused as busy. A new connection switches a
+// fresh file to WAL (journal_mode in sqliteParams); when several processes open a fresh file at once, the
+// switch can meet another connection's lock in a way SQLite treats as a deadlock, and it then answers
+// SQLITE_BUSY at once instead of waiting the busy_timeout. Once one switch has committed the file stays in
+// WAL, so a retry a few milliseconds later succeeds. The retries end with ctx or after sqliteConnectWait.
+func connectSQLite(ctx context.Context, db *sql.DB) error {
+	ctx, cancel := context.WithTimeout(ctx, sqliteConnectWait)
+	defer cancel()
+	backoff := 5 * time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		if err == nil || !isSQLiteBusy(err) {
+			return sqliteError("connect", err)
+		}
+		select {
+		case <-ctx.Done():
+			return sqliteError("connect", err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// sqliteConnectWait bounds connectSQLite's retries: as long as the busy_timeout in sqliteParams.
+const sqliteConnectWait = 10 * time.Second
+
+// isSQLiteBusy says whether err is SQLite's SQLITE_BUSY (any extended code).
+func isSQLiteBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // migrate applies the pending ones of all (the dialect's migrations, or the first of them when a test builds
