@@ -349,6 +349,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	calendars := calendarstore.New(calendarstore.Config{Registry: reg, Logger: log, Clock: clk,
 		UsedBy: func(name string) []string { return svc.JobsUsingCalendar(name) }})
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
+		FireLead: c.fireLead,
 		Steering: calendars, Counters: reg,
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
 		Activity: activity, Async: leases, Follower: alerting.svc, Lost: lost, Tracer: tracer,

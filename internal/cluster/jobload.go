@@ -646,6 +646,9 @@ func (r *Registry) refreshItem(e *jobEntry, kind refreshKind, i int) error {
 	before := *it
 	switch kind {
 	case kindItemInstance:
+		if it.OwnerVersion >= 0 && it.OwnerVersion != version {
+			e.st.ownersChangedAt = r.clk.Now()
+		}
 		it.Owner, it.OwnerVersion = owner, version
 	case kindItemDisabled:
 		it.Disabled = present

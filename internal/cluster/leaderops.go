@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 
 	"github.com/go-zookeeper/zk"
@@ -40,29 +41,43 @@ func (r *Registry) BeginResharding(job string) error {
 // and, in the same transaction, deletes necessary and processing: peers act on the new assignment only once
 // necessary is gone, so that deletion is the commit point. Every multi carries the leader guard.
 //
+// The commit is fenced against items that began since the leader saw none running: before an existing
+// item's owner is written, the same multi creates and deletes its running node, so a peer that began the
+// item meanwhile (under the owner version it read before the commit) makes the whole commit fail with
+// ErrItemRunning, and the leader waits for that run to end and commits again. Without the fence, that run
+// and the new owner's run of the same fire would both be POSTed: the new owner's check of the item's
+// completed node (a fire that waited for the resharding) finds the fire done only once the old run ended.
+// Items in unfenced (those whose running node belongs to an accepted async item, which may last for
+// hours) are written without the fence.
+//
 // The ops are built from the registry's cache (which items and instance nodes exist) and sent through the
 // batcher, so the commits of many jobs resharding at once share multis; a cache that proves stale (an op
 // fails on a node's existence) makes it read the registry and try once more. A resharding too large for one
 // multi writes the items in earlier multis; they are inert until the last one removes necessary.
-func (r *Registry) CommitSharding(job string, owners []string) error {
+func (r *Registry) CommitSharding(job string, owners []string, unfenced map[int]bool) error {
 	guard, err := r.leaderGuard(job)
 	if err != nil {
 		return err
 	}
-	ops, final, err := r.shardingOpsFromCache(job, owners)
+	ops, final, err := r.shardingOpsFromCache(job, owners, unfenced)
 	if err == nil {
 		all, resps, err := r.commitSharding(guard, ops, final)
 		var oe *OpError
-		if !errors.As(err, &oe) || oe.Op == 0 || !(errors.Is(oe.Err, zk.ErrNoNode) || errors.Is(oe.Err, zk.ErrNodeExists) || errors.Is(oe.Err, zk.ErrNotEmpty)) {
+		if !errors.As(err, &oe) || oe.Op == 0 || fenceFailed(oe) || !(errors.Is(oe.Err, zk.ErrNoNode) || errors.Is(oe.Err, zk.ErrNodeExists) || errors.Is(oe.Err, zk.ErrNotEmpty)) {
 			return r.committed(job, owners, all, resps, err)
 		}
 		r.log.Debug("sharding cache was stale; reading the registry", "job", job, "err", err)
 	}
-	if ops, final, err = r.shardingOpsFromRegistry(job, owners); err != nil {
+	if ops, final, err = r.shardingOpsFromRegistry(job, owners, unfenced); err != nil {
 		return err
 	}
 	all, resps, err := r.commitSharding(guard, ops, final)
 	return r.committed(job, owners, all, resps, err)
+}
+
+// fenceFailed says whether a commit failed on its fence: an item's running node exists.
+func fenceFailed(oe *OpError) bool {
+	return errors.Is(oe.Err, zk.ErrNodeExists) && path.Base(oe.Path) == NodeRunning
 }
 
 // committed turns a commit's outcome into CommitSharding's error. A commit that went through is applied to
@@ -73,6 +88,9 @@ func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.
 	var oe *OpError
 	if errors.As(err, &oe) && oe.Op == 0 {
 		return ErrNotLeader // the guard failed: deposed
+	}
+	if errors.As(err, &oe) && fenceFailed(oe) {
+		return fmt.Errorf("commit sharding of job %q: %w (%s began since the leader looked)", job, ErrItemRunning, path.Dir(oe.Path))
 	}
 	if err != nil {
 		return fmt.Errorf("commit sharding of job %q: %w", job, err)
@@ -120,6 +138,7 @@ func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.
 			added = append(added, i)
 		}
 		it.Exists, it.Owner, it.OwnerVersion = true, owner, v
+		e.st.ownersChangedAt = r.clk.Now()
 	}
 	for i := range e.st.items {
 		if i >= len(owners) {
@@ -151,7 +170,7 @@ func (r *Registry) commitSharding(guard any, ops, final []any) ([]any, []zk.Mult
 
 // shardingOpsFromCache builds the commit from what the watches last saw. Items to delete need their
 // children listed, which the cache doesn't hold: those are read.
-func (r *Registry) shardingOpsFromCache(job string, owners []string) (ops, final []any, err error) {
+func (r *Registry) shardingOpsFromCache(job string, owners []string, unfenced map[int]bool) (ops, final []any, err error) {
 	e := r.entry(job)
 	if e == nil {
 		return nil, nil, fmt.Errorf("job %q is not loaded", job)
@@ -165,7 +184,7 @@ func (r *Registry) shardingOpsFromCache(job string, owners []string) (ops, final
 	}
 	necessary, processing := e.st.necessary, e.st.processing
 	e.mu.Unlock()
-	if ops, err = r.itemOps(job, owners, exists, hasOwner); err != nil {
+	if ops, err = r.itemOps(job, owners, exists, hasOwner, unfenced); err != nil {
 		return nil, nil, err
 	}
 	if necessary {
@@ -178,7 +197,7 @@ func (r *Registry) shardingOpsFromCache(job string, owners []string) (ops, final
 }
 
 // shardingOpsFromRegistry builds the commit from fresh reads.
-func (r *Registry) shardingOpsFromRegistry(job string, owners []string) (ops, final []any, err error) {
+func (r *Registry) shardingOpsFromRegistry(job string, owners []string, unfenced map[int]bool) (ops, final []any, err error) {
 	existing, _, err := r.s.children(r.p.Sharding(job))
 	if err != nil {
 		return nil, nil, err
@@ -204,7 +223,7 @@ func (r *Registry) shardingOpsFromRegistry(job string, owners []string) (ops, fi
 	for i, ok := range owned {
 		hasOwner[i] = ok
 	}
-	if ops, err = r.itemOps(job, owners, exists, hasOwner); err != nil {
+	if ops, err = r.itemOps(job, owners, exists, hasOwner, unfenced); err != nil {
 		return nil, nil, err
 	}
 	for _, flag := range []string{r.p.Necessary(job), r.p.Processing(job)} {
@@ -220,7 +239,7 @@ func (r *Registry) shardingOpsFromRegistry(job string, owners []string) (ops, fi
 }
 
 // itemOps writes each item's owner (ownerOps) and deletes the existing items at or beyond len(owners).
-func (r *Registry) itemOps(job string, owners []string, exists, hasOwner map[int]bool) ([]any, error) {
+func (r *Registry) itemOps(job string, owners []string, exists, hasOwner, unfenced map[int]bool) ([]any, error) {
 	var gone []int
 	for i := range exists {
 		if i >= len(owners) {
@@ -232,13 +251,19 @@ func (r *Registry) itemOps(job string, owners []string, exists, hasOwner map[int
 	if err != nil {
 		return nil, err
 	}
-	return append(r.ownerOps(job, owners, exists, hasOwner), del...), nil
+	return append(r.ownerOps(job, owners, exists, hasOwner, unfenced), del...), nil
 }
 
-// ownerOps writes each item's owner, creating the item or its instance node where they don't exist.
-func (r *Registry) ownerOps(job string, owners []string, exists, hasOwner map[int]bool) []any {
+// ownerOps writes each item's owner, creating the item or its instance node where they don't exist. An
+// existing item not in unfenced is fenced first: its running node is created and deleted, which fails the
+// multi if the item is running (see CommitSharding).
+func (r *Registry) ownerOps(job string, owners []string, exists, hasOwner, unfenced map[int]bool) []any {
 	ops := make([]any, 0, len(owners))
 	for i, owner := range owners {
+		if exists[i] && !unfenced[i] {
+			running := r.p.ItemNode(job, i, NodeRunning)
+			ops = append(ops, r.s.opCreate(running, nil, 0), opDelete(running, -1))
+		}
 		switch {
 		case !exists[i]:
 			ops = append(ops, r.s.opCreate(r.p.Item(job, i), nil, 0),

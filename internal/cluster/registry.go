@@ -145,8 +145,11 @@ type jobState struct {
 	// processing: this peer created leader/sharding/processing and has not committed yet.
 	processing bool
 	necessary  bool
-	failover   []int
-	items      map[int]*ItemState
+	// ownersChangedAt is when this peer last saw an item's owner change (its clock; zero: not since it
+	// loaded the job).
+	ownersChangedAt time.Time
+	failover        []int
+	items           map[int]*ItemState
 	// registered: our instance node exists in this session; pendingRegister: it existed under another
 	// session (a fast restart with the same id) and we register once it goes; removedByOperator: it
 	// disappeared while we held the session, so an operator removed it and we stay off the job.
@@ -383,7 +386,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 	}
 	e.snap = &JobSnapshot{
 		Name: e.name, Config: st.cfg, ConfigVersion: st.cfgVersion, ConfigErr: st.cfgErr,
-		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary,
+		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary, OwnersChangedAt: st.ownersChangedAt,
 		FailoverItems: st.failover, Items: items, Me: me.InstanceID, MyIP: me.ServerIP,
 		Registered: st.registered, Settled: e.pending == 0, Generation: e.gen,
 	}

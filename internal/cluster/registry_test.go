@@ -108,14 +108,14 @@ func TestRegistryJobLifecycle(t *testing.T) {
 		leader, follower = b, a
 	}
 	// only the leader can commit a sharding
-	if err := follower.r.CommitSharding("orders", []string{"x", "y", "z"}); !errors.Is(err, ErrNotLeader) {
+	if err := follower.r.CommitSharding("orders", []string{"x", "y", "z"}, nil); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("follower commit: %v", err)
 	}
 	owners := []string{"10.0.0.1@-@1", "10.0.0.2@-@2", "10.0.0.1@-@1"}
 	if err := leader.r.BeginResharding("orders"); err != nil {
 		t.Fatal(err)
 	}
-	if err := leader.r.CommitSharding("orders", owners); err != nil {
+	if err := leader.r.CommitSharding("orders", owners, nil); err != nil {
 		t.Fatal(err)
 	}
 	sharded := func(s *JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }
@@ -154,7 +154,7 @@ func TestRegistryJobLifecycle(t *testing.T) {
 	// the leader's cache holds what it committed as soon as the commit returns, with the node versions the
 	// item fence checks (its next fire must not reshard again, nor be refused, while the watches catch up)
 	swapped := []string{"10.0.0.2@-@2", "10.0.0.1@-@1", "10.0.0.2@-@2"}
-	if err := leader.r.CommitSharding("orders", swapped); err != nil {
+	if err := leader.r.CommitSharding("orders", swapped, nil); err != nil {
 		t.Fatal(err)
 	}
 	now := leader.r.Job("orders")
@@ -171,8 +171,39 @@ func TestRegistryJobLifecycle(t *testing.T) {
 		t.Fatalf("right after the commit: necessary %v sharded %v", now.Necessary, now.Sharded())
 	}
 
+	// the commit is fenced: an item begun after the leader looked for running items (under the owner
+	// version it read before the commit) fails the whole commit, which changes nothing; an unfenced item
+	// (an accepted async run) does not
+	owner1 := now.Item(1)
+	run1 := Running{InstanceID: owner1.Owner, ExecutionID: "e3", TaskID: "t3", Source: ejserver.SourceNormal, ScheduledAt: time.Unix(200, 0)}
+	if err := leader.r.BeginItem("orders", 1, owner1.OwnerVersion, run1, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.r.SetNecessary("orders"); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, leader, "orders", "necessary", func(s *JobSnapshot) bool { return s.Necessary })
+	if err := leader.r.CommitSharding("orders", owners, nil); !errors.Is(err, ErrItemRunning) {
+		t.Fatalf("commit while item 1 runs: %v, want ErrItemRunning", err)
+	}
+	for i, owner := range swapped {
+		if data, _, err := leader.r.s.get(leader.r.p.ItemNode("orders", i, NodeInstance)); err != nil || string(data) != owner {
+			t.Fatalf("item %d after the refused commit: owner %q (%v), want %q unchanged", i, data, err, owner)
+		}
+	}
+	if ok, _, err := leader.r.s.exists(leader.r.p.Necessary("orders")); err != nil || !ok {
+		t.Fatalf("necessary after the refused commit: %v %v, want it kept", ok, err)
+	}
+	if _, v, ok, err := leader.r.ReadRunning("orders", 1); err != nil || !ok {
+		t.Fatalf("item 1's running node after the refused commit: %v %v", ok, err)
+	} else if err := leader.r.CommitSharding("orders", owners, map[int]bool{1: true}); err != nil {
+		t.Fatalf("commit with item 1 unfenced: %v", err)
+	} else if err := leader.r.EndItem("orders", 1, v, Completed{ExecutionID: "e3", Success: true}, false); err != nil {
+		t.Fatal(err)
+	}
+
 	// shrinking the job removes items >= the new total
-	if err := leader.r.CommitSharding("orders", owners[:1]); err != nil {
+	if err := leader.r.CommitSharding("orders", owners[:1], nil); err != nil {
 		t.Fatal(err)
 	}
 	waitJob(t, b, "orders", "shrunk", func(s *JobSnapshot) bool { return len(s.Items) == 1 })
@@ -253,7 +284,7 @@ func TestFailoverClaimKeepsExecutionID(t *testing.T) {
 	}
 	waitJob(t, a, "j", "leader", func(s *JobSnapshot) bool { return s.IsLeader() && s.Registered })
 	dead := "10.0.3.9@-@9"
-	if err := a.r.CommitSharding("j", []string{dead, dead}); err != nil {
+	if err := a.r.CommitSharding("j", []string{dead, dead}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// the dead instance left a persistent running node on item 1

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"time"
 
 	"github.com/ejserver/ejserver"
 )
@@ -22,6 +23,9 @@ type JobSnapshot struct {
 	Leader string
 	// Necessary: leader/sharding/necessary exists; nobody fires until the leader reshards.
 	Necessary bool
+	// OwnersChangedAt is when this peer last saw an item's owner change (a resharding, by its clock); zero
+	// if it has not since it loaded the job.
+	OwnersChangedAt time.Time
 	// FailoverItems are the items in leader/failover/items, waiting to be taken over.
 	FailoverItems []int
 	// Items holds sharding/{i} for i in [0, len); Exists is false for a missing item.

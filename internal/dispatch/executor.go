@@ -132,6 +132,9 @@ type ExecutorConfig struct {
 	// ReshardWait bounds how long a fire waits for its job's resharding (default 30 s, and never past the
 	// job's next fire).
 	ReshardWait time.Duration
+	// FireLead is how long before its scheduled time a fire may be handed off (Scheduler.SetMaxLead): a
+	// previous owner may have begun an item that much early.
+	FireLead time.Duration
 	// Tracer records spans of fires and items (tracing.Off if nil).
 	Tracer *tracing.Tracer
 	// Steering and Counters, if set, apply calendars, pause, endAt and remainingFires (steer.go).
@@ -444,7 +447,7 @@ func (e *Executor) fire(req fireRequest) {
 	if req.items != nil {
 		items = slices.DeleteFunc(items, func(i int) bool { return !slices.Contains(req.items, i) })
 	}
-	if waited && req.source == ejserver.SourceNormal {
+	if req.source == ejserver.SourceNormal && (waited || e.reshardedNear(snap, req.scheduledAt)) {
 		items = e.notRunYet(req, items)
 	}
 	if len(items) == 0 {
@@ -480,21 +483,6 @@ func (e *Executor) clockCheck(maxDiffSeconds int) string {
 
 // shardingReady reports whether a snapshot's sharding can be fired with.
 func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }
-
-// notRunYet drops the items whose fire at req.scheduledAt already ran (their completed node says so). A fire
-// that waited for a resharding may have been given items whose previous owner ran this very fire before the
-// resharding (the leader waits for running items, so that run has ended and recorded itself).
-func (e *Executor) notRunYet(req fireRequest, items []int) []int {
-	return slices.DeleteFunc(items, func(item int) bool {
-		last, ok, err := e.reg.LastCompleted(req.job, item)
-		if err != nil || !ok || last.Source.OnRequest() || last.ScheduledAt.Before(req.scheduledAt) {
-			return false
-		}
-		e.log.Info("item already ran this fire on its previous owner: not run again", "job", req.job, "item", item,
-			"instance", last.InstanceID, "execution_id", last.ExecutionID)
-		return true
-	})
-}
 
 // ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
 // wait for it, never past the job's next fire.

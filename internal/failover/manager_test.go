@@ -95,7 +95,7 @@ func TestOrphansOfAVanishedPeerAreClaimedWithTheirExecutionID(t *testing.T) {
 	waitSnap(t, a, "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && len(s.Instances) == 1 })
 	b := startPeer(t, ns, "10.4.0.2")
 	waitSnap(t, a, "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 })
-	if err := a.r.CommitSharding("j", []string{"10.4.0.1@-@1", "10.4.0.2@-@1", "10.4.0.2@-@1"}); err != nil {
+	if err := a.r.CommitSharding("j", []string{"10.4.0.1@-@1", "10.4.0.2@-@1", "10.4.0.2@-@1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap := waitSnap(t, b, "sharded", func(s *cluster.JobSnapshot) bool { return s.Sharded() && !s.Necessary && s.Settled })
@@ -178,7 +178,7 @@ func TestLostExecutionsOfAVanishedPeerAreRecordedWhenFailoverIsOff(t *testing.T)
 	waitSnap(t, a, "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && len(s.Instances) == 1 })
 	b := startPeer(t, ns, "10.5.0.2")
 	waitSnap(t, a, "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 })
-	if err := a.r.CommitSharding("j", []string{"10.5.0.1@-@1", "10.5.0.2@-@1", "10.5.0.2@-@1"}); err != nil {
+	if err := a.r.CommitSharding("j", []string{"10.5.0.1@-@1", "10.5.0.2@-@1", "10.5.0.2@-@1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap := waitSnap(t, b, "sharded", func(s *cluster.JobSnapshot) bool { return s.Sharded() && !s.Necessary && s.Settled })

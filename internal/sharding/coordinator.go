@@ -23,7 +23,7 @@ type Registry interface {
 	OnEvent(fn func(cluster.Event))
 	SetNecessary(job string) (bool, error)
 	BeginResharding(job string) error
-	CommitSharding(job string, owners []string) error
+	CommitSharding(job string, owners []string, unfenced map[int]bool) error
 	RunningItems(job string, n int) (map[int]cluster.Running, error)
 	WaitGone(ctx context.Context, paths []string) error
 	DeleteServer(job, ip string) error
@@ -305,77 +305,105 @@ func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 
 func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error {
 	start := c.clk.Now()
-	snap := c.reg.Job(job)
-	if snap == nil {
-		return fmt.Errorf("job %q is gone", job)
-	}
 	if !c.reg.IsLeader(job) {
 		return cluster.ErrNotLeader
 	}
-	total := snap.Config.ShardingTotalCount
-	// nothing is resharded while items run: wait for every running node to go (a job that has no item yet
-	// can have nothing running). Accepted items (async) are not waited for: their work is at the receiver,
-	// their end may come to any peer, and their lease may last for hours.
-	var running map[int]cluster.Running
-	if hasItems(snap) {
-		var err error
-		if running, err = c.reg.RunningItems(job, max(total, len(snap.Items))); err != nil {
+	for {
+		snap, async, err := c.idle(ctx, job, wait)
+		if err != nil {
 			return err
 		}
-		maps.DeleteFunc(running, func(_ int, r cluster.Running) bool { return r.Async })
-	}
-	if len(running) > 0 && !wait {
-		return errItemsRunning
-	}
-	if len(running) > 0 {
-		var paths []string
-		for i := range running {
-			paths = append(paths, c.reg.Paths().ItemNode(job, i, cluster.NodeRunning))
+		total := snap.Config.ShardingTotalCount
+		var candidates []Instance
+		for id, ip := range snap.Instances {
+			if !snap.ServerDisabled(ip) {
+				candidates = append(candidates, Instance{ID: id, ServerIP: ip})
+			}
 		}
-		c.log.Info("resharding waits for running items", "job", job, "running", len(running))
-		if err := c.reg.WaitGone(ctx, paths); err != nil {
-			return fmt.Errorf("items still running: %w", err)
+		if len(candidates) == 0 {
+			return fmt.Errorf("no available instance: every server of the job is disabled or offline")
 		}
-		snap = c.reg.Job(job)
-		if snap == nil {
-			return fmt.Errorf("job %q is gone", job)
+		Sort(candidates)
+		strategy, err := StrategyFor(snap.Config.JobShardingStrategyType)
+		if err != nil {
+			return err
 		}
-		total = snap.Config.ShardingTotalCount
-	}
-	var candidates []Instance
-	for id, ip := range snap.Instances {
-		if !snap.ServerDisabled(ip) {
-			candidates = append(candidates, Instance{ID: id, ServerIP: ip})
+		owners := make([]string, total)
+		for id, items := range strategy(candidates, job, total) {
+			for _, i := range items {
+				owners[i] = id
+			}
 		}
+		if err := c.reg.BeginResharding(job); err != nil {
+			return fmt.Errorf("create processing: %w", err)
+		}
+		err = c.reg.CommitSharding(job, owners, async)
+		if errors.Is(err, cluster.ErrItemRunning) {
+			// an item began between the look for running items and the commit (its peer read the old
+			// sharding): the commit's fence refused, so wait for that run as for any other, then commit again
+			if !wait {
+				return errItemsRunning
+			}
+			c.log.Info("resharding met an item that began meanwhile: waits for it", "job", job, "err", err)
+			if !clock.Sleep(c.clk, fenceRetryPause, ctx.Done()) { // the item may not be readable as running yet
+				return fmt.Errorf("items still running: %w", ctx.Err())
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		took := c.clk.Since(start)
+		c.cfg.Observer.Resharded(job, total, took)
+		c.log.Info("resharded", "job", job, "items", total, "instances", len(candidates), "took_ms", took.Milliseconds())
+		// an instance that joined or left while we computed must not be forgotten
+		if now := c.reg.Job(job); now != nil && !sameInstances(now, candidates) {
+			c.queueFlag(job)
+		}
+		return nil
 	}
-	if len(candidates) == 0 {
-		return fmt.Errorf("no available instance: every server of the job is disabled or offline")
+}
+
+// fenceRetryPause spaces the commits that met an item begun meanwhile, should the look for running items not
+// see it yet.
+const fenceRetryPause = 20 * time.Millisecond
+
+// idle waits until no item of job runs, as ElasticJob's leader does before resharding (a job that has no
+// item yet can have nothing running), and returns the job then and the items whose running node belongs to
+// an accepted (async) item: those are not waited for (their work is at the receiver, their end may come to
+// any peer, and their lease may last for hours). Without wait it returns errItemsRunning instead of waiting.
+func (c *Coordinator) idle(ctx context.Context, job string, wait bool) (*cluster.JobSnapshot, map[int]bool, error) {
+	snap := c.reg.Job(job)
+	if snap == nil {
+		return nil, nil, fmt.Errorf("job %q is gone", job)
 	}
-	Sort(candidates)
-	strategy, err := StrategyFor(snap.Config.JobShardingStrategyType)
+	if !hasItems(snap) {
+		return snap, nil, nil
+	}
+	running, err := c.reg.RunningItems(job, max(snap.Config.ShardingTotalCount, len(snap.Items)))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	owners := make([]string, total)
-	for id, items := range strategy(candidates, job, total) {
-		for _, i := range items {
-			owners[i] = id
+	async := map[int]bool{}
+	var paths []string
+	for i, r := range running {
+		if r.Async {
+			async[i] = true
+			continue
 		}
+		paths = append(paths, c.reg.Paths().ItemNode(job, i, cluster.NodeRunning))
 	}
-	if err := c.reg.BeginResharding(job); err != nil {
-		return fmt.Errorf("create processing: %w", err)
+	if len(paths) == 0 {
+		return snap, async, nil
 	}
-	if err := c.reg.CommitSharding(job, owners); err != nil {
-		return err
+	if !wait {
+		return nil, nil, errItemsRunning
 	}
-	took := c.clk.Since(start)
-	c.cfg.Observer.Resharded(job, total, took)
-	c.log.Info("resharded", "job", job, "items", total, "instances", len(candidates), "took_ms", took.Milliseconds())
-	// an instance that joined or left while we computed must not be forgotten
-	if now := c.reg.Job(job); now != nil && !sameInstances(now, candidates) {
-		c.queueFlag(job)
+	c.log.Info("resharding waits for running items", "job", job, "running", len(paths))
+	if err := c.reg.WaitGone(ctx, paths); err != nil {
+		return nil, nil, fmt.Errorf("items still running: %w", err)
 	}
-	return nil
+	return c.idle(ctx, job, wait)
 }
 
 func hasItems(snap *cluster.JobSnapshot) bool {

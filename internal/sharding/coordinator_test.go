@@ -129,7 +129,7 @@ func TestReconcileFlagsOfflineOwnersAndCollectsServers(t *testing.T) {
 	}
 	waitFor(t, a, "j", "sharded", func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() })
 	// an item owned by an instance that is not online (as if its departure went unnoticed)
-	if err := a.r.CommitSharding("j", []string{"10.3.0.1@-@1", "10.3.0.9@-@9"}); err != nil {
+	if err := a.r.CommitSharding("j", []string{"10.3.0.1@-@1", "10.3.0.9@-@9"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.r.SetServerState("j", "10.3.0.9", cluster.ServerEnabled); err != nil {
@@ -229,4 +229,75 @@ func startNodeB(b *testing.B, ns, ip string) *node {
 	n := &node{s: s, r: r, c: c}
 	b.Cleanup(n.stop)
 	return n
+}
+
+// beginsDuringCommit is a registry on which an item begins (as its owner would, under the sharding it read)
+// right before the leader's first commit: after the leader looked for running items.
+type beginsDuringCommit struct {
+	*cluster.Registry
+	t       *testing.T
+	commits int
+	ended   chan struct{}
+	// afterEnd: a commit went through after the item had ended
+	afterEnd bool
+}
+
+func (r *beginsDuringCommit) CommitSharding(job string, owners []string, unfenced map[int]bool) error {
+	r.commits++
+	if r.commits == 1 {
+		snap := r.Job(job)
+		run := cluster.Running{InstanceID: snap.Me, ExecutionID: "e1", TaskID: "t1", Source: ejserver.SourceNormal, ScheduledAt: time.Unix(100, 0)}
+		if err := r.BeginItem(job, 0, snap.Item(0).OwnerVersion, run, false); err != nil {
+			r.t.Errorf("begin item 0: %v", err)
+		}
+		go func() {
+			time.Sleep(300 * time.Millisecond) // the run the resharding must wait for
+			_, v, _, err := r.ReadRunning(job, 0)
+			if err == nil {
+				err = r.EndItem(job, 0, v, cluster.Completed{ExecutionID: "e1", Success: true, ScheduledAt: run.ScheduledAt}, false)
+			}
+			if err != nil {
+				r.t.Errorf("end item 0: %v", err)
+			}
+			close(r.ended)
+		}()
+	}
+	err := r.Registry.CommitSharding(job, owners, unfenced)
+	if err == nil {
+		select {
+		case <-r.ended:
+			r.afterEnd = true
+		default:
+		}
+	}
+	return err
+}
+
+// TestReshardWaitsForAnItemThatBeganDuringItsCommit: an item that begins after the leader found none running
+// fails the commit (its fence), and the leader commits only once that run has ended, so the item's new
+// owner finds the fire done instead of POSTing it a second time.
+func TestReshardWaitsForAnItemThatBeganDuringItsCommit(t *testing.T) {
+	ns := zktest.Namespace("fence")
+	a := startNode(t, ns, "10.6.0.1", clock.Real{})
+	newJob(t, a, "j", 2)
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && len(s.Instances) == 1 })
+	if err := a.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "sharded", func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled })
+	if _, err := a.r.SetNecessary("j"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "necessary", func(s *cluster.JobSnapshot) bool { return s.Necessary })
+	reg := &beginsDuringCommit{Registry: a.r, t: t, ended: make(chan struct{})}
+	c := NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, Clock: clock.Real{}, ServerGC: time.Hour, ReconcileTick: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Reshard(ctx, "j"); err != nil {
+		t.Fatal(err)
+	}
+	<-reg.ended
+	if reg.commits < 2 || !reg.afterEnd {
+		t.Fatalf("%d commits, one after the item ended: %v; want the first refused and a later one after the end", reg.commits, reg.afterEnd)
+	}
 }
