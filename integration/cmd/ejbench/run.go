@@ -55,13 +55,13 @@ type Result struct {
 	SetupCounters map[string]float64 `json:"setupCounters,omitempty"`
 	// ZKStart, ZKReady, ZKEnd: what ZooKeeper held with the peers up and no job, when every peer scheduled
 	// every job, and at the window's end.
-	ZKStart *ZKState `json:"zkStart,omitempty"`
-	ZKReady *ZKState `json:"zkReady,omitempty"`
-	ZKEnd   *ZKState `json:"zkEnd,omitempty"`
-	Failover     *FailoverResult    `json:"failover,omitempty"`
-	Reshard      *ReshardResult     `json:"reshard,omitempty"`
-	Async        *AsyncResult       `json:"async,omitempty"`
-	Notes        []string           `json:"notes,omitempty"`
+	ZKStart  *ZKState        `json:"zkStart,omitempty"`
+	ZKReady  *ZKState        `json:"zkReady,omitempty"`
+	ZKEnd    *ZKState        `json:"zkEnd,omitempty"`
+	Failover *FailoverResult `json:"failover,omitempty"`
+	Reshard  *ReshardResult  `json:"reshard,omitempty"`
+	Async    *AsyncResult    `json:"async,omitempty"`
+	Notes    []string        `json:"notes,omitempty"`
 	// PeerLog holds the first ERROR and WARN lines of each peer's log, "peer N: line".
 	PeerLog []string `json:"peerLog,omitempty"`
 }
