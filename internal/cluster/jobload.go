@@ -28,6 +28,9 @@ func (r *Registry) keyFor(pth string) (refreshKey, bool) {
 	if pth == r.p.Root() {
 		return refreshKey{kind: kindJobs}, true
 	}
+	if pth == r.p.Peers() {
+		return refreshKey{kind: kindPeers}, true
+	}
 	job := r.p.JobOf(pth)
 	if job == "" {
 		return refreshKey{}, false
@@ -76,6 +79,8 @@ func (r *Registry) refresh(k refreshKey) error {
 		return r.refreshJobs()
 	case kindPeer:
 		return r.registerPeer()
+	case kindPeers:
+		return r.refreshPeers()
 	}
 	e := r.entry(k.job)
 	if e == nil {

@@ -14,9 +14,21 @@ import (
 )
 
 // CreateJob writes a new job in ElasticJob's layout in one transaction: the root ("HTTP"), config, the
-// folders ejserver watches, and leader/sharding/necessary so the first fire is sharded. A job that exists
-// gets ECONFLICT.
+// folders ejserver watches, and leader/sharding/necessary so that its first leader shards it before its first
+// fire. A job that exists gets ECONFLICT.
 func (r *Registry) CreateJob(cfg ejserver.JobConfig) (int32, error) {
+	return r.CreateJobSharded(cfg, nil)
+}
+
+// CreateJobSharded is CreateJob with the job's first sharding: when owners names an owner for each of the
+// job's items, sharding/{i}/instance is written in the creating transaction instead of
+// leader/sharding/necessary, so every peer fires the job from its first scheduled time without waiting for a
+// leader to be elected and to reshard (the leader later keeps the sharding if it is what the strategy gives:
+// sharding.Assess). The layout is ElasticJob's, as after any resharding.
+func (r *Registry) CreateJobSharded(cfg ejserver.JobConfig, owners []string) (int32, error) {
+	if len(owners) != cfg.ShardingTotalCount || slices.Contains(owners, "") {
+		owners = nil
+	}
 	data, err := ejserver.MarshalElasticJobYAML(cfg)
 	if err != nil {
 		return 0, err
@@ -36,7 +48,12 @@ func (r *Registry) CreateJob(cfg ejserver.JobConfig) (int32, error) {
 	for _, pth := range r.p.jobSkeleton(job) {
 		ops = append(ops, r.s.opCreate(pth, nil, 0))
 	}
-	ops = append(ops, r.s.opCreate(r.p.Necessary(job), nil, 0))
+	if owners == nil {
+		ops = append(ops, r.s.opCreate(r.p.Necessary(job), nil, 0))
+	}
+	for i, owner := range owners {
+		ops = append(ops, r.s.opCreate(r.p.Item(job, i), nil, 0), r.s.opCreate(r.p.ItemNode(job, i, NodeInstance), []byte(owner), 0))
+	}
 	_, err = r.s.multi(ops...)
 	if errors.Is(err, zk.ErrNodeExists) {
 		// the root may be left over by ElasticJob or a half-finished delete: fill in what is missing

@@ -29,6 +29,7 @@ const (
 	kindItemFailover                         // sharding/{i}/failover
 	kindRegister                             // create servers/{ip} and instances/{me}
 	kindCampaign                             // try to become the job's leader
+	kindPeers                                // the namespace's live peers (livepeers.go)
 )
 
 // refreshKey identifies one refresh; equal keys coalesce.

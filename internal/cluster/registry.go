@@ -32,6 +32,7 @@ const (
 	ItemsChanged                              // an item's owner, disabled or failover node changed
 	FailoverItemsChanged                      // leader/failover/items changed
 	TriggerRequested                          // trigger/{me} exists: run once now (see TakeTrigger)
+	PeersChanged                              // a peer joined or left the namespace (Job ""): Event.Added / Event.Removed ids
 )
 
 // Event is one change of one job. Listeners run on the registry's workers and must not block.
@@ -90,6 +91,8 @@ type Registry struct {
 
 	lmu       sync.Mutex
 	listeners []func(Event)
+
+	peers livePeers // the namespace's live peers (livepeers.go)
 
 	completedSeen sync.Map // completedKey -> struct{}
 	firesMade     sync.Map // job -> struct{}: its fire ledger folder exists (fires.go)
@@ -228,6 +231,7 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.w.start()
 	r.wg.Add(1)
 	go r.clockProbe()
+	r.w.kick(refreshKey{kind: kindPeers})
 	r.w.kick(refreshKey{kind: kindJobs})
 	// Wait until the first listing and every job found in it is loaded, so a fresh peer fires its jobs
 	// from the first scheduled time.
@@ -295,6 +299,7 @@ func (r *Registry) onSession(ev SessionEvent) {
 	}
 	r.mu.RUnlock()
 	r.w.kick(refreshKey{kind: kindPeer})
+	r.w.kick(refreshKey{kind: kindPeers})
 	r.w.kick(refreshKey{kind: kindJobs})
 	r.mu.RLock()
 	for name := range r.jobs {

@@ -129,8 +129,8 @@ type ExecutorConfig struct {
 	ScheduleOf func(job string) Schedule
 	Clock      clock.Clock
 	Logger     *slog.Logger
-	// ReshardWait bounds how long a fire waits for its job's resharding (default 30 s, and never past the
-	// job's next fire).
+	// ReshardWait bounds how long a fire waits for its job's resharding (default 30 s; past the job's next
+	// fire only when the job takes late fires: shardingWait).
 	ReshardWait time.Duration
 	// FireLead is how long before its scheduled time a fire may be handed off (Scheduler.SetMaxLead): a
 	// previous owner may have begun an item that much early.
@@ -485,18 +485,17 @@ func (e *Executor) clockCheck(maxDiffSeconds int) string {
 func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }
 
 // ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
-// wait for it, never past the job's next fire.
+// wait for it (shardingWait: past the job's next fire only when it takes late fires).
 func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
 	if shardingReady(snap) {
 		return snap, nil
 	}
-	wait := e.cfg.ReshardWait
+	var next time.Time
 	if e.cfg.NextFire != nil {
-		if next := e.cfg.NextFire(job); !next.IsZero() {
-			wait = min(wait, next.Sub(e.clk.Now()))
-		}
+		next = e.cfg.NextFire(job)
 	}
-	ctx, cancel := context.WithTimeout(e.soft, max(wait, 100*time.Millisecond))
+	wait := shardingWait(e.cfg.ReshardWait, e.clk.Now(), next, snap.Config.Misfire)
+	ctx, cancel := context.WithTimeout(e.soft, wait)
 	defer cancel()
 	if snap.IsLeader() && (snap.Necessary || !snap.Sharded()) && e.cfg.Resharder != nil {
 		if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {

@@ -25,13 +25,16 @@ func newMemRegistry() *memRegistry {
 	return &memRegistry{jobs: map[string]ejserver.JobConfig{}, versions: map[string]int32{}}
 }
 
-func (m *memRegistry) CreateJob(cfg ejserver.JobConfig) (int32, error) {
+func (m *memRegistry) CreateJobSharded(cfg ejserver.JobConfig, _ []string) (int32, error) {
 	if _, ok := m.jobs[cfg.JobName]; ok {
 		return 0, ejserver.Errorf(ejserver.ECONFLICT, "exists")
 	}
 	m.jobs[cfg.JobName] = cfg.Clone()
 	return 0, nil
 }
+
+// LivePeers: not listed yet, so jobs are created to be sharded by their leader.
+func (m *memRegistry) LivePeers() ([]cluster.Identity, bool) { return nil, false }
 
 func (m *memRegistry) GetJob(job string) (ejserver.JobConfig, int32, error) {
 	cfg, ok := m.jobs[job]

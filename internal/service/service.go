@@ -24,7 +24,8 @@ type Registry interface {
 	Jobs() []string
 	Job(name string) *cluster.JobSnapshot
 	Me() cluster.Identity
-	CreateJob(cfg ejserver.JobConfig) (int32, error)
+	CreateJobSharded(cfg ejserver.JobConfig, owners []string) (int32, error)
+	LivePeers() ([]cluster.Identity, bool)
 	GetJob(job string) (ejserver.JobConfig, int32, error)
 	ReplaceJob(cfg ejserver.JobConfig, version int32) (int32, error)
 	DeleteJob(job string) error
@@ -221,7 +222,7 @@ func (s *Service) CreateJob(ctx context.Context, cfg ejserver.JobConfig) (JobVie
 	cfg.Webhook.GenerateSecret = false
 	cfg.Webhook.PreviousSecret, cfg.Webhook.PreviousSecretExpiresAt = "", time.Time{}
 	cfg.Pause = nil // set only by PauseJob
-	version, err := s.reg.CreateJob(cfg)
+	version, err := s.reg.CreateJobSharded(cfg, s.firstOwners(cfg))
 	if err != nil {
 		return JobView{}, "", err
 	}

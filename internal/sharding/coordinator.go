@@ -28,6 +28,7 @@ type Registry interface {
 	WaitGone(ctx context.Context, paths []string) error
 	DeleteServer(job, ip string) error
 	Paths() cluster.Paths
+	LivePeers() ([]cluster.Identity, bool)
 }
 
 // Observer counts reshardings for metrics.
@@ -66,6 +67,9 @@ type Coordinator struct {
 	eager  chan struct{}
 	mu     sync.Mutex
 	queued map[string]bool
+	// checked holds the jobs whose sharding the leader looks at (Assess) before flagging resharding: a
+	// leader change, an instance that joined, a peer that left.
+	checked map[string]bool
 	// toReshard holds the jobs this peer leads whose necessary flag is set: they are resharded as soon as no
 	// item runs, instead of waiting for their next fire (which then finds the assignment ready).
 	toReshard map[string]bool
@@ -102,7 +106,7 @@ func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
 	}
 	return &Coordinator{
 		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock,
-		flags: make(chan string, 1), eager: make(chan struct{}, 1), queued: map[string]bool{}, toReshard: map[string]bool{},
+		flags: make(chan string, 1), eager: make(chan struct{}, 1), queued: map[string]bool{}, checked: map[string]bool{}, toReshard: map[string]bool{},
 		inflight:      map[string]*reshardCall{},
 		lastReconcile: map[string]time.Time{}, offlineSince: map[string]time.Time{}, stop: make(chan struct{}),
 	}
@@ -133,11 +137,26 @@ func (c *Coordinator) Stop() {
 // onEvent runs on registry workers: it only queues work.
 func (c *Coordinator) onEvent(ev cluster.Event) {
 	switch ev.Kind {
-	case cluster.InstancesChanged, cluster.ServersChanged:
-		c.queueFlag(ev.Job)
+	case cluster.InstancesChanged:
+		if len(ev.Removed) > 0 {
+			c.queueFlag(ev.Job)
+		} else {
+			c.queueCheck(ev.Job) // a peer registering on a job sharded at its creation changes nothing
+		}
+	case cluster.ServersChanged:
+		// a server node written by a peer registering is no change; ENABLED <-> DISABLED is, and Assess sees it
+		c.queueCheck(ev.Job)
+	case cluster.PeersChanged:
+		if len(ev.Removed) > 0 { // a peer that left before it registered on a job may own items of it
+			for _, job := range c.reg.Jobs() {
+				if c.reg.IsLeader(job) {
+					c.queueCheck(job)
+				}
+			}
+		}
 	case cluster.LeaderChanged:
 		if snap := c.reg.Job(ev.Job); snap != nil && snap.IsLeader() {
-			c.queueFlag(ev.Job) // a new leader reshards before its first fire
+			c.queueCheck(ev.Job) // a new leader reshards before its first fire, unless the sharding is right
 			c.queueReshard(ev.Job)
 		}
 	case cluster.NecessaryChanged, cluster.JobAdded:
@@ -159,6 +178,16 @@ func (c *Coordinator) onEvent(ev cluster.Event) {
 func (c *Coordinator) queueFlag(job string) {
 	c.mu.Lock()
 	c.queued[job] = true
+	c.mu.Unlock()
+	select {
+	case c.flags <- job:
+	default:
+	}
+}
+
+func (c *Coordinator) queueCheck(job string) {
+	c.mu.Lock()
+	c.checked[job] = true
 	c.mu.Unlock()
 	select {
 	case c.flags <- job:
@@ -240,7 +269,26 @@ func (c *Coordinator) flagLoop() {
 		c.mu.Lock()
 		jobs := slices.Collect(maps.Keys(c.queued))
 		clear(c.queued)
+		var checks []string
+		for job := range c.checked {
+			if !slices.Contains(jobs, job) {
+				checks = append(checks, job)
+			}
+		}
+		clear(c.checked)
 		c.mu.Unlock()
+		var peers []cluster.Identity
+		if len(checks) > 0 {
+			peers, _ = c.reg.LivePeers()
+		}
+		for _, job := range checks {
+			if !c.reg.IsLeader(job) {
+				continue
+			}
+			if snap := c.reg.Job(job); snap != nil && !snap.Necessary && c.assess(snap, peers) == Reshard {
+				jobs = append(jobs, job)
+			}
+		}
 		for _, job := range jobs {
 			if !c.reg.IsLeader(job) {
 				continue
@@ -263,6 +311,32 @@ func (c *Coordinator) flagLoop() {
 			}
 		}
 	}
+}
+
+// assess looks at a job's committed sharding (Assess) with the job's available instances and the live peers
+// that have not registered on it yet.
+func (c *Coordinator) assess(snap *cluster.JobSnapshot, peers []cluster.Identity) Verdict {
+	strategy, err := StrategyFor(snap.Config.JobShardingStrategyType)
+	if err != nil {
+		return Reshard // the resharding reports it
+	}
+	a := Assessment{Job: snap.Name, Strategy: strategy, Owners: make([]string, snap.Config.ShardingTotalCount)}
+	for i := range a.Owners {
+		if it := snap.Item(i); it.Exists {
+			a.Owners[i] = it.Owner
+		}
+	}
+	for id, ip := range snap.Instances {
+		if !snap.ServerDisabled(ip) {
+			a.Available = append(a.Available, Instance{ID: id, ServerIP: ip})
+		}
+	}
+	for _, p := range peers {
+		if !snap.Online(p.InstanceID) && !snap.ServerDisabled(p.ServerIP) {
+			a.Coming = append(a.Coming, Instance{ID: p.InstanceID, ServerIP: p.ServerIP})
+		}
+	}
+	return Assess(a)
 }
 
 // errItemsRunning: an eager resharding found items running and left the job to its next fire.
@@ -328,12 +402,7 @@ func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error 
 		if err != nil {
 			return err
 		}
-		owners := make([]string, total)
-		for id, items := range strategy(candidates, job, total) {
-			for _, i := range items {
-				owners[i] = id
-			}
-		}
+		owners := Owners(strategy(candidates, job, total), total)
 		if err := c.reg.BeginResharding(job); err != nil {
 			return fmt.Errorf("create processing: %w", err)
 		}

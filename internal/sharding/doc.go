@@ -18,4 +18,12 @@
 //
 // Peers never fire a job while necessary exists; a leader that dies mid-way leaves necessary set and no
 // processing node, so the next leader simply does it again.
+//
+// A job created through the API is born sharded (FirstOwners): the creating transaction writes
+// sharding/{i}/instance with the job's strategy over the live peers, and no necessary flag, so it fires from
+// its first scheduled time on every peer that has loaded it. A leader change, an instance joining, a server
+// node changing or a peer leaving no longer flag resharding by themselves: the leader flags it only when the
+// owners are not what the strategy gives the job's available instances (Assess: keep / coming / reshard;
+// "coming" is a sharding that will be right once the live peers still loading the job register). An
+// instance leaving, a changed item count or strategy, and reconcile flag it as before.
 package sharding

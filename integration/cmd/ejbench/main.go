@@ -10,7 +10,9 @@
 //	go run ./integration/cmd/ejbench -workload steady-200 -duration 1m -profile /tmp/prof
 //	go run ./integration/cmd/ejbench -workload async -duration 2m
 //
-// Workloads: steady-1k, steady-10k (1,000 / 10,000 jobs x 1 item every 10 s on 3 peers; steady-N for any N),
+// Workloads: steady-1k, steady-10k (1,000 / 10,000 jobs x 1 item every 10 s on 3 peers; steady-N for any N,
+// every 10 s up to 10,000 jobs and once a minute beyond, spread over the minute's seconds: steady-100000 is
+// not in the default list, it takes long),
 // fanout (1 job x 2,000 items, each with its parameter, every 10 s, 3 peers), second (200 jobs every second,
 // 1 peer), failover (kill -9 one of 3 peers while a slow receiver holds its items: time until every orphaned
 // item is re-POSTed), reshard (a 4th peer joins 3 peers carrying 1,000 jobs: time until fires use it), async
@@ -263,6 +265,11 @@ func lookupWorkload(name string, o options) (workload, error) {
 			return w, fmt.Errorf("workload %q: steady-N takes a number of jobs", name)
 		}
 		w.kind, w.sched.jobs = "steady", n
+		if n > 10000 {
+			// beyond steady-10k's 10,000 jobs every 10 s, each job fires once a minute (steady-100000 is issue
+			// 21's: 100,000 jobs spread over the minute's seconds, 1,667 items a second)
+			w.sched.period = time.Minute
+		}
 	case name == "fanout":
 		w.sched.jobs, w.sched.items, w.sched.spread, w.strategy = 1, 2000, false, "AVG_ALLOCATION"
 	case name == "second":

@@ -149,6 +149,20 @@ func printTable(w io.Writer, results []Result) {
 				parts = append(parts, "peers' counters over the window: "+strings.Join(cs, ", "))
 			}
 		}
+		if len(r.SetupCounters) > 0 {
+			var cs []string
+			for _, k := range slices.Sorted(maps.Keys(r.SetupCounters)) {
+				if strings.HasPrefix(k, "fires_skipped_total") || strings.HasPrefix(k, "reshardings_total") || strings.HasPrefix(k, "misfires_total") {
+					cs = append(cs, fmt.Sprintf("%s %.0f", k, r.SetupCounters[k]))
+				}
+			}
+			if len(cs) > 0 {
+				parts = append(parts, "peers' counters from their start to the window: "+strings.Join(cs, ", "))
+			}
+		}
+		if line := zkStateLine(r); line != "" {
+			parts = append(parts, line)
+		}
 		parts = append(parts, r.Notes...)
 		if len(parts) > 0 {
 			fmt.Fprintf(w, "%s (%s): %s\n", r.Workload, r.Run, strings.Join(parts, "; "))

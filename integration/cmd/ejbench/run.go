@@ -50,10 +50,18 @@ type Result struct {
 	RegisterMs   float64            `json:"registerMs,omitempty"`   // registering every job through the API
 	ReadyMs      float64            `json:"readyMs,omitempty"`      // from the last registration until every peer schedules every job
 	FirstFiresMs float64            `json:"firstFiresMs,omitempty"` // from then until every job had fired (and been sharded) once
-	Failover     *FailoverResult    `json:"failover,omitempty"`
-	Reshard      *ReshardResult     `json:"reshard,omitempty"`
-	Async        *AsyncResult       `json:"async,omitempty"`
-	Notes        []string           `json:"notes,omitempty"`
+	// SetupCounters: the peers' counters from their start until the window's start (registration, first fires,
+	// warm-up), summed over the peers: fires skipped while the jobs were being sharded show here.
+	SetupCounters map[string]float64 `json:"setupCounters,omitempty"`
+	// ZKStart, ZKReady, ZKEnd: what ZooKeeper held with the peers up and no job, when every peer scheduled
+	// every job, and at the window's end.
+	ZKStart  *ZKState        `json:"zkStart,omitempty"`
+	ZKReady  *ZKState        `json:"zkReady,omitempty"`
+	ZKEnd    *ZKState        `json:"zkEnd,omitempty"`
+	Failover *FailoverResult `json:"failover,omitempty"`
+	Reshard  *ReshardResult  `json:"reshard,omitempty"`
+	Async    *AsyncResult    `json:"async,omitempty"`
+	Notes    []string        `json:"notes,omitempty"`
 	// PeerLog holds the first ERROR and WARN lines of each peer's log, "peer N: line".
 	PeerLog []string `json:"peerLog,omitempty"`
 }
@@ -106,6 +114,9 @@ func (e *env) prepare(w workload, rec *recorder, r *Result) (*benchCluster, erro
 	if cp := rec.async.Load(); cp != nil {
 		cp.setPeers(c.urls())
 	}
+	if st, err := zkState(c.zk.Addr, c.zkPID); err == nil {
+		r.ZKStart = &st
+	}
 	took, err := c.register(w, rec.URL)
 	if err != nil {
 		c.stop()
@@ -119,6 +130,9 @@ func (e *env) prepare(w workload, rec *recorder, r *Result) (*benchCluster, erro
 		return nil, err
 	}
 	r.ReadyMs = float64(time.Since(t).Milliseconds())
+	if st, err := zkState(c.zk.Addr, c.zkPID); err == nil {
+		r.ZKReady = &st
+	}
 	e.logf("every peer schedules every job %s later", time.Since(t).Round(time.Millisecond))
 	return c, nil
 }
@@ -163,12 +177,13 @@ type measure struct {
 	u, zu    *usage
 	packets  int64
 	zkAddr   string
+	zkPID    int
 	c        *benchCluster
 	counters map[string]float64
 }
 
 func startMeasure(c *benchCluster) *measure {
-	m := &measure{u: startUsage(c.pids()), zkAddr: c.zk.Addr, c: c, counters: c.counters()}
+	m := &measure{u: startUsage(c.pids()), zkAddr: c.zk.Addr, zkPID: c.zkPID, c: c, counters: c.counters()}
 	if c.zkPID > 0 {
 		m.zu = startUsage([]int{c.zkPID})
 	}
@@ -190,6 +205,10 @@ func (m *measure) end(r *Result) {
 	mx, _ := zkFloat(m.zkAddr, "zk_max_latency")
 	r.ZKLatency = &Latency{P50: avg, Max: mx}
 	r.PeerCounters = counterDelta(m.counters, m.c.counters())
+	r.SetupCounters = counterDelta(nil, m.counters)
+	if st, err := zkState(m.zkAddr, m.zkPID); err == nil {
+		r.ZKEnd = &st
+	}
 }
 
 // sleepUntil sleeps until t, logging progress every 30 s.

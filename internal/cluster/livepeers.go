@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// livePeers is the registry's cache of the namespace's live peers (/{namespace}.ejserver/peers), kept fresh by
+// one children watch: a new job's first sharding is computed from it (FirstOwners), and a job's leader tells
+// an owner that has not registered on the job yet (a live peer still loading it) from one that is gone.
+// A peer's node is written once, so its identity is read once, when it appears.
+type livePeers struct {
+	mu     sync.RWMutex
+	byID   map[string]Identity
+	loaded bool // listed at least once
+}
+
+// LivePeers lists the live peers (sorted by instance id) and whether the list was read at least once.
+func (r *Registry) LivePeers() ([]Identity, bool) {
+	r.peers.mu.RLock()
+	defer r.peers.mu.RUnlock()
+	out := make([]Identity, 0, len(r.peers.byID))
+	for _, p := range r.peers.byID {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Identity) int { return strings.Compare(a.InstanceID, b.InstanceID) })
+	return out, r.peers.loaded
+}
+
+// PeerLive reports whether instance id has a live peer node, as the cache last saw it.
+func (r *Registry) PeerLive(id string) bool {
+	r.peers.mu.RLock()
+	defer r.peers.mu.RUnlock()
+	_, ok := r.peers.byID[id]
+	return ok
+}
+
+// refreshPeers lists (and re-watches) the peers and reads the identity of each new one. A peer that left is
+// reported as PeersChanged (Job ""), so the leaders look again at the jobs whose items it owned.
+func (r *Registry) refreshPeers() error {
+	ids, _, err := r.s.childrenW(r.p.Peers())
+	if err != nil {
+		return err
+	}
+	r.peers.mu.RLock()
+	var fresh []string
+	for _, id := range ids {
+		if _, ok := r.peers.byID[id]; !ok {
+			fresh = append(fresh, id)
+		}
+	}
+	r.peers.mu.RUnlock()
+	read := make(map[string]Identity, len(fresh))
+	for _, id := range fresh {
+		data, _, err := r.s.get(r.p.Peer(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone already
+		}
+		if err != nil {
+			return err
+		}
+		var p Identity
+		if json.Unmarshal(data, &p) != nil || p.InstanceID == "" {
+			p = Identity{InstanceID: id}
+		}
+		read[id] = p
+	}
+	r.peers.mu.Lock()
+	now := make(map[string]Identity, len(ids))
+	var removed, added []string
+	for _, id := range ids {
+		if p, ok := r.peers.byID[id]; ok {
+			now[id] = p
+		} else if p, ok := read[id]; ok {
+			now[id] = p
+			added = append(added, id)
+		}
+	}
+	for id := range r.peers.byID {
+		if _, ok := now[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
+	r.peers.byID, r.peers.loaded = now, true
+	r.peers.mu.Unlock()
+	if len(added) > 0 || len(removed) > 0 {
+		slices.Sort(added)
+		slices.Sort(removed)
+		r.emit([]Event{{Kind: PeersChanged, Added: added, Removed: removed}})
+	}
+	return nil
+}
