@@ -86,6 +86,8 @@ func consoleSteering(t *testing.T, b *browser, p *harness.Peer, recv *harness.Re
 			t.Fatalf("the preview lists %s, a day of the excluded calendar (%s, %s)", at, d1, d2)
 		}
 	}
+	eval[any](b, `document.getElementById('f-overlap').scrollIntoView()`)
+	b.screenshot("job-form-steering.png", false)
 	b.set("f-jobName", "steered")
 	b.set("f-url", recv.URL)
 	b.set("f-overlap", "SKIP")
@@ -137,6 +139,8 @@ func consoleSteering(t *testing.T, b *browser, p *harness.Peer, recv *harness.Re
 	b.do("cancel it", 10*time.Second, chromedp.Click(chromedp.CSS(`#backfill-table [data-backfill-cancel]`)), chromedp.Click(chromedp.CSS("#dialog button.danger")))
 	b.waitFor("it to be cancelled", `(() => { const r = document.querySelector('#backfill-table tbody tr');
 		return !!r && r.textContent.includes('CANCELLED') && !document.querySelector('[data-backfill-cancel]'); })()`, 20*time.Second)
+	eval[any](b, `document.getElementById('job-backfill').scrollIntoView()`)
+	b.screenshot("job-backfills.png", false)
 
 	// the failed view: two failed items replayed at once, each result on its row, each replay linked
 	flakySpec := job("flaky", "", 2, recv.URL)
@@ -157,13 +161,15 @@ func consoleSteering(t *testing.T, b *browser, p *harness.Peer, recv *harness.Re
 		return false; })()`, 20*time.Second)
 	b.do("select all and replay", 10*time.Second, chromedp.Click(chromedp.ID("failed-all")), chromedp.Click(chromedp.ID("failed-replay")))
 	b.waitFor("both replayed", `[...document.querySelectorAll('#failed-table .replay-result')].filter((c) => c.textContent.includes('replayed as')).length === 2`, 20*time.Second)
+	b.screenshot("failed-replay.png", false)
 	b.do("open a replay", 10*time.Second, chromedp.Click(chromedp.CSS(`#failed-table .replay-result a`)))
 	b.waitFor("the replay's page", `!!document.getElementById('exec-replay-of')`, 10*time.Second)
 	b.waitText("#exec-one", "MANUAL", 10*time.Second)
 	b.do("open the original", 10*time.Second, chromedp.Click(chromedp.ID("exec-replay-of")))
 	b.waitText("#exec-one", "FAILED", 10*time.Second)
+	b.route("#/executions?job=flaky", "Executions")
+	b.waitFor("the list to link both replays", `document.querySelectorAll('#exec-table .replay-of a').length === 2`, 10*time.Second)
 	if _, ok := recv.WaitFor(20*time.Second, func([]harness.Delivery) bool { return len(recv.Deliveries(ofJob("flaky"))) >= 4 }); !ok {
 		t.Fatalf("flaky deliveries: %d, want 2 failed and 2 replays", len(recv.Deliveries(ofJob("flaky"))))
 	}
-	b.screenshot("failed-replay.png", false)
 }

@@ -4,9 +4,13 @@
 import { html, $, setHTML, api, path, when, outcome, duration, canWrite, quiet, loadError } from '../lib.js';
 import { announce } from '../ui.js';
 
+// shortID names an execution in a table: its ids are UUIDv7, whose first characters are a time stamp shared by
+// the executions of one moment, so the end (random) tells them apart.
+export const shortID = (id) => `…${id.slice(-8)}`;
+
 // replayLink is the "replay of …" note of an execution that re-runs another (empty for the others).
 export const replayLink = (e) => (e.replayOf
-  ? html`<br><small class="replay-of">replay of <a href="#/executions/${encodeURIComponent(e.replayOf)}">${e.replayOf.slice(0, 8)}</a></small>`
+  ? html`<br><small class="replay-of">replay of <a href="#/executions/${encodeURIComponent(e.replayOf)}">${shortID(e.replayOf)}</a></small>`
   : '');
 
 export function executionScreen(main, r) {
@@ -21,7 +25,7 @@ export function executionScreen(main, r) {
     if (!ev.target.closest('[data-replay]') || !exec) return;
     try {
       const { data } = await api('POST', `/api/v1/executions/${path(exec.id)}/replay`);
-      announce(html`Replayed as <a href="#/executions/${encodeURIComponent(data.id)}">${data.id.slice(0, 8)}</a>.`);
+      announce(html`Replayed as <a href="#/executions/${encodeURIComponent(data.id)}">${shortID(data.id)}</a>.`);
     } catch (e) {
       if (!quiet(e)) announce(e.message, 'error');
     }

@@ -5,9 +5,7 @@
 import { html, $, $$, setHTML, api, path, when, canWrite, quiet, loadError, ApiError } from '../lib.js';
 import { setQuery, announce } from '../ui.js';
 import { showFieldErrors, clearFieldErrors } from '../app.js';
-import { replayLink } from './execution.js';
-
-const short = (id) => id.slice(0, 8);
+import { replayLink, shortID } from './execution.js';
 
 export function failedScreen(main, r) {
   const write = canWrite();
@@ -95,7 +93,7 @@ export function failedScreen(main, r) {
       setHTML(cell, html`<span class="muted">replaying…</span>`);
       try {
         const { data } = await api('POST', `/api/v1/executions/${path(box.value)}/replay`);
-        setHTML(cell, html`<span class="ok">replayed as <a href="#/executions/${encodeURIComponent(data.id)}">${short(data.id)}</a></span>`);
+        setHTML(cell, html`<span class="ok">replayed as <a href="#/executions/${encodeURIComponent(data.id)}">${shortID(data.id)}</a></span>`);
         box.checked = false;
         ok++;
       } catch (e) {
