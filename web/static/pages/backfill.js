@@ -6,11 +6,7 @@ import { announce, confirmAction } from '../ui.js';
 import { showFieldErrors, clearFieldErrors } from '../app.js';
 
 const POLICIES = ['BUFFER_ONE', 'SKIP', 'ALLOW'];
-const POLICY_LABELS = {
-  BUFFER_ONE: 'BUFFER_ONE (default): wait for the job\'s own run of the item',
-  SKIP: 'SKIP: leave out the items the job is running',
-  ALLOW: 'ALLOW: run beside the job\'s own run',
-};
+const POLICY_LABELS = { BUFFER_ONE: 'BUFFER_ONE (default)' };
 
 // isoOf reads a datetime-local value as the browser's local time; what isn't a time is sent as typed, so the
 // API's message names it.
@@ -35,7 +31,8 @@ export function backfillSection(el, name) {
       ${dateField('bf-from', 'from', 'From', 'your local time; included')}
       ${dateField('bf-to', 'to', 'To', 'included; not in the future')}
       <div class="field" data-field="overlapPolicy"><label for="bf-policy">Overlap policy</label>
-        <select id="bf-policy" name="overlapPolicy" aria-describedby="bf-policy-error">${options(POLICIES, 'BUFFER_ONE', POLICY_LABELS)}</select>
+        <p class="hint" id="bf-policy-hint">while the job runs an item: wait, skip it or run beside</p>
+        <select id="bf-policy" name="overlapPolicy" aria-describedby="bf-policy-hint bf-policy-error">${options(POLICIES, 'BUFFER_ONE', POLICY_LABELS)}</select>
         <p class="error" id="bf-policy-error"></p></div>
       <div class="field buttons-field"><button type="submit" class="primary">Start backfill</button></div>
     </form>` : ''}
