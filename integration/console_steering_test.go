@@ -94,9 +94,13 @@ func consoleSteering(t *testing.T, b *browser, p *harness.Peer, recv *harness.Re
 	b.set("f-jitter", "500")
 	b.set("f-endAt", "next tuesday")
 	b.set("f-remainingFires", "-1")
-	b.do("submit bad steering fields", 10*time.Second, chromedp.Click(chromedp.CSS(`#job-form button[type="submit"]`)))
+	b.do("keep to the excluded calendar too, and submit", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`input[name="includeCalendars"][value="off"]`)),
+		chromedp.Click(chromedp.CSS(`#job-form button[type="submit"]`)))
 	b.waitText("#f-endAt-error", "RFC 3339", 10*time.Second)
 	b.waitText("#f-remainingFires-error", "between 0", 10*time.Second)
+	b.waitText("#f-includeCalendars-error", "excluded too", 10*time.Second)
+	b.do("keep to every day again", 5*time.Second, chromedp.Click(chromedp.CSS(`input[name="includeCalendars"][value="off"]`)))
 	endAt := now.AddDate(0, 1, 0).Format(time.RFC3339)
 	b.set("f-endAt", endAt)
 	b.set("f-remainingFires", "100")

@@ -305,7 +305,8 @@ import { scheduleFieldset, readSchedule, mountCalendars, previewQuery } from './
         const { data } = await api('GET', `/api/v1/cron/next?${q}`);
         setHTML(out, html`${data.description || cron}. Next${calendars ? ' (calendars applied)' : ''}: ${data.next.length
           ? data.next.map((t, i) => html`${i ? ', ' : ''}<time datetime="${t}">${new Date(t).toLocaleString()}</time>`) : 'never'}`);
-        ['cron', 'timeZone', 'excludeCalendars', 'includeCalendars'].forEach((f) => mark(f, ''));
+        mark('cron', ''); // not the calendars' errors: a submit's may be there (the submit clears them itself)
+        mark('timeZone', '');
       } catch (e) {
         if (quiet(e)) return;
         out.textContent = '';
