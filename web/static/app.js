@@ -64,7 +64,7 @@ import { scheduleFieldset, readSchedule, mountCalendars, previewQuery } from './
         const cut = Math.max(name.lastIndexOf('.'), name.lastIndexOf('[')); // "a.b" and "a[0]" fall back to "a"
         name = cut > 0 ? name.slice(0, cut) : '';
       }
-      const shown = fe.field && box && name !== fe.field ? `${fe.field.slice(name.length + 1)}: ${fe.message}` : fe.message;
+      const shown = fe.field && box && name !== fe.field ? `${fe.field.slice(name.length).replace(/^\./, '')}: ${fe.message}` : fe.message;
       if (box) {
         const err = $('.error', box);
         err.textContent = err.textContent ? `${err.textContent} ${shown}` : shown;
