@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/service"
 )
 
 // fakeService answers the few calls these tests make; any other call panics (a nil interface).
@@ -18,7 +20,7 @@ type fakeService struct {
 	Service
 }
 
-func (f *fakeService) CronNext(expr, tz string, from time.Time, count int) ([]time.Time, string, error) {
+func (f *fakeService) CronNext(context.Context, service.CronQuery) ([]time.Time, string, error) {
 	return []time.Time{time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}, "", nil
 }
 

@@ -49,10 +49,13 @@ type TraceList struct {
 
 // CronPreview is the next fire times of an expression.
 type CronPreview struct {
-	Cron        string      `json:"cron"`
-	TimeZone    string      `json:"timeZone"`
-	Description string      `json:"description,omitempty"`
-	Next        []time.Time `json:"next"`
+	Cron        string `json:"cron"`
+	TimeZone    string `json:"timeZone"`
+	Description string `json:"description,omitempty"`
+	// ExcludeCalendars and IncludeCalendars are the calendars applied to Next, as asked.
+	ExcludeCalendars []string    `json:"excludeCalendars,omitempty"`
+	IncludeCalendars []string    `json:"includeCalendars,omitempty"`
+	Next             []time.Time `json:"next"`
 }
 
 // servers godoc
@@ -303,15 +306,17 @@ func (h *handlers) jobTraces(c echo.Context) error {
 // cronNext godoc
 //
 //	@Summary	Preview a cron expression
-//	@Description	The next fire times of an expression (5-field Unix, 6/7-field Quartz, or a descriptor) in a time zone, computed by the scheduler's own code. A bad expression gets 400 naming the part at fault.
+//	@Description	The next fire times of an expression (5-field Unix, 6/7-field Quartz, or a descriptor) in a time zone, computed by the scheduler's own code. With excludeCalendars or includeCalendars (names of the cluster's calendars, comma-separated or the parameter repeated) the fires are those a job with these calendars would run, by the same code as GET /api/v1/jobs/{jobName}/next. A bad expression gets 400 naming the part at fault; an unknown calendar gets 400 naming it.
 //	@Tags		cron
 //	@Produce	json,application/problem+json
 //	@Param		cron		query		string	true	"the expression"
 //	@Param		timeZone	query		string	false	"IANA name or GMT+8 form (default UTC)"
 //	@Param		from		query		string	false	"RFC 3339 start (default now)"
 //	@Param		count		query		int		false	"how many, 1-100 (default 5)"
+//	@Param		excludeCalendars	query	string	false	"calendars whose days are skipped (comma-separated)"
+//	@Param		includeCalendars	query	string	false	"calendars the fires are restricted to (comma-separated)"
 //	@Success	200			{object}	CronPreview
-//	@Failure	400			{object}	Problem	"a bad expression, time zone, from or count (field names it)"
+//	@Failure	400			{object}	Problem	"a bad expression, time zone, from, count or an unknown calendar (field names it)"
 //	@Failure	401			{object}	Problem	"no or unknown token"
 //	@Security	BearerAuth
 //	@Router		/api/v1/cron/next [get]
@@ -324,15 +329,31 @@ func (h *handlers) cronNext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	next, desc, err := h.svc.CronNext(c.QueryParam("cron"), c.QueryParam("timeZone"), from, count)
+	q := service.CronQuery{Expr: c.QueryParam("cron"), TimeZone: c.QueryParam("timeZone"), From: from, Count: count,
+		ExcludeCalendars: listParam(c, "excludeCalendars"), IncludeCalendars: listParam(c, "includeCalendars")}
+	next, desc, err := h.svc.CronNext(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	tz := c.QueryParam("timeZone")
+	tz := q.TimeZone
 	if tz == "" {
 		tz = "UTC"
 	}
-	return c.JSON(http.StatusOK, CronPreview{Cron: c.QueryParam("cron"), TimeZone: tz, Description: desc, Next: next})
+	return c.JSON(http.StatusOK, CronPreview{Cron: q.Expr, TimeZone: tz, Description: desc, Next: next,
+		ExcludeCalendars: q.ExcludeCalendars, IncludeCalendars: q.IncludeCalendars})
+}
+
+// listParam reads a list query parameter given comma-separated, repeated, or both; blanks are dropped.
+func listParam(c echo.Context, name string) []string {
+	var out []string
+	for _, v := range c.QueryParams()[name] {
+		for s := range strings.SplitSeq(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 func timeParam(c echo.Context, name string) (time.Time, error) {

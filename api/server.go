@@ -48,7 +48,7 @@ type Service interface {
 	Servers(ctx context.Context) ([]service.ServerView, error)
 	SetServerDisabled(ctx context.Context, ip string, disabled bool) (int, error)
 	Instances(ctx context.Context) ([]service.InstanceView, error)
-	CronNext(expr, timeZone string, from time.Time, count int) ([]time.Time, string, error)
+	CronNext(ctx context.Context, q service.CronQuery) ([]time.Time, string, error)
 	Executions(ctx context.Context, f history.ExecutionFilter) (history.ExecutionPage, error)
 	Execution(ctx context.Context, id string) (ejserver.Execution, error)
 	Traces(ctx context.Context, f history.TraceFilter) ([]ejserver.StatusTrace, error)

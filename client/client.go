@@ -560,7 +560,8 @@ func (c *Client) Instances(ctx context.Context, opts PageOptions) (*InstanceList
 }
 
 // CronNext returns the next fire times of an expression, computed by the scheduler's own code. A bad
-// expression is a 400 whose Field says "cron", "timeZone", "from" or "count".
+// expression is a 400 whose Field says "cron", "timeZone", "from" or "count"; an unknown calendar one whose
+// Field says "excludeCalendars" or "includeCalendars".
 func (c *Client) CronNext(ctx context.Context, cq CronQuery) (*CronPreview, error) {
 	q := url.Values{"cron": {cq.Cron}}
 	set(q, "timeZone", cq.TimeZone)
@@ -568,6 +569,8 @@ func (c *Client) CronNext(ctx context.Context, cq CronQuery) (*CronPreview, erro
 		q.Set("from", cq.From.Format(time.RFC3339Nano))
 	}
 	setInt(q, "count", cq.Count)
+	set(q, "excludeCalendars", strings.Join(cq.ExcludeCalendars, ","))
+	set(q, "includeCalendars", strings.Join(cq.IncludeCalendars, ","))
 	var out CronPreview
 	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/cron/next", query: q, out: &out}); err != nil {
 		return nil, err

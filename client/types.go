@@ -508,14 +508,20 @@ type CronQuery struct {
 	From time.Time
 	// Count is how many, 1-100 (0: 5).
 	Count int
+	// ExcludeCalendars and IncludeCalendars apply the cluster's calendars as a job naming them would
+	// (an unknown one is a 400 whose Field says which list).
+	ExcludeCalendars, IncludeCalendars []string
 }
 
 // CronPreview is the next fire times of an expression.
 type CronPreview struct {
-	Cron        string      `json:"cron"`
-	TimeZone    string      `json:"timeZone"`
-	Description string      `json:"description,omitempty"`
-	Next        []time.Time `json:"next"`
+	Cron        string `json:"cron"`
+	TimeZone    string `json:"timeZone"`
+	Description string `json:"description,omitempty"`
+	// ExcludeCalendars and IncludeCalendars are the calendars applied, as asked.
+	ExcludeCalendars []string    `json:"excludeCalendars,omitempty"`
+	IncludeCalendars []string    `json:"includeCalendars,omitempty"`
+	Next             []time.Time `json:"next"`
 }
 
 // HealthReport is /readyz's answer.

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,6 +109,26 @@ func TestCalendarsExcludeIncludeAndEditLive(t *testing.T) {
 			t.Fatalf("effective next fire %v is not on %s", at, tomorrow)
 		}
 	}
+	// the expression preview applies the same calendars by the same code: the job's fires, not the cron's
+	var preview struct {
+		Next []time.Time `json:"next"`
+	}
+	q := url.Values{"cron": {"* * * * * ?"}, "timeZone": {zone}, "count": {"3"}, "includeCalendars": {"tomorrow"},
+		"from": {next.Next[0].Add(-time.Second).Format(time.RFC3339)}}
+	mustDo(t, p, "GET", "/api/v1/cron/next?"+q.Encode(), nil, http.StatusOK, &preview)
+	if !slices.EqualFunc(preview.Next, next.Next, time.Time.Equal) {
+		t.Fatalf("cron preview with includeCalendars=tomorrow: %v, the job's next fires: %v", preview.Next, next.Next)
+	}
+	q.Set("excludeCalendars", "tomorrow,no-such-calendar")
+	raw = mustDo(t, p, "GET", "/api/v1/cron/next?"+q.Encode(), nil, http.StatusBadRequest, nil)
+	if !strings.Contains(string(raw), `"field":"excludeCalendars"`) || !strings.Contains(string(raw), "no-such-calendar") {
+		t.Fatalf("a preview naming an unknown calendar refused as %s", raw)
+	}
+	if out := cliOK(t, []string{"EJ_SERVER=" + p.Addr}, "cron", "next", "0 0 12 * * ?", "--tz", zone, "--count", "2",
+		"--include-calendars", "tomorrow"); strings.Count(out, tomorrow) != 1 {
+		t.Fatalf("ejserver cron next --include-calendars tomorrow: %s", out)
+	}
+
 	var view map[string]any
 	mustDo(t, p, "GET", "/api/v1/jobs/later", nil, http.StatusOK, &view)
 	if nft, _ := time.Parse(time.RFC3339, fmt.Sprint(view["nextFireTime"])); nft.In(loc).Format(time.DateOnly) != tomorrow {

@@ -93,7 +93,7 @@ Usage:
   ejserver backfill replay EXECUTION  re-run one failed execution
   ejserver alerts defaults | set-defaults -f FILE
                                       the cluster's default alert rules
-  ejserver cron next 'EXPR' [--tz ZONE] [--count N]
+  ejserver cron next 'EXPR' [--tz ZONE] [--count N] [--exclude-calendars A,B] [--include-calendars C]
   ejserver stats job NAME|cluster|load [--window 24h] [--bucket 5m] [--horizon 1h]
                                       a job's or every job's stats per bucket; the load ahead
   ejserver token new|hash [--role admin|viewer] [--name NAME]

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/calendar"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/cronexpr"
 	"github.com/ejserver/ejserver/internal/history"
@@ -201,36 +202,49 @@ func (s *Service) SetJobServerDisabled(ctx context.Context, job, ip string, disa
 // MaxCronPreview bounds the fire times one preview returns.
 const MaxCronPreview = 100
 
-// CronNext returns the next count fire times of expr in timeZone after from, computed by the scheduler's
-// own code. Errors name the field ("cron" or "timeZone").
-func (s *Service) CronNext(expr, timeZone string, from time.Time, count int) ([]time.Time, string, error) {
-	if count < 1 || count > MaxCronPreview {
-		return nil, "", ejserver.Invalid("count", "must be between 1 and %d, got %d", MaxCronPreview, count)
+// CronQuery asks for the next fire times of an expression, optionally with a job's calendars applied.
+type CronQuery struct {
+	Expr     string
+	TimeZone string
+	From     time.Time // zero: now
+	Count    int
+	// ExcludeCalendars and IncludeCalendars name cluster calendars, as a job's fields do; an unknown one is
+	// an EINVALID error naming the field and the calendar.
+	ExcludeCalendars, IncludeCalendars []string
+}
+
+// CronNext returns the next Count fire times of the expression in its time zone after From, computed by the
+// scheduler's own code, with the named calendars applied by the same rules a job's next fires use
+// (JobNextFires). Errors name the field ("cron", "timeZone", "count", "excludeCalendars",
+// "includeCalendars").
+func (s *Service) CronNext(ctx context.Context, q CronQuery) ([]time.Time, string, error) {
+	if q.Count < 1 || q.Count > MaxCronPreview {
+		return nil, "", ejserver.Invalid("count", "must be between 1 and %d, got %d", MaxCronPreview, q.Count)
 	}
-	loc, err := cronexpr.LoadLocation(timeZone)
+	loc, err := cronexpr.LoadLocation(q.TimeZone)
 	if err != nil {
 		return nil, "", ejserver.Invalid("timeZone", "%v", err)
 	}
-	if expr == "" {
+	if q.Expr == "" {
 		return nil, "", ejserver.Invalid("cron", "is required")
 	}
-	sched, err := cronexpr.Parse(expr, loc)
+	sched, err := cronexpr.Parse(q.Expr, loc)
 	if err != nil {
 		return nil, "", ejserver.Invalid("cron", "%v", err)
 	}
+	from := q.From
 	if from.IsZero() {
 		from = s.clk.Now()
 	}
-	out := []time.Time{}
-	t := from
-	for range count {
-		t = sched.Next(t)
-		if t.IsZero() {
-			break
-		}
-		out = append(out, t)
+	r, err := s.previewRules(ctx, q.ExcludeCalendars, q.IncludeCalendars)
+	if err != nil {
+		return nil, "", err
 	}
-	return out, s.describe(expr), nil
+	out := calendar.Next(sched.Next, r, from, q.Count, -1)
+	if out == nil {
+		out = []time.Time{}
+	}
+	return out, s.describe(q.Expr), nil
 }
 
 func (s *Service) history() (history.Store, error) {

@@ -163,6 +163,19 @@ func (s *Service) rules(ctx context.Context, cfg *ejserver.JobConfig) (calendar.
 	return r, err
 }
 
+// previewRules are the calendar rules of a preview that names calendars without a stored job: the job's
+// own path (rules), so that a preview and the job's next fires agree.
+func (s *Service) previewRules(ctx context.Context, exclude, include []string) (calendar.Rules, error) {
+	if s.cfg.Calendars == nil && len(exclude)+len(include) > 0 {
+		field := "excludeCalendars"
+		if len(exclude) == 0 {
+			field = "includeCalendars"
+		}
+		return calendar.Rules{}, ejserver.Invalid(field, "this peer has no calendar store")
+	}
+	return s.rules(ctx, &ejserver.JobConfig{ExcludeCalendars: exclude, IncludeCalendars: include})
+}
+
 func (s *Service) effective(cfg ejserver.JobConfig, r calendar.Rules, from time.Time, count, remaining int) []time.Time {
 	loc, err := cronexpr.LoadLocation(cfg.TimeZone)
 	if err != nil {

@@ -28,6 +28,8 @@ const actions = {
     if (!(await confirmAction({ title: `Disable ${d.job}?`, body: 'It stops firing on every peer until enabled. Items already running finish.', confirm: 'Disable job', danger: true }))) return;
     await run(() => api('POST', `/api/v1/jobs/${path(d.job)}/disable`), `Disabled ${d.job}: it no longer fires.`);
   },
+  'pause-job': (d) => pauseDialog(d.job),
+  'resume-job': (d) => run(() => api('POST', `/api/v1/jobs/${path(d.job)}/resume`), `Resumed ${d.job}: its next scheduled fire runs.`),
   'enable-job': (d) => run(() => api('POST', `/api/v1/jobs/${path(d.job)}/enable`), `Enabled ${d.job}: it fires again.`),
   'delete-job': async (d) => {
     if (!(await confirmAction({ title: `Delete ${d.job}?`, body: 'Every peer stops firing it at once and its registry subtree is removed. This cannot be undone; its execution history is kept.', confirm: 'Delete job', danger: true }))) return;
@@ -130,6 +132,39 @@ function triggerDialog(job, total, itemParams, jobParameter) {
       } catch (e) {
         if (quiet(e)) return null;
         $('#trigger-error', form).textContent = e.message;
+        return undefined; // keep the dialog open to correct it
+      }
+    },
+  });
+}
+
+// pause: scheduled fires are skipped until resume; the note says why, beside who paused and when
+function pauseDialog(job) {
+  return openDialog(html`
+    <form class="dialog-form" novalidate>
+      <h2 id="dialog-title">Pause ${job}</h2>
+      <p>Its scheduled fires are skipped on every peer until it is resumed (skipped fires are not made up).
+        Manual triggers still run; unlike Disable, its items stay assigned.</p>
+      <div class="field">
+        <label for="pause-note">Why (shown with your name on the job)</label>
+        <input id="pause-note" name="note" autocomplete="off" maxlength="1024" aria-describedby="pause-error">
+        <p class="error" id="pause-error" role="alert"></p>
+      </div>
+      <div class="buttons">
+        <button type="submit" class="primary">Pause</button>
+        <button type="button" data-close>Cancel</button>
+      </div>
+    </form>`, {
+    initial: '#pause-note',
+    onSubmit: async (form) => {
+      try {
+        await api('POST', `/api/v1/jobs/${path(job)}/pause`, { body: { note: $('#pause-note', form).value } });
+        announce(`Paused ${job}: scheduled fires are skipped until resumed.`);
+        refreshNow();
+        return true;
+      } catch (e) {
+        if (quiet(e)) return null;
+        $('#pause-error', form).textContent = e.message;
         return undefined; // keep the dialog open to correct it
       }
     },

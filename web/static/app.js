@@ -3,7 +3,7 @@
 // former wrapper so that changes made to the form on other branches merge line for line (re-indent it after).
 import { html, $, $$, setHTML, api, path, can, canWrite, quiet, options, loadError, ApiError } from './lib.js';
 import { announce, openDialog } from './ui.js';
-import { scheduleFieldset, readSchedule } from './pages/schedule.js';
+import { scheduleFieldset, readSchedule, mountCalendars, previewQuery } from './pages/schedule.js';
 
 
   const FIELDS_KEPT = ['jobExecutorThreadPoolSizeProviderType', 'jobErrorHandlerType', 'staticSharding', 'overwrite', 'async'];
@@ -27,8 +27,8 @@ import { scheduleFieldset, readSchedule } from './pages/schedule.js';
   function area(id, name, label, value, hint) {
     return field(id, name, label, html`<textarea id="${id}" name="${name}" rows="3" autocomplete="off" spellcheck="false" aria-describedby="${described(id, hint)}">${value || ''}</textarea>`, hint);
   }
-  function select(id, name, label, values, value, hint) {
-    return field(id, name, label, html`<select id="${id}" name="${name}" aria-describedby="${described(id, hint)}">${options(values, value)}</select>`, hint);
+  function select(id, name, label, values, value, hint, labels) {
+    return field(id, name, label, html`<select id="${id}" name="${name}" aria-describedby="${described(id, hint)}">${options(values, value, labels)}</select>`, hint);
   }
   function check(id, name, label, checked, hint) {
     return html`<div class="field check-field" data-field="${name}">
@@ -61,9 +61,10 @@ import { scheduleFieldset, readSchedule } from './pages/schedule.js';
       while (name) {
         box = $(`[data-field="${CSS.escape(name)}"]`, form);
         if (box) break;
-        name = name.includes('.') ? name.slice(0, name.lastIndexOf('.')) : '';
+        const cut = Math.max(name.lastIndexOf('.'), name.lastIndexOf('[')); // "a.b" and "a[0]" fall back to "a"
+        name = cut > 0 ? name.slice(0, cut) : '';
       }
-      const shown = fe.field && box && name !== fe.field ? `${fe.field.slice(name.length + 1)}: ${fe.message}` : fe.message;
+      const shown = fe.field && box && name !== fe.field ? `${fe.field.slice(name.length).replace(/^\./, '')}: ${fe.message}` : fe.message;
       if (box) {
         const err = $('.error', box);
         err.textContent = err.textContent ? `${err.textContent} ${shown}` : shown;
@@ -124,9 +125,7 @@ import { scheduleFieldset, readSchedule } from './pages/schedule.js';
       streamingProcess: c('streamingProcess'),
       disabled: c('disabled'),
       failover: c('failover'),
-      misfire: c('misfire'),
       monitorExecution: c('monitorExecution'),
-      replayMissedFires: c('replayMissedFires'),
       maxTimeDiffSeconds: toNumber(v('maxTimeDiffSeconds')),
       reconcileIntervalMinutes: toNumber(v('reconcileIntervalMinutes')),
       maxConcurrentRequests: toNumber(v('maxConcurrentRequests')),
@@ -262,14 +261,12 @@ import { scheduleFieldset, readSchedule } from './pages/schedule.js';
           ${check('f-streaming', 'streamingProcess', 'Streaming (DATAFLOW: re-POST while the receiver has more)', j.streamingProcess)}
           ${check('f-monitor', 'monitorExecution', 'Monitor execution (record running items)', def(j.monitorExecution, true))}
           ${check('f-failover', 'failover', 'Failover (re-POST a dead peer\'s running items)', j.failover)}
-          ${check('f-misfire', 'misfire', 'Misfire (one catch-up run after an overlapping fire)', def(j.misfire, true))}
-          ${check('f-replay', 'replayMissedFires', 'Replay fires missed while the whole cluster was down', j.replayMissedFires)}
           ${check('f-disabled', 'disabled', 'Disabled', j.disabled)}
           ${number('f-timediff', 'maxTimeDiffSeconds', 'Max clock difference (s)', def(j.maxTimeDiffSeconds, ''), '-1: not checked (default)')}
           ${number('f-reconcile', 'reconcileIntervalMinutes', 'Reconcile interval (min)', def(j.reconcileIntervalMinutes, ''), 'default 10')}
           ${number('f-maxconc', 'maxConcurrentRequests', 'Max concurrent requests', j.maxConcurrentRequests || '', 'per peer; empty: the peer\'s limit')}
         </fieldset>
-        ${scheduleFieldset(j, { select, number })}
+        ${scheduleFieldset(j, { select, number, text })}
         ${alertsView().fieldset(j)}
         <fieldset><legend>Properties</legend>
           ${area('f-props', 'props', 'Properties', lines(j.props, '='), 'one key=value a line')}
@@ -296,29 +293,32 @@ import { scheduleFieldset, readSchedule } from './pages/schedule.js';
       const q = new URLSearchParams({ cron, count: '3' });
       const tz = form.elements.namedItem('timeZone').value.trim();
       if (tz) q.set('timeZone', tz);
+      const calendars = previewQuery(form, q);
       const mark = (name, message) => {
         const box = $(`[data-field="${name}"]`, form);
         const input = $('input', box);
         $('.error', box).textContent = message;
-        if (message) input.setAttribute('aria-invalid', 'true');
-        else input.removeAttribute('aria-invalid');
+        if (input && message) input.setAttribute('aria-invalid', 'true');
+        else if (input) input.removeAttribute('aria-invalid');
       };
       try {
         const { data } = await api('GET', `/api/v1/cron/next?${q}`);
-        out.textContent = `${data.description || cron}. Next: ${data.next.map((t) => new Date(t).toLocaleString()).join(', ') || 'never'}`;
-        mark('cron', '');
+        setHTML(out, html`${data.description || cron}. Next${calendars ? ' (calendars applied)' : ''}: ${data.next.length
+          ? data.next.map((t, i) => html`${i ? ', ' : ''}<time datetime="${t}">${new Date(t).toLocaleString()}</time>`) : 'never'}`);
+        mark('cron', ''); // not the calendars' errors: a submit's may be there (the submit clears them itself)
         mark('timeZone', '');
       } catch (e) {
         if (quiet(e)) return;
         out.textContent = '';
         // the API's message, next to the field it names, as a submit would show it
         const errs = (e.problem && e.problem.errors) || [];
-        const fe = errs.find((x) => x.field === 'cron' || x.field === 'timeZone');
+        const fe = errs.find((x) => ['cron', 'timeZone', 'excludeCalendars', 'includeCalendars'].includes(x.field));
         if (fe) mark(fe.field, fe.message);
         else out.textContent = `Not valid: ${e.message}`;
       }
     };
     $('#cron-check', form).addEventListener('click', preview);
+    mountCalendars(form, () => { if (form.elements.namedItem('cron').value.trim()) preview(); });
     form.elements.namedItem('cron').addEventListener('change', preview);
     if (job && job.cron) preview();
 

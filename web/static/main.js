@@ -1,7 +1,7 @@
 // ejserver's web console: a client of the REST API at /api/v1, with no framework and no build step: ES
 // modules the browser loads as they are. Screens are hash routes (#/overview, #/jobs, #/jobs/NAME,
 // #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/workflows,
-// #/workflows/NAME, #/workflows/NAME/runs/ID, #/executions, #/servers, #/alerts, #/channels, #/calendars, #/audit). The open screen
+// #/workflows/NAME, #/workflows/NAME/runs/ID, #/executions, #/executions/ID, #/failed, #/servers, #/alerts, #/channels, #/calendars, #/audit). The open screen
 // refreshes itself every POLL_MS while the tab is visible; tables are patched row by row and cell by cell, so a
 // refresh keeps the keyboard focus where it was.
 //
@@ -17,6 +17,8 @@ import { serversScreen } from './pages/servers.js';
 import { fireScreen } from './pages/fire.js';
 import { overviewScreen } from './pages/overview.js';
 import { calendarsScreen } from './pages/calendars.js';
+import { failedScreen } from './pages/failed.js';
+import { executionScreen } from './pages/execution.js';
 import { workflowsScreen, workflowScreen, runScreen } from './pages/workflows.js';
 import { alertsView, formScreen, field, text, select, check, area, showFieldErrors, clearFieldErrors } from './app.js';
 
@@ -81,7 +83,9 @@ function screenFor(r) {
   if (a === 'workflows' && !b) return workflowsScreen;
   if (a === 'workflows' && b && !c) return workflowScreen;
   if (a === 'workflows' && b && c === 'runs' && r.parts[3]) return runScreen;
+  if (a === 'executions' && b) return executionScreen;
   if (a === 'executions') return executionsScreen;
+  if (a === 'failed') return failedScreen;
   if (a === 'servers') return serversScreen;
   if (a === 'alerts') return (main) => alertsView().screen(main);
   if (a === 'channels') return (main) => channelsView().screen(main);

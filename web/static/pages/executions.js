@@ -3,6 +3,7 @@
 import { html, $, setHTML, patchRows, api, path, when, badge, outcome, duration, options, loadError, ApiError, SOURCES } from '../lib.js';
 import { setQuery, refreshNow } from '../ui.js';
 import { showFieldErrors, clearFieldErrors } from '../app.js';
+import { replayLink } from './execution.js';
 
 // items answered 202 Accepted: their lease, progress and messages (async.js)
 export const asyncView = window.ejserverAsync({ html, badge, when });
@@ -12,10 +13,10 @@ export function executionRows(items, { showJob = true } = {}) {
     key: e.id,
     cls: e.completedAt && !e.success && e.state !== 'CANCELLED' ? 'row-failed' : '',
     cells: [
-      when(e.startedAt),
+      html`<a href="#/executions/${encodeURIComponent(e.id)}" class="exec-link">${when(e.startedAt)}</a>`,
       ...(showJob ? [html`<a href="#/jobs/${encodeURIComponent(e.jobName)}">${e.jobName}</a>`] : []),
       String(e.shardingItem),
-      html`<span class="source">${e.source}</span>`,
+      html`<span class="source">${e.source}</span>${replayLink(e)}`,
       html`<span class="mono">${e.instanceId}</span>`,
       e.async ? asyncView.result(e) : outcome(e),
       String(e.attempts),

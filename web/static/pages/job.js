@@ -6,6 +6,7 @@ import { executionRows, executionHead, executionCols, asyncView } from './execut
 import { jobCharts } from './jobcharts.js';
 import { alertsView } from '../app.js';
 import { scheduleView } from './schedule.js';
+import { backfillSection } from './backfill.js';
 
 export function jobScreen(main, r) {
   const name = r.parts[1];
@@ -46,6 +47,7 @@ export function jobScreen(main, r) {
         </table>
       </div>
     </section>
+    <section aria-labelledby="backfill-title" id="job-backfill"></section>
     <section aria-labelledby="recent-title">
       <h2 id="recent-title">Recent executions</h2>
       <p><a href="#/executions?job=${encodeURIComponent(name)}">All executions of ${name}, with filters</a></p>
@@ -66,6 +68,7 @@ export function jobScreen(main, r) {
   const jobURL = `/api/v1/jobs/${path(name)}`;
   const charts = jobCharts($('#job-charts', main), name, { window: r.query.get('window') || '24h',
     onWindow: (w) => setQuery({ window: w === '24h' ? '' : w }) });
+  const backfills = backfillSection($('#job-backfill', main), name);
   return {
     live: true,
     destroy: () => charts.destroy(),
@@ -92,11 +95,14 @@ export function jobScreen(main, r) {
           : Promise.resolve(null),
         api('GET', `${jobURL}/executions?limit=10`).then((x) => x.data).catch((e) => { if (quiet(e)) throw e; return { error: e.message }; }),
       ]);
-      setHTML($('#job-status', main), badge(job.status));
+      setHTML($('#job-status', main), html`${badge(job.status)}${job.pause ? html` ${badge('PAUSED')}` : ''}`);
       $('#job-description', main).textContent = job.description || '';
       if (write) {
         setHTML($('#job-actions', main), html`
           <button type="button" data-action="trigger" data-job="${job.jobName}" data-total="${job.shardingTotalCount}" data-params="${job.shardingItemParameters || ''}" data-param="${job.jobParameter || ''}">Trigger…</button>
+          ${job.pause
+            ? html`<button type="button" data-action="resume-job" data-job="${job.jobName}">Resume</button>`
+            : html`<button type="button" data-action="pause-job" data-job="${job.jobName}">Pause…</button>`}
           ${job.disabled
             ? html`<button type="button" data-action="enable-job" data-job="${job.jobName}">Enable</button>`
             : html`<button type="button" data-action="disable-job" data-job="${job.jobName}">Disable</button>`}
@@ -105,6 +111,7 @@ export function jobScreen(main, r) {
       }
       const st = job.stats;
       setHTML($('#job-summary', main), html`
+        ${job.pause ? html`<div class="wide"><dt>Paused</dt><dd class="warn" id="job-pause">by ${job.pause.by}, ${when(job.pause.at, { short: true })}${job.pause.note ? `: ${job.pause.note}` : ' (no note)'}</dd></div>` : ''}
         <div><dt>Schedule</dt><dd>${job.cron ? html`<code>${job.cron}</code> · ` : ''}${job.cronDescription || ''}${job.timeZone ? ` (${job.timeZone})` : ''}</dd></div>
         <div><dt>Next fire</dt><dd>${when(job.nextFireTime)}</dd></div>
         <div><dt>Last fire on this peer</dt><dd>${when(job.lastFireTime)}</dd></div>
@@ -166,7 +173,7 @@ export function jobScreen(main, r) {
         recentEmpty.textContent = 'No executions yet.';
       }
       renderConfig($('#job-config', main), job);
-      await charts.refresh();
+      await Promise.all([charts.refresh(), backfills.refresh(job)]);
     },
     fail: (e) => loadError($('#job-error', main), e),
   };
