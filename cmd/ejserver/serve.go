@@ -415,7 +415,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer alerting.stop()
 	// workflows: the peer holding the engine duty advances every run (a fire's end reaches it through the
 	// fire ledger the alert service keeps)
-	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets, Clock: clk, Logger: log})
+	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets, Clock: clk, Logger: log,
+		Stepped: killAfterFiring(log)})
 	if err := workflows.Start(); err != nil {
 		return abort(err)
 	}

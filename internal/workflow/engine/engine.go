@@ -38,6 +38,7 @@ type Registry interface {
 	Job(name string) *cluster.JobSnapshot
 	FireOpen(job, fire string) (bool, error)
 	TriggerWaiting(job, instance string) (bool, error)
+	handOnRegistry
 }
 
 // Recorder keeps runs in the history (the history store satisfies it); it is told every run the engine
@@ -67,6 +68,9 @@ type EngineConfig struct {
 	// KeepRuns is how many ended runs of each workflow stay in ZooKeeper (the history keeps them all).
 	// Default 20.
 	KeepRuns int
+	// Stepped, if set, is told each run step the engine wrote, with the nodes whose triggers it wrote with
+	// it (a test's fault point: cmd/ejserver's EJ_TEST_KILL_AFTER_FIRING kills the peer there).
+	Stepped func(r workflow.Run, fired []string)
 }
 
 // Engine advances workflow runs on the one peer that holds the engine duty.
@@ -210,6 +214,8 @@ type duty struct {
 	due   map[string]time.Time // workflow -> its next scheduled run
 	defs  map[string]workflow.Workflow
 	lost  map[string]time.Time // job/fire -> when first seen without a ledger or a trigger
+	// orphans are the triggers (job/fire@instance) found waiting for a vanished instance on the last tick
+	orphans map[string]bool
 	// endedIn are the workflows a run of which ended since their last prune; prunedAt when the last was
 	endedIn  map[string]bool
 	prunedAt time.Time
@@ -522,6 +528,9 @@ func (d *duty) steps(wf, id string, evs []workflow.Event) bool {
 		case err == nil:
 			d.follow(next, v)
 			d.ended(lr.run, next, len(fires))
+			if d.e.cfg.Stepped != nil {
+				d.e.cfg.Stepped(next, firedNodes(lr.run, next))
+			}
 			return true
 		case errors.Is(err, cluster.ErrRunChanged):
 			delete(d.runs, runKey(wf, id)) // read it again
@@ -634,6 +643,17 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 			d.e.cfg.Observer.RunEnded(after.Workflow, after.State, after.EndedAt.Sub(after.CreatedAt))
 		}
 	}
+}
+
+// firedNodes names the nodes of after whose fire is new since before.
+func firedNodes(before, after workflow.Run) []string {
+	var out []string
+	for _, n := range after.Nodes {
+		if p, ok := before.Node(n.Name); n.Fire != "" && (!ok || p.Fire != n.Fire) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 func sameNodes(a, b workflow.Run) bool {
