@@ -18,6 +18,7 @@ import (
 //	/{ns}.ejserver/workflow-inbox/m-{seq}           the engine's inbox: runs to start, cancels, retries,
 //	                                                and the ends of node fires (written with the fire's close)
 //	/{ns}.ejserver/workflow-engines/w-{seq}         the peers standing for the engine duty (ephemeral)
+//	/{ns}.ejserver/workflow-cancels/c-{seq}         node fires a cancelled run stops (workflow_cancels.go)
 //
 // The peer whose engine node is lowest advances runs; each of its writes carries a check that its node
 // still exists, and the run's version.
@@ -227,11 +228,17 @@ type NodeFire struct {
 	Request   TriggerRequest
 }
 
-// AdvanceRun writes a run's next state if it still has version, with the triggers of the nodes it fires, in
-// one transaction fenced by the engine's node: ErrRunChanged if the run moved (or the fence went),
-// ErrTriggerPending if a job still has an earlier trigger waiting. It returns the run's new version.
-func (r *Registry) AdvanceRun(fence any, workflow, id string, version int32, run []byte, fires []NodeFire) (int32, error) {
+// AdvanceRun writes a run's next state if it still has version, with the triggers of the nodes it fires and
+// the cancels of the node fires it stops, in one transaction fenced by the engine's node: ErrRunChanged if
+// the run moved (or the fence went), ErrTriggerPending if a job still has an earlier trigger waiting. It
+// returns the run's new version.
+func (r *Registry) AdvanceRun(fence any, workflow, id string, version int32, run []byte, fires []NodeFire, cancels []FireCancel) (int32, error) {
 	ops := []any{fence, opSet(r.p.workflowRun(workflow, id), run, version)}
+	stops, err := r.cancelOps(cancels)
+	if err != nil {
+		return 0, err
+	}
+	ops = append(ops, stops...)
 	for _, f := range fires {
 		data, err := json.Marshal(f.Request)
 		if err != nil {

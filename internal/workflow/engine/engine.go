@@ -33,12 +33,13 @@ type Registry interface {
 	RunIDs(wf string) ([]string, error)
 	ReadRun(wf, id string) ([]byte, int32, error)
 	CreateRun(fence any, wf, id string, run, msg []byte) error
-	AdvanceRun(fence any, wf, id string, version int32, run []byte, fires []cluster.NodeFire) (int32, error)
+	AdvanceRun(fence any, wf, id string, version int32, run []byte, fires []cluster.NodeFire, cancels []cluster.FireCancel) (int32, error)
 	DropRun(fence any, wf, id string) error
 	Job(name string) *cluster.JobSnapshot
 	FireOpen(job, fire string) (bool, error)
 	TriggerWaiting(job, instance string) (bool, error)
 	handOnRegistry
+	cancelRegistry
 }
 
 // Recorder keeps runs in the history (the history store satisfies it); it is told every run the engine
@@ -219,6 +220,8 @@ type duty struct {
 	// endedIn are the workflows a run of which ended since their last prune; prunedAt when the last was
 	endedIn  map[string]bool
 	prunedAt time.Time
+	// cancelsAt is when old fire cancels were last dropped
+	cancelsAt time.Time
 }
 
 func runKey(wf, id string) string { return wf + "/" + id }
@@ -271,6 +274,7 @@ func (d *duty) hold() bool {
 			}
 			d.schedule()
 			d.pruneEnded()
+			d.dropOldCancels()
 			d.sweep()
 		}
 		t.Stop()
@@ -523,9 +527,11 @@ func (d *duty) steps(wf, id string, evs []workflow.Event) bool {
 		if err != nil {
 			return true
 		}
-		v, err := d.e.reg.AdvanceRun(d.fence, wf, id, lr.version, data, fires)
+		stops := stoppedFires(lr.run, next, d.e.clk.Now())
+		v, err := d.e.reg.AdvanceRun(d.fence, wf, id, lr.version, data, fires, stops)
 		switch {
 		case err == nil:
+			d.dropTriggers(stops)
 			d.follow(next, v)
 			d.ended(lr.run, next, len(fires))
 			if d.e.cfg.Stepped != nil {
