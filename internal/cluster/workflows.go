@@ -210,8 +210,30 @@ func (r *Registry) ReadInbox(name string) ([]byte, error) {
 	return data, err
 }
 
-// DropInbox deletes inbox messages the engine applied (gone already is fine).
+// ReadInboxMany reads inbox messages at once (pipelined on the session: about one round trip for a burst of
+// node ends, not one each); a message gone meanwhile is nil.
+func (r *Registry) ReadInboxMany(names []string) ([][]byte, error) {
+	out := make([][]byte, len(names))
+	err := concurrently(len(names), func(i int) error {
+		data, err := r.ReadInbox(names[i])
+		out[i] = data
+		return err
+	})
+	return out, err
+}
+
+// DropInbox deletes inbox messages the engine applied (gone already is fine), fenced: all in one
+// transaction, or one by one when one of them went meanwhile.
 func (r *Registry) DropInbox(fence any, names ...string) error {
+	if len(names) > 1 {
+		ops := []any{fence}
+		for _, n := range names {
+			ops = append(ops, opDelete(r.p.workflowInbox()+"/"+n, -1))
+		}
+		if _, err := r.s.multi(ops...); err == nil || !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
 	for _, n := range names {
 		_, err := r.s.multi(fence, opDelete(r.p.workflowInbox()+"/"+n, -1))
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {

@@ -25,7 +25,7 @@ type Registry interface {
 	ResignEngine(node string)
 	Inbox() ([]string, <-chan struct{}, error)
 	InboxNames() ([]string, error)
-	ReadInbox(name string) ([]byte, error)
+	ReadInboxMany(names []string) ([][]byte, error)
 	DropInbox(fence any, names ...string) error
 	WatchWorkflows() ([]string, <-chan struct{}, error)
 	WorkflowNames() ([]string, error)
@@ -399,11 +399,12 @@ func (d *duty) inbox(names []string) bool {
 		order, ends, done = nil, map[string][]workflow.Event{}, map[string][]string{}
 		return true
 	}
-	for _, name := range names {
-		data, err := d.e.reg.ReadInbox(name)
-		if err != nil {
-			return false
-		}
+	msgs, err := d.e.reg.ReadInboxMany(names)
+	if err != nil {
+		return false
+	}
+	for i, name := range names {
+		data := msgs[i]
 		var m workflow.Message
 		if data == nil || json.Unmarshal(data, &m) != nil {
 			_ = d.e.reg.DropInbox(d.fence, name)
