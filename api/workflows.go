@@ -295,7 +295,7 @@ func (h workflowHandlers) run(c echo.Context) error {
 // cancel godoc
 //
 //	@Summary		Cancel a workflow run
-//	@Description	Asks the engine to cancel the run: no node fires any more; fires going on finish and their ends are ignored. Answers with the run as it is now (the cancel lands in a moment).
+//	@Description	Asks the engine to cancel the run: no node fires any more, and the running nodes' items stop on every peer as CANCEL_PREVIOUS stops an item (requests in flight aborted, accepted items' leases cancelled, recorded CANCELLED). Answers with the run as it is now (the cancel lands in a moment).
 //	@Tags			workflows
 //	@Produce		json,application/problem+json
 //	@Param			name	path		string	true	"workflow name"

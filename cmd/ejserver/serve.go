@@ -416,11 +416,16 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer alerting.stop()
 	// workflows: the peer holding the engine duty advances every run (a fire's end reaches it through the
 	// fire ledger the alert service keeps)
-	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets, Clock: clk, Logger: log})
+	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets, Clock: clk, Logger: log,
+		Stepped: killAfterFiring(log)})
 	if err := workflows.Start(); err != nil {
 		return abort(err)
 	}
 	defer workflows.Stop()
+	// a cancelled run's node items stop on every peer, as CANCEL_PREVIOUS stops an item
+	stopper := engine.NewStopper(reg, exec, clk, log)
+	stopper.Start()
+	defer stopper.Stop()
 
 	// The audit trail: changes through the API, the jobs file's applies, refused requests (folded) and
 	// changes made in ZooKeeper outside the API (noticed by the registry's watches, recorded once).
@@ -469,8 +474,9 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	backfillRunner.Stop() // its backfills' owner nodes go: another peer continues them
 	replays.Stop()
 	exec.Drain(c.shutdownTimeout)
-	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
-	workflows.Stop()  // another peer takes the engine duty at once
+	leases.Stop()    // accepted items keep their leases: another peer takes the watcher duty
+	workflows.Stop() // another peer takes the engine duty at once
+	stopper.Stop()
 	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
 	dispatcher.Stop() // queued notifications get a few seconds to go out
 	channels.Stop()

@@ -184,17 +184,19 @@ func (r *Registry) TallyFire(job, fire string) (FireTally, error) {
 }
 
 // FireRecordData reads the data of the named records of a fire (a record gone meanwhile: ErrFireGone).
+// The reads are pipelined on the session (one round trip or so, not one per record).
 func (r *Registry) FireRecordData(job, fire string, names []string) ([][]byte, error) {
-	out := make([][]byte, 0, len(names))
-	for _, n := range names {
-		data, _, err := r.s.get(r.p.fire(job, fire) + "/" + n)
+	out := make([][]byte, len(names))
+	err := concurrently(len(names), func(i int) error {
+		data, _, err := r.s.get(r.p.fire(job, fire) + "/" + names[i])
 		if errors.Is(err, zk.ErrNoNode) {
-			return nil, ErrFireGone
+			return ErrFireGone
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, data)
+		out[i] = data
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

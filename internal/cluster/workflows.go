@@ -18,6 +18,7 @@ import (
 //	/{ns}.ejserver/workflow-inbox/m-{seq}           the engine's inbox: runs to start, cancels, retries,
 //	                                                and the ends of node fires (written with the fire's close)
 //	/{ns}.ejserver/workflow-engines/w-{seq}         the peers standing for the engine duty (ephemeral)
+//	/{ns}.ejserver/workflow-cancels/c-{seq}         node fires a cancelled run stops (workflow_cancels.go)
 //
 // The peer whose engine node is lowest advances runs; each of its writes carries a check that its node
 // still exists, and the run's version.
@@ -209,8 +210,30 @@ func (r *Registry) ReadInbox(name string) ([]byte, error) {
 	return data, err
 }
 
-// DropInbox deletes inbox messages the engine applied (gone already is fine).
+// ReadInboxMany reads inbox messages at once (pipelined on the session: about one round trip for a burst of
+// node ends, not one each); a message gone meanwhile is nil.
+func (r *Registry) ReadInboxMany(names []string) ([][]byte, error) {
+	out := make([][]byte, len(names))
+	err := concurrently(len(names), func(i int) error {
+		data, err := r.ReadInbox(names[i])
+		out[i] = data
+		return err
+	})
+	return out, err
+}
+
+// DropInbox deletes inbox messages the engine applied (gone already is fine), fenced: all in one
+// transaction, or one by one when one of them went meanwhile.
 func (r *Registry) DropInbox(fence any, names ...string) error {
+	if len(names) > 1 {
+		ops := []any{fence}
+		for _, n := range names {
+			ops = append(ops, opDelete(r.p.workflowInbox()+"/"+n, -1))
+		}
+		if _, err := r.s.multi(ops...); err == nil || !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
 	for _, n := range names {
 		_, err := r.s.multi(fence, opDelete(r.p.workflowInbox()+"/"+n, -1))
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -227,11 +250,17 @@ type NodeFire struct {
 	Request   TriggerRequest
 }
 
-// AdvanceRun writes a run's next state if it still has version, with the triggers of the nodes it fires, in
-// one transaction fenced by the engine's node: ErrRunChanged if the run moved (or the fence went),
-// ErrTriggerPending if a job still has an earlier trigger waiting. It returns the run's new version.
-func (r *Registry) AdvanceRun(fence any, workflow, id string, version int32, run []byte, fires []NodeFire) (int32, error) {
+// AdvanceRun writes a run's next state if it still has version, with the triggers of the nodes it fires and
+// the cancels of the node fires it stops, in one transaction fenced by the engine's node: ErrRunChanged if
+// the run moved (or the fence went), ErrTriggerPending if a job still has an earlier trigger waiting. It
+// returns the run's new version.
+func (r *Registry) AdvanceRun(fence any, workflow, id string, version int32, run []byte, fires []NodeFire, cancels []FireCancel) (int32, error) {
 	ops := []any{fence, opSet(r.p.workflowRun(workflow, id), run, version)}
+	stops, err := r.cancelOps(cancels)
+	if err != nil {
+		return 0, err
+	}
+	ops = append(ops, stops...)
 	for _, f := range fires {
 		data, err := json.Marshal(f.Request)
 		if err != nil {

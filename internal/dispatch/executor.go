@@ -182,10 +182,13 @@ type itemRun struct {
 	triggers  []fireRequest
 	// accepted: the receiver took the work (202); its lease, not this peer, says when it ends
 	accepted bool
-	// cancel ends the run's requests (CANCEL_PREVIOUS, overlap.go); cancelled: a later fire did so
+	// cancel ends the run's requests (CANCEL_PREVIOUS, overlap.go; a workflow run's cancel, cancelfire.go);
+	// cancelled: that happened, for cause; fire is the key of the followed fire the run belongs to
 	cancel      context.CancelCauseFunc
 	executionID string
 	cancelled   bool
+	cause       error
+	fire        string
 }
 
 type jobContext struct {
@@ -642,8 +645,8 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	e.cfg.Activity.awaitQuiet(e.soft.Done(), outcomeWait)
 	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause, res.ResponseExcerpt, res.Permanent
-	if cancelled() {
-		markCancelled(&rec)
+	if cause, ok := cancelled(); ok {
+		markCancelled(&rec, cause)
 	}
 	e.recordEnd(rec)
 	if (cfg.MonitorExecution || req.source == ejserver.SourceFailover) && !req.overlap {

@@ -25,8 +25,15 @@ import (
 // cancelCause is the cause an attempt ended by a later fire's CANCEL_PREVIOUS records.
 const cancelCause = "cancelled: a later fire of the job runs instead (overlapPolicy CANCEL_PREVIOUS)"
 
+// cancelError is the cause of an item's context when something ends it as cancelled: a later fire's
+// CANCEL_PREVIOUS (errCancelledByFire), or its workflow run's cancel (CancelFire). Its text is the
+// execution's failure cause.
+type cancelError struct{ cause string }
+
+func (c *cancelError) Error() string { return c.cause }
+
 // errCancelledByFire is the cause of an item's context when CANCEL_PREVIOUS ends it.
-var errCancelledByFire = errors.New(cancelCause)
+var errCancelledByFire = &cancelError{cancelCause}
 
 // CancelledState is the State of an execution that a later fire's CANCEL_PREVIOUS ended, as for an
 // accepted item whose lease was cancelled.
@@ -89,7 +96,7 @@ func (e *Executor) onBusy(snap *cluster.JobSnapshot, req fireRequest, item int, 
 		r.triggers = append([]fireRequest{next}, r.triggers...)
 		r.misfireAt = time.Time{}
 		cancel, accepted, execID := r.cancel, r.accepted, r.executionID
-		r.cancelled = true
+		r.cancelled, r.cause = true, errCancelledByFire
 		e.mu.Unlock()
 		e.followNotRun(req, item, OutcomeNotRun)
 		e.log.Info("item still running and overlapPolicy is CANCEL_PREVIOUS: cancelling it; this fire runs next",
@@ -98,18 +105,19 @@ func (e *Executor) onBusy(snap *cluster.JobSnapshot, req fireRequest, item int, 
 			cancel(errCancelledByFire)
 		}
 		if accepted {
-			e.cancelLease(req.job, item, execID)
+			e.cancelLease(req.job, item, execID, cancelCause)
 		}
 	}
 }
 
-// cancelLease ends an accepted execution's lease as cancelled (CANCEL_PREVIOUS); it reports whether it did.
-func (e *Executor) cancelLease(job string, item int, executionID string) bool {
+// cancelLease ends an accepted execution's lease as cancelled (CANCEL_PREVIOUS, a workflow run's cancel); it
+// reports whether it did.
+func (e *Executor) cancelLease(job string, item int, executionID, cause string) bool {
 	c, ok := e.cfg.Async.(LeaseCanceller)
 	if !ok || executionID == "" {
 		return false
 	}
-	if err := c.CancelLease(executionID, cancelCause); err != nil {
+	if err := c.CancelLease(executionID, cause); err != nil {
 		e.log.Warn("could not cancel the accepted item's lease", "job", job, "item", item, "execution_id", executionID, "err", err)
 		return false
 	}
@@ -118,29 +126,40 @@ func (e *Executor) cancelLease(job string, item int, executionID string) bool {
 	return true
 }
 
-// itemContext is itemSpan's context, cancellable by a later fire's CANCEL_PREVIOUS while the item is this
-// peer's fenced run; cancelled reports whether that happened. stop releases the context.
+// itemContext is itemSpan's context, cancellable by a later fire's CANCEL_PREVIOUS or its workflow run's
+// cancel while the item is this peer's fenced run; cancelled returns the cause if that happened. stop
+// releases the context.
 func (e *Executor) itemContext(req fireRequest, item int, executionID string) (ctx context.Context,
-	endSpan func(webhook.Result, time.Duration), cancelled func() bool, stop func()) {
+	endSpan func(webhook.Result, time.Duration), cancelled func() (string, bool), stop func()) {
 	ctx, endSpan = e.itemSpan(req, item, executionID)
 	ctx, cancel := context.WithCancelCause(ctx)
 	if !req.overlap {
 		e.mu.Lock()
 		if r := e.running[itemKey{req.job, item}]; r != nil {
 			r.cancel, r.executionID = cancel, executionID
+			if req.follow != nil {
+				r.fire = req.follow.Key
+			}
 			if r.cancelled {
-				cancel(errCancelledByFire)
+				cancel(r.cause)
 			}
 		}
 		e.mu.Unlock()
 	}
-	cancelled = func() bool { return errors.Is(context.Cause(ctx), errCancelledByFire) }
+	cancelled = func() (string, bool) {
+		var c *cancelError
+		if errors.As(context.Cause(ctx), &c) {
+			return c.cause, true
+		}
+		return "", false
+	}
 	return ctx, endSpan, cancelled, func() { cancel(nil) }
 }
 
-// markCancelled records a run that CANCEL_PREVIOUS ended as cancelled rather than failed.
-func markCancelled(rec *ejserver.Execution) {
-	rec.Success, rec.State, rec.FailureCause = false, CancelledState, cancelCause
+// markCancelled records a run that CANCEL_PREVIOUS or its workflow run's cancel ended as cancelled rather
+// than failed.
+func markCancelled(rec *ejserver.Execution, cause string) {
+	rec.Success, rec.State, rec.FailureCause = false, CancelledState, cause
 }
 
 // finishRun ends an item's run here: an ALLOW run beside the fenced one leaves the fenced run's entry alone.
@@ -190,7 +209,7 @@ func (e *Executor) busyElsewhere(snap *cluster.JobSnapshot, req fireRequest, ite
 			"item", item, "instance", cur.InstanceID, "execution_id", cur.ExecutionID)
 		return elsewhereRunAlongside
 	case schedule.CancelPrevious:
-		if cur.Async && e.cancelLease(req.job, item, cur.ExecutionID) {
+		if cur.Async && e.cancelLease(req.job, item, cur.ExecutionID, cancelCause) {
 			return elsewhereCancelled
 		}
 		if !cur.Async {

@@ -15,7 +15,7 @@
 //	   v                  |  +-------- all below them back to PENDING) <-----+
 //	SKIPPED               | Cancel
 //	                      v
-//	                  CANCELLED (running nodes' fires go on; their ends are ignored)
+//	                  CANCELLED (running nodes' items are stopped; their fires' ends are ignored)
 //
 // A node: PENDING -> RUNNING (its job fired) -> SUCCEEDED | FAILED, or PENDING -> SKIPPED (its parents
 // ended and an edge is not satisfied), or CANCELLED with its run.

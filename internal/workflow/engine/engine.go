@@ -25,7 +25,7 @@ type Registry interface {
 	ResignEngine(node string)
 	Inbox() ([]string, <-chan struct{}, error)
 	InboxNames() ([]string, error)
-	ReadInbox(name string) ([]byte, error)
+	ReadInboxMany(names []string) ([][]byte, error)
 	DropInbox(fence any, names ...string) error
 	WatchWorkflows() ([]string, <-chan struct{}, error)
 	WorkflowNames() ([]string, error)
@@ -33,11 +33,13 @@ type Registry interface {
 	RunIDs(wf string) ([]string, error)
 	ReadRun(wf, id string) ([]byte, int32, error)
 	CreateRun(fence any, wf, id string, run, msg []byte) error
-	AdvanceRun(fence any, wf, id string, version int32, run []byte, fires []cluster.NodeFire) (int32, error)
+	AdvanceRun(fence any, wf, id string, version int32, run []byte, fires []cluster.NodeFire, cancels []cluster.FireCancel) (int32, error)
 	DropRun(fence any, wf, id string) error
 	Job(name string) *cluster.JobSnapshot
 	FireOpen(job, fire string) (bool, error)
 	TriggerWaiting(job, instance string) (bool, error)
+	handOnRegistry
+	cancelRegistry
 }
 
 // Recorder keeps runs in the history (the history store satisfies it); it is told every run the engine
@@ -67,6 +69,9 @@ type EngineConfig struct {
 	// KeepRuns is how many ended runs of each workflow stay in ZooKeeper (the history keeps them all).
 	// Default 20.
 	KeepRuns int
+	// Stepped, if set, is told each run step the engine wrote, with the nodes whose triggers it wrote with
+	// it (a test's fault point: cmd/ejserver's EJ_TEST_KILL_AFTER_FIRING kills the peer there).
+	Stepped func(r workflow.Run, fired []string)
 }
 
 // Engine advances workflow runs on the one peer that holds the engine duty.
@@ -210,9 +215,13 @@ type duty struct {
 	due   map[string]time.Time // workflow -> its next scheduled run
 	defs  map[string]workflow.Workflow
 	lost  map[string]time.Time // job/fire -> when first seen without a ledger or a trigger
+	// orphans are the triggers (job/fire@instance) found waiting for a vanished instance on the last tick
+	orphans map[string]bool
 	// endedIn are the workflows a run of which ended since their last prune; prunedAt when the last was
 	endedIn  map[string]bool
 	prunedAt time.Time
+	// cancelsAt is when old fire cancels were last dropped
+	cancelsAt time.Time
 }
 
 func runKey(wf, id string) string { return wf + "/" + id }
@@ -265,6 +274,7 @@ func (d *duty) hold() bool {
 			}
 			d.schedule()
 			d.pruneEnded()
+			d.dropOldCancels()
 			d.sweep()
 		}
 		t.Stop()
@@ -389,11 +399,12 @@ func (d *duty) inbox(names []string) bool {
 		order, ends, done = nil, map[string][]workflow.Event{}, map[string][]string{}
 		return true
 	}
-	for _, name := range names {
-		data, err := d.e.reg.ReadInbox(name)
-		if err != nil {
-			return false
-		}
+	msgs, err := d.e.reg.ReadInboxMany(names)
+	if err != nil {
+		return false
+	}
+	for i, name := range names {
+		data := msgs[i]
 		var m workflow.Message
 		if data == nil || json.Unmarshal(data, &m) != nil {
 			_ = d.e.reg.DropInbox(d.fence, name)
@@ -517,11 +528,16 @@ func (d *duty) steps(wf, id string, evs []workflow.Event) bool {
 		if err != nil {
 			return true
 		}
-		v, err := d.e.reg.AdvanceRun(d.fence, wf, id, lr.version, data, fires)
+		stops := stoppedFires(lr.run, next, d.e.clk.Now())
+		v, err := d.e.reg.AdvanceRun(d.fence, wf, id, lr.version, data, fires, stops)
 		switch {
 		case err == nil:
+			d.dropTriggers(stops)
 			d.follow(next, v)
 			d.ended(lr.run, next, len(fires))
+			if d.e.cfg.Stepped != nil {
+				d.e.cfg.Stepped(next, firedNodes(lr.run, next))
+			}
 			return true
 		case errors.Is(err, cluster.ErrRunChanged):
 			delete(d.runs, runKey(wf, id)) // read it again
@@ -634,6 +650,17 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 			d.e.cfg.Observer.RunEnded(after.Workflow, after.State, after.EndedAt.Sub(after.CreatedAt))
 		}
 	}
+}
+
+// firedNodes names the nodes of after whose fire is new since before.
+func firedNodes(before, after workflow.Run) []string {
+	var out []string
+	for _, n := range after.Nodes {
+		if p, ok := before.Node(n.Name); n.Fire != "" && (!ok || p.Fire != n.Fire) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 func sameNodes(a, b workflow.Run) bool {

@@ -217,7 +217,7 @@ func (s *Service) ListRuns(ctx context.Context, name string) ([]workflow.Run, er
 }
 
 // Cancel asks the engine to cancel a run (it answers with the run as it is now: the cancel is applied in a
-// moment). Nodes whose fire is going on finish; their ends are ignored.
+// moment). The items of nodes whose fire is going on are stopped on every peer (cancel.go).
 func (s *Service) Cancel(ctx context.Context, name, id string) (workflow.Run, error) {
 	r, err := s.GetRun(ctx, name, id)
 	if err != nil {

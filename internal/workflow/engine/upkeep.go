@@ -51,6 +51,7 @@ func (d *duty) prune(wf string, ended []string) {
 // sweep fails the running nodes whose fire shows neither a ledger nor a waiting trigger for LostGrace: the
 // fire never started (its instances vanished before picking up the trigger) or every item was refused.
 func (d *duty) sweep() {
+	d.handOn()
 	now := d.e.clk.Now()
 	var lost []string
 	for fk, k := range d.fires {
