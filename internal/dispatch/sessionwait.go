@@ -48,16 +48,19 @@ func (e *Executor) skipInDoubt(req fireRequest, why string) {
 func (e *Executor) awaitSession(req *fireRequest, item int, stage string, due time.Time) (bool, string) {
 	e.sessionOf(req)
 	start := *req.session
-	var next time.Time
-	if e.cfg.NextFire != nil && !req.source.OnRequest() {
-		next = e.cfg.NextFire(req.job)
-	}
-	deadline := sessiongate.Deadline(due, next, e.cfg.SessionGrace)
+	var deadline time.Time // looked up only if the session is in doubt: every item of a burst passes here
 	began := e.clk.Now()
 	waited := false
 	for {
 		cur, changed := e.reg.SessionStanding()
 		now := e.clk.Now()
+		if deadline.IsZero() && !cur.Lease {
+			var next time.Time
+			if e.cfg.NextFire != nil && !req.source.OnRequest() {
+				next = e.cfg.NextFire(req.job)
+			}
+			deadline = sessiongate.Deadline(due, next, e.cfg.SessionGrace)
+		}
 		d, reason := sessiongate.Decide(sessiongate.Standing(start), sessiongate.Standing(cur), now, deadline)
 		if d == sessiongate.Wait {
 			if !waited {
