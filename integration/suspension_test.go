@@ -2,6 +2,7 @@ package integration
 
 import (
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -67,15 +68,20 @@ func TestSessionSuspendedAtAFiresLeadTimeCostsLatenessNotTheFire(t *testing.T) {
 		t.FailNow()
 	}
 	noDoubleDelivery(t, recv)
-	waits := 0
+	var waits []string
 	for _, p := range c.peers {
-		waits += strings.Count(p.Log(), "waited for the ZooKeeper session")
+		for _, m := range waitedLine.FindAllStringSubmatch(p.Log(), -1) {
+			waits = append(waits, m[1]+" "+m[2]+" ms")
+		}
 	}
-	if waits == 0 {
+	if len(waits) == 0 {
 		t.Fatal("no fire waited for the session: the drops missed every lead and scheduled time, and the test did not test what it says")
 	}
-	t.Logf("%d items waited for the session over %d drops", waits, len(targets))
+	t.Logf("%d waits for the session over %d drops (stage, waited): %s", len(waits), len(targets), strings.Join(waits, ", "))
 }
+
+// waitedLine is the log line of a fire that waited for its session and went on.
+var waitedLine = regexp.MustCompile(`fire waited for the ZooKeeper session, then went on.* stage=(\w+) waited_ms=(\d+)`)
 
 // dropProxy forwards TCP connections from a loopback port to target; drop closes every connection and holds
 // the new ones for a while before connecting them, as a network heal that resets connections does.
