@@ -413,16 +413,8 @@ func (e *Executor) fire(req fireRequest) {
 	if snap == nil {
 		return
 	}
-	e.sessionOf(&req)
-	if snap.ConfigErr == nil && !snap.Config.Disabled && !e.reg.Lease() {
-		// starting nothing that another peer may take over: wait for the session within a grace
-		if ok, why := e.awaitSession(&req, -1, stagePrepare, req.scheduledAt); !ok {
-			e.skipInDoubt(req, why)
-			return
-		}
-		if snap = e.reg.Job(job); snap == nil {
-			return
-		}
+	if snap = e.sessionAtHandOff(&req, snap); snap == nil {
+		return
 	}
 	cfg := snap.Config
 	switch {

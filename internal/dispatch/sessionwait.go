@@ -3,6 +3,7 @@ package dispatch
 import (
 	"time"
 
+	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/sessiongate"
 )
 
@@ -25,6 +26,21 @@ func (e *Executor) sessionOf(req *fireRequest) {
 		st, _ := e.reg.SessionStanding()
 		req.session = &st
 	}
+}
+
+// sessionAtHandOff records the session a fire begins under and, if it is in doubt, waits for it: starting
+// nothing that another peer may take over. It returns the job's snapshot to fire with, nil if the fire was
+// skipped (a disabled job or a bad config are left to fire's own checks: no wait for them).
+func (e *Executor) sessionAtHandOff(req *fireRequest, snap *cluster.JobSnapshot) *cluster.JobSnapshot {
+	e.sessionOf(req)
+	if snap.ConfigErr != nil || snap.Config.Disabled || e.reg.Lease() {
+		return snap
+	}
+	if ok, why := e.awaitSession(req, -1, stagePrepare, req.scheduledAt); !ok {
+		e.skipInDoubt(*req, why)
+		return nil
+	}
+	return e.reg.Job(req.job)
 }
 
 // skipInDoubt skips a fire that awaitSession gave up on (the reasons are literals, for the metrics' mapping).
