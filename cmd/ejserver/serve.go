@@ -355,6 +355,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		Activity: activity, Async: leases, Follower: alerting.svc, Lost: lost, Tracer: tracer,
 		NextFire:   func(job string) time.Time { return sched.Next(job) },
 		ScheduleOf: func(job string) dispatch.Schedule { return sched.Schedule(job) },
+		// a suspension longer than the session timeout comes back, if at all, to an expired session
+		SessionGrace: c.sessionTimeout,
 	})
 	sched = dispatch.NewScheduler(clk, log, exec.Fire)
 	sched.SetMaxLead(c.fireLead)

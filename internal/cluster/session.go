@@ -82,6 +82,8 @@ type Session struct {
 	expired   bool // an expiry was seen and no new session yet
 	listeners []func(SessionEvent)
 	onWatch   func(zk.Event)
+	// changed is closed, and replaced, when the session's standing changes (standing.go)
+	changed chan struct{}
 
 	// leaseFrom is the send time (clock nanos) of the last request that proved the session alive.
 	leaseFrom   atomic.Int64
@@ -106,7 +108,8 @@ func Dial(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	s := &Session{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, stop: make(chan struct{}), acl: zk.WorldACL(zk.PermAll)}
+	s := &Session{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, stop: make(chan struct{}), acl: zk.WorldACL(zk.PermAll),
+		changed: make(chan struct{})}
 	s.queue.init()
 	if cfg.Digest != "" {
 		user, pass, ok := strings.Cut(cfg.Digest, ":")
@@ -285,6 +288,7 @@ func (s *Session) handleState(state zk.State) {
 	if s.closing {
 		fire = nil // our own Close: nothing to report
 	}
+	s.changedLocked()
 	s.mu.Unlock()
 	for _, ev := range fire {
 		s.log.Info("ZooKeeper session "+ev.String(), "session", fmt.Sprintf("0x%x", s.conn.SessionID()))
@@ -312,6 +316,9 @@ func (s *Session) heartbeat() {
 		if _, _, err := s.conn.Exists("/"); err == nil && s.Healthy() && s.conn.SessionID() == id && id != 0 {
 			if sent > s.leaseFrom.Load() {
 				s.leaseFrom.Store(sent)
+				s.mu.Lock()
+				s.changedLocked() // a lease gone stale (a frozen peer) may be sound again
+				s.mu.Unlock()
 			}
 		}
 		t.Reset(every)

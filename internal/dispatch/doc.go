@@ -15,4 +15,9 @@
 //
 // The fencing in BeginItem is what keeps two peers from POSTing one item of one fire: a peer whose
 // session expired has no instance node, and a peer that lost the item sees its owner version change.
+//
+// A fire whose ZooKeeper session is in doubt when it is handed off, or when its prepared items are due,
+// waits for the session (sessionwait.go, internal/sessiongate): a reconnect within the same session costs
+// it lateness; an expiry since the fire began, or the deadline (its time plus the session timeout, never
+// into the next fire), skips it.
 package dispatch

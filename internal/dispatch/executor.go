@@ -36,6 +36,7 @@ type Registry interface {
 	LastCompleted(job string, item int) (cluster.Completed, bool, error)
 	ClockOffset() (time.Duration, bool)
 	Lease() bool
+	SessionStanding() (cluster.SessionStanding, <-chan struct{})
 	Me() cluster.Identity
 }
 
@@ -80,6 +81,9 @@ type Observer interface {
 	Skipped(job string, reason string)
 	ItemDone(job string, source ejserver.Source, success bool, lateness, duration time.Duration)
 	Misfired(job string)
+	// SessionWaited: a fire (or a prepared item) waited for a ZooKeeper session in doubt, then went on
+	// (fired) or was skipped (sessionwait.go).
+	SessionWaited(job string, waited time.Duration, fired bool)
 }
 
 type nopObserver struct{}
@@ -88,6 +92,7 @@ func (nopObserver) Fired(string, ejserver.Source)                               
 func (nopObserver) Skipped(string, string)                                               {}
 func (nopObserver) ItemDone(string, ejserver.Source, bool, time.Duration, time.Duration) {}
 func (nopObserver) Misfired(string)                                                      {}
+func (nopObserver) SessionWaited(string, time.Duration, bool)                            {}
 
 type nopRecorder struct{}
 
@@ -135,6 +140,11 @@ type ExecutorConfig struct {
 	// FireLead is how long before its scheduled time a fire may be handed off (Scheduler.SetMaxLead): a
 	// previous owner may have begun an item that much early.
 	FireLead time.Duration
+
+	// SessionGrace is how long past its scheduled time a fire waits for a suspended ZooKeeper session to
+	// come back before it is skipped (default 10 s; the peer sets its session timeout), never into the
+	// job's next fire (sessionwait.go).
+	SessionGrace time.Duration
 	// Tracer records spans of fires and items (tracing.Off if nil).
 	Tracer *tracing.Tracer
 	// Steering and Counters, if set, apply calendars, pause, endAt and remainingFires (steer.go).
@@ -223,6 +233,8 @@ type fireRequest struct {
 	span        trace.SpanContext // the fire's span: the parent of its items' spans (see startFire)
 	jitter      time.Duration     // jitterMs's offset: the requests leave at scheduledAt+jitter (sendAt)
 	overlap     bool              // an ALLOW run beside the item's fenced run (overlap.go)
+	// session is the ZooKeeper session's standing when the fire began (sessionwait.go)
+	session *cluster.SessionStanding
 }
 
 // NewExecutor returns an executor; it needs no Start.
@@ -244,6 +256,9 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	}
 	if cfg.ReshardWait <= 0 {
 		cfg.ReshardWait = 30 * time.Second
+	}
+	if cfg.SessionGrace <= 0 {
+		cfg.SessionGrace = defaultSessionGrace
 	}
 	e := &Executor{
 		cfg: cfg, tracer: cfg.Tracer, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
@@ -405,6 +420,9 @@ func (e *Executor) fire(req fireRequest) {
 	if snap == nil {
 		return
 	}
+	if snap = e.sessionAtHandOff(&req, snap); snap == nil {
+		return
+	}
 	cfg := snap.Config
 	switch {
 	case snap.ConfigErr != nil:
@@ -412,9 +430,6 @@ func (e *Executor) fire(req fireRequest) {
 		return
 	case cfg.Disabled:
 		e.skip(req, "job disabled")
-		return
-	case !e.reg.Lease():
-		e.skip(req, "ZooKeeper session in doubt: starting nothing that another peer may take over")
 		return
 	case !snap.Registered:
 		e.skip(req, "this peer's instance node is not registered on the job")
@@ -568,6 +583,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		executionID = ejserver.NewExecutionID()
 	}
 	defer e.finishRun(req, item, executionID)
+	e.sessionOf(&req) // a follow-up or failover run begins under the session of now
 	withJitter(cfg, &req)
 	if req.task == nil { // a follow-up or failover run is a task of its own
 		req.task = e.newTask(req.taskID, req.job, req.source, []int{item})

@@ -20,14 +20,18 @@ import (
 
 // fakeRegistry is an in-memory registry for the executor: one job whose items all belong to "me".
 type fakeRegistry struct {
-	mu        sync.Mutex
-	snap      *cluster.JobSnapshot
-	running   map[int]cluster.Running
-	misfires  map[int]bool
-	ended     []cluster.Completed
-	notOwner  map[int]bool
-	offset    time.Duration
-	lease     bool
+	mu       sync.Mutex
+	snap     *cluster.JobSnapshot
+	running  map[int]cluster.Running
+	misfires map[int]bool
+	ended    []cluster.Completed
+	notOwner map[int]bool
+	offset   time.Duration
+	lease    bool
+	// expired: the session expired (no new one yet); epoch counts expiries; changed is closed by every set
+	expired   bool
+	epoch     int64
+	changed   chan struct{}
 	trigger   *cluster.TriggerRequest
 	completed map[int]cluster.Completed
 	handedOn  map[string]cluster.TriggerRequest // triggers created for other instances
@@ -49,7 +53,7 @@ func newFakeRegistry(total int) *fakeRegistry {
 	return &fakeRegistry{
 		snap: &cluster.JobSnapshot{Name: "j", Config: cfg, Instances: map[string]string{"me": "10.0.0.1"},
 			Servers: map[string]string{}, Leader: "me", Items: items, Me: "me", MyIP: "10.0.0.1", Registered: true, Settled: true},
-		running: map[int]cluster.Running{}, misfires: map[int]bool{}, notOwner: map[int]bool{}, lease: true,
+		running: map[int]cluster.Running{}, misfires: map[int]bool{}, notOwner: map[int]bool{}, lease: true, changed: make(chan struct{}),
 		completed: map[int]cluster.Completed{}, handedOn: map[string]cluster.TriggerRequest{},
 	}
 }
@@ -180,6 +184,21 @@ func (f *fakeRegistry) set(fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn()
+	close(f.changed) // the session's standing may have changed
+	f.changed = make(chan struct{})
+}
+
+// suspend (true) drops the session's connection, as a network blip does; false resumes the same session.
+func (f *fakeRegistry) suspend(on bool) { f.set(func() { f.lease = !on }) }
+
+// expire ends the session: it is in doubt until renew starts a new one.
+func (f *fakeRegistry) expire() { f.set(func() { f.lease, f.expired = false, true; f.epoch++ }) }
+func (f *fakeRegistry) renew()  { f.set(func() { f.lease, f.expired = true, false }) }
+
+func (f *fakeRegistry) SessionStanding() (cluster.SessionStanding, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return cluster.SessionStanding{Healthy: f.lease, Lease: f.lease, Expired: f.expired, Epoch: f.epoch}, f.changed
 }
 
 func (f *fakeRegistry) Lease() bool {
@@ -408,15 +427,15 @@ func TestExecutorNeverPostsAnItemItNoLongerOwns(t *testing.T) {
 	send.none(t)
 }
 
-func TestExecutorRefusesWithoutALeaseOrWithABadClock(t *testing.T) {
+func TestExecutorRefusesWithAnExpiredSessionOrWithABadClock(t *testing.T) {
 	reg, send := newFakeRegistry(1), newFakeSender()
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	reg.set(func() { reg.lease = false })
+	reg.expire()
 	e.Fire("j", time.Unix(100, 0), 0)
 	send.none(t)
+	reg.renew()
 	reg.set(func() {
-		reg.lease = true
 		reg.offset = 1500 * time.Millisecond
 		snap := *reg.snap
 		snap.Config.MaxTimeDiffSeconds = 1

@@ -147,7 +147,7 @@ func TestExecutorDropsAPreparedItemTheJobNoLongerWants(t *testing.T) {
 			s.Config.Disabled = true
 			r.snap = &s
 		},
-		"lease lost": func(r *fakeRegistry) { r.lease = false },
+		"session expired": func(r *fakeRegistry) { r.lease, r.expired = false, true; r.epoch++ },
 		"item disabled": func(r *fakeRegistry) {
 			s := *r.snap
 			s.Items = []cluster.ItemState{{Exists: true, Owner: "me", OwnerVersion: 1, Disabled: true}}
@@ -170,7 +170,7 @@ func TestExecutorDropsAPreparedItemTheJobNoLongerWants(t *testing.T) {
 	}
 }
 
-// A prepared item not sent because the session was in doubt has its running node removed again after the
+// A prepared item not sent because the session expired has its running node removed again after the
 // removal failed (the connection was down just then): a node left behind kept the item "running" for minutes
 // and skipped its fires (found by the nemesis soak, SEED=2029).
 func TestExecutorRetriesTheRemovalOfAnUnsentItemsRunningNode(t *testing.T) {
@@ -182,7 +182,7 @@ func TestExecutorRetriesTheRemovalOfAnUnsentItemsRunningNode(t *testing.T) {
 	e.Fire("j", time.Unix(1001, 0), 0)
 	<-created
 	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 1 })
-	reg.set(func() { reg.lease = false })
+	reg.expire()
 	clk.Advance(time.Second)
 	send.none(t)
 	// each failed removal waits for its back-off on the fake clock: move it on until the node is gone

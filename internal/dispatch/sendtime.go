@@ -6,8 +6,9 @@ import (
 
 // awaitScheduledTime holds an item that was prepared ahead of its fire (fenced, its running node created)
 // until the scheduled time, so the request leaves on time rather than after ZooKeeper's round trips. It
-// reports whether the item may still run then: the peer is not shutting down, the session is not in doubt,
-// and the job and the item are still this peer's to run. Otherwise the running node created for it goes.
+// reports whether the item may still run then: the peer is not shutting down, the session the fire began
+// under is sound (a suspended one is waited for, within a grace: awaitSession), and the job and the item are
+// still this peer's to run. Otherwise the running node created for it goes.
 // waited: the item was counted in Activity as waiting for its time, and still is (its departure uncounts it).
 func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion int32) (send, waited bool) {
 	wait := req.sendAt().Sub(e.clk.Now())
@@ -20,8 +21,8 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 	slept := clock.Sleep(e.clk, wait, e.soft.Done())
 	if !slept {
 		reason = "the peer is shutting down"
-	} else if !e.reg.Lease() {
-		reason = "ZooKeeper session in doubt"
+	} else if ok, why := e.awaitSession(&req, item, stageSend, req.sendAt()); !ok {
+		reason = why
 	} else if snap := e.reg.Job(req.job); snap == nil || snap.Config.Disabled || !snap.Registered ||
 		snap.ServerDisabled(snap.MyIP) || !snap.IsMyItem(item) {
 		reason = "the job or the item is no longer this peer's to run"

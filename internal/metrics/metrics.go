@@ -127,6 +127,7 @@ type Metrics struct {
 	async    asyncMetrics
 	notify   notifyMetrics
 	workflow workflowMetrics
+	session  sessionMetrics
 }
 
 // New returns a Metrics with its own registry, holding the Go and process collectors too.
@@ -198,6 +199,7 @@ func New(cfg Config) *Metrics {
 	m.async = newAsyncMetrics(m.reg)
 	m.notify = newNotifyMetrics(m.reg)
 	m.workflow = newWorkflowMetrics(m.reg)
+	m.session = newSessionMetrics(m.reg)
 	if !m.perJob {
 		for i, src := range sourceLabels[:srcOther] {
 			m.firesBy[i] = m.fires.WithLabelValues(src)
