@@ -140,7 +140,6 @@ type ExecutorConfig struct {
 	// FireLead is how long before its scheduled time a fire may be handed off (Scheduler.SetMaxLead): a
 	// previous owner may have begun an item that much early.
 	FireLead time.Duration
-
 	// SessionGrace is how long past its scheduled time a fire waits for a suspended ZooKeeper session to
 	// come back before it is skipped (default 10 s; the peer sets its session timeout), never into the
 	// job's next fire (sessionwait.go).
