@@ -38,6 +38,7 @@ import (
 	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
 	"github.com/ejserver/ejserver/internal/workflow/engine"
+	"github.com/ejserver/ejserver/internal/workflow/wfalert"
 	"github.com/ejserver/ejserver/web"
 )
 
@@ -346,8 +347,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	// Calendars (issue 24): a watched cache of the cluster's calendars that the executor's steering reads;
 	// deleting one is refused while the service's job cache shows jobs naming it.
 	var svc *service.Service
+	wfService := engine.NewService(reg, clk)
 	calendars := calendarstore.New(calendarstore.Config{Registry: reg, Logger: log, Clock: clk,
-		UsedBy: func(name string) []string { return svc.JobsUsingCalendar(name) }})
+		UsedBy: func(name string) []string { return svc.JobsUsingCalendar(name) }, UsedByWorkflows: wfService.UsingCalendar})
+	wfService.UseCalendars(calendars)
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		Steering: calendars, Counters: reg,
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
@@ -415,7 +418,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer alerting.stop()
 	// workflows: the peer holding the engine duty advances every run (a fire's end reaches it through the
 	// fire ledger the alert service keeps)
-	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets, Clock: clk, Logger: log})
+	// and tells a run's trouble through the workflow's alert rules (links to the run's console page)
+	wfAlerts := wfalert.New(wfalert.Config{Registry: reg, Deliverer: dispatcher, Namespace: c.namespace,
+		ConsoleURL: c.advertiseURL, Clock: clk, Logger: log})
+	wfAlerts.Start()
+	defer wfAlerts.Stop()
+	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets,
+		Listener: wfAlerts, Calendars: calendars, Clock: clk, Logger: log})
 	if err := workflows.Start(); err != nil {
 		return abort(err)
 	}
@@ -450,7 +459,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
-		Audit: auditRec, AuditLog: store, Workflows: engine.NewService(reg, clk),
+		Audit: auditRec, AuditLog: store, Workflows: wfService,
 		Backfills: backfills, Replays: replays,
 		Calendars: calendars, Steering: svc})
 	apiGate.open(handler)
@@ -470,6 +479,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	exec.Drain(c.shutdownTimeout)
 	leases.Stop()     // accepted items keep their leases: another peer takes the watcher duty
 	workflows.Stop()  // another peer takes the engine duty at once
+	wfAlerts.Stop()   // after the engine: its last runs' notifications are handed to the dispatcher
 	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
 	dispatcher.Stop() // queued notifications get a few seconds to go out
 	channels.Stop()

@@ -67,6 +67,12 @@ type EngineConfig struct {
 	// KeepRuns is how many ended runs of each workflow stay in ZooKeeper (the history keeps them all).
 	// Default 20.
 	KeepRuns int
+
+	// Listener is told of the runs the duty holder writes and loads (listener.go); may be nil.
+	Listener RunListener
+	// Calendars steer scheduled runs by the workflows' excludeCalendars/includeCalendars (calendars.go); nil:
+	// none do.
+	Calendars Calendars
 }
 
 // Engine advances workflow runs on the one peer that holds the engine duty.
@@ -208,6 +214,7 @@ type duty struct {
 	runs  map[string]*loaded   // active runs by workflow/id
 	fires map[string]string    // job/fire -> workflow/id of the running node that fired it
 	due   map[string]time.Time // workflow -> its next scheduled run
+	dueAt map[string]time.Time // workflow -> when its due time was computed (calendars.go)
 	defs  map[string]workflow.Workflow
 	lost  map[string]time.Time // job/fire -> when first seen without a ledger or a trigger
 	// endedIn are the workflows a run of which ended since their last prune; prunedAt when the last was
@@ -303,6 +310,7 @@ func (d *duty) load() error {
 				}
 				return err
 			}
+			d.tell(r)
 			if r.State.Ended() {
 				ended = append(ended, id)
 				continue
@@ -620,6 +628,9 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 		if err := d.e.cfg.Recorder.RecordRun(after); err != nil {
 			d.e.log.Warn("could not record a workflow run in the history", "workflow", after.Workflow, "run", after.ID, "err", err)
 		}
+	}
+	if started || finished || retried {
+		d.tell(after)
 	}
 	if started && d.e.cfg.Observer != nil {
 		d.e.cfg.Observer.RunStarted(after.Workflow)
