@@ -45,8 +45,8 @@ type Config struct {
 	UsedBy func(name string) []string
 	// UsedByWorkflows lists the workflows whose schedule names a calendar; nil: no check.
 	UsedByWorkflows func(name string) []string
-	Logger *slog.Logger
-	Clock  clock.Clock
+	Logger          *slog.Logger
+	Clock           clock.Clock
 	// RetryPause is how long the watch loop waits after a failed read (default 1s).
 	RetryPause time.Duration
 }
