@@ -33,29 +33,33 @@ const maxJobsFile = 64 << 20
 // and decoded by ejserver.DecodeJobConfig, so defaults, unknown-field and type errors are the API's own;
 // errors name the file, line, entry and field.
 func readJobsFile(path string) ([]jobEntry, error) {
+	doc, err := readJobsDoc(path)
+	return doc.Jobs, err
+}
+
+// readJobsDoc reads a jobs file with its workflows (jobsfile_workflows.go).
+func readJobsDoc(path string) (jobsDoc, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return jobsDoc{}, err
 	}
 	if st.Size() > maxJobsFile {
-		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxJobsFile>>20)
+		return jobsDoc{}, fmt.Errorf("%s: larger than %d MiB", path, maxJobsFile>>20)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return jobsDoc{}, err
 	}
-	return parseJobsFile(path, b)
+	return parseJobsDoc(path, b)
 }
 
 func parseJobsFile(path string, b []byte) ([]jobEntry, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: not YAML: %v", path, err)
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, nil // an empty file: no jobs
-	}
-	list := doc.Content[0]
+	doc, err := parseJobsDoc(path, b)
+	return doc.Jobs, err
+}
+
+// parseJobList reads the jobs of a jobs file: a YAML list of jobs in the API's JSON shape.
+func parseJobList(path string, list *yaml.Node) ([]jobEntry, error) {
 	if list.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%s:%d: want a list of jobs (each starting with \"- jobName: ...\")", path, list.Line)
 	}

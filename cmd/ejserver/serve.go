@@ -246,9 +246,9 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err := checkExposure(c.listen, tokens, c.insecure, log); err != nil {
 		return err
 	}
-	var jobs []jobEntry
+	var decl jobsDoc
 	if c.jobsFile != "" {
-		if jobs, err = readJobsFile(c.jobsFile); err != nil {
+		if decl, err = readJobsDoc(c.jobsFile); err != nil {
 			return fmt.Errorf("--jobs: %w", err)
 		}
 	}
@@ -453,7 +453,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	svc = service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log,
 		Calendars: calendars, Counters: reg})
-	if err := applyJobs(ctx, svc, jobs, auditRec, log); err != nil {
+	if err := checkWorkflowJobs(decl, reg.JobExists); err != nil { // before anything of the file is stored
+		return abort(err)
+	}
+	if err := applyJobs(ctx, svc, decl.Jobs, auditRec, log); err != nil {
+		return abort(err)
+	}
+	if err := applyWorkflows(ctx, wfService, decl.Workflows, auditRec, log); err != nil {
 		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
