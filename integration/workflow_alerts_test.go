@@ -44,7 +44,8 @@ func wfNotificationsOf(t *testing.T, reqs []captured) []wfNotification {
 
 // TestWorkflowAlertOncePerFailedRun: on 3 peers, a run whose node fails sends exactly one WORKFLOW_FAILED
 // through the workflow's rule (not one per peer, not one per failed item), naming the run, the failed node
-// and linking to the run's console page; its retry that succeeds sends one RECOVERED on the same dedup key.
+// and linking to the run's console page; after kill -9 of the engine's peer the next one does not send it
+// again, and the run's retry that succeeds sends one RECOVERED on the same dedup key.
 func TestWorkflowAlertOncePerFailedRun(t *testing.T) {
 	t.Parallel()
 	recv := newReceiver(t)
@@ -55,7 +56,7 @@ func TestWorkflowAlertOncePerFailedRun(t *testing.T) {
 		return http.StatusOK, `{}`, 0
 	})
 	ops := newCapture(t, nil)
-	c := newCluster(t, 3)
+	c := newCluster(t, 3, withSessionTimeout(2*time.Second))
 	p := c.peers[0]
 	webhookChannel(t, p, "ops", ops.srv.URL+"/alerts")
 	for _, j := range []string{"ala", "alb", "alc"} {
@@ -71,6 +72,7 @@ func TestWorkflowAlertOncePerFailedRun(t *testing.T) {
 		wfNode("a", "ala"), wfNode("b", "alb", edgeOn("a", "success")), wfNode("c", "alc", edgeOn("b", "success")),
 	}, "alerts": map[string]any{"rules": []any{map[string]any{"on": []string{"WORKFLOW_FAILED", "RECOVERED"}, "channels": []string{"ops"}}}}}
 	mustDo(t, p, "POST", "/api/v1/workflows", wf, http.StatusCreated, nil)
+	holder := engineHolder(t, c.peers, nil)
 	var run wfRun
 	mustDo(t, c.peers[1], "POST", "/api/v1/workflows/alerting/runs", nil, http.StatusAccepted, &run)
 	if got := waitRun(t, c.peers[2], "alerting", run.ID, 30*time.Second); got.State != "FAILED" {
@@ -78,8 +80,19 @@ func TestWorkflowAlertOncePerFailedRun(t *testing.T) {
 	}
 	ops.wait(t, 1, 20*time.Second)
 
+	// kill -9 the engine's peer: the next one loads the FAILED run again and tells it, and the fence keeps
+	// that from sending a second message
+	holder.Kill()
+	var survivors []*harness.Peer
+	for _, q := range c.peers {
+		if q != holder {
+			survivors = append(survivors, q)
+		}
+	}
+	engineHolder(t, survivors, holder)
+
 	recv.Respond(nil) // b succeeds from now on: the retry recovers
-	mustDo(t, c.peers[2], "POST", "/api/v1/workflows/alerting/runs/"+run.ID+"/retry", nil, http.StatusAccepted, nil)
+	mustDo(t, survivors[0], "POST", "/api/v1/workflows/alerting/runs/"+run.ID+"/retry", nil, http.StatusAccepted, nil)
 	ops.wait(t, 2, 30*time.Second)
 	time.Sleep(2 * time.Second) // a bounded wait: a duplicate from another peer would show up
 	ns := wfNotificationsOf(t, ops.all())
@@ -98,4 +111,22 @@ func TestWorkflowAlertOncePerFailedRun(t *testing.T) {
 	if r.Kind != "RECOVERED" || !r.Resolve || r.DedupKey != f.DedupKey || r.Workflow == nil || r.Workflow.RunID != run.ID {
 		t.Fatalf("recovery notification %+v (failure's dedup key %q)", r, f.DedupKey)
 	}
+}
+
+// engineHolder waits for one of peers to log that it took the workflow engine duty, and returns it.
+func engineHolder(t *testing.T, peers []*harness.Peer, not *harness.Peer) *harness.Peer {
+	t.Helper()
+	var holder *harness.Peer
+	if !eventually(30*time.Second, func() bool {
+		for _, q := range peers {
+			if q != not && strings.Contains(q.Log(), "workflow engine duty taken") {
+				holder = q
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("no peer took the workflow engine duty")
+	}
+	return holder
 }
