@@ -75,44 +75,33 @@ func parseWorkflowList(path string, list *yaml.Node) ([]workflowEntry, error) {
 	}
 	out := make([]workflowEntry, 0, len(list.Content))
 	seen := map[string]string{}
-	for i, node := range list.Content {
-		pos := fmt.Sprintf("%s:%d (workflow %d)", path, node.Line, i+1)
-		var v any
-		if err := node.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%s: %v", pos, err)
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: a workflow must be a mapping of fields (name, cron, nodes, ...)", pos)
-		}
-		if name, ok := m["name"].(string); ok && name != "" {
-			pos = fmt.Sprintf("%s:%d (workflow %d, %s)", path, node.Line, i+1, name)
-		}
+	err := eachEntry(path, list, "workflow", "name", "(name, cron, nodes, ...)", func(pos string, m map[string]any) error {
 		e := workflowEntry{Pos: pos}
 		if ow, ok := m["overwrite"]; ok {
 			if e.Overwrite, ok = ow.(bool); !ok {
-				return nil, fmt.Errorf("%s: overwrite: must be true or false", pos)
+				return fmt.Errorf("%s: overwrite: must be true or false", pos)
 			}
 			delete(m, "overwrite")
 		}
 		js, err := json.Marshal(m)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", pos, err)
+			return fmt.Errorf("%s: %v", pos, err)
 		}
 		if err := decodeStrict(js, &e.Workflow); err != nil {
-			return nil, fmt.Errorf("%s: %s", pos, fieldMessage(err))
+			return fmt.Errorf("%s: %s", pos, fieldMessage(err))
 		}
 		e.Workflow.Normalize()
 		if err := workflow.Validate(e.Workflow, nil); err != nil { // the jobs are checked at apply
-			return nil, fmt.Errorf("%s: %s", pos, fieldMessage(err))
+			return fmt.Errorf("%s: %s", pos, fieldMessage(err))
 		}
 		if prev, dup := seen[e.Workflow.Name]; dup {
-			return nil, fmt.Errorf("%s: name: %q is also at %s", pos, e.Workflow.Name, prev)
+			return fmt.Errorf("%s: name: %q is also at %s", pos, e.Workflow.Name, prev)
 		}
 		seen[e.Workflow.Name] = pos
 		out = append(out, e)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // decodeStrict decodes JSON refusing unknown fields, as the API does.

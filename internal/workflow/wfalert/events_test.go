@@ -126,3 +126,22 @@ func TestDecideOncePerIncident(t *testing.T) {
 		t.Fatalf("recovery: %+v", out)
 	}
 }
+
+// FuzzFenceTime: any key parses or is refused without panicking, and a key FenceKey made of a time after 1970
+// gives its time back.
+func FuzzFenceTime(f *testing.F) {
+	f.Add("1795485660000-01a20ebd-aaaa-1-WORKFLOW_FAILED", int64(1795485660000))
+	f.Add("x-1", int64(0))
+	f.Add("", int64(-5))
+	f.Fuzz(func(t *testing.T, key string, ms int64) {
+		_, _ = FenceTime(key)
+		if ms < 0 {
+			return // keys are of runs' times, after 1970: a negative one would start with the separator
+		}
+		at := time.UnixMilli(ms)
+		got, ok := FenceTime(FenceKey(at, workflow.Run{ID: "r", Attempt: 1}, notify.KindRunningLong))
+		if !ok || !got.Equal(at) {
+			t.Fatalf("FenceTime(FenceKey(%v)) = %v, %v", at, got, ok)
+		}
+	})
+}
