@@ -1,12 +1,14 @@
 package wfalert
 
 import (
+	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain starts (or finds) the shared ZooKeeper and fails the run if goroutines leaked.
+func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
 
 // TestStopSafe: Stop is safe before Start and twice, and a Start after Stop starts nothing.
 func TestStopSafe(t *testing.T) {
