@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -188,4 +189,29 @@ func applyWorkflow(ctx context.Context, wfs Workflows, e workflowEntry) (string,
 	}
 	_, err = wfs.Replace(ctx, e.Workflow.Name, e.Workflow, cur.Version)
 	return service.ApplyReplaced, err
+}
+
+// jobsFileWorkflows reads the workflows section of a jobs file for `ejserver workflow apply -f` (false: the
+// file is not a jobs file with a workflows section, but a list of workflows). They are checked as serve
+// --jobs checks them; the server checks their jobs.
+func jobsFileWorkflows(path string) ([]json.RawMessage, []string, bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	var top map[string]any
+	if yaml.Unmarshal(b, &top) != nil || top["workflows"] == nil || top["name"] != nil {
+		return nil, nil, false, nil
+	}
+	doc, err := parseJobsDoc(path, b)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	bodies := make([]json.RawMessage, len(doc.Workflows))
+	names := make([]string, len(doc.Workflows))
+	for i, e := range doc.Workflows {
+		bodies[i], _ = json.Marshal(e.Workflow)
+		names[i] = e.Workflow.Name
+	}
+	return bodies, names, true, nil
 }

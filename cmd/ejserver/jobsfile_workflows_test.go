@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -69,5 +71,27 @@ jobs:
 				t.Fatalf("error %v, want prefix %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// `ejserver workflow apply -f` takes a jobs file's workflows section, or a plain list of workflows.
+func TestJobsFileWorkflowsForTheCLI(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jobs.yaml")
+	doc := "jobs: []\nworkflows:\n  - {name: w, overwrite: true, nodes: [{name: x, job: a}]}\n"
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bodies, names, ok, err := jobsFileWorkflows(file)
+	if err != nil || !ok || len(names) != 1 || names[0] != "w" || strings.Contains(string(bodies[0]), "overwrite") ||
+		!strings.Contains(string(bodies[0]), `"overlap":"skip"`) {
+		t.Fatalf("%v %q %s %v", ok, names, bodies, err)
+	}
+	list := filepath.Join(dir, "wfs.yaml")
+	if err := os.WriteFile(list, []byte("- {name: w, nodes: [{name: x, job: a}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := jobsFileWorkflows(list); ok || err != nil {
+		t.Fatalf("a list of workflows taken for a jobs file: %v %v", ok, err)
 	}
 }
