@@ -21,11 +21,17 @@ const (
 	EventRunningLong       = "RUNNING_LONG"
 	EventNoInstance        = "NO_INSTANCE"
 	EventRecovered         = "RECOVERED"
+	// EventWorkflowFailed: a workflow run ended FAILED (a workflow's rules only).
+	EventWorkflowFailed = "WORKFLOW_FAILED"
 )
 
 // AlertEvents lists the events in documentation order.
 var AlertEvents = []string{EventItemFailed, EventFireFailed, EventFailedFiresInARow, EventMisfire, EventFailover,
 	EventLate, EventFireSkipped, EventLeaseExpired, EventRunningLong, EventNoInstance, EventRecovered}
+
+// WorkflowAlertEvents lists the events a workflow's alert rules may be on: a run that failed, a run still
+// going after runningLongerThanSeconds (told once per run attempt), and the next succeeded run after a failure.
+var WorkflowAlertEvents = []string{EventWorkflowFailed, EventRunningLong, EventRecovered}
 
 // Bounds of a job's alerts and hooks, documented in the README.
 const (
@@ -141,7 +147,24 @@ func (a Alerts) Validate() error {
 	return v.err()
 }
 
-func (a Alerts) validate(v *validator, prefix string) {
+func (a Alerts) validate(v *validator, prefix string) { a.validateOn(v, prefix, AlertEvents) }
+
+// ValidateWorkflow checks a workflow's alert rules, in the same model as a job's (the same type, bounds and
+// messages, prefix "alerts"): the rules may be on WorkflowAlertEvents, and only the runningLongerThanSeconds
+// threshold applies (a run, not an item, running long).
+func (a Alerts) ValidateWorkflow() error {
+	var v validator
+	a.validateOn(&v, "alerts", WorkflowAlertEvents)
+	if a.LateAfterMs != 0 {
+		v.add("alerts.lateAfterMs", "does not apply to a workflow (its runs are not late: their nodes' jobs are)")
+	}
+	if a.FailedFiresInARow != 0 {
+		v.add("alerts.failedFiresInARow", "does not apply to a workflow: WORKFLOW_FAILED tells each failed run")
+	}
+	return v.err()
+}
+
+func (a Alerts) validateOn(v *validator, prefix string, events []string) {
 	field := func(name string) string {
 		if prefix == "" {
 			return name
@@ -157,12 +180,12 @@ func (a Alerts) validate(v *validator, prefix string) {
 	for i, r := range a.Rules {
 		rf := fmt.Sprintf("%s[%d]", field("rules"), i)
 		if len(r.On) == 0 {
-			v.add(rf+".on", "names no event; use some of %s", kindList())
+			v.add(rf+".on", "names no event; use some of %s", strings.Join(events, ", "))
 		}
 		for j, k := range r.On {
 			switch {
-			case !slices.Contains(AlertEvents, k):
-				v.add(fmt.Sprintf("%s.on[%d]", rf, j), "%q is not an event; use one of %s", k, kindList())
+			case !slices.Contains(events, k):
+				v.add(fmt.Sprintf("%s.on[%d]", rf, j), "%q is not an event; use one of %s", k, strings.Join(events, ", "))
 			case k == EventLate && a.LateAfterMs == 0:
 				v.add(fmt.Sprintf("%s.on[%d]", rf, j), "LATE needs %s (how late is late)", field("lateAfterMs"))
 			case k == EventRunningLong && a.RunningLongerThanSeconds == 0:
@@ -184,10 +207,6 @@ func (a Alerts) validate(v *validator, prefix string) {
 		}
 		v.between(rf+".quietPeriodSeconds", r.QuietPeriodSeconds, 0, MaxQuietPeriodSeconds)
 	}
-}
-
-func kindList() string {
-	return strings.Join(AlertEvents, ", ")
 }
 
 func (h Hooks) validate(v *validator) {

@@ -48,27 +48,7 @@ func (c *JobConfig) EndTime() time.Time {
 // validateSteering checks the calendar references, endAt and remainingFires. That every calendar named
 // exists is checked where the calendars are (the service), as it needs the cluster.
 func (c *JobConfig) validateSteering(v *validator) {
-	for _, f := range []struct {
-		field string
-		names []string
-	}{{"excludeCalendars", c.ExcludeCalendars}, {"includeCalendars", c.IncludeCalendars}} {
-		if len(f.names) > MaxJobCalendars {
-			v.add(f.field, "names %d calendars; the limit is %d", len(f.names), MaxJobCalendars)
-		}
-		for i, n := range f.names {
-			switch {
-			case !calendarNameRE.MatchString(n):
-				v.add(fmt.Sprintf("%s[%d]", f.field, i), "%q is not a calendar name (letters, digits, '_', '.', '-')", n)
-			case slices.Index(f.names, n) < i:
-				v.add(fmt.Sprintf("%s[%d]", f.field, i), "%q is named twice", n)
-			}
-		}
-	}
-	for _, n := range c.IncludeCalendars {
-		if slices.Contains(c.ExcludeCalendars, n) {
-			v.add("includeCalendars", "%q is excluded too: a job can't both exclude and be restricted to a calendar", n)
-		}
-	}
+	v.calendarRefs("", c.ExcludeCalendars, c.IncludeCalendars)
 	if c.EndAt != "" {
 		if _, err := time.Parse(time.RFC3339, c.EndAt); err != nil {
 			v.add("endAt", "%q is not an RFC 3339 time (2026-12-31T23:59:59Z)", c.EndAt)
@@ -82,6 +62,39 @@ func (c *JobConfig) validateSteering(v *validator) {
 	}
 	if p := c.Pause; p != nil && len(p.Note) > MaxPauseNoteLen {
 		v.add("pause.note", "is longer than %d bytes", MaxPauseNoteLen)
+	}
+}
+
+// ValidateCalendarRefs checks a workflow's (or any schedule's) excludeCalendars and includeCalendars as a
+// job's are checked: names, at most MaxJobCalendars, none twice, none in both lists. That they exist is
+// checked where the calendars are.
+func ValidateCalendarRefs(exclude, include []string) error {
+	var v validator
+	v.calendarRefs("", exclude, include)
+	return v.err()
+}
+
+func (v *validator) calendarRefs(prefix string, exclude, include []string) {
+	for _, f := range []struct {
+		field string
+		names []string
+	}{{prefix + "excludeCalendars", exclude}, {prefix + "includeCalendars", include}} {
+		if len(f.names) > MaxJobCalendars {
+			v.add(f.field, "names %d calendars; the limit is %d", len(f.names), MaxJobCalendars)
+		}
+		for i, n := range f.names {
+			switch {
+			case !calendarNameRE.MatchString(n):
+				v.add(fmt.Sprintf("%s[%d]", f.field, i), "%q is not a calendar name (letters, digits, '_', '.', '-')", n)
+			case slices.Index(f.names, n) < i:
+				v.add(fmt.Sprintf("%s[%d]", f.field, i), "%q is named twice", n)
+			}
+		}
+	}
+	for _, n := range include {
+		if slices.Contains(exclude, n) {
+			v.add(prefix+"includeCalendars", "%q is excluded too: a schedule can't both exclude and be restricted to a calendar", n)
+		}
 	}
 }
 

@@ -69,7 +69,7 @@ func decodeWorkflow(c echo.Context) (workflow.Workflow, error) {
 // create godoc
 //
 //	@Summary		Create a workflow
-//	@Description	A DAG of nodes, each firing an existing job once per run after its parents ended as its edges require (after: [{node, on: success|failure|always}], on defaults to success). Optional cron and timeZone schedule runs (empty: only triggered); overlap (skip, allow, replace) says what a scheduled run does while an earlier one is still going. Validation refuses cycles, unknown jobs, unreachable nodes and bad names, each a field error naming the node (nodes[i].after[j].node). Workflows are cluster-wide: scoped tokens get 404.
+//	@Description	A DAG of nodes, each firing an existing job once per run after its parents ended as its edges require (after: [{node, on: success|failure|always}], on defaults to success). Optional cron and timeZone schedule runs (empty: only triggered); overlap (skip, allow, replace) says what a scheduled run does while an earlier one is still going; excludeCalendars/includeCalendars steer scheduled runs as a job's do (an unknown calendar is a field error); alerts holds alert rules in a job's model on WORKFLOW_FAILED, RUNNING_LONG and RECOVERED. Validation refuses cycles, unknown jobs, unreachable nodes and bad names, each a field error naming the node (nodes[i].after[j].node). Workflows are cluster-wide: scoped tokens get 404.
 //	@Tags			workflows
 //	@Accept			json
 //	@Produce		json,application/problem+json

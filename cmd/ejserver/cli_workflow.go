@@ -150,7 +150,10 @@ func (k *cli) workflowList(ctx context.Context) error {
 }
 
 func (k *cli) workflowApply(ctx context.Context, file string) error {
-	bodies, names, err := readNamedFile(file, "workflow", "a mapping with name and nodes")
+	bodies, names, ok, err := jobsFileWorkflows(file)
+	if !ok && err == nil {
+		bodies, names, err = readNamedFile(file, "workflow", "a mapping with name and nodes")
+	}
 	if err != nil {
 		return err
 	}

@@ -33,50 +33,42 @@ const maxJobsFile = 64 << 20
 // and decoded by ejserver.DecodeJobConfig, so defaults, unknown-field and type errors are the API's own;
 // errors name the file, line, entry and field.
 func readJobsFile(path string) ([]jobEntry, error) {
+	doc, err := readJobsDoc(path)
+	return doc.Jobs, err
+}
+
+// readJobsDoc reads a jobs file with its workflows (jobsfile_workflows.go).
+func readJobsDoc(path string) (jobsDoc, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return jobsDoc{}, err
 	}
 	if st.Size() > maxJobsFile {
-		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxJobsFile>>20)
+		return jobsDoc{}, fmt.Errorf("%s: larger than %d MiB", path, maxJobsFile>>20)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return jobsDoc{}, err
 	}
-	return parseJobsFile(path, b)
+	return parseJobsDoc(path, b)
 }
 
 func parseJobsFile(path string, b []byte) ([]jobEntry, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: not YAML: %v", path, err)
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, nil // an empty file: no jobs
-	}
-	list := doc.Content[0]
+	doc, err := parseJobsDoc(path, b)
+	return doc.Jobs, err
+}
+
+// parseJobList reads the jobs of a jobs file: a YAML list of jobs in the API's JSON shape.
+func parseJobList(path string, list *yaml.Node) ([]jobEntry, error) {
 	if list.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%s:%d: want a list of jobs (each starting with \"- jobName: ...\")", path, list.Line)
 	}
 	out := make([]jobEntry, 0, len(list.Content))
 	seen := map[string]string{}
-	for i, node := range list.Content {
-		pos := fmt.Sprintf("%s:%d (job %d)", path, node.Line, i+1)
-		var v any
-		if err := node.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%s: %v", pos, err)
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: a job must be a mapping of fields (jobName, cron, ...)", pos)
-		}
-		if name, ok := m["jobName"].(string); ok && name != "" {
-			pos = fmt.Sprintf("%s:%d (job %d, %s)", path, node.Line, i+1, name)
-		}
-		js, err := json.Marshal(v)
+	err := eachEntry(path, list, "job", "jobName", "(jobName, cron, ...)", func(pos string, m map[string]any) error {
+		js, err := json.Marshal(m)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", pos, err)
+			return fmt.Errorf("%s: %v", pos, err)
 		}
 		cfg, err := ejserver.DecodeJobConfig(bytes.NewReader(js))
 		if err == nil {
@@ -84,15 +76,39 @@ func parseJobsFile(path string, b []byte) ([]jobEntry, error) {
 			err = cfg.Validate()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s", pos, fieldMessage(err))
+			return fmt.Errorf("%s: %s", pos, fieldMessage(err))
 		}
 		if prev, dup := seen[cfg.JobName]; dup {
-			return nil, fmt.Errorf("%s: jobName: %q is also at %s", pos, cfg.JobName, prev)
+			return fmt.Errorf("%s: jobName: %q is also at %s", pos, cfg.JobName, prev)
 		}
 		seen[cfg.JobName] = pos
 		out = append(out, jobEntry{Pos: pos, JSON: js, Config: cfg})
+		return nil
+	})
+	return out, err
+}
+
+// eachEntry decodes each entry of a list as a mapping of fields and hands it on with its position in errors,
+// "jobs.yaml:12 (job 2, settle)": the entry's line, kind, number and, if set, the value of nameKey.
+func eachEntry(path string, list *yaml.Node, kind, nameKey, fields string, fn func(pos string, m map[string]any) error) error {
+	for i, node := range list.Content {
+		pos := fmt.Sprintf("%s:%d (%s %d)", path, node.Line, kind, i+1)
+		var v any
+		if err := node.Decode(&v); err != nil {
+			return fmt.Errorf("%s: %v", pos, err)
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: a %s must be a mapping of fields %s", pos, kind, fields)
+		}
+		if name, ok := m[nameKey].(string); ok && name != "" {
+			pos = fmt.Sprintf("%s:%d (%s %d, %s)", path, node.Line, kind, i+1, name)
+		}
+		if err := fn(pos, m); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // fieldMessage is "field: message" for every offending field of an *ejserver.Error.

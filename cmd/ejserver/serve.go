@@ -38,6 +38,7 @@ import (
 	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
 	"github.com/ejserver/ejserver/internal/workflow/engine"
+	"github.com/ejserver/ejserver/internal/workflow/wfalert"
 	"github.com/ejserver/ejserver/web"
 )
 
@@ -245,9 +246,9 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err := checkExposure(c.listen, tokens, c.insecure, log); err != nil {
 		return err
 	}
-	var jobs []jobEntry
+	var decl jobsDoc
 	if c.jobsFile != "" {
-		if jobs, err = readJobsFile(c.jobsFile); err != nil {
+		if decl, err = readJobsDoc(c.jobsFile); err != nil {
 			return fmt.Errorf("--jobs: %w", err)
 		}
 	}
@@ -346,8 +347,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	// Calendars (issue 24): a watched cache of the cluster's calendars that the executor's steering reads;
 	// deleting one is refused while the service's job cache shows jobs naming it.
 	var svc *service.Service
+	wfService := engine.NewService(reg, clk)
 	calendars := calendarstore.New(calendarstore.Config{Registry: reg, Logger: log, Clock: clk,
-		UsedBy: func(name string) []string { return svc.JobsUsingCalendar(name) }})
+		UsedBy: func(name string) []string { return svc.JobsUsingCalendar(name) }, UsedByWorkflows: wfService.UsingCalendar})
+	wfService.UseCalendars(calendars)
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
 		FireLead: c.fireLead,
 		Steering: calendars, Counters: reg,
@@ -418,8 +421,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer alerting.stop()
 	// workflows: the peer holding the engine duty advances every run (a fire's end reaches it through the
 	// fire ledger the alert service keeps)
-	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets, Clock: clk, Logger: log,
-		Stepped: killAfterFiring(log)})
+	// and tells a run's trouble through the workflow's alert rules (links to the run's console page)
+	wfAlerts := wfalert.New(wfalert.Config{Registry: reg, Deliverer: dispatcher, Namespace: c.namespace,
+		ConsoleURL: c.advertiseURL, Clock: clk, Logger: log})
+	wfAlerts.Start()
+	defer wfAlerts.Stop()
+	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets,
+		Listener: wfAlerts, Calendars: calendars, Clock: clk, Logger: log, Stepped: killAfterFiring(log)})
 	if err := workflows.Start(); err != nil {
 		return abort(err)
 	}
@@ -452,13 +460,19 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	svc = service.New(service.Config{Registry: reg, Scheduler: sched, Runtime: exec, History: store,
 		Targets: urlChecker{allow}, NewSecret: webhook.GenerateSecret, DescribeCron: cronexpr.Describe, Logger: log,
 		Calendars: calendars, Counters: reg})
-	if err := applyJobs(ctx, svc, jobs, auditRec, log); err != nil {
+	if err := checkWorkflowJobs(decl, reg.JobExists); err != nil { // before anything of the file is stored
+		return abort(err)
+	}
+	if err := applyJobs(ctx, svc, decl.Jobs, auditRec, log); err != nil {
+		return abort(err)
+	}
+	if err := applyWorkflows(ctx, wfService, decl.Workflows, auditRec, log); err != nil {
 		return abort(err)
 	}
 	handler := api.New(api.Config{Service: svc, Health: readiness{sess: sess, writer: writer, store: store}, Logger: log,
 		Metrics: mets.Handler(), Tokens: tokens, MetricsAuth: c.metricsAuth, Console: web.Handler(), Callbacks: leases,
 		Channels: notify.NewService(channels, dispatcher, c.namespace, clk), Notifications: store, Alerts: alerting.svc,
-		Audit: auditRec, AuditLog: store, Workflows: engine.NewService(reg, clk),
+		Audit: auditRec, AuditLog: store, Workflows: wfService,
 		Backfills: backfills, Replays: replays,
 		Calendars: calendars, Steering: svc})
 	apiGate.open(handler)
@@ -478,6 +492,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	exec.Drain(c.shutdownTimeout)
 	leases.Stop()    // accepted items keep their leases: another peer takes the watcher duty
 	workflows.Stop() // another peer takes the engine duty at once
+	wfAlerts.Stop()  // after the engine: its last runs' notifications are handed to the dispatcher
 	stopper.Stop()
 	alerting.stop()   // after dispatch: the last items' ends are decided, then handed to the dispatcher
 	dispatcher.Stop() // queued notifications get a few seconds to go out

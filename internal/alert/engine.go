@@ -35,6 +35,9 @@ type Event struct {
 	// Items are the items concerned: for a fire, those that did not succeed (any number: Decide samples them).
 	Items  []notify.Sample
 	Detail string
+	// Workflow is the run a workflow's event is about (its policy's Workflow is set); ConsoleURL links to it.
+	Workflow   *notify.WorkflowRun
+	ConsoleURL string
 }
 
 // State is what Decide remembers of a job between events; the edge stores it (JSON) with a version check.
@@ -181,7 +184,7 @@ func (s *State) kindsOf(p Policy, e Event) []notify.Kind {
 func Opens(k notify.Kind) bool {
 	switch k {
 	case notify.KindItemFailed, notify.KindFireFailed, notify.KindFailedFiresInARow, notify.KindLeaseExpired,
-		notify.KindNoInstance, notify.KindFireSkipped:
+		notify.KindNoInstance, notify.KindFireSkipped, notify.KindWorkflowFailed:
 		return true
 	}
 	return false
@@ -270,8 +273,13 @@ func (p Policy) outgoing(r Rule, n notify.Notification) Outgoing {
 	return Outgoing{Notification: n, Channels: slices.Clone(r.Channels), Undeliverable: slices.Contains(p.Undeliverable, r.Name)}
 }
 
-// DedupKey is the same for a rule's trigger and its recovery: namespace, job and rule.
-func (p Policy) DedupKey(rule string) string { return p.Namespace + "/" + p.Job + "/" + rule }
+// DedupKey is the same for a rule's trigger and its recovery: namespace, job (or workflow/{name}) and rule.
+func (p Policy) DedupKey(rule string) string {
+	if p.Workflow != "" {
+		return p.Namespace + "/workflow/" + p.Workflow + "/" + rule
+	}
+	return p.Namespace + "/" + p.Job + "/" + rule
+}
 
 func notificationID(parts ...string) string {
 	h := sha256.New()

@@ -20,8 +20,11 @@ type Rule struct {
 
 // Policy is everything Decide needs to know of a job's configuration.
 type Policy struct {
-	Namespace         string
-	Job               string
+	Namespace string
+	Job       string
+	// Workflow, instead of Job, makes the policy a workflow's (WorkflowPolicy): its notifications name the
+	// workflow and the run the event carries.
+	Workflow          string
 	Rules             []Rule
 	FailedFiresInARow int
 	LateAfter         time.Duration
@@ -77,6 +80,23 @@ func PolicyFor(namespace string, cfg ejserver.JobConfig, defaults ejserver.Alert
 			p.Undeliverable = append(p.Undeliverable, r.Name)
 		}
 		p.Rules = append(p.Rules, r)
+	}
+	return p
+}
+
+// WorkflowPolicy resolves a workflow's alert rules (workflow/0, workflow/1, ...): the same model as a job's
+// rules, on the events of ejserver.WorkflowAlertEvents; RunningLonger is a run's threshold. The cluster's
+// default rules, which are on a job's events, do not apply.
+func WorkflowPolicy(namespace, workflow string, a ejserver.Alerts) Policy {
+	p := Policy{Namespace: namespace, Workflow: workflow,
+		RunningLonger: time.Duration(a.RunningLongerThanSeconds) * time.Second}
+	for i, r := range a.Rules {
+		on := make([]notify.Kind, len(r.On))
+		for j, k := range r.On {
+			on[j] = notify.Kind(k)
+		}
+		p.Rules = append(p.Rules, Rule{Name: fmt.Sprintf("workflow/%d", i), On: on,
+			Channels: slices.Clone(r.Channels), Quiet: time.Duration(r.QuietPeriodSeconds) * time.Second})
 	}
 	return p
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -263,45 +262,23 @@ func (s *Service) policy(job string) (Policy, *cluster.JobSnapshot) {
 // apply runs fn on the job's alert state under a version check (again on a concurrent write) and delivers
 // what it decided once the state is written: whoever writes the state sends, and only them.
 func (s *Service) apply(p Policy, fn func(State, time.Time) (State, []Outgoing)) {
-	for range 8 {
-		data, version, err := s.reg.ReadAlertState(p.Job)
-		if err != nil {
-			s.log.Warn("could not read the alert state", "job", p.Job, "err", err)
-			return
-		}
-		var st State
-		if len(data) > 0 {
-			if err := json.Unmarshal(data, &st); err != nil {
-				s.log.Warn("alert state not readable: starting afresh", "job", p.Job, "err", err)
-				st = State{}
-			}
-		}
-		next, out := fn(st, s.clk.Now())
-		b, err := json.Marshal(next)
-		if err != nil {
-			s.log.Error("could not encode the alert state", "job", p.Job, "err", err)
-			return
-		}
-		if len(out) == 0 && (string(b) == string(data) || (len(data) == 0 && string(b) == "{}")) {
-			return // nothing to say and nothing changed: no write
-		}
-		if err := s.reg.WriteAlertState(p.Job, b, version); errors.Is(err, cluster.ErrStateChanged) {
-			continue
-		} else if err != nil {
-			s.log.Warn("could not write the alert state", "job", p.Job, "err", err)
-			return
-		}
-		s.mu.Lock()
-		if due := NextFlush(next); due.IsZero() {
-			delete(s.digestDue, p.Job)
-		} else {
-			s.digestDue[p.Job] = due
-		}
-		s.mu.Unlock()
-		s.deliver(out)
+	node := StateNode{
+		Read:  func() ([]byte, int32, error) { return s.reg.ReadAlertState(p.Job) },
+		Write: func(data []byte, version int32) error { return s.reg.WriteAlertState(p.Job, data, version) },
+	}
+	next, out, err := Commit(node, s.clk.Now, fn)
+	if err != nil {
+		s.log.Warn("could not apply an alert event", "job", p.Job, "err", err)
 		return
 	}
-	s.log.Warn("alert state kept changing: event dropped", "job", p.Job)
+	s.mu.Lock()
+	if due := NextFlush(next); due.IsZero() {
+		delete(s.digestDue, p.Job)
+	} else {
+		s.digestDue[p.Job] = due
+	}
+	s.mu.Unlock()
+	s.deliver(out)
 }
 
 func (s *Service) deliver(out []Outgoing) {

@@ -244,7 +244,14 @@ func TestFireLedgerOnceAcrossPeers(t *testing.T) {
 	run(at.Add(time.Second), -1)
 	waitFor(t, "the second afterFire", func() bool { return len(hooks.events("afterFire")) == 2 })
 	waitFor(t, "the recovery", func() bool { return len(delivered(peers)) == 2 })
-	if r := delivered(peers)[1]; r.Kind != notify.KindRecovered || !r.Resolve || r.DedupKey != n.DedupKey {
+	// delivered lists peer a's before peer b's: the recovery is the one that is not the failure, whichever
+	// peer closed which fire
+	got := delivered(peers)
+	r := got[1]
+	if r.ID == n.ID {
+		r = got[0]
+	}
+	if r.Kind != notify.KindRecovered || !r.Resolve || r.DedupKey != n.DedupKey {
 		t.Fatalf("recovery %+v after %+v", r, n)
 	}
 	if got := len(hooks.events("beforeFire")); got != 2 {

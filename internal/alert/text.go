@@ -27,8 +27,54 @@ func (p Policy) notification(r Rule, k notify.Kind, e Event, s State, now time.T
 		n.Counts = &c
 	}
 	n.Samples = samples(items)
+	if p.Workflow != "" {
+		n.Workflow, n.ConsoleURL = e.Workflow, e.ConsoleURL
+		n.Title, n.Text = p.workflowWords(k, e)
+		return n
+	}
 	n.Title, n.Text = p.words(k, e, n, len(items))
 	return n
+}
+
+// workflowWords are the title and text of a workflow's notification: the run, its failed nodes and why.
+func (p Policy) workflowWords(k notify.Kind, e Event) (title, text string) {
+	wf := fmt.Sprintf("workflow %q", p.Workflow)
+	run := ""
+	if w := e.Workflow; w != nil {
+		run = w.RunID
+	}
+	var b strings.Builder
+	switch k {
+	case notify.KindWorkflowFailed:
+		title = fmt.Sprintf("%s: run %s failed", wf, run)
+		if w := e.Workflow; w != nil && len(w.FailedNodes) > 0 {
+			names := make([]string, len(w.FailedNodes))
+			for i, f := range w.FailedNodes {
+				names[i] = f.Node
+			}
+			title = fmt.Sprintf("%s: run %s failed at node %s", wf, run, strings.Join(names, ", "))
+		}
+	case notify.KindRunningLong:
+		title = fmt.Sprintf("%s: run %s still runs after %s (left running)", wf, run, p.RunningLonger)
+	case notify.KindRecovered:
+		title = fmt.Sprintf("%s recovered: run %s succeeded", wf, run)
+	default:
+		title = fmt.Sprintf("%s: %s", wf, k)
+	}
+	if w := e.Workflow; w != nil {
+		fmt.Fprintf(&b, "run %s (attempt %d): %s\n", w.RunID, w.Attempt, w.State)
+		for _, f := range w.FailedNodes {
+			fmt.Fprintf(&b, "node %s (job %s) failed", f.Node, f.Job)
+			if f.Error != "" {
+				fmt.Fprintf(&b, ": %s", f.Error)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if e.Detail != "" {
+		b.WriteString(e.Detail)
+	}
+	return title, strings.TrimRight(b.String(), "\n")
 }
 
 // samples returns at most notify.MaxSamples of items, lowest item first.
@@ -48,7 +94,7 @@ func severity(k notify.Kind) notify.Severity {
 	switch k {
 	case notify.KindFailedFiresInARow, notify.KindNoInstance:
 		return notify.SeverityCritical
-	case notify.KindItemFailed, notify.KindFireFailed, notify.KindLeaseExpired:
+	case notify.KindItemFailed, notify.KindFireFailed, notify.KindLeaseExpired, notify.KindWorkflowFailed:
 		return notify.SeverityError
 	case notify.KindRecovered, notify.KindTest:
 		return notify.SeverityInfo

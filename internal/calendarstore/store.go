@@ -43,8 +43,10 @@ type Config struct {
 	// UsedBy lists the jobs whose config names a calendar (excluded or included): a calendar in use is not
 	// deleted. Nil: no check.
 	UsedBy func(name string) []string
-	Logger *slog.Logger
-	Clock  clock.Clock
+	// UsedByWorkflows lists the workflows whose schedule names a calendar; nil: no check.
+	UsedByWorkflows func(name string) []string
+	Logger          *slog.Logger
+	Clock           clock.Clock
 	// RetryPause is how long the watch loop waits after a failed read (default 1s).
 	RetryPause time.Duration
 }
@@ -145,8 +147,16 @@ func (s *Store) watch() {
 // the job names that the cache does not hold (deleted meanwhile, or unreadable) is an error naming it: the
 // caller skips the fire rather than run it on a day the job may exclude.
 func (s *Store) Rules(cfg *ejserver.JobConfig) (calendar.Rules, error) {
-	r := calendar.Rules{EndAt: cfg.EndTime(), Paused: cfg.Pause != nil}
-	if len(cfg.ExcludeCalendars)+len(cfg.IncludeCalendars) == 0 {
+	r, err := s.CalendarRules(cfg.ExcludeCalendars, cfg.IncludeCalendars)
+	r.EndAt, r.Paused = cfg.EndTime(), cfg.Pause != nil
+	return r, err
+}
+
+// CalendarRules returns the rules of a schedule's calendars (a job's, a workflow's) from the cache; a
+// calendar the cache does not hold is an error naming it.
+func (s *Store) CalendarRules(exclude, include []string) (calendar.Rules, error) {
+	var r calendar.Rules
+	if len(exclude)+len(include) == 0 {
 		return r, nil
 	}
 	s.mu.RLock()
@@ -163,7 +173,7 @@ func (s *Store) Rules(cfg *ejserver.JobConfig) (calendar.Rules, error) {
 		}
 		return out
 	}
-	r.Exclude, r.Include = pick(cfg.ExcludeCalendars), pick(cfg.IncludeCalendars)
+	r.Exclude, r.Include = pick(exclude), pick(include)
 	if len(missing) > 0 {
 		return r, fmt.Errorf("unknown calendar %s", strings.Join(missing, ", "))
 	}
@@ -303,7 +313,7 @@ func (s *Store) Replace(ctx context.Context, name string, c calendar.Calendar, c
 	return Stored{Calendar: c, Version: v}, nil
 }
 
-// Delete removes a calendar, refused (ECONFLICT, naming them) while jobs name it. The check reads this
+// Delete removes a calendar, refused (ECONFLICT, naming them) while jobs or workflows name it. The check reads this
 // peer's job cache: a job created on another peer in the same instant may still name a deleted calendar,
 // and then its fires are skipped with reason "calendar: unknown calendar" until the job is edited.
 func (s *Store) Delete(ctx context.Context, name string) error {
@@ -311,10 +321,19 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	var users []string
 	if s.cfg.UsedBy != nil {
 		if jobs := s.cfg.UsedBy(name); len(jobs) > 0 {
-			return ejserver.Errorf(ejserver.ECONFLICT, "calendar %q is used by job(s) %s: remove it from their excludeCalendars/includeCalendars first", name, strings.Join(jobs, ", "))
+			users = append(users, "job(s) "+strings.Join(jobs, ", "))
 		}
+	}
+	if s.cfg.UsedByWorkflows != nil {
+		if wfs := s.cfg.UsedByWorkflows(name); len(wfs) > 0 {
+			users = append(users, "workflow(s) "+strings.Join(wfs, ", "))
+		}
+	}
+	if len(users) > 0 {
+		return ejserver.Errorf(ejserver.ECONFLICT, "calendar %q is used by %s: remove it from their excludeCalendars/includeCalendars first", name, strings.Join(users, " and "))
 	}
 	if err := s.cfg.Registry.DeleteCalendar(name, old.Version); err != nil {
 		return storeErr(name, err)

@@ -244,10 +244,15 @@ func (r *Registry) CloseFire(job, fire string, t FireTally, report []byte) error
 // FenceEvent creates the fence node of one event (key: job-unique, e.g. the fire's key and the event's kind):
 // true for the one peer that created it. DropEventFence deletes old ones.
 func (r *Registry) FenceEvent(job, key string) (bool, error) {
-	p := r.p.alertFences(job) + "/" + key
+	return r.fence(r.p.alertFences(job), key)
+}
+
+// fence creates dir/key if absent: true for the caller that created it.
+func (r *Registry) fence(dir, key string) (bool, error) {
+	p := dir + "/" + key
 	err := r.s.create(p, nil, 0)
 	if errors.Is(err, zk.ErrNoNode) {
-		if err = r.s.ensurePath(r.p.alertFences(job)); err == nil {
+		if err = r.s.ensurePath(dir); err == nil {
 			err = r.s.create(p, nil, 0)
 		}
 	}
@@ -309,7 +314,12 @@ func (r *Registry) ClearGuarantee(job, which string) error {
 
 // ReadAlertState reads a job's alert state and its version (-1: none yet).
 func (r *Registry) ReadAlertState(job string) ([]byte, int32, error) {
-	data, st, err := r.s.get(r.p.alertState(job))
+	return r.readState(r.p.alertState(job))
+}
+
+// readState reads a versioned state node (nil, -1: none yet).
+func (r *Registry) readState(p string) ([]byte, int32, error) {
+	data, st, err := r.s.get(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, -1, nil
 	}
@@ -321,16 +331,21 @@ func (r *Registry) ReadAlertState(job string) ([]byte, int32, error) {
 
 // WriteAlertState writes a job's alert state if it still has version (-1: create it); ErrStateChanged if not.
 func (r *Registry) WriteAlertState(job string, data []byte, version int32) error {
+	return r.writeState(r.p.alertState(job), data, version)
+}
+
+// writeState writes a state node if it still has version (-1: create it); ErrStateChanged if not.
+func (r *Registry) writeState(p string, data []byte, version int32) error {
 	var err error
 	if version < 0 {
-		err = r.s.create(r.p.alertState(job), data, 0)
+		err = r.s.create(p, data, 0)
 		if errors.Is(err, zk.ErrNoNode) {
-			if err = r.s.ensurePath(parent(r.p.alertState(job))); err == nil {
-				err = r.s.create(r.p.alertState(job), data, 0)
+			if err = r.s.ensurePath(parent(p)); err == nil {
+				err = r.s.create(p, data, 0)
 			}
 		}
 	} else {
-		_, err = r.s.set(r.p.alertState(job), data, version)
+		_, err = r.s.set(p, data, version)
 	}
 	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) || (version >= 0 && errors.Is(err, zk.ErrNoNode)) {
 		return ErrStateChanged

@@ -110,6 +110,7 @@ func (r *Registry) DeleteWorkflow(name string) error {
 		_ = r.s.del(r.p.workflowRun(name, id), -1)
 	}
 	_ = r.s.del(r.p.workflowRuns(name), -1)
+	_ = r.DropWorkflowAlerts(name) // best effort: a later workflow of the name starts its alerts afresh
 	return nil
 }
 

@@ -23,6 +23,9 @@ const (
 	KindNoInstance        Kind = "NO_INSTANCE"           // no live instance of the job at its fire time
 	KindRecovered         Kind = "RECOVERED"             // the next fire succeeded after one of the above
 	KindTest              Kind = "TEST"                  // POST /api/v1/channels/{name}/test
+	// KindWorkflowFailed: a workflow run ended FAILED (a workflow's rules only: not in Kinds, which are a
+	// job's; a workflow's rules may also be on RUNNING_LONG and RECOVERED).
+	KindWorkflowFailed Kind = "WORKFLOW_FAILED"
 )
 
 // Kinds lists every kind a rule may name, in documentation order.
@@ -72,6 +75,26 @@ type Notification struct {
 	Partial bool `json:"partial,omitempty"`
 	// ConsoleURL links to the job or execution in the console when the peer knows its advertised URL.
 	ConsoleURL string `json:"consoleUrl,omitempty"`
+	// Workflow is set on a workflow run's notification (Job is then empty).
+	Workflow *WorkflowRun `json:"workflow,omitempty"`
+}
+
+// WorkflowRun names the workflow run a notification is about, and its failed nodes.
+type WorkflowRun struct {
+	Name    string `json:"name"`
+	RunID   string `json:"runId"`
+	Attempt int    `json:"attempt"`
+	State   string `json:"state"`
+	// FailedNodes are the run's nodes that failed (at most MaxSamples), with why.
+	FailedNodes []FailedNode `json:"failedNodes,omitempty"`
+}
+
+// FailedNode is a workflow node that failed in a run.
+type FailedNode struct {
+	Node  string `json:"node"`
+	Job   string `json:"job"`
+	Fire  string `json:"fire,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // MaxSamples bounds Notification.Samples.

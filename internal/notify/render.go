@@ -98,6 +98,9 @@ func lines(n Notification) []string {
 	if n.Job != "" {
 		meta += ", job " + n.Job
 	}
+	if w := n.Workflow; w != nil {
+		meta += ", workflow " + w.Name + ", run " + w.RunID
+	}
 	if !n.ScheduledAt.IsZero() {
 		meta += ", fire " + n.ScheduledAt.UTC().Format(time.RFC3339)
 	}

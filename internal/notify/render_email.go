@@ -46,6 +46,9 @@ func RenderEmail(c Channel, n Notification) (Message, error) {
 	if n.Job != "" {
 		h("X-Ejserver-Job", n.Job)
 	}
+	if n.Workflow != nil {
+		h("X-Ejserver-Workflow", n.Workflow.Name)
+	}
 	h("X-Ejserver-Severity", string(severityOf(n)))
 	b.WriteString("\r\n")
 	qp := quotedprintable.NewWriter(&b)

@@ -77,7 +77,7 @@ func renderPagerDuty(c Channel, n Notification) (Request, error) {
 	}{
 		RoutingKey: str(s.RoutingKey), EventAction: "trigger", DedupKey: dedup,
 		Payload: payload{Summary: truncate(title(n), pagerDutySummaryMax), Source: "ejserver/" + n.Namespace,
-			Severity: severityOf(n), Component: n.Job, Group: n.Namespace, Class: string(n.Kind), CustomDetails: details},
+			Severity: severityOf(n), Component: component(n), Group: n.Namespace, Class: string(n.Kind), CustomDetails: details},
 	}
 	if !n.At.IsZero() {
 		ev.Payload.Timestamp = n.At.UTC().Format(time.RFC3339Nano)
@@ -91,4 +91,12 @@ func renderPagerDuty(c Channel, n Notification) (Request, error) {
 		return Request{}, err
 	}
 	return jsonRequest(u, b), nil
+}
+
+// component is PagerDuty's component: the job, or workflow/{name} for a workflow run's notification.
+func component(n Notification) string {
+	if n.Job == "" && n.Workflow != nil {
+		return "workflow/" + n.Workflow.Name
+	}
+	return n.Job
 }

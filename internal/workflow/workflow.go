@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -20,7 +21,15 @@ type Workflow struct {
 	// Overlap says what a scheduled run does when an earlier run of the workflow is still going.
 	Overlap  Overlap `json:"overlap,omitempty"`
 	Disabled bool    `json:"disabled,omitempty"`
-	Nodes    []Node  `json:"nodes"`
+	// ExcludeCalendars and IncludeCalendars steer the schedule as a job's do: no scheduled run on a day of
+	// an excluded calendar; with includeCalendars, scheduled runs only on a day of one of them. Triggered
+	// runs are never held back.
+	ExcludeCalendars []string `json:"excludeCalendars,omitempty"`
+	IncludeCalendars []string `json:"includeCalendars,omitempty"`
+	// Alerts are the workflow's alert rules, in the model of a job's, on WORKFLOW_FAILED, RUNNING_LONG (a
+	// run still going after runningLongerThanSeconds) and RECOVERED.
+	Alerts ejserver.Alerts `json:"alerts,omitzero"`
+	Nodes  []Node          `json:"nodes"`
 }
 
 // Node fires one job once per run, after its parents ended as its edges require.
@@ -111,6 +120,15 @@ func Validate(w Workflow, jobs JobLookup) error {
 	default:
 		v.add("overlap", "must be skip, allow or replace, not %q", w.Overlap)
 	}
+	v.from(ejserver.ValidateCalendarRefs(w.ExcludeCalendars, w.IncludeCalendars))
+	if len(w.ExcludeCalendars)+len(w.IncludeCalendars) > 0 && w.Cron == "" {
+		f := "excludeCalendars"
+		if len(w.ExcludeCalendars) == 0 {
+			f = "includeCalendars"
+		}
+		v.add(f, "steers scheduled runs: a workflow without a cron has none")
+	}
+	v.from(w.Alerts.ValidateWorkflow())
 	switch {
 	case len(w.Nodes) == 0:
 		v.add("nodes", "must list at least one node")
@@ -315,6 +333,14 @@ type fieldErrs struct{ errs []ejserver.FieldError }
 
 func (v *fieldErrs) add(field, format string, args ...any) {
 	v.errs = append(v.errs, ejserver.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// from adds the field errors of an EINVALID error (nil adds none).
+func (v *fieldErrs) from(err error) {
+	var e *ejserver.Error
+	if errors.As(err, &e) {
+		v.errs = append(v.errs, e.Fields...)
+	}
 }
 
 func (v *fieldErrs) err() error {

@@ -45,6 +45,16 @@ func TestValidate(t *testing.T) {
 		{name: "bad cron", w: Workflow{Name: "wf", Cron: "nope", Overlap: OverlapSkip, Nodes: []Node{n("a", "j")}}, wantField: "cron"},
 		{name: "bad overlap", w: Workflow{Name: "wf", Overlap: "queue", Nodes: []Node{n("a", "j")}}, wantField: "overlap"},
 		{name: "bad name", w: Workflow{Name: "", Overlap: OverlapSkip, Nodes: []Node{n("a", "j")}}, wantField: "name"},
+		{name: "calendars", w: Workflow{Name: "wf", Cron: "@daily", Overlap: OverlapSkip, ExcludeCalendars: []string{"cn-holidays"}, IncludeCalendars: []string{"workdays"}, Nodes: []Node{n("a", "j")}}},
+		{name: "calendar twice", w: Workflow{Name: "wf", Cron: "@daily", Overlap: OverlapSkip, ExcludeCalendars: []string{"h", "h"}, Nodes: []Node{n("a", "j")}}, wantField: "excludeCalendars[1]", wantText: "named twice"},
+		{name: "calendar both", w: Workflow{Name: "wf", Cron: "@daily", Overlap: OverlapSkip, ExcludeCalendars: []string{"h"}, IncludeCalendars: []string{"h"}, Nodes: []Node{n("a", "j")}}, wantField: "includeCalendars", wantText: "excluded too"},
+		{name: "calendar bad name", w: Workflow{Name: "wf", Cron: "@daily", Overlap: OverlapSkip, IncludeCalendars: []string{"a b"}, Nodes: []Node{n("a", "j")}}, wantField: "includeCalendars[0]", wantText: "not a calendar name"},
+		{name: "calendar without cron", w: Workflow{Name: "wf", Overlap: OverlapSkip, IncludeCalendars: []string{"h"}, Nodes: []Node{n("a", "j")}}, wantField: "includeCalendars", wantText: "without a cron"},
+		{name: "alerts", w: Workflow{Name: "wf", Overlap: OverlapSkip, Alerts: ejserver.Alerts{RunningLongerThanSeconds: 60, Rules: []ejserver.AlertRule{{On: []string{"WORKFLOW_FAILED", "RUNNING_LONG", "RECOVERED"}, Channels: []string{"ops"}}}}, Nodes: []Node{n("a", "j")}}},
+		{name: "alerts job event", w: Workflow{Name: "wf", Overlap: OverlapSkip, Alerts: ejserver.Alerts{Rules: []ejserver.AlertRule{{On: []string{"FIRE_FAILED"}, Channels: []string{"ops"}}}}, Nodes: []Node{n("a", "j")}}, wantField: "alerts.rules[0].on[0]", wantText: "use one of WORKFLOW_FAILED, RUNNING_LONG, RECOVERED"},
+		{name: "alerts no threshold", w: Workflow{Name: "wf", Overlap: OverlapSkip, Alerts: ejserver.Alerts{Rules: []ejserver.AlertRule{{On: []string{"RUNNING_LONG"}, Channels: []string{"ops"}}}}, Nodes: []Node{n("a", "j")}}, wantField: "alerts.rules[0].on[0]", wantText: "needs alerts.runningLongerThanSeconds"},
+		{name: "alerts no channel", w: Workflow{Name: "wf", Overlap: OverlapSkip, Alerts: ejserver.Alerts{Rules: []ejserver.AlertRule{{On: []string{"WORKFLOW_FAILED"}}}}, Nodes: []Node{n("a", "j")}}, wantField: "alerts.rules[0].channels", wantText: "names no channel"},
+		{name: "alerts late", w: Workflow{Name: "wf", Overlap: OverlapSkip, Alerts: ejserver.Alerts{LateAfterMs: 5}, Nodes: []Node{n("a", "j")}}, wantField: "alerts.lateAfterMs", wantText: "does not apply to a workflow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

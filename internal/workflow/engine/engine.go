@@ -72,6 +72,11 @@ type EngineConfig struct {
 	// Stepped, if set, is told each run step the engine wrote, with the nodes whose triggers it wrote with
 	// it (a test's fault point: cmd/ejserver's EJ_TEST_KILL_AFTER_FIRING kills the peer there).
 	Stepped func(r workflow.Run, fired []string)
+	// Listener is told of the runs the duty holder writes and loads (listener.go); may be nil.
+	Listener RunListener
+	// Calendars steer scheduled runs by the workflows' excludeCalendars/includeCalendars (calendars.go); nil:
+	// none do.
+	Calendars Calendars
 }
 
 // Engine advances workflow runs on the one peer that holds the engine duty.
@@ -213,6 +218,7 @@ type duty struct {
 	runs  map[string]*loaded   // active runs by workflow/id
 	fires map[string]string    // job/fire -> workflow/id of the running node that fired it
 	due   map[string]time.Time // workflow -> its next scheduled run
+	dueAt map[string]time.Time // workflow -> when its due time was computed (calendars.go)
 	defs  map[string]workflow.Workflow
 	lost  map[string]time.Time // job/fire -> when first seen without a ledger or a trigger
 	// orphans are the triggers (job/fire@instance) found waiting for a vanished instance on the last tick
@@ -313,6 +319,7 @@ func (d *duty) load() error {
 				}
 				return err
 			}
+			d.tell(r)
 			if r.State.Ended() {
 				ended = append(ended, id)
 				continue
@@ -636,6 +643,9 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 		if err := d.e.cfg.Recorder.RecordRun(after); err != nil {
 			d.e.log.Warn("could not record a workflow run in the history", "workflow", after.Workflow, "run", after.ID, "err", err)
 		}
+	}
+	if started || finished || retried {
+		d.tell(after)
 	}
 	if started && d.e.cfg.Observer != nil {
 		d.e.cfg.Observer.RunStarted(after.Workflow)

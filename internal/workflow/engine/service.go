@@ -37,8 +37,9 @@ const MaxParametersSize = 4096
 // Service is the workflows' API: definitions, runs and run controls. It writes to ZooKeeper; the engine on
 // the duty holder does the rest.
 type Service struct {
-	reg ServiceRegistry
-	clk clock.Clock
+	reg       ServiceRegistry
+	clk       clock.Clock
+	calendars Calendars // nil: calendars are not checked (calendars.go)
 }
 
 // NewService returns the workflow service.
@@ -57,7 +58,10 @@ type Stored struct {
 
 func (s *Service) check(w *workflow.Workflow) error {
 	w.Normalize()
-	return workflow.Validate(*w, s.reg.JobExists)
+	if err := workflow.Validate(*w, s.reg.JobExists); err != nil {
+		return err
+	}
+	return s.checkCalendars(context.Background(), *w)
 }
 
 // Create stores a new workflow.

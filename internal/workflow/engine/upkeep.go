@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
-	"github.com/ejserver/ejserver/internal/cronexpr"
 	"github.com/ejserver/ejserver/internal/workflow"
 )
 
@@ -123,20 +122,16 @@ func (d *duty) schedule() {
 			delete(d.due, name)
 			continue
 		}
-		next, ok := d.due[name]
-		if !ok {
-			loc, err := cronexpr.LoadLocation(w.TimeZone)
-			if err != nil {
-				continue
-			}
-			s, err := cronexpr.Parse(w.Cron, loc)
-			if err != nil {
-				continue
-			}
-			d.due[name] = s.Next(now)
+		if d.refreshDue(name, w, now) {
 			continue
 		}
+		next := d.due[name]
 		if now.Before(next) {
+			continue
+		}
+		if run, why := d.calendarsLet(w, next); !run { // a calendar edited since the due time was computed
+			d.e.log.Info("scheduled workflow run skipped", "workflow", name, "scheduled_at", next, "reason", why)
+			delete(d.due, name)
 			continue
 		}
 		id := ejserver.NewExecutionID()
