@@ -65,7 +65,11 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 							return false, false
 						}
 					}
-					if err := e.reg.ClearStaleRunning(req.job, item, v); err != nil {
+					end := func() error { return e.reg.EndStaleRunning(req.job, item, v, cur, e.clk.Now()) }
+					if cur.Async {
+						end = func() error { return e.reg.ClearStaleRunning(req.job, item, v) }
+					}
+					if err := end(); err != nil {
 						return false, false
 					}
 				}
