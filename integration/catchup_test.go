@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,21 +123,23 @@ func catchUpAcrossAFault(t *testing.T, name string, fault func(t *testing.T, vic
 		t.Fatalf("no fire ran all %d items after the fault", items)
 	}
 	// every fire of every item in [start, end] reaches the receiver (catch-ups run one after another), but
-	// for the victim's items at the fire it had in flight when killed: without failover (the default, as in
-	// ElasticJob) such a run is ended as LOST, its outcome unknown (its request may not have left), and it
-	// is not run again: its receiver has it at most once
+	// for the victim's items at the fire it had in flight when it died or froze: without failover (the
+	// default, as in ElasticJob) such a run is ended as LOST, its outcome unknown (its request may not have
+	// left; a frozen peer that wakes without its session does not send it), and it is not run again: its
+	// receiver has it at most once
 	mu.Lock()
 	inFlight := struckFire
 	mu.Unlock()
 	var missing []string
 	if !eventually(60*time.Second, func() bool {
 		missing = slices.DeleteFunc(missingFires(deliveries(), items, start, end), func(k string) bool {
-			return name == "killed" && slices.ContainsFunc(victims, func(i int) bool {
+			return slices.ContainsFunc(victims, func(i int) bool {
 				return k == fmt.Sprintf("%d@%s", i, inFlight.Format("15:04:05"))
 			})
 		})
 		return len(missing) == 0
 	}) {
+		logPeers(t, c)
 		t.Fatalf("fires never delivered between %s and %s: %v", start.Format("15:04:05"), end.Format("15:04:05"), missing)
 	}
 	ids := map[string]map[string]bool{} // item@second -> webhook-ids
@@ -157,6 +160,7 @@ func catchUpAcrossAFault(t *testing.T, name string, fault func(t *testing.T, vic
 	}
 	for k, set := range ids {
 		if len(set) > 1 {
+			defer logPeers(t, c)
 			t.Errorf("item@fire %s delivered under %d webhook-ids: %v", k, len(set), set)
 		}
 	}
@@ -247,4 +251,17 @@ func distinct(m map[int]string) map[string]bool {
 		out[v] = true
 	}
 	return out
+}
+
+// logPeers logs the peers' lines about catch-ups, runs not run and sessions, to tell why a fire went missing.
+func logPeers(t *testing.T, c *testCluster) {
+	for i, p := range c.peers {
+		for _, line := range strings.Split(p.Log(), "\n") {
+			if strings.Contains(line, "catch-up") || strings.Contains(line, "not run") || strings.Contains(line, "skipped") ||
+				strings.Contains(line, "dropped") || strings.Contains(line, "session") || strings.Contains(line, "resharded") ||
+				strings.Contains(line, "vanished") {
+				t.Logf("peer %d: %s", i, line)
+			}
+		}
+	}
 }

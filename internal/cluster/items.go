@@ -92,7 +92,7 @@ func (r *Registry) EndItem(job string, item int, runningVersion int32, done Comp
 			// its node (its peer froze past its session: the node was ended as LOST, the item ran on) records
 			// its end only if no later fire's is there: catchUp all counts missed fires from that node.
 			dropRunning = true
-			if cur, ok, err := r.LastCompleted(job, item); err == nil && ok && cur.ScheduledAt.After(done.ScheduledAt) {
+			if cur, ok, err := r.LastCompleted(job, item); err == nil && ok && cur.LastFire().After(done.LastFire()) {
 				return nil
 			}
 		case clearFailover && errors.Is(oe.Err, zk.ErrNoNode):
@@ -199,6 +199,9 @@ const CompletedLost = "LOST"
 func (r *Registry) EndStaleRunning(job string, item int, version int32, run Running, now time.Time) error {
 	done := Completed{ExecutionID: run.ExecutionID, InstanceID: run.InstanceID, Source: run.Source,
 		ScheduledAt: run.ScheduledAt, FinishedAt: now.UTC(), State: CompletedLost}
+	if prev, ok, err := r.LastCompleted(job, item); err == nil && ok && prev.LastFire().After(run.ScheduledAt) {
+		done.Latest = prev.LastFire() // the lost run was a catch-up of an older fire
+	}
 	data, _ := json.Marshal(done)
 	running, completed := r.p.ItemNode(job, item, NodeRunning), r.p.ItemNode(job, item, NodeCompleted)
 	useCreate := !r.completedKnown(job, item)

@@ -32,6 +32,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			cancel()
 			if werr != nil || fresh == nil || !fresh.IsMyItem(item) || fresh.Item(item).OwnerVersion == version {
 				e.log.Info("item is no longer this peer's: not run", "job", req.job, "item", item)
+				e.unmark(req, item)
 				return false, false
 			}
 			version = fresh.Item(item).OwnerVersion
@@ -39,6 +40,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			cur, v, ok, rerr := e.reg.ReadRunning(req.job, item)
 			if rerr != nil {
 				e.log.Warn("could not read a running item", "job", req.job, "item", item, "err", rerr)
+				e.unmark(req, item)
 				return false, false
 			}
 			if ok && cur.ExecutionID == executionID {
@@ -99,6 +101,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				continue
 			}
 			e.log.Warn("could not record the item as running: not run", "job", req.job, "item", item, "err", err)
+			e.unmark(req, item)
 			e.dropOwnRunning(req.job, item, executionID)
 			return false, false
 		}

@@ -107,7 +107,7 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 			continue
 		}
 		if ok {
-			last = done.ScheduledAt
+			last = done.LastFire()
 		}
 		// a fire started and not ended (its peer died, a failover may have it) is not missed
 		if r, _, ok, err := e.reg.ReadRunning(req.job, item); err == nil && ok {
@@ -151,6 +151,34 @@ func (e *Executor) markSkipped(req fireRequest) {
 			e.marks[req.job][i] = req.scheduledAt
 		}
 	}
+}
+
+// unmark forgets an item's mark when a run of it (scheduled or a catch-up) was given up for a fault before it
+// ran here (the item was resharded away meanwhile, the session was in doubt): the item's next fire here reads
+// its last run from the registry again, so the fire given up is caught up rather than taken as run.
+func (e *Executor) unmark(req fireRequest, item int) {
+	if req.source != ejserver.SourceNormal && req.source != ejserver.SourceMisfire {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.marks[req.job], item)
+}
+
+// ended records the end of a run of a scheduled fire (or its catch-up or failover) and returns the latest
+// such fire of the item ended here, for its completed node: a catch-up of an older fire ending after a later
+// fire does not move the item's last fire back.
+func (e *Executor) ended(req fireRequest, item int) time.Time {
+	if req.source.OnRequest() {
+		return time.Time{}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := itemKey{req.job, item}
+	if req.scheduledAt.After(e.latest[k]) {
+		e.latest[k] = req.scheduledAt
+	}
+	return e.latest[k]
 }
 
 func (e *Executor) logCatchUp(req fireRequest, item int, mode schedule.CatchUp, from time.Time, plan schedule.Plan) {

@@ -160,6 +160,7 @@ type Executor struct {
 	// this peer ran or queued, so that items it gains and fires it skipped are looked at (catchup.go).
 	replayed map[string]bool
 	marks    map[string]map[int]time.Time
+	latest   map[itemKey]time.Time // the latest scheduled fire of each item ended here (Completed.Latest)
 	closed   bool
 
 	wg         sync.WaitGroup
@@ -243,7 +244,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	e := &Executor{
 		cfg: cfg, tracer: cfg.Tracer, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
 		running: map[itemKey]*itemRun{}, jobCtx: map[string]jobContext{}, status: map[string]*JobStatus{},
-		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{},
+		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{},
 	}
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
 	e.soft, e.softCancel = context.WithCancel(e.hard)
@@ -314,6 +315,11 @@ func (e *Executor) CancelJob(job string) {
 	jc, ok := e.jobCtx[job]
 	delete(e.jobCtx, job)
 	delete(e.marks, job) // enabled again, its config's change bounds what counts as missed
+	for k := range e.latest {
+		if k.job == job {
+			delete(e.latest, k)
+		}
+	}
 	e.mu.Unlock()
 	if ok {
 		jc.cancel()
@@ -666,6 +672,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		e.endItem(req.job, item, runningVersion, cluster.Completed{
 			ExecutionID: executionID, InstanceID: e.me.InstanceID, Source: req.source, Success: res.Success,
 			StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done, Permanent: res.Permanent,
+			Latest: e.ended(req, item),
 		}, req.source == ejserver.SourceFailover)
 	}
 	e.taskItemEnded(req.task, item, true, res.Success)
@@ -745,6 +752,7 @@ func (e *Executor) finishItem(job string, item int, executionID string) {
 func (e *Executor) startFollowUp(snap *cluster.JobSnapshot, req fireRequest, item int, queued []fireRequest) {
 	if !e.reg.Lease() {
 		e.log.Info("follow-up run dropped: ZooKeeper session in doubt", "job", req.job, "item", item, "source", string(req.source))
+		e.unmark(req, item)
 		return
 	}
 	key := itemKey{req.job, item}
