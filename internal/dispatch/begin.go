@@ -40,7 +40,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			cur, v, ok, rerr := e.reg.ReadRunning(req.job, item)
 			if rerr != nil {
 				e.log.Warn("could not read a running item", "job", req.job, "item", item, "err", rerr)
-				e.unmark(req, item)
+				e.owe(snap, item, req)
 				return false, false
 			}
 			if ok && cur.ExecutionID == executionID {
@@ -101,7 +101,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				continue
 			}
 			e.log.Warn("could not record the item as running: not run", "job", req.job, "item", item, "err", err)
-			e.unmark(req, item)
+			e.owe(snap, item, req)
 			e.dropOwnRunning(req.job, item, executionID)
 			return false, false
 		}

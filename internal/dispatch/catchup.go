@@ -71,6 +71,7 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 	run := make([]int, 0, len(items))
 	var look []int
 	marks := map[int]time.Time{}
+	owed := map[int][]time.Time{}
 	e.mu.Lock()
 	m := e.marks[req.job]
 	if m == nil {
@@ -83,6 +84,9 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 			continue
 		}
 		run = append(run, item)
+		if o := e.takeOwed(req.job, item); len(o) > 0 {
+			owed[item] = o
+		}
 		if lookUp {
 			look = append(look, item)
 			marks[item] = m[item]
@@ -94,12 +98,20 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 			m[i] = req.scheduledAt
 		}
 	}
+	for k := range e.owed { // an item no longer here: its new owner reads the registry
+		if k.job == req.job && !slices.Contains(items, k.item) {
+			delete(e.owed, k)
+		}
+	}
 	e.mu.Unlock()
+	out := map[int][]time.Time{}
+	for item, o := range owed {
+		out[item] = slices.DeleteFunc(o, func(t time.Time) bool { return !t.Before(req.scheduledAt) })
+	}
 	if len(look) == 0 {
-		return run, nil
+		return run, out
 	}
 	window := time.Duration(snap.Config.CatchUpWindowSeconds) * time.Second
-	out := map[int][]time.Time{}
 	for _, item := range look {
 		var last, inFlight time.Time
 		done, ok, err := e.reg.LastCompleted(req.job, item)
@@ -118,7 +130,9 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 			continue // never ran: nothing was missed
 		}
 		if plan := schedule.Missed(next, from, req.scheduledAt, schedule.CatchUpAll, window); len(plan.Fires) > 0 {
-			out[item] = plan.Fires
+			fires := slices.Concat(out[item], plan.Fires)
+			slices.SortFunc(fires, time.Time.Compare)
+			out[item] = slices.CompactFunc(fires, time.Time.Equal)
 			e.logCatchUp(req, item, schedule.CatchUpAll, from, plan)
 		}
 	}
@@ -151,6 +165,33 @@ func (e *Executor) markSkipped(req fireRequest) {
 			e.marks[req.job][i] = req.scheduledAt
 		}
 	}
+}
+
+// owe keeps a scheduled fire or catch-up of an item with catchUp all that was given up here for a fault before
+// it ran (the session in doubt, its running node not written): the item's next fire here runs it as a
+// catch-up. The completed node already names a later fire, so a lookup in the registry would not find it.
+func (e *Executor) owe(snap *cluster.JobSnapshot, item int, reqs ...fireRequest) {
+	if snap == nil || snap.Config.CatchUpMode() != schedule.CatchUpAll {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, req := range reqs {
+		k := itemKey{req.job, item}
+		if (req.source == ejserver.SourceNormal || req.source == ejserver.SourceMisfire) &&
+			!slices.ContainsFunc(e.owed[k], req.scheduledAt.Equal) {
+			e.owed[k] = append(e.owed[k], req.scheduledAt)
+		}
+	}
+}
+
+// takeOwed returns the item's fires owed here (owe), oldest first, and forgets them.
+func (e *Executor) takeOwed(job string, item int) []time.Time {
+	k := itemKey{job, item}
+	out := e.owed[k]
+	delete(e.owed, k)
+	slices.SortFunc(out, time.Time.Compare)
+	return out
 }
 
 // unmark forgets an item's mark when a run of it (scheduled or a catch-up) was given up for a fault before it

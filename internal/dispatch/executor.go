@@ -161,6 +161,7 @@ type Executor struct {
 	replayed map[string]bool
 	marks    map[string]map[int]time.Time
 	latest   map[itemKey]time.Time // the latest scheduled fire of each item ended here (Completed.Latest)
+	owed     map[itemKey][]time.Time
 	closed   bool
 
 	wg         sync.WaitGroup
@@ -244,7 +245,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	e := &Executor{
 		cfg: cfg, tracer: cfg.Tracer, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
 		running: map[itemKey]*itemRun{}, jobCtx: map[string]jobContext{}, status: map[string]*JobStatus{},
-		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{},
+		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{}, owed: map[itemKey][]time.Time{},
 	}
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
 	e.soft, e.softCancel = context.WithCancel(e.hard)
@@ -752,7 +753,7 @@ func (e *Executor) finishItem(job string, item int, executionID string) {
 func (e *Executor) startFollowUp(snap *cluster.JobSnapshot, req fireRequest, item int, queued []fireRequest) {
 	if !e.reg.Lease() {
 		e.log.Info("follow-up run dropped: ZooKeeper session in doubt", "job", req.job, "item", item, "source", string(req.source))
-		e.unmark(req, item)
+		e.owe(snap, item, append([]fireRequest{req}, queued...)...)
 		return
 	}
 	key := itemKey{req.job, item}
