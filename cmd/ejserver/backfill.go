@@ -16,11 +16,11 @@ import (
 // runner's requests wait while this peer's executor sends scheduled fires (the Activity), as the history
 // writer's batches do.
 func newBackfills(reg *cluster.Registry, cals *calendarstore.Store, sender backfill.Sender, rec backfill.Recorder,
-	activity *dispatch.Activity, pacing backfill.Pacing, clk clock.Clock, log *slog.Logger) (*backfill.Service, *backfill.Runner) {
+	activity *dispatch.Activity, pacing backfill.Pacing, retention time.Duration, clk clock.Clock, log *slog.Logger) (*backfill.Service, *backfill.Runner) {
 	allow := backfillAllow(reg, cals)
 	svc := backfill.NewService(reg, allow, clk, log)
 	runner := backfill.NewRunner(backfill.RunnerConfig{Store: reg, Sender: sender, Recorder: rec, Pacing: pacing,
-		Busy: func() (d time.Duration) { return activity.Busy(historyYieldGuard) }, Allow: allow, Clock: clk, Logger: log})
+		Busy: func() (d time.Duration) { return activity.Busy(historyYieldGuard) }, Allow: allow, Retention: retention, Clock: clk, Logger: log})
 	return svc, runner
 }
 
@@ -47,16 +47,19 @@ var (
 )
 
 // backfillFlags adds the backfill pacing flags; the returned function reads them after parsing.
-func backfillFlags(f *envFlags) func() (backfill.Pacing, error) {
+func backfillFlags(f *envFlags) func() (backfill.Pacing, time.Duration, error) {
 	inFlight := f.Int("backfill-in-flight", 4, "bound on one backfill's webhook requests in flight at once")
 	rate := f.Int("backfill-rate", 50, "bound on the fires one backfill starts per second")
-	return func() (backfill.Pacing, error) {
+	retention := f.Duration("backfill-retention", backfill.DefaultRetention, "how long an ended backfill's progress stays in ZooKeeper (the API and console show it) before it is pruned; a deleted job's backfills go at once")
+	return func() (backfill.Pacing, time.Duration, error) {
 		switch {
 		case *inFlight < 1 || *inFlight > 256:
-			return backfill.Pacing{}, fmt.Errorf("--backfill-in-flight: must be between 1 and 256, got %d", *inFlight)
+			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-in-flight: must be between 1 and 256, got %d", *inFlight)
 		case *rate < 1 || *rate > 10000:
-			return backfill.Pacing{}, fmt.Errorf("--backfill-rate: must be between 1 and 10000, got %d", *rate)
+			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-rate: must be between 1 and 10000, got %d", *rate)
+		case *retention < time.Minute || *retention > 365*24*time.Hour:
+			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-retention: must be between 1m and 8760h, got %s", *retention)
 		}
-		return backfill.Pacing{MaxInFlight: *inFlight, Rate: float64(*rate)}, nil
+		return backfill.Pacing{MaxInFlight: *inFlight, Rate: float64(*rate)}, *retention, nil
 	}
 }

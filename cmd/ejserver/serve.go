@@ -74,6 +74,7 @@ type serveConfig struct {
 	tls              tlsFiles
 	alertLostGrace   time.Duration
 	backfillPacing   backfill.Pacing
+	backfillRetain   time.Duration
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -123,7 +124,7 @@ func parseServe(args []string) (serveConfig, error) {
 	if err := c.tls.check(); err != nil {
 		return c, err
 	}
-	if c.backfillPacing, err = pacingOf(); err != nil {
+	if c.backfillPacing, c.backfillRetain, err = pacingOf(); err != nil {
 		return c, err
 	}
 	switch {
@@ -449,7 +450,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return abort(err)
 	}
 	defer external.Stop()
-	backfills, backfillRunner := newBackfills(reg, calendars, sender, writer, activity, c.backfillPacing, clk, log)
+	backfills, backfillRunner := newBackfills(reg, calendars, sender, writer, activity, c.backfillPacing, c.backfillRetain, clk, log)
 	if err := backfillRunner.Start(ctx); err != nil {
 		return abort(err)
 	}

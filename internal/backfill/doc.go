@@ -7,7 +7,9 @@
 // ZooKeeper node that every progress write replaces at the version its owner last wrote, so a peer that lost
 // the backfill (its session ended, another peer claimed it) can write nothing more; the peer that claims it
 // next continues after the last fire recorded done, and re-sends a fire that was in flight with the same
-// webhook-ids, so a receiver that dedupes on webhook-id sees each fire once.
+// webhook-ids, so a receiver that dedupes on webhook-id sees each fire once. Ended backfills' nodes are
+// pruned after a retention, and a deleted job's at once (prune.go: which ones, a pure decision; every peer's
+// runner deletes them at the version it read, so peers pruning at once never undo each other).
 //
 //	          create                     last fire done
 //	(none) ----------> RUNNING ------------------------------> DONE

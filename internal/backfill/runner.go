@@ -23,6 +23,7 @@ type Store interface {
 	WriteBackfill(job, id string, data []byte, version int32) (int32, error)
 	ReadBackfill(job, id string) (cluster.BackfillNode, error)
 	ReleaseBackfill(id string) error
+	DeleteBackfill(job, id string, version int32) error
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
 	Job(name string) *cluster.JobSnapshot
 	GetJob(job string) (ejserver.JobConfig, int32, error)
@@ -58,6 +59,10 @@ type RunnerConfig struct {
 	// Retry is how long the runner waits before reading ZooKeeper again after an error (default 1 s), and how
 	// often a BUFFER_ONE item looks again whether the job's own run of it has ended.
 	Retry time.Duration
+	// Retention is how long an ended backfill's node stays (default DefaultRetention); a deleted job's go at
+	// once. PruneEvery is how often the runner looks for ones to prune when nothing changes (default 1 min).
+	Retention  time.Duration
+	PruneEvery time.Duration
 }
 
 // Runner runs the backfills of the namespace: it claims each running backfill that no live peer owns and
@@ -86,6 +91,12 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.PruneEvery <= 0 {
+		cfg.PruneEvery = time.Minute
 	}
 	cfg.Pacing = cfg.Pacing.Defaults()
 	return &Runner{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, active: map[string]context.CancelFunc{},
@@ -136,11 +147,15 @@ func (r *Runner) loop() {
 			}
 			continue
 		}
+		t := r.clk.NewTimer(r.cfg.PruneEvery)
 		select {
 		case <-changed:
+		case <-t.C():
 		case <-r.stop:
+			t.Stop()
 			return
 		}
+		t.Stop()
 	}
 }
 
@@ -159,16 +174,25 @@ func (r *Runner) scan() (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range nodes {
-		var b Backfill
-		if err := json.Unmarshal(n.Data, &b); err != nil {
+	bs := make([]Backfill, len(nodes))
+	for i, n := range nodes {
+		if err := json.Unmarshal(n.Data, &bs[i]); err != nil {
 			r.log.Warn("backfill node is not readable", "job", n.Job, "backfill", n.ID, "err", err)
-			continue
+			bs[i] = Backfill{Job: n.Job, ID: n.ID, State: StateFailed} // pruned only with its job
 		}
+		bs[i].Job, bs[i].ID = n.Job, n.ID
+	}
+	pruned := r.prune(nodes, bs)
+	for i, n := range nodes {
+		b := bs[i]
 		r.mu.Lock()
 		cancel, running := r.active[n.ID]
 		r.mu.Unlock()
 		switch {
+		case pruned[n.ID]:
+			if running {
+				cancel() // its job is gone
+			}
 		case running && b.State.Ended():
 			cancel()
 		case running || b.State.Ended() || owned[n.ID] || !r.cfg.Store.Lease():
@@ -177,6 +201,42 @@ func (r *Runner) scan() (<-chan struct{}, error) {
 		}
 	}
 	return changed, nil
+}
+
+// prune deletes the nodes of the backfills Prune picks (each at the version read, so a node that changed
+// since stays for the next look, and peers pruning at once do not undo each other) and returns their ids.
+func (r *Runner) prune(nodes []cluster.BackfillNode, bs []Backfill) map[string]bool {
+	goneJobs := map[string]bool{}
+	gone := func(job string) bool {
+		g, seen := goneJobs[job]
+		if !seen {
+			// the cache first: a job this peer holds exists; one it does not hold is read from ZooKeeper
+			if r.cfg.Store.Job(job) == nil {
+				_, _, err := r.cfg.Store.GetJob(job)
+				g = ejserver.IsNotFound(err)
+			}
+			goneJobs[job] = g
+		}
+		return g
+	}
+	out := map[string]bool{}
+	version := make(map[string]int32, len(nodes))
+	for _, n := range nodes {
+		version[n.ID] = n.Version
+	}
+	for _, b := range Prune(bs, r.clk.Now(), r.cfg.Retention, gone) {
+		if err := r.cfg.Store.DeleteBackfill(b.Job, b.ID, version[b.ID]); err != nil {
+			r.log.Warn("could not prune a backfill", "job", b.Job, "backfill", b.ID, "err", err)
+			continue
+		}
+		out[b.ID] = true
+		reason := "ended more than the retention ago"
+		if gone(b.Job) {
+			reason = "its job was deleted"
+		}
+		r.log.Info("backfill pruned: "+reason, "job", b.Job, "backfill", b.ID, "state", string(b.State), "ended_at", b.EndedAt)
+	}
+	return out
 }
 
 func (r *Runner) claim(n cluster.BackfillNode, b Backfill) {

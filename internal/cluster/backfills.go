@@ -42,10 +42,16 @@ func (r *Registry) onBackfillWatch(pth string) bool {
 
 // CreateBackfill creates a backfill's node.
 func (r *Registry) CreateBackfill(job, id string, data []byte) error {
-	if err := r.s.ensurePath(r.p.JobBackfills(job)); err != nil {
-		return err
+	var err error
+	for range 3 { // the job's folder may be pruned between the two (DeleteBackfill): make it again
+		if err = r.s.ensurePath(r.p.JobBackfills(job)); err != nil {
+			return err
+		}
+		if err = r.s.create(r.p.Backfill(job, id), data, 0); !errors.Is(err, zk.ErrNoNode) {
+			break
+		}
 	}
-	if err := r.s.create(r.p.Backfill(job, id), data, 0); err != nil {
+	if err != nil {
 		return fmt.Errorf("create backfill %s of job %q: %w", id, job, err)
 	}
 	r.bfw.fire()
@@ -193,6 +199,21 @@ func (r *Registry) ReleaseBackfill(id string) error {
 	}
 	if err := r.s.del(owner, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
+	}
+	return nil
+}
+
+// DeleteBackfill deletes a backfill's node if it still has version (the version the caller decided on), and
+// its job's folder once empty. A node deleted meanwhile (another peer pruned it) or written meanwhile (its
+// state changed: the caller must decide again) is left as it is, without an error: peers pruning at once
+// never undo each other.
+func (r *Registry) DeleteBackfill(job, id string, version int32) error {
+	err := r.s.del(r.p.Backfill(job, id), version)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+		return fmt.Errorf("delete backfill %s of job %q: %w", id, job, err)
+	}
+	if err := r.s.del(r.p.JobBackfills(job), -1); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) {
+		return fmt.Errorf("delete the backfills folder of job %q: %w", job, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -87,8 +88,13 @@ func (r *Registry) EndItem(job string, item int, runningVersion int32, done Comp
 			}
 			useCreate = true
 		case !dropRunning && oe.Op == 0:
-			// running was rewritten (a failover took the item) or removed: not ours to delete
+			// running was rewritten (a failover took the item) or removed: not ours to delete. A run that lost
+			// its node (its peer froze past its session: the node was ended as LOST, the item ran on) records
+			// its end only if no later fire's is there: catchUp all counts missed fires from that node.
 			dropRunning = true
+			if cur, ok, err := r.LastCompleted(job, item); err == nil && ok && cur.LastFire().After(done.LastFire()) {
+				return nil
+			}
 		case clearFailover && errors.Is(oe.Err, zk.ErrNoNode):
 			clearFailover = false
 			if err := r.deleteIfExists(r.p.ItemNode(job, item, NodeFailover)); err != nil {
@@ -180,6 +186,52 @@ func (r *Registry) ClearStaleRunning(job string, item int, version int32) error 
 		return nil
 	}
 	return err
+}
+
+// CompletedLost is the State of a completed node written for a run whose instance vanished mid-run: it
+// ended with an unknown outcome (its receiver may or may not have had it).
+const CompletedLost = "LOST"
+
+// EndStaleRunning ends a run that a vanished instance left behind: in one transaction it deletes the running
+// node (version-checked, so a node rewritten meanwhile stays and nothing is written) and records the run as
+// the item's completed node with State LOST, so the item's last fire is still known after the node is gone
+// (catchUp all counts the fires after it as missed, not the fire itself, which its receiver may have had).
+func (r *Registry) EndStaleRunning(job string, item int, version int32, run Running, now time.Time) error {
+	done := Completed{ExecutionID: run.ExecutionID, InstanceID: run.InstanceID, Source: run.Source,
+		ScheduledAt: run.ScheduledAt, FinishedAt: now.UTC(), State: CompletedLost}
+	if prev, ok, err := r.LastCompleted(job, item); err == nil && ok && prev.LastFire().After(run.ScheduledAt) {
+		done.Latest = prev.LastFire() // the lost run was a catch-up of an older fire
+	}
+	data, _ := json.Marshal(done)
+	running, completed := r.p.ItemNode(job, item, NodeRunning), r.p.ItemNode(job, item, NodeCompleted)
+	useCreate := !r.completedKnown(job, item)
+	for range 3 {
+		write := any(opSet(completed, data, -1))
+		if useCreate {
+			write = r.s.opCreate(completed, data, 0)
+		}
+		res, err := r.s.multi(opDelete(running, version), write)
+		if err == nil {
+			r.setCompletedKnown(job, item)
+			return nil
+		}
+		if len(res) != 2 {
+			return err // not an answer per operation: the request itself failed
+		}
+		switch werr := res[1].Error; {
+		case errors.Is(res[0].Error, zk.ErrBadVersion) || errors.Is(res[0].Error, zk.ErrNoNode):
+			return nil // the running node was rewritten (a failover took it) or removed: not ours to end
+		case errors.Is(werr, zk.ErrNodeExists):
+			useCreate = false
+		case errors.Is(werr, zk.ErrNoNode) && !useCreate:
+			useCreate = true
+		case errors.Is(werr, zk.ErrNoNode):
+			return nil // sharding/{i} itself is gone: the item was resharded away
+		default:
+			return err
+		}
+	}
+	return fmt.Errorf("record the lost run of item %d of job %q: too many conflicts", item, job)
 }
 
 // TakeTrigger reads and deletes trigger/{me}, reporting whether there was one.

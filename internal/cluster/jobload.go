@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -248,6 +249,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	prev, prevVersion := e.st.cfg, e.st.cfgVersion
 	e.st.hasConfig, e.st.loaded = true, true
 	e.st.cfg, e.st.cfgVersion, e.st.cfgCzxid, e.st.cfgErr = cfg, st.Version, st.Czxid, cfgErr
+	e.st.cfgChanged = time.UnixMilli(st.Mtime)
 	e.st.servers, e.st.instances, e.st.serverVers = servers, instances, serverVers
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
@@ -353,6 +355,7 @@ func (r *Registry) refreshConfig(e *jobEntry) error {
 	prev, prevVersion := e.st.cfg, e.st.cfgVersion
 	e.st.cfg, e.st.cfgErr = parseConfig(e.name, data)
 	e.st.cfgVersion, e.st.cfgCzxid = st.Version, st.Czxid
+	e.st.cfgChanged = time.UnixMilli(st.Mtime)
 	cur := e.st.cfg
 	e.changedLocked()
 	e.mu.Unlock()

@@ -122,8 +122,22 @@ type Completed struct {
 	ScheduledAt time.Time       `json:"scheduledAt"`
 	FinishedAt  time.Time       `json:"finishedAt"`
 	Permanent   bool            `json:"permanent,omitempty"`
-	// State is an accepted (async) item's final state: SUCCEEDED, FAILED, EXPIRED or CANCELLED.
+	// State is an accepted (async) item's final state: SUCCEEDED, FAILED, EXPIRED or CANCELLED; LOST for a run
+	// a vanished instance left in flight.
 	State string `json:"state,omitempty"`
+	// Latest is the latest scheduled fire of the item that has ended, which a catch-up of an older fire ending
+	// after it does not move back (catchUp all counts missed fires from it); zero when unknown.
+	Latest time.Time `json:"latest,omitzero"`
+}
+
+// LastFire is the latest scheduled fire the completed node says has run: Latest, or the fire it records
+// unless that ran on request (a manual trigger's time is no fire of the schedule); zero when unknown.
+func (c Completed) LastFire() time.Time {
+	t := c.Latest
+	if !c.Source.OnRequest() && c.ScheduledAt.After(t) {
+		t = c.ScheduledAt
+	}
+	return t
 }
 
 // TriggerRequest is the content of trigger/{instanceId}. ElasticJob's operators create the node empty:

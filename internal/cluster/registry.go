@@ -133,6 +133,7 @@ type jobState struct {
 	cfg        ejserver.JobConfig
 	cfgVersion int32
 	cfgCzxid   int64
+	cfgChanged time.Time // the config node's last write (ZooKeeper's mtime)
 	cfgErr     error
 	instances  map[string]string
 	servers    map[string]string
@@ -390,7 +391,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 		items[i] = *it
 	}
 	e.snap = &JobSnapshot{
-		Name: e.name, Config: st.cfg, ConfigVersion: st.cfgVersion, ConfigErr: st.cfgErr,
+		Name: e.name, Config: st.cfg, ConfigVersion: st.cfgVersion, ConfigChanged: st.cfgChanged, ConfigErr: st.cfgErr,
 		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary, OwnersChangedAt: st.ownersChangedAt,
 		FailoverItems: st.failover, Items: items, Me: me.InstanceID, MyIP: me.ServerIP,
 		Registered: st.registered, Settled: e.pending == 0, Generation: e.gen,

@@ -13,6 +13,9 @@ type JobSnapshot struct {
 	Name          string
 	Config        ejserver.JobConfig
 	ConfigVersion int32
+	// ConfigChanged is when the config node was last written (ZooKeeper's clock): the job's creation, an
+	// edit, a disable or enable, a pause or resume.
+	ConfigChanged time.Time
 	// ConfigErr is set when the config node can't be parsed; such a job never fires.
 	ConfigErr error
 	// Instances maps each online instance id to its server IP.

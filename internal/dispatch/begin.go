@@ -32,6 +32,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			cancel()
 			if werr != nil || fresh == nil || !fresh.IsMyItem(item) || fresh.Item(item).OwnerVersion == version {
 				e.log.Info("item is no longer this peer's: not run", "job", req.job, "item", item)
+				e.unmark(req, item)
 				return false, false
 			}
 			version = fresh.Item(item).OwnerVersion
@@ -39,6 +40,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 			cur, v, ok, rerr := e.reg.ReadRunning(req.job, item)
 			if rerr != nil {
 				e.log.Warn("could not read a running item", "job", req.job, "item", item, "err", rerr)
+				e.owe(snap, item, req)
 				return false, false
 			}
 			if ok && cur.ExecutionID == executionID {
@@ -65,7 +67,11 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 							return false, false
 						}
 					}
-					if err := e.reg.ClearStaleRunning(req.job, item, v); err != nil {
+					end := func() error { return e.reg.EndStaleRunning(req.job, item, v, cur, e.clk.Now()) }
+					if cur.Async {
+						end = func() error { return e.reg.ClearStaleRunning(req.job, item, v) }
+					}
+					if err := end(); err != nil {
 						return false, false
 					}
 				}
@@ -95,6 +101,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 				continue
 			}
 			e.log.Warn("could not record the item as running: not run", "job", req.job, "item", item, "err", err)
+			e.owe(snap, item, req)
 			e.dropOwnRunning(req.job, item, executionID)
 			return false, false
 		}

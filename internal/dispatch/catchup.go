@@ -12,59 +12,220 @@ import (
 // The executor's two ways of running what a fire alone would miss: the fires nobody ran while the whole cluster
 // was down (replayMissedFires), and a manual trigger's items owned by instances that registered after it.
 
-// missedFires implements catchUp (replayMissedFires is catchUp last). With last, on this peer's first
-// scheduled fire of the job, each of its items whose last recorded run (from any peer) is older than the
-// previous scheduled time missed fires nobody ran (the whole cluster was down): the latest of them runs once.
-// With all, every item this peer did not hold at its previous scheduled fire of the job is looked at (so an
-// item gained from a peer that died or froze until its session ended is too), and every missed fire within
-// catchUpWindowSeconds runs, oldest first. It returns, per item, the missed times to run.
-func (e *Executor) missedFires(snap *cluster.JobSnapshot, req fireRequest, items []int) map[int][]time.Time {
+// missedFires implements catchUp (replayMissedFires is catchUp last) for a scheduled fire about to run
+// items here. It returns the items to run (with all, those whose fire a later fire here already queued as a
+// catch-up are left out) and, per item, the missed times to run behind it.
+//
+// With last, on this peer's first scheduled fire of the job, each item whose last recorded run (from any
+// peer) is older than the previous scheduled time missed fires nobody ran (the whole cluster was down): the
+// latest of them runs once.
+//
+// With all, this peer keeps a mark per item, the latest scheduled fire it ran or queued. An item without
+// one (gained from a peer that died or froze until its session ended, or this peer's first fire), or whose
+// schedule had a fire between the mark and this one (skipped here for a fault: no sharding, the session in
+// doubt), is looked up in the registry: every fire after the item's last known fire (its completed node,
+// which a vanished instance's run ends as LOST; a run still in flight; the mark) and after the job's config
+// last changed, up to this one, within catchUpWindowSeconds and allowed by the job's calendars, runs,
+// oldest first (schedule.Look, Since, Missed).
+func (e *Executor) missedFires(snap *cluster.JobSnapshot, req fireRequest, items []int) ([]int, map[int][]time.Time) {
 	if req.source != ejserver.SourceNormal || e.cfg.ScheduleOf == nil {
-		return nil
+		return items, nil
 	}
 	mode := snap.Config.CatchUpMode()
+	if mode == schedule.CatchUpAll {
+		return e.missedAll(snap, req, items)
+	}
 	e.mu.Lock()
 	first := !e.replayed[req.job]
 	e.replayed[req.job] = true
-	look := items
-	if mode == schedule.CatchUpAll {
-		held := e.held[req.job]
-		look = slices.DeleteFunc(slices.Clone(items), func(i int) bool { return slices.Contains(held, i) })
-		e.held[req.job] = slices.Clone(items)
-	} else {
-		delete(e.held, req.job)
-	}
+	delete(e.marks, req.job)
 	e.mu.Unlock()
-	if mode == schedule.CatchUpNone || (mode == schedule.CatchUpLast && !first) || len(look) == 0 {
-		return nil
+	if mode == schedule.CatchUpNone || !first {
+		return items, nil
 	}
 	sched := e.cfg.ScheduleOf(req.job)
 	if sched == nil {
-		return nil
+		return items, nil
 	}
-	window := time.Duration(snap.Config.CatchUpWindowSeconds) * time.Second
 	out := map[int][]time.Time{}
-	for _, item := range look {
+	for _, item := range items {
 		last, ok, err := e.reg.LastCompleted(req.job, item)
 		if err != nil || !ok {
 			continue // never ran: nothing was missed
 		}
-		from := last.ScheduledAt
-		if mode == schedule.CatchUpAll {
-			// a fire started and not ended (its peer died) is not missed: a failover or the lost recorder has it
-			if run, _, ok, err := e.reg.ReadRunning(req.job, item); err == nil && ok && run.ScheduledAt.After(from) {
-				from = run.ScheduledAt
-			}
-		}
-		plan := schedule.Missed(sched.Next, from, req.scheduledAt, mode, window)
-		if len(plan.Fires) > 0 {
+		if plan := schedule.Missed(sched.Next, last.ScheduledAt, req.scheduledAt, mode, 0); len(plan.Fires) > 0 {
 			out[item] = plan.Fires
-			e.log.Info("fires were missed while nobody could run them: catch-up follows", "job", req.job, "item", item,
-				"catch_up", string(mode), "last_run", last.ScheduledAt, "fires", len(plan.Fires), "dropped", plan.Dropped,
-				"oldest", plan.Fires[0])
+			e.logCatchUp(req, item, mode, last.ScheduledAt, plan)
 		}
 	}
+	return items, out
+}
+
+// missedAll is missedFires for catchUp all.
+func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items []int) ([]int, map[int][]time.Time) {
+	sched := e.cfg.ScheduleOf(req.job)
+	if sched == nil {
+		return items, nil
+	}
+	next := schedule.Allowed(sched.Next, e.allowed(snap))
+	run := make([]int, 0, len(items))
+	var look []int
+	marks := map[int]time.Time{}
+	owed := map[int][]time.Time{}
+	e.mu.Lock()
+	m := e.marks[req.job]
+	if m == nil {
+		m = map[int]time.Time{}
+		e.marks[req.job] = m
+	}
+	for _, item := range items {
+		drop, lookUp := schedule.Look(next, m[item], req.scheduledAt)
+		if drop {
+			continue
+		}
+		run = append(run, item)
+		if o := e.takeOwed(req.job, item); len(o) > 0 {
+			owed[item] = o
+		}
+		if lookUp {
+			look = append(look, item)
+			marks[item] = m[item]
+		}
+		m[item] = req.scheduledAt // claimed under the lock: an earlier fire of the job reaching here later drops it
+	}
+	for i := range snap.Config.ShardingTotalCount { // a disabled item's fires are not missed ones
+		if it := snap.Item(i); it.Disabled && it.Owner == e.me.InstanceID && m[i].Before(req.scheduledAt) {
+			m[i] = req.scheduledAt
+		}
+	}
+	for k := range e.owed { // an item no longer here: its new owner reads the registry
+		if k.job == req.job && !slices.Contains(items, k.item) {
+			delete(e.owed, k)
+		}
+	}
+	e.mu.Unlock()
+	out := map[int][]time.Time{}
+	for item, o := range owed {
+		out[item] = slices.DeleteFunc(o, func(t time.Time) bool { return !t.Before(req.scheduledAt) })
+	}
+	if len(look) == 0 {
+		return run, out
+	}
+	window := time.Duration(snap.Config.CatchUpWindowSeconds) * time.Second
+	for _, item := range look {
+		var last, inFlight time.Time
+		done, ok, err := e.reg.LastCompleted(req.job, item)
+		if err != nil {
+			continue
+		}
+		if ok {
+			last = done.LastFire()
+		}
+		// a fire started and not ended (its peer died, a failover may have it) is not missed
+		if r, _, ok, err := e.reg.ReadRunning(req.job, item); err == nil && ok {
+			inFlight = r.ScheduledAt
+		}
+		from, ok := schedule.Since(snap.ConfigChanged, marks[item], last, inFlight)
+		if !ok {
+			continue // never ran: nothing was missed
+		}
+		if plan := schedule.Missed(next, from, req.scheduledAt, schedule.CatchUpAll, window); len(plan.Fires) > 0 {
+			fires := slices.Concat(out[item], plan.Fires)
+			slices.SortFunc(fires, time.Time.Compare)
+			out[item] = slices.CompactFunc(fires, time.Time.Equal)
+			e.logCatchUp(req, item, schedule.CatchUpAll, from, plan)
+		}
+	}
+	return run, out
+}
+
+// allowed returns the job's calendars and endAt as a filter of its fires (nil: none, or unknown).
+func (e *Executor) allowed(snap *cluster.JobSnapshot) func(time.Time) bool {
+	if e.cfg.Steering == nil {
+		return nil
+	}
+	cfg := snap.Config
+	r, err := e.cfg.Steering.Rules(&cfg)
+	if err != nil {
+		return nil
+	}
+	return r.Fires
+}
+
+// markSkipped records a scheduled fire of the job that was skipped on purpose (its server disabled, its
+// pause, endAt, calendars or remainingFires) as run for catchUp all: a later fire does not replay it.
+func (e *Executor) markSkipped(req fireRequest) {
+	if req.source != ejserver.SourceNormal {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, at := range e.marks[req.job] {
+		if at.Before(req.scheduledAt) {
+			e.marks[req.job][i] = req.scheduledAt
+		}
+	}
+}
+
+// owe keeps a scheduled fire or catch-up of an item with catchUp all that was given up here for a fault before
+// it ran (the session in doubt, its running node not written): the item's next fire here runs it as a
+// catch-up. The completed node already names a later fire, so a lookup in the registry would not find it.
+func (e *Executor) owe(snap *cluster.JobSnapshot, item int, reqs ...fireRequest) {
+	if snap == nil || snap.Config.CatchUpMode() != schedule.CatchUpAll {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, req := range reqs {
+		k := itemKey{req.job, item}
+		if (req.source == ejserver.SourceNormal || req.source == ejserver.SourceMisfire) &&
+			!slices.ContainsFunc(e.owed[k], req.scheduledAt.Equal) {
+			e.owed[k] = append(e.owed[k], req.scheduledAt)
+		}
+	}
+}
+
+// takeOwed returns the item's fires owed here (owe), oldest first, and forgets them.
+func (e *Executor) takeOwed(job string, item int) []time.Time {
+	k := itemKey{job, item}
+	out := e.owed[k]
+	delete(e.owed, k)
+	slices.SortFunc(out, time.Time.Compare)
 	return out
+}
+
+// unmark forgets an item's mark when a run of it (scheduled or a catch-up) was given up for a fault before it
+// ran here (the item was resharded away meanwhile, the session was in doubt): the item's next fire here reads
+// its last run from the registry again, so the fire given up is caught up rather than taken as run.
+func (e *Executor) unmark(req fireRequest, item int) {
+	if req.source != ejserver.SourceNormal && req.source != ejserver.SourceMisfire {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.marks[req.job], item)
+}
+
+// ended records the end of a run of a scheduled fire (or its catch-up or failover) and returns the latest
+// such fire of the item ended here, for its completed node: a catch-up of an older fire ending after a later
+// fire does not move the item's last fire back.
+func (e *Executor) ended(req fireRequest, item int) time.Time {
+	if req.source.OnRequest() {
+		return time.Time{}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := itemKey{req.job, item}
+	if req.scheduledAt.After(e.latest[k]) {
+		e.latest[k] = req.scheduledAt
+	}
+	return e.latest[k]
+}
+
+func (e *Executor) logCatchUp(req fireRequest, item int, mode schedule.CatchUp, from time.Time, plan schedule.Plan) {
+	e.log.Info("fires were missed while nobody could run them: catch-up follows", "job", req.job, "item", item,
+		"catch_up", string(mode), "last_run", from, "fires", len(plan.Fires), "dropped", plan.Dropped,
+		"oldest", plan.Fires[0])
 }
 
 // queueCatchUp queues an item's missed fires behind its run of this fire: last as its one misfire catch-up,

@@ -30,6 +30,7 @@ type Registry interface {
 	ClearMisfire(job string, item int) error
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
 	ClearStaleRunning(job string, item int, version int32) error
+	EndStaleRunning(job string, item int, version int32, run cluster.Running, now time.Time) error
 	LeaseLive(executionID string) (bool, error)
 	TakeTrigger(job string) (cluster.TriggerRequest, bool, error)
 	CreateTriggers(job string, instances []string, req cluster.TriggerRequest) error
@@ -167,10 +168,12 @@ type Executor struct {
 	jobCtx  map[string]jobContext
 	status  map[string]*JobStatus
 	// replayed holds the jobs whose first fire on this peer has looked for fires missed while the whole
-	// cluster was down (catchUp last); held the items of each job with catchUp all that this peer's last
-	// scheduled fire had, so that items it gains are looked at too (catchup.go).
+	// cluster was down (catchUp last); marks, per job with catchUp all and item, the latest scheduled fire
+	// this peer ran or queued, so that items it gains and fires it skipped are looked at (catchup.go).
 	replayed map[string]bool
-	held     map[string][]int
+	marks    map[string]map[int]time.Time
+	latest   map[itemKey]time.Time // the latest scheduled fire of each item ended here (Completed.Latest)
+	owed     map[itemKey][]time.Time
 	closed   bool
 
 	wg         sync.WaitGroup
@@ -262,7 +265,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	e := &Executor{
 		cfg: cfg, tracer: cfg.Tracer, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
 		running: map[itemKey]*itemRun{}, jobCtx: map[string]jobContext{}, status: map[string]*JobStatus{},
-		replayed: map[string]bool{}, held: map[string][]int{},
+		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{}, owed: map[itemKey][]time.Time{},
 	}
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
 	e.soft, e.softCancel = context.WithCancel(e.hard)
@@ -332,6 +335,12 @@ func (e *Executor) CancelJob(job string) {
 	e.mu.Lock()
 	jc, ok := e.jobCtx[job]
 	delete(e.jobCtx, job)
+	delete(e.marks, job) // enabled again, its config's change bounds what counts as missed
+	for k := range e.latest {
+		if k.job == job {
+			delete(e.latest, k)
+		}
+	}
 	e.mu.Unlock()
 	if ok {
 		jc.cancel()
@@ -434,6 +443,7 @@ func (e *Executor) fire(req fireRequest) {
 		e.skip(req, "this peer's instance node is not registered on the job")
 		return
 	case snap.ServerDisabled(snap.MyIP):
+		e.markSkipped(req)
 		e.skip(req, "this peer's server is disabled for the job")
 		return
 	case !e.steer(req, &cfg):
@@ -467,6 +477,7 @@ func (e *Executor) fire(req fireRequest) {
 	if req.source == ejserver.SourceNormal && (waited || e.reshardedNear(snap, req.scheduledAt)) {
 		items = e.notRunYet(req, items)
 	}
+	items, replay := e.missedFires(snap, req, items)
 	if len(items) == 0 {
 		return
 	}
@@ -476,7 +487,6 @@ func (e *Executor) fire(req fireRequest) {
 	defer e.startFire(&req, items)()
 	req.follow = e.followFire(snap, req, items)
 	e.cfg.Observer.Fired(job, req.source)
-	replay := e.missedFires(snap, req, items)
 	for _, item := range items {
 		e.startItem(snap, req, item)
 		e.queueCatchUp(snap, req, item, replay[item])
@@ -668,6 +678,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		e.endItem(req.job, item, runningVersion, cluster.Completed{
 			ExecutionID: executionID, InstanceID: e.me.InstanceID, Source: req.source, Success: res.Success,
 			StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done, Permanent: res.Permanent,
+			Latest: e.ended(req, item),
 		}, req.source == ejserver.SourceFailover)
 	}
 	e.taskItemEnded(req.task, item, true, res.Success)
@@ -747,6 +758,7 @@ func (e *Executor) finishItem(job string, item int, executionID string) {
 func (e *Executor) startFollowUp(snap *cluster.JobSnapshot, req fireRequest, item int, queued []fireRequest) {
 	if !e.reg.Lease() {
 		e.log.Info("follow-up run dropped: ZooKeeper session in doubt", "job", req.job, "item", item, "source", string(req.source))
+		e.owe(snap, item, append([]fireRequest{req}, queued...)...)
 		return
 	}
 	key := itemKey{req.job, item}

@@ -131,6 +131,15 @@ func (f *fakeRegistry) ReadRunning(_ string, item int) (cluster.Running, int32, 
 
 func (f *fakeRegistry) LeaseLive(string) (bool, error) { return false, nil }
 
+func (f *fakeRegistry) EndStaleRunning(_ string, item int, _ int32, run cluster.Running, now time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.running, item)
+	f.completed[item] = cluster.Completed{ExecutionID: run.ExecutionID, InstanceID: run.InstanceID, Source: run.Source,
+		ScheduledAt: run.ScheduledAt, FinishedAt: now, State: cluster.CompletedLost}
+	return nil
+}
+
 func (f *fakeRegistry) ClearStaleRunning(_ string, item int, _ int32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

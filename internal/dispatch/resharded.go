@@ -13,7 +13,8 @@ import (
 func (e *Executor) notRunYet(req fireRequest, items []int) []int {
 	return slices.DeleteFunc(items, func(item int) bool {
 		last, ok, err := e.reg.LastCompleted(req.job, item)
-		if err != nil || !ok || last.Source.OnRequest() || last.ScheduledAt.Before(req.scheduledAt) {
+		// a run ended as LOST (its peer vanished mid-run) is no sign that this fire ran: as before it was recorded
+		if err != nil || !ok || last.Source.OnRequest() || last.State == cluster.CompletedLost || last.ScheduledAt.Before(req.scheduledAt) {
 			return false
 		}
 		e.log.Info("item already ran this fire on its previous owner: not run again", "job", req.job, "item", item,

@@ -96,6 +96,7 @@ func (e *Executor) countFire(req fireRequest, limit int) (bool, error) {
 
 // plannedSkip records a fire the job's steering skips.
 func (e *Executor) plannedSkip(req fireRequest, reason string) {
+	e.markSkipped(req)
 	e.mu.Lock()
 	st := e.jobStatus(req.job)
 	st.SkipReason = reason

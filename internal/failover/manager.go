@@ -26,7 +26,8 @@ type Registry interface {
 	ClearFailoverItems(job string, n int) error
 	ClaimFailover(job string, item int) (cluster.Running, int32, error)
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
-	ClearStaleRunning(job string, item int, version int32) error
+	// EndStaleRunning deletes the running node at version and records the run as the item's last (LOST).
+	EndStaleRunning(job string, item int, version int32, run cluster.Running, now time.Time) error
 }
 
 // LostRecorder records an execution a vanished instance left running that nobody will run again (Lost
@@ -259,7 +260,7 @@ func (m *Manager) reap(snap *cluster.JobSnapshot, items []int) error {
 				continue
 			}
 		}
-		if err := m.reg.ClearStaleRunning(snap.Name, item, version); err != nil {
+		if err := m.reg.EndStaleRunning(snap.Name, item, version, run, m.clk.Now()); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -244,7 +244,9 @@ func (f *fakeRegistry) ClearFailoverItems(_ string, n int) error {
 func (f *fakeRegistry) ReadRunning(string, int) (cluster.Running, int32, bool, error) {
 	return cluster.Running{}, 0, false, nil
 }
-func (f *fakeRegistry) ClearStaleRunning(string, int, int32) error { return nil }
+func (f *fakeRegistry) EndStaleRunning(string, int, int32, cluster.Running, time.Time) error {
+	return nil
+}
 func (f *fakeRegistry) ClaimFailover(string, int) (cluster.Running, int32, error) {
 	return cluster.Running{}, -1, cluster.ErrNothingToClaim
 }

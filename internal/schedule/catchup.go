@@ -101,3 +101,59 @@ func countBetween(next func(time.Time) time.Time, from, to time.Time) int {
 	}
 	return n
 }
+
+// Look decides what a peer does with one item at a scheduled fire at, from its mark: the latest scheduled
+// fire of the item it ran or queued (zero: none since it gained the item). drop: a later fire here already
+// ran or queued this one (as a catch-up; fires of one job are handed to goroutines and may reach this point
+// out of order), so it must not run again. look: fires may have been missed since the mark (there is none,
+// or the schedule had a fire strictly between it and at: a fire this peer skipped for a fault, an item it
+// gained from a peer that died): the item's last run must be read from the registry.
+func Look(next func(time.Time) time.Time, mark, at time.Time) (drop, look bool) {
+	switch {
+	case mark.IsZero():
+		return false, true
+	case !mark.Before(at):
+		return true, false
+	}
+	n := next(mark)
+	return false, !n.IsZero() && n.Before(at)
+}
+
+// Since is the time from which an item's missed fires count: the latest of what is known of its last fire
+// (this peer's mark, its last recorded run, a run still recorded as in flight; zero ones are unknown), and
+// no earlier than the job's config last changed (a job created, edited, disabled or paused since has
+// missed nothing before that). ok is false when nothing is known: the item never ran, nothing was missed.
+func Since(configChanged time.Time, known ...time.Time) (from time.Time, ok bool) {
+	for _, t := range known {
+		if t.After(from) {
+			from = t
+		}
+	}
+	if from.IsZero() {
+		return from, false
+	}
+	if configChanged.After(from) {
+		from = configChanged
+	}
+	return from, true
+}
+
+// maxScan bounds the cron fires Allowed skips looking for one its rules allow.
+const maxScan = 1_000_000
+
+// Allowed narrows a schedule to the fires allow lets run (a job's calendars and endAt): the first such
+// fire after a time, zero when there is none within maxScan fires. A nil allow is the schedule itself.
+func Allowed(next func(time.Time) time.Time, allow func(time.Time) bool) func(time.Time) time.Time {
+	if allow == nil {
+		return next
+	}
+	return func(t time.Time) time.Time {
+		for range maxScan {
+			t = next(t)
+			if t.IsZero() || allow(t) {
+				return t
+			}
+		}
+		return time.Time{}
+	}
+}

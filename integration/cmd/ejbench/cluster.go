@@ -231,8 +231,8 @@ func (c *benchCluster) post(p *harness.Peer, path string, body any) error {
 		if err == nil {
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusCreated {
-				return nil
+			if resp.StatusCode == http.StatusCreated || attempt > 1 && resp.StatusCode == http.StatusConflict {
+				return nil // a 409 on a retry: the try that timed out or failed with a 5xx had landed
 			}
 			err = fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, raw)
 			if resp.StatusCode < 500 {

@@ -17,7 +17,9 @@
 // 1 peer), failover (kill -9 one of 3 peers while a slow receiver holds its items: time until every orphaned
 // item is re-POSTed), reshard (a 4th peer joins 3 peers carrying 1,000 jobs: time until fires use it), async
 // (1,000 jobs x 10 items a minute on 3 peers, each item answered 202 and completed by callback 1-30 s later:
-// nothing lost, nothing recorded twice, and the callbacks' round trips).
+// nothing lost, nothing recorded twice, and the callbacks' round trips). Not in the default list:
+// backfill-10k (steady-10k, one window without and one with a 10,000-fire backfill of a 10-item job running:
+// the steady jobs' and the backfilled job's own lateness in both, and the backfill's throughput).
 //
 // Only loopback is used. Every process is started by this program and stopped by its PID.
 package main
@@ -281,16 +283,19 @@ func lookupWorkload(name string, o options) (workload, error) {
 		w.duration = 60 * time.Second
 	case name == "reshard":
 		w.duration = 60 * time.Second
+	case name == "backfill-10k":
+		// steady-10k beside a 10,000-fire backfill of a 10-item job (not in the default list: minutes more)
+		w.kind, w.sched.jobs = "backfill", 10000
 	case name == "async":
 		// 10,000 items a minute answered 202 and completed by callback later: 1,000 jobs of 10 items, job k at
 		// second k % 60 of every minute (160-170 items a second, as steady-10k spreads its jobs over its period)
 		w.sched.jobs, w.sched.items, w.sched.period = 1000, 10, time.Minute
 		w.leaseSeconds = o.leaseSeconds
 	default:
-		return w, fmt.Errorf("unknown workload %q (have %s, steady-N)", name, strings.Join(allWorkloads, ", "))
+		return w, fmt.Errorf("unknown workload %q (have %s, steady-N, backfill-10k)", name, strings.Join(allWorkloads, ", "))
 	}
 	w.alerts = o.alerts
-	if o.period > 0 && (w.kind == "steady" || w.kind == "async") {
+	if o.period > 0 && (w.kind == "steady" || w.kind == "async" || w.kind == "backfill") {
 		if o.period%time.Second != 0 || (60*time.Second)%o.period != 0 {
 			return w, fmt.Errorf("-period %s: must be whole seconds dividing a minute", o.period)
 		}
@@ -303,7 +308,7 @@ func lookupWorkload(name string, o options) (workload, error) {
 		w.sched.jobs = o.jobs
 	}
 	switch w.kind {
-	case "steady", "fanout", "second", "async":
+	case "steady", "fanout", "second", "async", "backfill":
 		if w.duration%w.sched.period != 0 {
 			return w, fmt.Errorf("-duration %s: must be a multiple of %s's period %s", w.duration, name, w.sched.period)
 		}
@@ -330,6 +335,8 @@ func (e *env) runWorkload(w workload) ([]Result, error) {
 			r, err = e.runReshard(w, rec)
 		case "async":
 			r, err = e.runAsync(w, rec)
+		case "backfill":
+			return e.runBackfill(w, rec) // its comparison is its own two windows, not a baseline
 		}
 		if err != nil {
 			return nil, err

@@ -22,6 +22,7 @@ const (
 	srcMisfire
 	srcFailover
 	srcManual
+	srcBackfill
 	srcOther
 )
 
@@ -35,6 +36,8 @@ func parseSource(s string) source {
 		return srcFailover
 	case "MANUAL":
 		return srcManual
+	case "BACKFILL":
+		return srcBackfill
 	}
 	return srcOther
 }

@@ -91,6 +91,7 @@ func printTable(w io.Writer, results []Result) {
 	}
 	tw.Flush()
 	printAsyncTable(w, results)
+	printBackfillTable(w, results)
 	// the workload-specific figures, below the table
 	for _, r := range results {
 		if r.Run == "ratio" {

@@ -61,6 +61,7 @@ type Result struct {
 	Failover *FailoverResult `json:"failover,omitempty"`
 	Reshard  *ReshardResult  `json:"reshard,omitempty"`
 	Async    *AsyncResult    `json:"async,omitempty"`
+	Backfill *BackfillResult `json:"backfill,omitempty"`
 	Notes    []string        `json:"notes,omitempty"`
 	// PeerLog holds the first ERROR and WARN lines of each peer's log, "peer N: line".
 	PeerLog []string `json:"peerLog,omitempty"`

@@ -210,7 +210,7 @@ func (s schedule) valid(r *record) bool {
 	return sec%s.periodS() == 0
 }
 
-var sourceNames = [...]string{srcNormal: "NORMAL_TRIGGER", srcMisfire: "MISFIRE", srcFailover: "FAILOVER", srcManual: "MANUAL", srcOther: "other"}
+var sourceNames = [...]string{srcNormal: "NORMAL_TRIGGER", srcMisfire: "MISFIRE", srcFailover: "FAILOVER", srcManual: "MANUAL", srcBackfill: "BACKFILL", srcOther: "other"}
 
 // missing lists up to n item fires of [from, to) that have no NORMAL_TRIGGER delivery.
 func (s schedule) missing(got map[fireKey]*record, from, to time.Time, n int) []string {

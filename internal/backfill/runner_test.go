@@ -1,0 +1,316 @@
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+	"github.com/ejserver/ejserver/internal/webhook"
+)
+
+// The runner against a real ZooKeeper, real webhook requests to a real HTTP receiver.
+
+type peer struct {
+	sess *cluster.Session
+	reg  *cluster.Registry
+	once sync.Once
+}
+
+func startPeer(t *testing.T, ns, name string) *peer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := cluster.Dial(ctx, cluster.SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 4 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := cluster.NewRegistry(s, cluster.RegistryConfig{Namespace: ns,
+		Identity: cluster.Identity{InstanceID: "127.0.0.1@-@" + name, ServerIP: "127.0.0.1"}, Logger: log})
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	if err := reg.Start(ctx); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	p := &peer{sess: s, reg: reg}
+	t.Cleanup(p.crash)
+	return p
+}
+
+// crash ends the peer's session as a dead process would: its ephemeral nodes (a backfill's owner) go.
+func (p *peer) crash() {
+	p.once.Do(func() {
+		p.reg.Stop()
+		p.sess.Close()
+	})
+}
+
+// receiver records each request's webhook-id by item@scheduledAt; hold, when set, keeps a request until
+// released.
+type receiver struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	ids     map[string]map[string]bool
+	n       int
+	hold    func(p webhook.Payload) bool
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{ids: map[string]map[string]bool{}, arrived: make(chan struct{}, 1000), release: make(chan struct{})}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var p webhook.Payload
+		_ = json.NewDecoder(req.Body).Decode(&p)
+		k := fmt.Sprintf("%d@%s", p.ShardingItem, p.ScheduledAt.UTC().Format(time.RFC3339))
+		r.mu.Lock()
+		if r.ids[k] == nil {
+			r.ids[k] = map[string]bool{}
+		}
+		r.ids[k][req.Header.Get("webhook-id")] = true
+		r.n++
+		hold := r.hold != nil && r.hold(p)
+		r.mu.Unlock()
+		r.arrived <- struct{}{}
+		if hold {
+			select {
+			case <-r.release:
+			case <-req.Context().Done():
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) count() (fires, requests int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ids), r.n
+}
+
+type recorder struct{}
+
+func (recorder) Enqueue(ejserver.Execution) bool                            { return true }
+func (recorder) EnqueueCommitted(context.Context, ejserver.Execution) error { return nil }
+
+func newRunner(t *testing.T, p *peer, cfg RunnerConfig) *Runner {
+	t.Helper()
+	cfg.Store = p.reg
+	cfg.Sender = webhook.New(webhook.Config{Allow: mustAllowLoopback(t)})
+	cfg.Recorder = recorder{}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Retry = 50 * time.Millisecond
+	if cfg.Pacing.Rate == 0 {
+		cfg.Pacing.Rate = -1
+	}
+	r := NewRunner(cfg)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+func mustAllowLoopback(t *testing.T) *webhook.TargetPolicy {
+	t.Helper()
+	p, err := webhook.ParseAllowList("127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func createJob(t *testing.T, p *peer, name, url string, items int) {
+	t.Helper()
+	cfg := ejserver.DefaultJobConfig()
+	cfg.JobName, cfg.Cron, cfg.ShardingTotalCount, cfg.Webhook.URL = name, "0 * * * * ?", items, url
+	if _, err := p.reg.CreateJob(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startBackfill(t *testing.T, p *peer, job string, fires int, policy string) Backfill {
+	t.Helper()
+	svc := NewService(p.reg, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	b, err := svc.Start(job, Request{From: from.Format(time.RFC3339),
+		To: from.Add(time.Duration(fires-1) * time.Minute).Format(time.RFC3339), OverlapPolicy: policy}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Total != fires {
+		t.Fatalf("backfill of %d fires counted %d", fires, b.Total)
+	}
+	return b
+}
+
+func read(t *testing.T, p *peer, job, id string) Backfill {
+	t.Helper()
+	n, err := p.reg.ReadBackfill(job, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Backfill
+	if err := json.Unmarshal(n.Data, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// One owner at a time; the owner crashes mid-fire; the other peer claims the backfill, resumes after the
+// last fire recorded done and re-sends the fire in flight under the same webhook-ids: every item of every
+// fire reaches the receiver under exactly one webhook-id.
+func TestRunnerFencesAndResumesAfterACrash(t *testing.T) {
+	ns := zktest.Namespace("bf-resume")
+	a, b := startPeer(t, ns, "a"), startPeer(t, ns, "b")
+	recv := newReceiver(t)
+	createJob(t, a, "resume", recv.srv.URL, 2)
+	recv.mu.Lock()
+	holdAt := time.Date(2026, 11, 1, 0, 3, 0, 0, time.UTC)
+	recv.hold = func(p webhook.Payload) bool { return p.ScheduledAt.Equal(holdAt) && p.InstanceID == "127.0.0.1@-@a" }
+	recv.mu.Unlock()
+	bf := startBackfill(t, a, "resume", 8, OverlapAllow)
+
+	ra := newRunner(t, a, RunnerConfig{})
+	waitUntil(t, "a runs the backfill", func() bool { return ra.Active() == 1 })
+	rb := newRunner(t, b, RunnerConfig{})
+	waitUntil(t, "a's fire at 00:03 is held at the receiver", func() bool { f, _ := recv.count(); return f >= 7 })
+	if rb.Active() != 0 {
+		t.Fatal("b runs a backfill a owns")
+	}
+	if got := read(t, a, "resume", bf.ID); got.Owner != "127.0.0.1@-@a" || got.Done != 3 || !got.Current.Equal(holdAt) {
+		t.Fatalf("before the crash: owner %q done %d current %v", got.Owner, got.Done, got.Current)
+	}
+
+	a.crash()
+	waitUntil(t, "b claims the backfill and finishes it", func() bool {
+		got := read(t, b, "resume", bf.ID)
+		return got.State == StateDone
+	})
+	close(recv.release)
+	got := read(t, b, "resume", bf.ID)
+	if got.Done != 8 || got.Claims != 2 {
+		t.Fatalf("final state: done %d of %d, claims %d", got.Done, got.Total, got.Claims)
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	if len(recv.ids) != 16 {
+		t.Fatalf("%d item fires reached the receiver, want 16", len(recv.ids))
+	}
+	for k, ids := range recv.ids {
+		if len(ids) != 1 {
+			t.Errorf("%s under %d webhook-ids", k, len(ids))
+		}
+	}
+}
+
+// An operator's cancel stops the owner mid-fire: the node says CANCELLED with who did it, and no fire after
+// the one in flight is sent.
+func TestRunnerStopsOnCancel(t *testing.T) {
+	ns := zktest.Namespace("bf-cancel")
+	a := startPeer(t, ns, "a")
+	recv := newReceiver(t)
+	createJob(t, a, "cancelme", recv.srv.URL, 1)
+	holdAt := time.Date(2026, 11, 1, 0, 2, 0, 0, time.UTC)
+	recv.mu.Lock()
+	recv.hold = func(p webhook.Payload) bool { return p.ScheduledAt.Equal(holdAt) }
+	recv.mu.Unlock()
+	bf := startBackfill(t, a, "cancelme", 10, OverlapAllow)
+	r := newRunner(t, a, RunnerConfig{})
+	waitUntil(t, "the third fire is held", func() bool { f, _ := recv.count(); return f == 3 })
+
+	svc := NewService(a.reg, nil, nil, nil)
+	if _, err := svc.Cancel("cancelme", bf.ID, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the runner stops", func() bool { return r.Active() == 0 })
+	got := read(t, a, "cancelme", bf.ID)
+	if got.State != StateCancelled || got.CancelledBy != "operator" || got.Done != 2 {
+		t.Fatalf("after cancel: %+v", got)
+	}
+	if _, err := svc.Cancel("cancelme", bf.ID, "operator"); ejserver.ErrorCodeOf(err) != ejserver.ECONFLICT {
+		t.Fatalf("second cancel: %v, want a conflict", err)
+	}
+	if f, _ := recv.count(); f != 3 {
+		t.Fatalf("%d fires sent, want the 3 before the cancel", f)
+	}
+	close(recv.release)
+}
+
+// Pacing: no fire starts while the peer is busy with scheduled fires (Busy), and fires start at most Rate
+// per second. The runner's clock is a fake one that the test moves a minute at a time: a day's gap between
+// fires can't pass by accident.
+func TestRunnerPaces(t *testing.T) {
+	ns := zktest.Namespace("bf-pace")
+	a := startPeer(t, ns, "a")
+	recv := newReceiver(t)
+	createJob(t, a, "paced", recv.srv.URL, 2)
+	clk := clock.NewFake(time.Now())
+	var mu sync.Mutex
+	busy := 24 * time.Hour
+	bf := startBackfill(t, a, "paced", 3, OverlapAllow)
+	newRunner(t, a, RunnerConfig{Clock: clk, Pacing: Pacing{MaxInFlight: 2, Rate: 1.0 / 86400},
+		Busy: func() time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			return busy
+		}})
+	requests := func() int { _, n := recv.count(); return n }
+	for range 100 { // 100 minutes of a peer busy for a day: nothing is sent
+		clk.Advance(time.Minute)
+		time.Sleep(10 * time.Millisecond) // lets the runner run between two moves of its clock
+	}
+	if n := requests(); n != 0 {
+		t.Fatalf("%d requests sent while the peer was busy", n)
+	}
+	mu.Lock()
+	busy = 0
+	mu.Unlock()
+	clk.Advance(24 * time.Hour)
+	waitUntil(t, "the first fire's two items once the peer is no longer busy", func() bool {
+		if requests() >= 2 {
+			return true
+		}
+		clk.Advance(time.Minute) // the busy wait may have started late
+		return false
+	})
+	waitUntil(t, "the first fire recorded done", func() bool { return read(t, a, "paced", bf.ID).Done == 1 })
+	if n := requests(); n != 2 {
+		t.Fatalf("%d requests before the rate allowed the second fire", n)
+	}
+	for i := 2; i <= 3; i++ {
+		clk.Advance(24 * time.Hour)
+		waitUntil(t, fmt.Sprintf("fire %d", i), func() bool { return read(t, a, "paced", bf.ID).Done == i })
+	}
+	if got := read(t, a, "paced", bf.ID); got.State != StateDone || requests() != 6 {
+		t.Fatalf("state %s after %d requests", got.State, requests())
+	}
+}
