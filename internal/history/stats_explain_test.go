@@ -61,8 +61,9 @@ var fullScan = regexp.MustCompile(`(?i)(^|[^a-z])(SCAN|Seq Scan on) (job_executi
 // window's edges) on both stores: every table is read through an index (a range of its primary key or of an
 // index), none in full. On SQLite the plans are the planner's choice; on PostgreSQL, whose planner may
 // rightly scan a small table, the check runs with sequential scans off (an index can serve every read). With
-// EJ_EXPLAIN=1 it seeds the benchmark's 200,000 rows instead, checks the plans PostgreSQL chooses after
-// ANALYZE, and prints them for docs/benchmarks.md:
+// EJ_EXPLAIN=1 it seeds the benchmark's 200,000 rows instead and prints the plans for docs/benchmarks.md,
+// PostgreSQL's as its planner chooses them after ANALYZE (unchecked: over a window that holds the whole
+// table, as the benchmark's day does, a scan is its right choice):
 //
 //	EJ_EXPLAIN=1 go test ./internal/history -run TestExplainStats -v
 func TestExplainStats(t *testing.T) {
@@ -102,7 +103,8 @@ func TestExplainStats(t *testing.T) {
 				name, q := nq.name, nq.q
 				lines := plan(q)
 				for _, l := range lines {
-					if fullScan.MatchString(l) {
+					// PostgreSQL's own choice over the benchmark's day (all of its data) is rightly a scan
+					if fullScan.MatchString(l) && (kind == "sqlite" || !full) {
 						t.Errorf("%s %s reads a whole table: %q\n%s\n%s", kind, name, l, q, strings.Join(lines, "\n"))
 					}
 				}
