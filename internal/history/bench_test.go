@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"os"
 	"fmt"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 // batch, as when a webhook takes a while), its end record: half the records insert a row, half update one.
 // The producer never lets the queue overflow, so nothing is dropped. "no-rollup" drops the rollup's
 // triggers and indexes first: the write cost of the stats' rollup is the difference, in the same run.
+// EJ_ROLLUP_0009=1 puts SQLite's rollup back as migration 0009 left it (no peer level, no re-read indexes),
+// to compare with 0010's across two runs.
 //
 //	go test ./internal/history -run '^$' -bench BenchmarkWriter -benchtime 5s
 func BenchmarkWriter(b *testing.B) {
@@ -114,6 +117,15 @@ func benchWriter(b *testing.B, kind string, rollup bool) (w *Writer, room func(n
 	s := openStore(b, kind)
 	if !rollup {
 		dropRollup(b, s)
+	}
+	if kind == "sqlite" && rollup && os.Getenv("EJ_ROLLUP_0009") != "" {
+		restore0009Trigger(b, s)
+		for _, stmt := range []string{"DROP INDEX job_execution_log_cell_duration", "DROP INDEX job_execution_log_cell_lateness",
+			"DROP INDEX execution_stats_minute_peer_duration", "DROP INDEX execution_stats_minute_peer_lateness"} {
+			if _, err := s.(*sqliteStore).w.ExecContext(context.Background(), stmt); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	w = NewWriter(s, cfg)
 	if err := w.Start(context.Background()); err != nil {
