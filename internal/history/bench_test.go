@@ -2,8 +2,8 @@ package history
 
 import (
 	"context"
-	"os"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
