@@ -56,7 +56,7 @@ test-deploy: ## the deploy/ module: k8s manifests (k8s.io/api, strict), compose-
 bench: ## run the benchmark harness (real ZooKeeper and peers; minutes)
 	@scripts/bench.sh
 
-bench-stats: ## the history's stats (rollup against rows), its writer with and without the rollup, the load ahead at 100k jobs (~15 min)
+bench-stats: ## the history's stats (rollup against rows), its writer with and without the rollup, the load ahead at 100k jobs, a 10k-execution job page in Chromium (~20 min)
 	@scripts/bench-stats.sh
 
 soak: ## nemesis soak: overlapping faults on a real cluster, then a checker over the whole run (DURATION=5m SEED=...)

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 // in records/s (a record is one upsert). "insert" enqueues one end record per execution: every record is a
 // new row. "insert+update" enqueues each execution's start record and, lag records later (so in another
 // batch, as when a webhook takes a while), its end record: half the records insert a row, half update one.
-// The producer never lets the queue overflow, so nothing is dropped. "no-rollup" drops migration 0009's
-// triggers first: the write cost of the stats' rollup is the difference, in the same run.
+// The producer never lets the queue overflow, so nothing is dropped. "no-rollup" drops the rollup's
+// triggers and indexes first: the write cost of the stats' rollup is the difference, in the same run.
+// EJ_ROLLUP_0009=1 puts SQLite's rollup back as migration 0009 left it (no peer level, no re-read indexes),
+// to compare with 0010's across two runs.
 //
 //	go test ./internal/history -run '^$' -bench BenchmarkWriter -benchtime 5s
 func BenchmarkWriter(b *testing.B) {
@@ -115,6 +118,15 @@ func benchWriter(b *testing.B, kind string, rollup bool) (w *Writer, room func(n
 	if !rollup {
 		dropRollup(b, s)
 	}
+	if kind == "sqlite" && rollup && os.Getenv("EJ_ROLLUP_0009") != "" {
+		restore0009Trigger(b, s)
+		for _, stmt := range []string{"DROP INDEX job_execution_log_cell_duration", "DROP INDEX job_execution_log_cell_lateness",
+			"DROP INDEX execution_stats_minute_peer_duration", "DROP INDEX execution_stats_minute_peer_lateness"} {
+			if _, err := s.(*sqliteStore).w.ExecContext(context.Background(), stmt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	w = NewWriter(s, cfg)
 	if err := w.Start(context.Background()); err != nil {
 		b.Fatal(err)
@@ -129,11 +141,17 @@ func benchWriter(b *testing.B, kind string, rollup bool) (w *Writer, room func(n
 	}
 }
 
-// dropRollup takes migration 0009's triggers and index off s: the writes of the schema before the rollup.
+// dropRollup takes the rollup's triggers and indexes (migrations 0009 and 0010) off s: the writes of the
+// schema before the rollup.
 func dropRollup(b testing.TB, s Store) {
 	ctx := context.Background()
 	stmts := []string{"DROP TRIGGER job_execution_log_stats_insert", "DROP TRIGGER job_execution_log_stats_update",
 		"DROP TRIGGER job_execution_log_stats_delete", "DROP INDEX job_execution_log_fire_peer"}
+	// and migration 0010's indexes for the rollup's re-reads (SQLite's alone)
+	sqliteOnly := []string{"DROP INDEX job_execution_log_cell_duration", "DROP INDEX job_execution_log_cell_lateness"}
+	if _, ok := s.(*sqliteStore); ok {
+		stmts = append(stmts, sqliteOnly...)
+	}
 	for _, stmt := range stmts {
 		var err error
 		switch st := s.(type) {

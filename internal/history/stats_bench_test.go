@@ -3,8 +3,6 @@ package history
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,8 +46,9 @@ func seedStats(tb testing.TB, s Store, n int) {
 
 // BenchmarkJobStats100k is the job page's data over a window of 100,000 executions of one job (200,000
 // rows in the table): the stats per 5-minute bucket with their percentiles, the 20,000 first chart points,
-// and the cluster stats per minute over the same day. The "-rows" cases answer the same from the rows alone
-// (no rollup), for an A/B in one run.
+// and the cluster stats per minute over the same day (through the peers' level; "-job-level" through the
+// jobs', as a token's scope does). The "-rows" cases answer the same from the rows alone (no rollup), for an
+// A/B in one run.
 //
 //	go test ./internal/history -run '^$' -bench BenchmarkJobStats100k -benchtime 10x
 func BenchmarkJobStats100k(b *testing.B) {
@@ -93,6 +92,18 @@ func BenchmarkJobStats100k(b *testing.B) {
 				}
 			}
 		})
+		// the same through migration 0009's job level (a token scope that holds every job), for an A/B against
+		// 0010's peer level in the same run
+		b.Run(kind+"/cluster-stats-job-level", func(b *testing.B) {
+			cq := q
+			cq.Job, cq.Bucket, cq.Jobs = "", time.Minute, &JobSet{Prefixes: []string{"big", "other-"}}
+			for b.Loop() {
+				st, err := s.ClusterStats(ctx, cq)
+				if err != nil || st.Total.Items != 200_000 {
+					b.Fatalf("%v %+v", err, st.Total)
+				}
+			}
+		})
 		b.Run(kind+"/cluster-stats-rows", func(b *testing.B) {
 			cq := q
 			cq.Job, cq.Bucket = "", time.Minute
@@ -103,61 +114,6 @@ func BenchmarkJobStats100k(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestExplainStats prints the query plans of the job stats' statements over the 100,000-execution window, for
-// docs/benchmarks.md: EJ_EXPLAIN=1 go test ./internal/history -run TestExplainStats -v
-func TestExplainStats(t *testing.T) {
-	if os.Getenv("EJ_EXPLAIN") == "" {
-		t.Skip("EJ_EXPLAIN=1 prints the plans")
-	}
-	for _, kind := range storeKinds {
-		s := openStore(t, kind)
-		seedStats(t, s, 100_000)
-		q := StatsQuery{Job: "big", From: t0, To: t0.Add(24 * time.Hour), Bucket: 5 * time.Minute}
-		d, explain := sqliteDialect, "EXPLAIN QUERY PLAN "
-		if kind == "postgres" {
-			d, explain = postgresDialect, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
-			if _, err := s.(*postgresStore).pool.Exec(context.Background(), "ANALYZE"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ss := statsSQL{d: d}
-		key := func(qq *query) string { return ss.bucketKey(qq, q) }
-		dv, dc := ss.duration()
-		for name, stmt := range map[string]*query{
-			"counts":             ss.counts(q, span{q.From, q.To}, true, key),
-			"duration histogram": ss.histogram(q, span{q.From, q.To}, true, func(*query) string { return "''" }, dv, dc),
-		} {
-			var lines []string
-			run := s.(interface {
-				run(context.Context, *query, func(rowScanner) error) error
-			}).run
-			plan := &query{d: d, args: stmt.args}
-			plan.write(explain, stmt.String())
-			err := run(context.Background(), plan, func(r rowScanner) error {
-				if kind == "postgres" {
-					var l string
-					if err := r.Scan(&l); err != nil {
-						return err
-					}
-					lines = append(lines, l)
-					return nil
-				}
-				var id, parent, notused int
-				var detail string
-				if err := r.Scan(&id, &parent, &notused, &detail); err != nil {
-					return err
-				}
-				lines = append(lines, detail)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s %s:\n%s\n%s", kind, name, stmt.String(), strings.Join(lines, "\n"))
-		}
 	}
 }
 

@@ -6,12 +6,15 @@ import (
 )
 
 // The stats read the rollup that migration 0009's triggers keep (EXECUTION_STATS_MINUTE, EXECUTION_FIRES_MINUTE,
-// EXECUTION_STATS_HIST) for the whole minutes and hours of a window, and the rows for its edges: a window
-// [From, To) reads the rows of [From, the first whole minute) and [the last whole minute's end, To), and the
-// minute rollup in between; the percentiles read the hour rollup for the whole hours and the rows for the rest.
-// The buckets read the minute rollup when From and the bucket are whole minutes (else every bucket reads
-// the rows). The answers are those the rows give: counts and sums add up, a largest value is the largest of
-// the parts', and histogram bins add up (percentiles stay nearest-rank to 3 significant digits).
+// EXECUTION_STATS_HIST), or, for cluster stats no job scope narrows, the level above it that migration 0010's
+// triggers keep (the same per peer, every job added up: EXECUTION_PEER_STATS_MINUTE,
+// EXECUTION_CLUSTER_FIRES_MINUTE, EXECUTION_PEER_STATS_HIST). They read it for the whole minutes and hours of a
+// window, and the rows for its edges: a window [From, To) reads the rows of [From, the first whole minute) and
+// [the last whole minute's end, To), and the minute rollup in between; the percentiles read the hour rollup
+// for the whole hours and the rows for the rest. The buckets read the minute rollup when From and the bucket
+// are whole minutes (else every bucket reads the rows). The answers are those the rows give: counts and sums
+// add up, a largest value is the largest of the parts', and histogram bins add up (percentiles stay
+// nearest-rank to 3 significant digits).
 
 // statsPlan is how a window is read.
 type statsPlan struct {
@@ -62,6 +65,25 @@ type statsAggregator struct {
 	plan   statsPlan
 }
 
+// rollupTables are the tables of one level of the rollup: counts per minute, fires per minute, histograms
+// per hour.
+type rollupTables struct{ minute, fires, hist string }
+
+var (
+	// jobRollup is migration 0009's level: per job (and peer).
+	jobRollup = rollupTables{"EXECUTION_STATS_MINUTE", "EXECUTION_FIRES_MINUTE", "EXECUTION_STATS_HIST"}
+	// peerRollup is migration 0010's: per peer, every job added up.
+	peerRollup = rollupTables{"EXECUTION_PEER_STATS_MINUTE", "EXECUTION_CLUSTER_FIRES_MINUTE", "EXECUTION_PEER_STATS_HIST"}
+)
+
+// tables is the level a's query reads: the peers' when it spans every job (no job, no job scope).
+func (a statsAggregator) tables() rollupTables {
+	if !a.oneJob && a.sq.Jobs == nil {
+		return peerRollup
+	}
+	return jobRollup
+}
+
 // bucketsAndTotal reads the counts per bucket and over the window.
 func (a statsAggregator) bucketsAndTotal(ctx context.Context) (groups, *group, error) {
 	bucketKey := func(q *query) string { return a.s.bucketKey(q, a.sq) }
@@ -108,7 +130,7 @@ func (a statsAggregator) counts(ctx context.Context, rawKey, rollupKey func(*que
 	q := &query{d: a.s.d}
 	q.write("SELECT CAST(", rollupKey(q), " AS TEXT), ", fires, sum("items"), sum("success"), sum("failure"), sum("running"),
 		sum("misfire"), sum("failover"), sum("manual"), sum("dur_n"), sum("dur_sum"), ", MAX(dur_max)", sum("late_n"),
-		sum("late_sum"), ", MAX(late_max), MAX(hostname), MAX(ip) FROM EXECUTION_STATS_MINUTE")
+		sum("late_sum"), ", MAX(late_max), MAX(hostname), MAX(ip) FROM ", a.tables().minute)
 	a.rollupWindow(q, "minute", a.plan.minutes)
 	q.write(" GROUP BY 1 HAVING SUM(items) <> 0")
 	err := a.run(ctx, q, func(row rowScanner) error {
@@ -123,7 +145,7 @@ func (a statsAggregator) counts(ctx context.Context, rawKey, rollupKey func(*que
 	}
 	// the jobs' fires: a fire with items on two peers is one
 	f := &query{d: a.s.d}
-	f.write("SELECT CAST(", rollupKey(f), " AS TEXT), CAST(SUM(fires) AS BIGINT) FROM EXECUTION_FIRES_MINUTE")
+	f.write("SELECT CAST(", rollupKey(f), " AS TEXT), CAST(SUM(fires) AS BIGINT) FROM ", a.tables().fires)
 	a.rollupWindow(f, "minute", a.plan.minutes)
 	f.write(" GROUP BY 1")
 	return a.run(ctx, f, func(row rowScanner) error {
@@ -166,7 +188,7 @@ func (a statsAggregator) histograms(ctx context.Context, rawKey, rollupKey func(
 		return nil
 	}
 	q := &query{d: a.s.d}
-	q.write("SELECT CAST(", rollupKey(q), " AS TEXT), kind, bin, CAST(SUM(n) AS BIGINT) FROM EXECUTION_STATS_HIST")
+	q.write("SELECT CAST(", rollupKey(q), " AS TEXT), kind, bin, CAST(SUM(n) AS BIGINT) FROM ", a.tables().hist)
 	a.rollupWindow(q, "hour", a.plan.hours)
 	q.write(" GROUP BY 1, 2, 3 HAVING SUM(n) <> 0")
 	return a.run(ctx, q, func(row rowScanner) error {
@@ -196,6 +218,10 @@ var pruneRollup = []struct {
 	{"DELETE FROM EXECUTION_STATS_MINUTE WHERE minute < ? AND items = 0", time.Minute},
 	{"DELETE FROM EXECUTION_FIRES_MINUTE WHERE minute < ? AND fires = 0", time.Minute},
 	{"DELETE FROM EXECUTION_STATS_HIST WHERE hour < ? AND n = 0", time.Hour},
+	// after the job level's: the peers' cells empty with their jobs' (whose deletes leave them alone)
+	{"DELETE FROM EXECUTION_PEER_STATS_MINUTE WHERE minute < ? AND items = 0", time.Minute},
+	{"DELETE FROM EXECUTION_CLUSTER_FIRES_MINUTE WHERE minute < ? AND fires = 0", time.Minute},
+	{"DELETE FROM EXECUTION_PEER_STATS_HIST WHERE hour < ? AND n = 0", time.Hour},
 }
 
 // rollupPeriod is the epoch minute or hour (unit) t falls in.

@@ -206,6 +206,9 @@ func TestRollupAnswersAsTheRows(t *testing.T) {
 				{"EXECUTION_STATS_MINUTE", "minute", "items", time.Minute},
 				{"EXECUTION_FIRES_MINUTE", "minute", "fires", time.Minute},
 				{"EXECUTION_STATS_HIST", "hour", "n", time.Hour},
+				{"EXECUTION_PEER_STATS_MINUTE", "minute", "items", time.Minute},
+				{"EXECUTION_CLUSTER_FIRES_MINUTE", "minute", "fires", time.Minute},
+				{"EXECUTION_PEER_STATS_HIST", "hour", "n", time.Hour},
 			} {
 				q := &query{d: d}
 				q.write("SELECT COUNT(*) FROM ", c.table, " WHERE ", c.count, " = 0 AND ", c.col, " < ", q.arg(rollupPeriod(cut, c.unit)))
