@@ -65,6 +65,15 @@ func remove(run *Run, id string) {
 	run.Deliveries, run.History = ds, hs
 }
 
+// twice adds a second run of item 0's fire at 10 s by peer2, 1.3 s later (as the item's new owner after a
+// resharding would run it).
+func twice(run *Run) {
+	run.Deliveries = append(run.Deliveries, Delivery{Job: "j", Item: 0, ExecutionID: "again", Source: "NORMAL_TRIGGER",
+		ScheduledAt: at(10), Instance: "peer2", Attempt: 1, Arrived: at(11.3), Answered: at(11.31), Ended: at(11.31), Status: 200})
+	run.History = append(run.History, Record{ExecutionID: "again", Job: "j", Item: 0, Source: "NORMAL_TRIGGER",
+		ScheduledAt: at(10), Instance: "peer2", Ended: true, Success: true, StatusCode: 200})
+}
+
 func TestCheckerReportsEachViolation(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -200,6 +209,19 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 			run.History = append(run.History, Record{ExecutionID: "manual", Job: "j", Item: 0, Source: "MANUAL",
 				ScheduledAt: at(11), Instance: "peer2", Ended: true, Success: true})
 		}, nil},
+		{"an unmonitored job's fire run by its old and new owner across a fault's resharding", func(run *Run) {
+			run.Jobs[0].Unmonitored = true
+			twice(run)
+			run.Faults = []Fault{{Kind: "kill-peer", Instances: []string{"peer1"}, From: at(9), To: at(10.5), Excuses: true, Kills: true}}
+		}, nil},
+		{"an unmonitored job's fire run twice outside every fault window is a violation", func(run *Run) {
+			run.Jobs[0].Unmonitored = true
+			twice(run)
+		}, []string{"double-delivery"}},
+		{"a monitored job's fire run by two owners in a fault's window is a violation", func(run *Run) {
+			twice(run)
+			run.Faults = []Fault{{Kind: "kill-peer", Instances: []string{"peer1"}, From: at(9), To: at(10.5), Excuses: true, Kills: true}}
+		}, []string{"double-delivery"}},
 		{"an accepted item whose completion was sent but its answer lost, recorded as a success, agrees", func(run *Run) {
 			run.Deliveries[2].Status, run.Deliveries[2].CompletionSent = 202, true
 		}, nil},
