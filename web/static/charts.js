@@ -61,14 +61,25 @@ function size(el, height) {
 
 // mount draws data in el, replacing the chart it holds (uPlot's setData would keep the old scales' series
 // count; a new instance is as fast at these sizes).
+// The chart follows its box's width (a window resized, a phone turned): uPlot draws at a fixed size.
 export function mount(el, opts, data) {
-  if (el.uplot) el.uplot.destroy();
-  const u = new uPlot({ ...size(el, opts.height || 220), ...opts }, data, el);
+  destroy(el);
+  const height = opts.height || 220;
+  const u = new uPlot({ ...size(el, height), ...opts }, data, el);
   el.uplot = u;
+  el.resizer = new ResizeObserver(() => {
+    const s = size(el, height);
+    if (el.uplot && s.width !== el.uplot.width) el.uplot.setSize(s);
+  });
+  el.resizer.observe(el);
   return u;
 }
 
 export function destroy(el) {
+  if (el && el.resizer) {
+    el.resizer.disconnect();
+    el.resizer = null;
+  }
   if (el && el.uplot) {
     el.uplot.destroy();
     el.uplot = null;
