@@ -139,7 +139,13 @@ func TestWorkflowCancelStopsTheItemsInFlight(t *testing.T) {
 		}
 	}
 	for _, d := range byJob(ds)["sb"] {
-		if s, typ, _ := callback(t, p, d.Payload.ExecutionID, "heartbeat", d.Payload.CallbackToken, nil); s != 409 || typ != "execution-cancelled" {
+		// the run is CANCELLED first; each peer's cancel watcher then cancels the leases
+		var s int
+		var typ string
+		if !eventually(20*time.Second, func() bool {
+			s, typ, _ = callback(t, p, d.Payload.ExecutionID, "heartbeat", d.Payload.CallbackToken, nil)
+			return s == 409 && typ == "execution-cancelled"
+		}) {
 			t.Fatalf("heartbeat of an accepted item of the cancelled run's node b: %d %s", s, typ)
 		}
 		e := waitExecution(t, ranOn(d), d.Payload.ExecutionID, 30*time.Second, func(e executionRecord) bool { return e.CompletedAt != nil })
