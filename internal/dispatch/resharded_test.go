@@ -1,7 +1,10 @@
 package dispatch
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -43,3 +46,39 @@ func TestExecutorSkipsItemsTheirPreviousOwnerRanThisFire(t *testing.T) {
 		})
 	}
 }
+
+func TestExecutorFireThatWaitedForAReshardingSkipsItemsThatAlreadyRanIt(t *testing.T) {
+	reg, send := newFakeRegistry(3), newFakeSender()
+	at := time.Unix(100, 0)
+	reg.snap.Necessary = true // a peer joined: the leader (this peer) reshards before the fire
+	// the previous owner of item 0 ran this fire before the resharding; item 1's last run is the fire
+	// before; item 2's last run was a manual trigger after it (a normal fire still runs)
+	reg.completed[0] = cluster.Completed{ExecutionID: "x0", InstanceID: "old", Source: ejserver.SourceNormal, ScheduledAt: at}
+	reg.completed[1] = cluster.Completed{ExecutionID: "x1", InstanceID: "old", Source: ejserver.SourceNormal, ScheduledAt: at.Add(-10 * time.Second)}
+	reg.completed[2] = cluster.Completed{ExecutionID: "x2", InstanceID: "old", Source: ejserver.SourceManual, ScheduledAt: at.Add(time.Second)}
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Resharder: resharderFunc(func(context.Context, string) error {
+			reg.set(func() {
+				s := *reg.snap
+				s.Necessary = false
+				reg.snap = &s
+			})
+			return nil
+		})})
+	defer e.Drain(time.Second)
+	e.Fire("j", at, 0)
+	got := map[int]bool{send.next(t).ShardingItem: true, send.next(t).ShardingItem: true}
+	if !got[1] || !got[2] {
+		t.Fatalf("sent %v, want items 1 and 2", got)
+	}
+	send.none(t)
+
+	// a fire that found its sharding ready reads nothing and runs every item
+	e.Fire("j", at, 0)
+	for range 3 {
+		send.next(t)
+	}
+}
+
+// A peer that joins between a trigger request and the resharding it causes is not left out: the leader hands
+// the trigger to the online instances that own requested items and were not reached, and to nobody else.
