@@ -18,6 +18,7 @@ import (
 	"github.com/ejserver/ejserver/internal/calendar"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/metawatch"
 )
 
 // Registry is what the Store needs of ZooKeeper (cluster.Registry satisfies it).
@@ -55,15 +56,10 @@ type Config struct {
 type Store struct {
 	cfg Config
 	log *slog.Logger
-	clk clock.Clock
 
-	mu     sync.RWMutex
-	cache  map[string]*calendar.Compiled
-	loaded chan struct{}
-
-	startOnce, stopOnce sync.Once
-	stop                chan struct{}
-	wg                  sync.WaitGroup
+	mu    sync.RWMutex
+	cache map[string]*calendar.Compiled
+	loop  *metawatch.Loop
 }
 
 // New returns a store; Start begins watching.
@@ -71,76 +67,35 @@ func New(cfg Config) *Store {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.RetryPause <= 0 {
-		cfg.RetryPause = time.Second
-	}
-	return &Store{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, cache: map[string]*calendar.Compiled{},
-		loaded: make(chan struct{}), stop: make(chan struct{})}
+	s := &Store{cfg: cfg, log: cfg.Logger, cache: map[string]*calendar.Compiled{}}
+	s.loop = metawatch.New(metawatch.Config{What: "calendars", Read: cfg.Registry.CalendarNodes, Apply: s.apply,
+		Clock: cfg.Clock, Logger: cfg.Logger, RetryPause: cfg.RetryPause})
+	return s
 }
 
 // Start loads the calendars and keeps watching them; it returns after the first load or when ctx ends.
-func (s *Store) Start(ctx context.Context) error {
-	s.startOnce.Do(func() {
-		s.wg.Add(1)
-		go s.watch()
-	})
-	select {
-	case <-s.loaded:
-	case <-ctx.Done():
-	case <-s.stop:
-	}
-	return nil
-}
+func (s *Store) Start(ctx context.Context) error { return s.loop.Start(ctx) }
 
 // Stop ends the watch loop; safe twice and before Start.
-func (s *Store) Stop() {
-	s.stopOnce.Do(func() { close(s.stop) })
-	s.wg.Wait()
-}
+func (s *Store) Stop() { s.loop.Stop() }
 
-func (s *Store) watch() {
-	defer s.wg.Done()
-	first := true
-	for {
-		nodes, changed, err := s.cfg.Registry.CalendarNodes(true)
+// apply replaces the cache with the calendars read; one that can't be compiled is left out (jobs naming it
+// skip their fires).
+func (s *Store) apply(nodes []cluster.CalendarNode) {
+	next := make(map[string]*calendar.Compiled, len(nodes))
+	for _, n := range nodes {
+		st, err := decode(n)
+		if err == nil {
+			next[n.Name], err = calendar.Compile(st.Calendar)
+		}
 		if err != nil {
-			s.log.Warn("read calendars", "err", err)
-			t := s.clk.NewTimer(s.cfg.RetryPause)
-			select {
-			case <-s.stop:
-				t.Stop()
-				return
-			case <-t.C():
-			}
-			continue
-		}
-		next := make(map[string]*calendar.Compiled, len(nodes))
-		for _, n := range nodes {
-			st, err := decode(n)
-			if err == nil {
-				next[n.Name], err = calendar.Compile(st.Calendar)
-			}
-			if err != nil {
-				s.log.Error("calendar not usable: jobs naming it skip their fires", "calendar", n.Name, "err", err)
-				delete(next, n.Name)
-			}
-		}
-		s.mu.Lock()
-		s.cache = next
-		s.mu.Unlock()
-		if first {
-			close(s.loaded)
-			first = false
-		}
-		select {
-		case <-s.stop:
-			return
-		case <-changed:
+			s.log.Error("calendar not usable: jobs naming it skip their fires", "calendar", n.Name, "err", err)
+			delete(next, n.Name)
 		}
 	}
+	s.mu.Lock()
+	s.cache = next
+	s.mu.Unlock()
 }
 
 // Rules returns a job's effective-schedule rules from the cache: its calendars, endAt and pause. A calendar

@@ -13,6 +13,7 @@ import (
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/metawatch"
 )
 
 // ChannelRegistry is what the Store needs of ZooKeeper (cluster.Registry satisfies it).
@@ -47,19 +48,13 @@ type StoreConfig struct {
 // Store keeps the cluster's channels: writes go to ZooKeeper; every peer keeps a cache fresh by watches, so
 // delivery looks channels up without a round trip. API reads go to ZooKeeper (read-your-writes, ETags).
 type Store struct {
-	reg   ChannelRegistry
-	log   *slog.Logger
-	clk   clock.Clock
-	pause time.Duration
-	gone  func(name string)
+	reg  ChannelRegistry
+	log  *slog.Logger
+	gone func(name string)
 
-	mu     sync.RWMutex
-	cache  map[string]Channel
-	loaded chan struct{} // closed after the first load
-
-	startOnce, stopOnce sync.Once
-	stop                chan struct{}
-	wg                  sync.WaitGroup
+	mu    sync.RWMutex
+	cache map[string]Channel
+	loop  *metawatch.Loop
 }
 
 // NewStore returns a store; Start begins watching.
@@ -67,65 +62,18 @@ func NewStore(cfg StoreConfig) *Store {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.RetryPause <= 0 {
-		cfg.RetryPause = time.Second
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	return &Store{reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, gone: cfg.OnRemoved, pause: cfg.RetryPause, cache: map[string]Channel{},
-		loaded: make(chan struct{}), stop: make(chan struct{})}
+	s := &Store{reg: cfg.Registry, log: cfg.Logger, gone: cfg.OnRemoved, cache: map[string]Channel{}}
+	s.loop = metawatch.New(metawatch.Config{What: "notification channels", Read: cfg.Registry.ChannelNodes,
+		Apply: s.replace, Clock: cfg.Clock, Logger: cfg.Logger, RetryPause: cfg.RetryPause})
+	return s
 }
 
 // Start loads the channels and keeps watching them; it returns after the first load, or when ctx ends
 // (the loop goes on loading in the background).
-func (s *Store) Start(ctx context.Context) error {
-	s.startOnce.Do(func() {
-		s.wg.Add(1)
-		go s.watch()
-	})
-	select {
-	case <-s.loaded:
-	case <-ctx.Done():
-	case <-s.stop:
-	}
-	return nil
-}
+func (s *Store) Start(ctx context.Context) error { return s.loop.Start(ctx) }
 
 // Stop ends the watch loop; safe twice and before Start.
-func (s *Store) Stop() {
-	s.stopOnce.Do(func() { close(s.stop) })
-	s.wg.Wait()
-}
-
-func (s *Store) watch() {
-	defer s.wg.Done()
-	first := true
-	for {
-		nodes, changed, err := s.reg.ChannelNodes(true)
-		if err != nil {
-			s.log.Warn("read notification channels", "err", err)
-			t := s.clk.NewTimer(s.pause)
-			select {
-			case <-s.stop:
-				t.Stop()
-				return
-			case <-t.C():
-			}
-			continue
-		}
-		s.replace(nodes)
-		if first {
-			close(s.loaded)
-			first = false
-		}
-		select {
-		case <-s.stop:
-			return
-		case <-changed:
-		}
-	}
-}
+func (s *Store) Stop() { s.loop.Stop() }
 
 func (s *Store) replace(nodes []cluster.ChannelNode) {
 	next := make(map[string]Channel, len(nodes))
