@@ -120,21 +120,53 @@ func (c *testCluster) stopAll() {
 }
 
 // quietReads drops the log lines of successful API reads, which tests that poll write by the thousand and
-// which would push the lines that explain a failure out of the excerpt a failed test prints.
+// which would push the lines that explain a failure out of the excerpt a failed test prints. A message that
+// repeats (a fire skipped every second for minutes) keeps its first lines and its last one, and is counted.
 func quietReads(log string) string {
+	const keep = 6
 	var b strings.Builder
 	dropped := 0
+	seen := map[string]int{}
+	last := map[string]string{}
+	var order []string
 	for line := range strings.Lines(log) {
 		if strings.Contains(line, `msg="api request"`) && strings.Contains(line, " method=GET ") && strings.Contains(line, " status=200 ") {
 			dropped++
 			continue
 		}
+		msg := logMsg(line)
+		if msg != "" {
+			seen[msg]++
+			if seen[msg] > keep {
+				if seen[msg] == keep+1 {
+					order = append(order, msg)
+				}
+				last[msg] = line
+				continue
+			}
+		}
 		b.WriteString(line)
+	}
+	for _, msg := range order {
+		fmt.Fprintf(&b, "(%d more lines of %s left out; the last:)\n%s", seen[msg]-keep-1, msg, last[msg])
 	}
 	if dropped > 0 {
 		fmt.Fprintf(&b, "(%d log lines of successful API reads left out)\n", dropped)
 	}
 	return b.String()
+}
+
+// logMsg is a log line's msg="..." field, "" when it has none.
+func logMsg(line string) string {
+	_, rest, ok := strings.Cut(line, ` msg="`)
+	if !ok {
+		return ""
+	}
+	msg, _, ok := strings.Cut(rest, `"`)
+	if !ok {
+		return ""
+	}
+	return `msg="` + msg + `"`
 }
 
 func newReceiver(t testing.TB) *harness.Receiver {

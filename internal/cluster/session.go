@@ -122,6 +122,7 @@ func Dial(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if cfg.TLS != nil {
 		dialer = tlsDialer(cfg.TLS)
 	}
+	dialer = boundedDialer(dialer, cfg.SessionTimeout)
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithEventCallback(s.queue.push),
 		zk.WithLogger(zkLogger{s.log}),
