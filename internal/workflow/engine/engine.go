@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -49,10 +50,12 @@ type Recorder interface {
 }
 
 // Observer counts runs and node fires (metrics); may be nil. NodeFired's delay is how long the node waited
-// after it could fire (workflow.StartDelay); RunEnded's d is from the run's creation to its end.
+// after it could fire (workflow.StartDelay); RunEnded's d is from the run's creation to its end; RunSkipped
+// counts a SKIPPED run (after its RunEnded) by why: SkipCalendar or SkipOverlap.
 type Observer interface {
 	RunStarted(wf string)
 	RunEnded(wf string, state workflow.RunState, d time.Duration)
+	RunSkipped(wf string, why string)
 	NodeFired(wf string, delay time.Duration)
 }
 
@@ -655,9 +658,17 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 			d.endedIn = map[string]bool{}
 		}
 		d.endedIn[after.Workflow] = true
-		d.e.log.Info("workflow run ended", "workflow", after.Workflow, "run", after.ID, "state", after.State)
+		lvl := slog.LevelInfo
+		if after.State == workflow.RunSkipped && skipWhy(after.Reason) == SkipCalendar {
+			lvl = slog.LevelDebug // a per-second workflow on an excluded day: its runs and the metric say it
+		}
+		d.e.log.Log(context.Background(), lvl, "workflow run ended", "workflow", after.Workflow, "run", after.ID, "state", after.State,
+			"reason", after.Reason)
 		if d.e.cfg.Observer != nil {
 			d.e.cfg.Observer.RunEnded(after.Workflow, after.State, after.EndedAt.Sub(after.CreatedAt))
+			if after.State == workflow.RunSkipped {
+				d.e.cfg.Observer.RunSkipped(after.Workflow, skipWhy(after.Reason))
+			}
 		}
 	}
 }

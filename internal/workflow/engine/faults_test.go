@@ -52,3 +52,19 @@ func TestEnginePassesItsFaultPointsInOrder(t *testing.T) {
 		t.Fatalf("fault points %q, want %q", got, want)
 	}
 }
+
+func TestSkipWhy(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ reason, want string }{
+		{"calendar: cn-holidays excludes the day", SkipCalendar},
+		{"calendar: the day is in none of a, b", SkipCalendar},
+		{"calendar: calendar \"x\" not found", SkipCalendar},
+		{"an earlier run was still going (overlap: skip)", SkipOverlap},
+		{"", SkipOverlap},
+	}
+	for _, tt := range tests {
+		if got := skipWhy(tt.reason); got != tt.want {
+			t.Errorf("skipWhy(%q) = %s, want %s", tt.reason, got, tt.want)
+		}
+	}
+}
