@@ -49,7 +49,9 @@ func (m *Metrics) RunEnded(wf string, state workflow.RunState, d time.Duration) 
 }
 
 // RunSkipped counts a SKIPPED run by why (engine.SkipCalendar or engine.SkipOverlap).
-func (m *Metrics) RunSkipped(wf string, why string) { m.workflow.skipped.WithLabelValues(wf, why).Inc() }
+func (m *Metrics) RunSkipped(wf string, why string) {
+	m.workflow.skipped.WithLabelValues(wf, why).Inc()
+}
 
 // NodeFired times how long a node waited after it could fire.
 func (m *Metrics) NodeFired(wf string, delay time.Duration) {
