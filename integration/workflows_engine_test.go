@@ -12,21 +12,6 @@ import (
 // The workflow engine's guarantees under faults: cancel ends the items in flight (the engine's peer killed
 // at each stage of a run's advance: workflow_kill_test.go).
 
-// chainWorkflow makes jobs (items each, no retries) and a workflow that runs them one after another.
-func chainWorkflow(t *testing.T, p *harness.Peer, name string, jobs []string, items int, url string) {
-	t.Helper()
-	var nodes []any
-	for i, j := range jobs {
-		mustDo(t, p, "POST", "/api/v1/jobs", oneOff(j, items, url), http.StatusCreated, nil)
-		if i == 0 {
-			nodes = append(nodes, wfNode(j, j))
-		} else {
-			nodes = append(nodes, wfNode(j, j, edgeOn(jobs[i-1], "success")))
-		}
-	}
-	mustDo(t, p, "POST", "/api/v1/workflows", map[string]any{"name": name, "nodes": nodes}, http.StatusCreated, nil)
-}
-
 // Cancelling a run stops its running nodes' items on every peer, as CANCEL_PREVIOUS does: the requests in
 // flight are aborted and recorded CANCELLED, the accepted items' leases are cancelled (their heartbeat
 // answers 409 execution-cancelled), and no node fires after.
