@@ -46,18 +46,8 @@ func TestWorkflowRunSurvivesTheEnginePeerKilledAtEachStage(t *testing.T) {
 				withEnv("EJ_TEST_KILL_AT="+st.at, "EJ_TEST_KILL_ONCE="+filepath.Join(t.TempDir(), "killed")))
 			chain := []string{"ha", "hb", "hc"}
 			p := c.peers[0]
-			var nodes []any
-			for i, j := range chain {
-				jc := oneOff(j, 3, recv.URL)
-				jc["failover"] = true // an item the dead peer had started (if its instance won the race) is re-POSTed
-				mustDo(t, p, "POST", "/api/v1/jobs", jc, http.StatusCreated, nil)
-				if i == 0 {
-					nodes = append(nodes, wfNode(j, j))
-				} else {
-					nodes = append(nodes, wfNode(j, j, edgeOn(chain[i-1], "success")))
-				}
-			}
-			mustDo(t, p, "POST", "/api/v1/workflows", map[string]any{"name": "stages", "nodes": nodes}, http.StatusCreated, nil)
+			// failover: an item the dead peer had started (if its instance won the race) is re-POSTed
+			failoverChain(t, p, "stages", chain, recv.URL)
 			var run wfRun
 			mustDo(t, p, "POST", "/api/v1/workflows/stages/runs", nil, http.StatusAccepted, &run)
 
@@ -118,4 +108,22 @@ func TestWorkflowRunSurvivesTheEnginePeerKilledAtEachStage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failoverChain makes one-off jobs of 3 items with failover on, and a workflow that runs them one after
+// another.
+func failoverChain(t *testing.T, p *harness.Peer, name string, jobs []string, url string) {
+	t.Helper()
+	var nodes []any
+	for i, j := range jobs {
+		jc := oneOff(j, 3, url)
+		jc["failover"] = true
+		mustDo(t, p, "POST", "/api/v1/jobs", jc, http.StatusCreated, nil)
+		if i == 0 {
+			nodes = append(nodes, wfNode(j, j))
+		} else {
+			nodes = append(nodes, wfNode(j, j, edgeOn(jobs[i-1], "success")))
+		}
+	}
+	mustDo(t, p, "POST", "/api/v1/workflows", map[string]any{"name": name, "nodes": nodes}, http.StatusCreated, nil)
 }
