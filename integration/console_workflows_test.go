@@ -33,6 +33,8 @@ var translate = regexp.MustCompile(`^translate\(([-\d.]+),([-\d.]+)\)$`)
 // (its definition drawn, a parameter that is not a JSON object refused next to the field, a run triggered
 // from the form), and the run's page: the SVG has the 4 nodes where dagre laid them out (parents above
 // children), each coloured by its state, the failed node red, the `always` edge labelled; retry offered.
+// Then a workflow is created from the console's form (field errors next to the fields), listed, edited and
+// deleted.
 func TestConsoleWorkflows(t *testing.T) {
 	t.Parallel()
 	recv := newReceiver(t)
@@ -170,6 +172,47 @@ func TestConsoleWorkflows(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", line, grepLines(text, "ejserver_workflow_"))
 		}
 	}
+
+	// a workflow made in the console: a missing job is refused next to the Nodes box, then it is created and
+	// listed, and its page shows its alert rules; an unknown calendar is refused next to its field; deleted
+	b.route("#/workflows", "Workflows")
+	b.do("open the new workflow form", 10*time.Second, chromedp.Click(chromedp.ID("wf-new")), chromedp.WaitVisible(chromedp.ID("wf-f-nodes")))
+	b.waitText("main h1", "New workflow", 5*time.Second)
+	b.set("wf-f-name", "console-made")
+	b.set("wf-f-nodes", `[{"name": "one", "job": "cw-a"}, {"name": "two", "job": "nope", "after": [{"node": "one"}]}]`)
+	b.set("wf-f-alerts", `{"rules": [{"on": ["WORKFLOW_FAILED", "RECOVERED"], "channels": ["oncall"]}]}`)
+	eval[chromedp.Void](b, `document.querySelector("#wf-f-save").click()`)
+	b.waitText("#wf-f-nodes-error", `job "nope" not found`, 10*time.Second)
+	b.set("wf-f-nodes", `[{"name": "one", "job": "cw-a"}, {"name": "two", "job": "cw-b", "after": [{"node": "one", "on": "always"}]}]`)
+	b.waitFor("the typed nodes' graph", `document.querySelectorAll("#wf-f-graph g.dag-node").length === 2`, 5*time.Second)
+	eval[chromedp.Void](b, `document.querySelector("#wf-f-save").click()`)
+	b.waitText("main h1", "Workflow console-made", 10*time.Second)
+	b.waitText("#wf-alert-rules", "WORKFLOW_FAILED RECOVERED -> oncall", 10*time.Second)
+	b.waitFor("the created workflow's graph", `document.querySelectorAll("#wf-graph g.dag-node").length === 2`, 10*time.Second)
+	var made struct {
+		Overlap string `json:"overlap"`
+		Nodes   []struct {
+			Name, Job string
+			After     []struct{ Node, On string }
+		} `json:"nodes"`
+	}
+	mustDo(t, p, "GET", "/api/v1/workflows/console-made", nil, http.StatusOK, &made)
+	if made.Overlap != "skip" || len(made.Nodes) != 2 || made.Nodes[1].Job != "cw-b" || len(made.Nodes[1].After) != 1 || made.Nodes[1].After[0].On != "always" {
+		t.Fatalf("the workflow made in the console: %+v", made)
+	}
+	b.route("#/workflows", "Workflows")
+	b.waitText("#wf-table tbody", "console-made", 10*time.Second)
+	b.route("#/workflows/console-made/edit", "Edit workflow console-made")
+	b.waitFor("the edit form", `!!document.querySelector("#wf-f-exclude")`, 10*time.Second)
+	b.set("wf-f-cron", "0 0 2 * * ?")
+	b.set("wf-f-exclude", "no-such-calendar")
+	eval[chromedp.Void](b, `document.querySelector("#wf-f-save").click()`)
+	b.waitText("#wf-f-exclude-error", "no-such-calendar", 10*time.Second)
+	b.route("#/workflows/console-made", "Workflow console-made")
+	b.do("delete it", 10*time.Second, chromedp.Click(chromedp.ID("wf-delete")), chromedp.Click(chromedp.CSS("#dialog button.danger")))
+	b.waitText("main h1", "Workflows", 10*time.Second)
+	mustDo(t, p, "GET", "/api/v1/workflows/console-made", nil, http.StatusNotFound, nil)
+
 	if probs := b.problems(); len(probs) > 0 {
 		t.Errorf("console problems: %v", probs)
 	}

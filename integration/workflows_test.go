@@ -207,18 +207,7 @@ func TestWorkflowContinuesAfterTheAdvancingPeerIsKilled(t *testing.T) {
 	c := newCluster(t, 3, withSessionTimeout(4*time.Second))
 	p := c.peers[0]
 	chain := []string{"ka", "kb", "kc", "kd"}
-	var nodes []any
-	for i, j := range chain {
-		jc := oneOff(j, 3, recv.URL)
-		jc["failover"] = true // the killed peer's items of the node in flight are re-POSTed by a survivor
-		mustDo(t, p, "POST", "/api/v1/jobs", jc, http.StatusCreated, nil)
-		if i == 0 {
-			nodes = append(nodes, wfNode(j, j))
-		} else {
-			nodes = append(nodes, wfNode(j, j, edgeOn(chain[i-1], "success")))
-		}
-	}
-	mustDo(t, p, "POST", "/api/v1/workflows", map[string]any{"name": "chain", "nodes": nodes}, http.StatusCreated, nil)
+	failoverChain(t, p, "chain", chain, recv.URL) // the killed peer's items of the node in flight are re-POSTed by a survivor
 	var holder *harness.Peer
 	if !eventually(15*time.Second, func() bool {
 		for _, q := range c.peers {

@@ -427,8 +427,12 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		ConsoleURL: c.advertiseURL, Clock: clk, Logger: log})
 	wfAlerts.Start()
 	defer wfAlerts.Stop()
+	fault, err := killAt(log)
+	if err != nil {
+		return abort(err)
+	}
 	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets,
-		Listener: wfAlerts, Calendars: calendars, Clock: clk, Logger: log, Stepped: killAfterFiring(log)})
+		Listener: wfAlerts, Calendars: calendars, Clock: clk, Logger: log, Fault: fault})
 	if err := workflows.Start(); err != nil {
 		return abort(err)
 	}

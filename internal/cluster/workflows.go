@@ -115,15 +115,18 @@ func (r *Registry) DeleteWorkflow(name string) error {
 }
 
 // CreateRun stores a new run and posts its start to the engine's inbox, in one transaction (fenced by the
-// engine's node when fence is not nil: a scheduled run).
+// engine's node when fence is not nil: a scheduled run). Without msg it posts nothing: the run is stored as
+// it is (one that ended already, e.g. SKIPPED by the workflow's calendars).
 func (r *Registry) CreateRun(fence any, workflow, id string, run, msg []byte) error {
 	for _, p := range []string{r.p.workflowRuns(workflow), r.p.workflowInbox()} {
 		if err := r.s.ensurePath(p); err != nil {
 			return ejserver.Unavailable(err, "registry unavailable")
 		}
 	}
-	ops := []any{opCheck(r.p.workflow(workflow), -1), r.s.opCreate(r.p.workflowRun(workflow, id), run, 0),
-		r.s.opCreate(r.p.workflowInbox()+"/m-", msg, zk.FlagSequence)}
+	ops := []any{opCheck(r.p.workflow(workflow), -1), r.s.opCreate(r.p.workflowRun(workflow, id), run, 0)}
+	if msg != nil {
+		ops = append(ops, r.s.opCreate(r.p.workflowInbox()+"/m-", msg, zk.FlagSequence))
+	}
 	if fence != nil {
 		ops = append(ops, fence)
 	}

@@ -22,6 +22,12 @@ func TestWorkflowMetrics(t *testing.T) {
 	m.RunEnded("nightly", workflow.RunSucceeded, 90*time.Second)
 	m.RunEnded("nightly", workflow.RunFailed, 30*time.Second)
 	m.RunEnded("hourly", workflow.RunFailed, time.Second)
+	m.RunEnded("hourly", workflow.RunSkipped, 0)
+	m.RunSkipped("hourly", engine.SkipCalendar)
+	m.RunEnded("hourly", workflow.RunSkipped, 0)
+	m.RunSkipped("hourly", engine.SkipCalendar)
+	m.RunEnded("nightly", workflow.RunSkipped, 0)
+	m.RunSkipped("nightly", engine.SkipOverlap)
 	fams := gather(t, m)
 
 	want(t, fams, "ejserver_workflow_runs_started_total", l("workflow", "nightly"), 2)
@@ -29,7 +35,10 @@ func TestWorkflowMetrics(t *testing.T) {
 	want(t, fams, "ejserver_workflow_runs_ended_total", l("workflow", "nightly", "outcome", "SUCCEEDED"), 1)
 	want(t, fams, "ejserver_workflow_runs_ended_total", l("workflow", "nightly", "outcome", "FAILED"), 1)
 	want(t, fams, "ejserver_workflow_runs_ended_total", l("workflow", "hourly", "outcome", "FAILED"), 1)
-	want(t, fams, "ejserver_workflow_run_duration_seconds", l("workflow", "nightly"), 2)
+	want(t, fams, "ejserver_workflow_runs_ended_total", l("workflow", "hourly", "outcome", "SKIPPED"), 2)
+	want(t, fams, "ejserver_workflow_runs_skipped_total", l("workflow", "hourly", "reason", "calendar"), 2)
+	want(t, fams, "ejserver_workflow_runs_skipped_total", l("workflow", "nightly", "reason", "overlap"), 1)
+	want(t, fams, "ejserver_workflow_run_duration_seconds", l("workflow", "nightly"), 3)
 	want(t, fams, "ejserver_workflow_node_start_delay_seconds", l("workflow", "nightly"), 3)
 	for _, mt := range fams["ejserver_workflow_node_start_delay_seconds"].GetMetric() {
 		if s := mt.GetHistogram().GetSampleSum(); s < 2.039 || s > 2.041 {

@@ -18,7 +18,7 @@ const (
 	RunSucceeded RunState = "SUCCEEDED"
 	RunFailed    RunState = "FAILED"
 	RunCancelled RunState = "CANCELLED"
-	RunSkipped   RunState = "SKIPPED" // a scheduled run skipped by the overlap policy
+	RunSkipped   RunState = "SKIPPED" // a scheduled run skipped by the overlap policy or left out by its calendars
 )
 
 // Ended reports whether the state is final (a FAILED or CANCELLED run may still be retried).
@@ -97,7 +97,7 @@ type EventKind string
 // The events.
 const (
 	EventStart       EventKind = "start"        // a PENDING run starts: its roots fire
-	EventSkip        EventKind = "skip"         // a PENDING run is skipped (overlap policy)
+	EventSkip        EventKind = "skip"         // a PENDING run is skipped (overlap policy, calendars)
 	EventNodeEnded   EventKind = "node-ended"   // a node's fire ended (or could not be made)
 	EventCancel      EventKind = "cancel"       // the run is cancelled
 	EventRetryFailed EventKind = "retry-failed" // a FAILED or CANCELLED run runs again from its failed nodes

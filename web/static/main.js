@@ -1,7 +1,7 @@
 // ejserver's web console: a client of the REST API at /api/v1, with no framework and no build step: ES
 // modules the browser loads as they are. Screens are hash routes (#/overview, #/jobs, #/jobs/NAME,
-// #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/workflows,
-// #/workflows/NAME, #/workflows/NAME/runs/ID, #/executions, #/executions/ID, #/failed, #/servers, #/alerts, #/channels, #/calendars, #/audit). The open screen
+// #/jobs/NAME/fires/TIME, #/jobs/NAME/edit, #/create, #/workflows, #/create/workflow,
+// #/workflows/NAME, #/workflows/NAME/edit, #/workflows/NAME/runs/ID, #/executions, #/executions/ID, #/failed, #/servers, #/alerts, #/channels, #/calendars, #/audit). The open screen
 // refreshes itself every POLL_MS while the tab is visible; tables are patched row by row and cell by cell, so a
 // refresh keeps the keyboard focus where it was.
 //
@@ -20,6 +20,7 @@ import { calendarsScreen } from './pages/calendars.js';
 import { failedScreen } from './pages/failed.js';
 import { executionScreen } from './pages/execution.js';
 import { workflowsScreen, workflowScreen, runScreen } from './pages/workflows.js';
+import { workflowFormScreen } from './pages/workflowform.js';
 import { alertsView, formScreen, field, text, select, check, area, showFieldErrors, clearFieldErrors } from './app.js';
 
 // ---- sign-in
@@ -79,9 +80,11 @@ function screenFor(r) {
   if (a === 'jobs' && b && c === 'edit') return formScreen;
   if (a === 'jobs' && b && c === 'fires' && r.parts[3]) return fireScreen;
   if (a === 'overview') return overviewScreen;
+  if (a === 'create' && b === 'workflow') return workflowFormScreen;
   if (a === 'create') return formScreen;
   if (a === 'workflows' && !b) return workflowsScreen;
   if (a === 'workflows' && b && !c) return workflowScreen;
+  if (a === 'workflows' && b && c === 'edit') return workflowFormScreen;
   if (a === 'workflows' && b && c === 'runs' && r.parts[3]) return runScreen;
   if (a === 'executions' && b) return executionScreen;
   if (a === 'executions') return executionsScreen;

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/calendar"
 	"github.com/ejserver/ejserver/internal/cronexpr"
 	"github.com/ejserver/ejserver/internal/workflow"
@@ -60,12 +62,12 @@ func (s *Service) UsingCalendar(name string) []string {
 	return out
 }
 
-// dueRefresh is how often a workflow's next scheduled run is computed again, so a calendar edit that frees a
-// day is seen (one that takes a day away is seen at the run's due time).
+// dueRefresh is how often a workflow's next scheduled run is computed again (the due time is the cron's; the
+// calendars decide at the due time).
 const dueRefresh = time.Minute
 
-// nextDue is a scheduled workflow's next run after now that its calendars let run (zero: none, or the
-// schedule cannot be read). With a calendar the cache does not hold, the cron's next fire: due() refuses it.
+// nextDue is a scheduled workflow's next run after now by its cron (zero: none, or the schedule cannot be
+// read). Its calendars are applied at the due time (calendarsLet), so that a run they leave out is recorded.
 func (d *duty) nextDue(w workflow.Workflow, now time.Time) time.Time {
 	loc, err := cronexpr.LoadLocation(w.TimeZone)
 	if err != nil {
@@ -75,14 +77,38 @@ func (d *duty) nextDue(w workflow.Workflow, now time.Time) time.Time {
 	if err != nil {
 		return time.Time{}
 	}
-	rules, err := d.calendarRules(w)
+	return s.Next(now)
+}
+
+// Why a run was SKIPPED, as the workflow metrics count it.
+const (
+	SkipCalendar = "calendar" // its calendars left the scheduled run out
+	SkipOverlap  = "overlap"  // an earlier run was still going (overlap: skip)
+)
+
+// skipWhy is the SkipCalendar or SkipOverlap a SKIPPED run's reason tells.
+func skipWhy(reason string) string {
+	if strings.HasPrefix(reason, calendar.ReasonCalendar) {
+		return SkipCalendar
+	}
+	return SkipOverlap
+}
+
+// skipDue records a scheduled run the workflow's calendars leave out, as jobs count their calendar-skipped
+// fires: a run made SKIPPED at once (its reason names the calendar: "calendar: cn-holidays excludes the
+// day"), kept in ZooKeeper with the other ended runs and in the history, counted by the metrics.
+func (d *duty) skipDue(w workflow.Workflow, at, now time.Time, why string) {
+	pending := workflow.NewRun(w, ejserver.NewExecutionID(), workflow.TriggerSchedule, at, now, nil)
+	r, _, err := workflow.Apply(pending, workflow.Event{Kind: workflow.EventSkip, Reason: why}, now)
 	if err != nil {
-		return s.Next(now)
+		return
 	}
-	if next := calendar.Next(s.Next, rules, now, 1, -1); len(next) > 0 {
-		return next[0]
+	data, _ := json.Marshal(r)
+	if err := d.e.reg.CreateRun(d.fence, w.Name, r.ID, data, nil); err != nil {
+		d.e.log.Warn("could not record a scheduled workflow run its calendars skip", "workflow", w.Name, "scheduled_at", at, "err", err)
+		return
 	}
-	return time.Time{}
+	d.ended(pending, r, 0)
 }
 
 // calendarsLet reports whether a scheduled run due at t runs by the workflow's calendars now, and if not why.

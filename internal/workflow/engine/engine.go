@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -49,10 +50,12 @@ type Recorder interface {
 }
 
 // Observer counts runs and node fires (metrics); may be nil. NodeFired's delay is how long the node waited
-// after it could fire (workflow.StartDelay); RunEnded's d is from the run's creation to its end.
+// after it could fire (workflow.StartDelay); RunEnded's d is from the run's creation to its end; RunSkipped
+// counts a SKIPPED run (after its RunEnded) by why: SkipCalendar or SkipOverlap.
 type Observer interface {
 	RunStarted(wf string)
 	RunEnded(wf string, state workflow.RunState, d time.Duration)
+	RunSkipped(wf string, why string)
 	NodeFired(wf string, delay time.Duration)
 }
 
@@ -69,9 +72,9 @@ type EngineConfig struct {
 	// KeepRuns is how many ended runs of each workflow stay in ZooKeeper (the history keeps them all).
 	// Default 20.
 	KeepRuns int
-	// Stepped, if set, is told each run step the engine wrote, with the nodes whose triggers it wrote with
-	// it (a test's fault point: cmd/ejserver's EJ_TEST_KILL_AFTER_FIRING kills the peer there).
-	Stepped func(r workflow.Run, fired []string)
+	// Fault, if set, is told of each fault point the engine passes (faults.go; a test's: cmd/ejserver's
+	// EJ_TEST_KILL_AT kills the peer at one). It runs on the engine's goroutine and must not block.
+	Fault func(FaultPoint)
 	// Listener is told of the runs the duty holder writes and loads (listener.go); may be nil.
 	Listener RunListener
 	// Calendars steer scheduled runs by the workflows' excludeCalendars/includeCalendars (calendars.go); nil:
@@ -423,6 +426,7 @@ func (d *duty) inbox(names []string) bool {
 				_ = d.e.reg.DropInbox(d.fence, name) // not a fire a running node waits for (cancelled, a repeat)
 				continue
 			}
+			d.fault(FaultInboxRead, d.runs[k].run, []string{ev.Node})
 			if _, seen := ends[k]; !seen {
 				order = append(order, k)
 			}
@@ -536,15 +540,14 @@ func (d *duty) steps(wf, id string, evs []workflow.Event) bool {
 			return true
 		}
 		stops := stoppedFires(lr.run, next, d.e.clk.Now())
+		d.endingFaults(lr.run, next, evs)
 		v, err := d.e.reg.AdvanceRun(d.fence, wf, id, lr.version, data, fires, stops)
 		switch {
 		case err == nil:
 			d.dropTriggers(stops)
 			d.follow(next, v)
 			d.ended(lr.run, next, len(fires))
-			if d.e.cfg.Stepped != nil {
-				d.e.cfg.Stepped(next, firedNodes(lr.run, next))
-			}
+			d.writtenFaults(lr.run, next, evs)
 			return true
 		case errors.Is(err, cluster.ErrRunChanged):
 			delete(d.runs, runKey(wf, id)) // read it again
@@ -655,9 +658,17 @@ func (d *duty) ended(before, after workflow.Run, fired int) {
 			d.endedIn = map[string]bool{}
 		}
 		d.endedIn[after.Workflow] = true
-		d.e.log.Info("workflow run ended", "workflow", after.Workflow, "run", after.ID, "state", after.State)
+		lvl := slog.LevelInfo
+		if after.State == workflow.RunSkipped && skipWhy(after.Reason) == SkipCalendar {
+			lvl = slog.LevelDebug // a per-second workflow on an excluded day: its runs and the metric say it
+		}
+		d.e.log.Log(context.Background(), lvl, "workflow run ended", "workflow", after.Workflow, "run", after.ID, "state", after.State,
+			"reason", after.Reason)
 		if d.e.cfg.Observer != nil {
 			d.e.cfg.Observer.RunEnded(after.Workflow, after.State, after.EndedAt.Sub(after.CreatedAt))
+			if after.State == workflow.RunSkipped {
+				d.e.cfg.Observer.RunSkipped(after.Workflow, skipWhy(after.Reason))
+			}
 		}
 	}
 }

@@ -129,8 +129,8 @@ func (d *duty) schedule() {
 		if now.Before(next) {
 			continue
 		}
-		if run, why := d.calendarsLet(w, next); !run { // a calendar edited since the due time was computed
-			d.e.log.Info("scheduled workflow run skipped", "workflow", name, "scheduled_at", next, "reason", why)
+		if run, why := d.calendarsLet(w, next); !run {
+			d.skipDue(w, next, now, why)
 			delete(d.due, name)
 			continue
 		}

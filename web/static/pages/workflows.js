@@ -1,9 +1,11 @@
 // The workflow pages: #/workflows (every workflow), #/workflows/NAME (its definition drawn as a graph, its
-// runs, a trigger form with the run's parameters) and #/workflows/NAME/runs/ID (a run's graph: nodes coloured
+// calendars and alert settings, its runs, a trigger form with the run's parameters; edit and delete for
+// admins, the form is workflowform.js) and #/workflows/NAME/runs/ID (a run's graph: nodes coloured
 // by state, edges with their `on` condition; cancel and retry). Buttons carry data-wf-action; one listener
 // handles them.
 import { html, $, setHTML, patchRows, api, path, when, badge, can, duration, loadError, quiet, ApiError, session } from '../lib.js';
 import { announce, refreshNow, confirmAction } from '../ui.js';
+import { alertsView } from '../app.js';
 import { draw, edgeOn } from './dag.js';
 
 const runHref = (wf, id) => `#/workflows/${encodeURIComponent(wf)}/runs/${encodeURIComponent(id)}`;
@@ -37,9 +39,9 @@ export const runControls = (r) => (can('operate') ? html`<div class="row-actions
 export function workflowsScreen(main) {
   if (scoped(main, 'Workflows')) return {};
   setHTML(main, html`
-    <div class="head"><h1 tabindex="-1">Workflows</h1></div>
+    <div class="head"><h1 tabindex="-1">Workflows</h1>${can('manage') ? html`<a class="button primary" href="#/create/workflow" id="wf-new">New workflow</a>` : ''}</div>
     <div id="wf-error"></div>
-    <p class="hint">A workflow runs jobs after other jobs (a DAG of nodes). Define them with the API or
+    <p class="hint">A workflow runs jobs after other jobs (a DAG of nodes). Define them here, with the API or
       <code>ejserver workflow apply -f workflows.yaml</code>.</p>
     <div class="table-wrap"><table class="data" id="wf-table">
       <caption class="sr-only">Workflows, their schedule and nodes</caption>
@@ -77,11 +79,15 @@ export function workflowScreen(main, r) {
   const name = r.parts[1];
   if (scoped(main, `Workflow ${name}`)) return {};
   const operate = can('operate');
+  const manage = can('manage');
   setHTML(main, html`
     <p class="crumbs"><a href="#/workflows">Workflows</a> /</p>
-    <div class="head"><h1 tabindex="-1">Workflow ${name}</h1></div>
+    <div class="head"><h1 tabindex="-1">Workflow ${name}</h1>${manage ? html`<div class="row-actions">
+      <a class="button" href="#/workflows/${encodeURIComponent(name)}/edit" id="wf-edit">Edit</a>
+      <button type="button" class="danger" data-wf-action="delete" data-wf="${name}" id="wf-delete">Delete</button></div>` : ''}</div>
     <div id="wf-error"></div>
     <p id="wf-summary"></p>
+    <dl class="facts" id="wf-settings"></dl>
     ${operate ? html`<section aria-labelledby="wf-trigger-h"><h2 id="wf-trigger-h">Run it now</h2>
       <form id="wf-trigger" class="filters" novalidate>
         <div class="field" data-field="parameters"><label for="wf-params">Parameters (a JSON object, optional)</label>
@@ -114,6 +120,7 @@ export function workflowScreen(main, r) {
         setHTML($('#wf-error', main), '');
         setHTML($('#wf-summary', main), html`${w.cron ? html`Scheduled <code>${w.cron}</code>${w.timeZone ? ` (${w.timeZone})` : ''}, overlap ${w.overlap || 'skip'}` : 'Runs on trigger only'}.
           ${w.disabled ? html` ${badge('DISABLED')} Triggers are refused.` : ''}`);
+        setHTML($('#wf-settings', main), settings(w));
         draw($('#wf-graph', main), w.nodes || [], { label: `Workflow ${name}: its nodes and edges` });
         patchRows($('#wf-nodes tbody', main), (w.nodes || []).map((n) => ({
           key: n.name,
@@ -132,6 +139,19 @@ export function workflowScreen(main, r) {
       }
     },
   };
+}
+
+// settings are a workflow's calendars and alert settings, as facts.
+function settings(w) {
+  const cals = (label, list) => (list && list.length ? html`<div><dt>${label}</dt><dd>${list.map((c, i) => html`${i ? ', ' : ''}<a href="#/calendars">${c}</a>`)}</dd></div>` : '');
+  const a = w.alerts || {};
+  const rules = a.rules || [];
+  return html`${cals('Excludes calendars', w.excludeCalendars)}${cals('Only on calendars', w.includeCalendars)}
+    ${!(w.excludeCalendars || []).length && !(w.includeCalendars || []).length ? html`<div><dt>Calendars</dt><dd class="muted">none</dd></div>` : ''}
+    <div class="wide"><dt>Alert rules</dt><dd id="wf-alert-rules">${rules.length
+      ? html`<ul class="plain">${rules.map((r) => html`<li><code>${alertsView().ruleLine(r)}</code></li>`)}</ul>`
+      : html`none: the cluster's <a href="#/alerts">default rules</a> apply`}</dd></div>
+    ${a.runningLongerThanSeconds ? html`<div><dt>Running long after</dt><dd>${String(a.runningLongerThanSeconds)} s</dd></div>` : ''}`;
 }
 
 // parseParameters reads the trigger form's parameters: '' is none, else a JSON object (a field error if not).
@@ -226,6 +246,18 @@ document.addEventListener('click', async (ev) => {
   const btn = ev.target.closest('[data-wf-action]');
   if (!btn) return;
   const { wfAction, wf, run } = btn.dataset;
+  if (wfAction === 'delete') {
+    if (!(await confirmAction({ title: `Delete workflow ${wf}?`, body: 'Its definition and the runs ZooKeeper holds go; node fires going on finish.',
+      confirm: 'Delete workflow', danger: true }))) return;
+    try {
+      await api('DELETE', `/api/v1/workflows/${path(wf)}`);
+      announce(`Workflow ${wf} deleted.`);
+      location.hash = '#/workflows';
+    } catch (e) {
+      if (!quiet(e)) announce(e.message, 'error');
+    }
+    return;
+  }
   const url = `/api/v1/workflows/${path(wf)}/runs/${path(run)}/${wfAction}`;
   if (wfAction === 'cancel' && !(await confirmAction({ title: `Cancel run ${run.slice(0, 8)} of ${wf}?`,
     body: 'No node fires any more; fires going on finish and their ends are ignored.', confirm: 'Cancel run', danger: true }))) return;
