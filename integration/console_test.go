@@ -131,6 +131,25 @@ func (b *browser) waitFor(what, predicate string, timeout time.Duration) {
 	}
 }
 
+// fitsWidth waits until the page is no wider than px; when it stays wider, the failure names the elements
+// that stick out (the outermost first), which is what a fix needs to know.
+func (b *browser) fitsWidth(what string, px int, timeout time.Duration) {
+	b.t.Helper()
+	pred := fmt.Sprintf(`document.documentElement.scrollWidth <= %d`, px)
+	ctx, cancel := context.WithTimeout(b.ctx, timeout*browserSlack+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](pred, chromedp.WithPollingTimeout(timeout*browserSlack),
+		chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		wide := eval[[]string](b, fmt.Sprintf(`[...document.querySelectorAll('body *')]
+			.filter((e) => e.getBoundingClientRect().right > %d + 1)
+			.slice(0, 12)
+			.map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (typeof e.className === 'string' && e.className ? '.' + e.className.split(' ').join('.') : '') +
+				' right=' + Math.round(e.getBoundingClientRect().right) + ' width=' + Math.round(e.getBoundingClientRect().width))`, px))
+		b.fail(fmt.Sprintf("waiting for %s to fit a %d px phone (%d px wide; sticking out: %v)", what, px,
+			eval[int](b, `document.documentElement.scrollWidth`), wide), err)
+	}
+}
+
 // waitText waits until the element sel holds text.
 func (b *browser) waitText(sel, text string, timeout time.Duration) {
 	b.t.Helper()
@@ -601,7 +620,7 @@ func TestConsoleLongRunning(t *testing.T) {
 	b.do("phone width", 10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	b.waitText(row(1), "lease expires in", 5*time.Second)
 	// the charts, drawn for the wide window, follow the narrower one as their boxes shrink
-	b.waitFor("the job's page to fit a 390 px phone", `document.documentElement.scrollWidth <= 390`, 5*time.Second)
+	b.fitsWidth("the job's page", 390, 5*time.Second)
 	b.do("the usual window", 10*time.Second, chromedp.EmulateReset())
 
 	// a lease that ran out with an attempt left: RETRYING, attempt 2, while the re-POST waits for its answer

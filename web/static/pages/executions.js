@@ -34,10 +34,12 @@ function executionDetails(e) {
   const more = e.async ? asyncView.details(e, { summary }) : '';
   const trace = e.traceId ? html`<p class="trace">Trace <code data-trace-id>${e.traceId}</code></p>` : '';
   if (!e.failureCause && !e.responseExcerpt && !more) return trace || html`<span class="muted">—</span>`;
-  return html`${trace}<details><summary>${summary}</summary>
+  // one box: on a phone a cell is a row of its label and its children, and a trace beside the disclosure
+  // would push the card past the screen's edge
+  return html`<div class="cell-stack">${trace}<details><summary>${summary}</summary>
     ${e.failureCause ? html`<p class="cause">${e.failureCause}</p>` : ''}
     ${more}
-    ${e.responseExcerpt ? html`<pre class="excerpt">${e.responseExcerpt}</pre>` : ''}</details>`;
+    ${e.responseExcerpt ? html`<pre class="excerpt">${e.responseExcerpt}</pre>` : ''}</details></div>`;
 }
 
 export const executionHead = (showJob = true) => html`<thead><tr>
