@@ -535,7 +535,7 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 		if got != nil && got.Leader != "" {
 			leader = got.Leader
 		}
-		return nil, fmt.Errorf("waited %s for the leader (%s) to reshard: %w", wait.Round(time.Millisecond), leader, err)
+		return nil, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got), err)
 	}
 	return got, nil
 }
