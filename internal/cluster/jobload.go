@@ -137,18 +137,21 @@ func (e *jobEntry) ready() bool {
 	return e.st.hasConfig && e.st.loaded
 }
 
-func (r *Registry) pendingDelta(job string, d int) {
-	if job == "" {
+func (r *Registry) pendingDelta(k refreshKey, d int) {
+	if k.job == "" {
 		return
 	}
-	e := r.entry(job)
+	e := r.entry(k.job)
 	if e == nil {
 		return
 	}
 	e.mu.Lock()
-	before := e.pending
+	before, beforeItems := e.pending, e.pendingItems
 	e.pending = max(0, e.pending+d)
-	if (before == 0) != (e.pending == 0) {
+	if decidesItems(k.kind) {
+		e.pendingItems = max(0, e.pendingItems+d)
+	}
+	if (before == 0) != (e.pending == 0) || (beforeItems == 0) != (e.pendingItems == 0) {
 		e.changedLocked()
 	}
 	e.mu.Unlock()

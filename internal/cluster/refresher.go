@@ -30,6 +30,8 @@ const (
 	kindRegister                             // create servers/{ip} and instances/{me}
 	kindCampaign                             // try to become the job's leader
 	kindPeers                                // the namespace's live peers (livepeers.go)
+
+	lastKind = kindPeers // the tests classify every kind up to here
 )
 
 // refreshKey identifies one refresh; equal keys coalesce.
@@ -49,8 +51,8 @@ type refresher struct {
 	clk     clock.Clock
 	stop    <-chan struct{}
 	workers int
-	// pending is told when a job gains its first or loses its last queued refresh.
-	pending func(job string, delta int)
+	// pending is told when a key of a job is queued (+1) and when it is done (-1).
+	pending func(k refreshKey, delta int)
 
 	mu     sync.Mutex
 	state  map[refreshKey]bool // present: queued or running; true: run again when done
@@ -64,7 +66,7 @@ func newRefresher(workers int, run func(refreshKey) error, log *slog.Logger, clk
 	return &refresher{
 		run: run, log: log, clk: clk, stop: stop, workers: workers,
 		state: make(map[refreshKey]bool), signal: make(chan struct{}, 1), idleC: make(chan struct{}),
-		pending: func(string, int) {},
+		pending: func(refreshKey, int) {},
 	}
 }
 
@@ -89,7 +91,7 @@ func (w *refresher) kick(k refreshKey) {
 	}
 	w.state[k] = false
 	w.mu.Unlock()
-	w.pending(k.job, +1) // before the key is visible to workers, so the count never goes below zero
+	w.pending(k, +1) // before the key is visible to workers, so the count never goes below zero
 	w.push(k)
 }
 
@@ -166,6 +168,6 @@ func (w *refresher) worker() {
 			w.idleC = make(chan struct{})
 		}
 		w.mu.Unlock()
-		w.pending(k.job, -1)
+		w.pending(k, -1)
 	}
 }

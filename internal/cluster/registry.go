@@ -124,7 +124,9 @@ type jobEntry struct {
 	snap    *JobSnapshot
 	gen     uint64
 	pending int
-	changed chan struct{}
+	// pendingItems counts the queued or running refreshes that decide which items a fire runs (decidesItems).
+	pendingItems int
+	changed      chan struct{}
 }
 
 type jobState struct {
@@ -375,7 +377,7 @@ func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot
 }
 
 func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
-	if e.snap != nil && e.snap.Settled == (e.pending == 0) {
+	if e.snap != nil && e.snap.Settled == (e.pending == 0) && e.snap.ItemsSettled == (e.pendingItems == 0) {
 		return e.snap
 	}
 	st := &e.st
@@ -394,7 +396,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 		Name: e.name, Config: st.cfg, ConfigVersion: st.cfgVersion, ConfigChanged: st.cfgChanged, ConfigErr: st.cfgErr,
 		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary, OwnersChangedAt: st.ownersChangedAt,
 		FailoverItems: st.failover, Items: items, Me: me.InstanceID, MyIP: me.ServerIP,
-		Registered: st.registered, Settled: e.pending == 0, Generation: e.gen,
+		Registered: st.registered, Settled: e.pending == 0, ItemsSettled: e.pendingItems == 0, Generation: e.gen,
 	}
 	return e.snap
 }

@@ -40,8 +40,11 @@ type JobSnapshot struct {
 	// Registered: this peer's instance node exists. An operator who deletes it stops this peer running the job.
 	Registered bool
 	// Settled is false while a watch event of this job is being read.
-	Settled    bool
-	Generation uint64
+	Settled bool
+	// ItemsSettled is false while a node that decides which items a fire runs is being read (the config,
+	// sharding/, each item's nodes, leader/sharding/necessary, leader/failover/items; settled.go).
+	ItemsSettled bool
+	Generation   uint64
 }
 
 // ItemState is one sharding/{i}.

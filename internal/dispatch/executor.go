@@ -509,7 +509,7 @@ func (e *Executor) clockCheck(maxDiffSeconds int) string {
 }
 
 // shardingReady reports whether a snapshot's sharding can be fired with.
-func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }
+func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.ItemsSettled }
 
 // ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
 // wait for it (shardingWait: past the job's next fire only when it takes late fires).

@@ -37,8 +37,8 @@ func unready(s *cluster.JobSnapshot) string {
 	if !s.Sharded() {
 		why = append(why, "not every item has an owner")
 	}
-	if !s.Settled {
-		why = append(why, "watch events of the job still being read")
+	if !s.ItemsSettled {
+		why = append(why, "the job's sharding nodes still being read")
 	}
 	return strings.Join(why, ", ")
 }
