@@ -90,7 +90,13 @@ func (r *Registry) refresh(k refreshKey) error {
 	switch k.kind {
 	case kindItemInstance, kindItemDisabled, kindItemFailover:
 		if !e.ready() {
-			return nil
+			// a job's first load reads its items itself, under refreshMu: a watch event that comes while
+			// it runs waits for it to end, so this newer read lands after the load's
+			e.refreshMu.Lock()
+			e.refreshMu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the load is the point
+			if !e.ready() {
+				return nil
+			}
 		}
 		return r.refreshItem(e, k.kind, k.item)
 	}
@@ -221,6 +227,9 @@ func (r *Registry) loadJob(e *jobEntry) error {
 		return err
 	}
 	cfg, cfgErr := parseConfig(job, data)
+	e.mu.Lock()
+	first := !e.st.loaded || !e.st.hasConfig
+	e.mu.Unlock()
 	// the other nodes are independent of each other: read them at once (go-zookeeper pipelines the requests
 	// on its connection), so a load costs two round trips rather than eight; with thousands of jobs
 	// starting together, load latency is what bounds how soon every job can fire
@@ -244,6 +253,15 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	if err := parallel.For(len(reads), len(reads), func(i int) error { return reads[i]() }); err != nil {
 		return err
 	}
+	nums := itemNumbers(items)
+	// a first load reads the items' nodes too (pipelined), instead of queueing three refreshes per item
+	// behind every other job's: the job is announced with its owners known, so its first fire need not wait
+	var read map[int]*ItemState
+	if first {
+		if read, err = r.readItems(job, nums); err != nil {
+			return err
+		}
+	}
 
 	e.mu.Lock()
 	wasLoaded := e.st.loaded && e.st.hasConfig
@@ -256,14 +274,15 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	e.st.servers, e.st.instances, e.st.serverVers = servers, instances, serverVers
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
-	nums := itemNumbers(items)
 	for i := range e.st.items {
 		if !slices.Contains(nums, i) {
 			delete(e.st.items, i)
 		}
 	}
 	for _, i := range nums {
-		if e.st.items[i] == nil {
+		if it := read[i]; it != nil {
+			e.st.items[i] = it
+		} else if e.st.items[i] == nil {
 			e.st.items[i] = &ItemState{Exists: true, OwnerVersion: -1}
 		}
 	}
@@ -274,7 +293,14 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	e.mu.Unlock()
 
 	for _, i := range nums {
-		r.kickItem(job, i)
+		if read[i] == nil {
+			r.kickItem(job, i)
+		}
+	}
+	// a first load registers at once rather than behind every other job's load (a fire of an unregistered
+	// peer is skipped): many jobs registering together still share multis through the batcher
+	if !first || r.register(e) != nil {
+		r.w.kick(refreshKey{kind: kindRegister, job: job})
 	}
 	ev := Event{Kind: JobAdded, Job: job, Config: &cfg, Czxid: st.Czxid, Created: created}
 	if wasLoaded {
@@ -282,7 +308,6 @@ func (r *Registry) loadJob(e *jobEntry) error {
 			Version: st.Version, Czxid: st.Czxid}
 	}
 	r.emit([]Event{ev})
-	r.w.kick(refreshKey{kind: kindRegister, job: job})
 	if triggered {
 		r.emit([]Event{{Kind: TriggerRequested, Job: job}})
 	}
@@ -675,6 +700,33 @@ func (r *Registry) refreshItem(e *jobEntry, kind refreshKind, i int) error {
 		r.emit([]Event{{Kind: ItemsChanged, Job: e.name}})
 	}
 	return nil
+}
+
+// readItems reads (and watches) the instance, disabled and failover nodes of the items at once.
+func (r *Registry) readItems(job string, nums []int) (map[int]*ItemState, error) {
+	out := make([]ItemState, len(nums))
+	err := parallel.For(3*len(nums), min(3*len(nums), 64), func(k int) error {
+		i, it := nums[k/3], &out[k/3]
+		var err error
+		switch k % 3 {
+		case 0:
+			it.Owner, it.OwnerVersion, _, err = r.readData(r.p.ItemNode(job, i, NodeInstance))
+		case 1:
+			it.Disabled, err = r.readExists(r.p.ItemNode(job, i, NodeDisabled))
+		case 2:
+			it.FailoverTo, _, _, err = r.readData(r.p.ItemNode(job, i, NodeFailover))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[int]*ItemState, len(nums))
+	for k, i := range nums {
+		out[k].Exists = true
+		m[i] = &out[k]
+	}
+	return m, nil
 }
 
 // readData reads a node's data with a watch, or watches for its creation when absent.
