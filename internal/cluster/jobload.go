@@ -209,8 +209,51 @@ func (r *Registry) refreshJobs() error {
 // loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
 func (r *Registry) loadJob(e *jobEntry) error {
 	job := e.name
-	data, st, err := r.s.getW(r.p.Config(job))
-	if errors.Is(err, zk.ErrNoNode) {
+	e.mu.Lock()
+	first := !e.st.loaded || !e.st.hasConfig
+	e.mu.Unlock()
+	// the nodes are independent of each other: read them at once (go-zookeeper pipelines the requests on
+	// its connection), so a load costs two round trips (the lists, then the listed children) rather than
+	// eight; with thousands of jobs starting together, load latency is what bounds how soon every job can
+	// fire. A first load reads the items' nodes too, instead of queueing three refreshes per item behind
+	// every other job's: the job is announced with its owners known, so its first fire need not wait.
+	var (
+		data                 []byte
+		st                   *zk.Stat
+		cfgRead              error
+		servers, instances   map[string]string
+		serverVers           map[string]nodeVersion
+		leader               leaderNode
+		necessary, triggered bool
+		failover             []int
+		items                []string
+		read                 map[int]*ItemState
+	)
+	reads := []func() error{
+		func() error {
+			data, st, cfgRead = r.s.getW(r.p.Config(job))
+			if errors.Is(cfgRead, zk.ErrNoNode) {
+				return nil
+			}
+			return cfgRead
+		},
+		func() (err error) { servers, serverVers, err = r.readServers(job, nil); return },
+		func() (err error) { instances, err = r.readInstances(job, nil); return },
+		func() (err error) { leader, err = r.readLeader(job); return },
+		func() (err error) { necessary, err = r.readExists(r.p.Necessary(job)); return },
+		func() (err error) { failover, err = r.readFailoverItems(job); return },
+		func() (err error) { triggered, err = r.readExists(r.p.Trigger(job, r.me.InstanceID)); return },
+		func() (err error) {
+			if items, err = r.folderW(job, r.p.Sharding(job)); err == nil && first {
+				read, err = r.readItems(job, itemNumbers(items))
+			}
+			return err
+		},
+	}
+	if err := parallel.For(len(reads), len(reads), func(i int) error { return reads[i]() }); err != nil {
+		return err
+	}
+	if cfgRead != nil {
 		// a job root without config (being created by another tool, or being deleted): wait for config
 		ok, _, err := r.s.existsW(r.p.Config(job))
 		if err != nil {
@@ -223,45 +266,8 @@ func (r *Registry) loadJob(e *jobEntry) error {
 		r.dropConfig(e)
 		return nil
 	}
-	if err != nil {
-		return err
-	}
 	cfg, cfgErr := parseConfig(job, data)
-	e.mu.Lock()
-	first := !e.st.loaded || !e.st.hasConfig
-	e.mu.Unlock()
-	// the other nodes are independent of each other: read them at once (go-zookeeper pipelines the requests
-	// on its connection), so a load costs two round trips rather than eight; with thousands of jobs
-	// starting together, load latency is what bounds how soon every job can fire
-	var (
-		servers, instances   map[string]string
-		serverVers           map[string]nodeVersion
-		leader               leaderNode
-		necessary, triggered bool
-		failover             []int
-		items                []string
-	)
-	reads := []func() error{
-		func() (err error) { servers, serverVers, err = r.readServers(job, nil); return },
-		func() (err error) { instances, err = r.readInstances(job, nil); return },
-		func() (err error) { leader, err = r.readLeader(job); return },
-		func() (err error) { necessary, err = r.readExists(r.p.Necessary(job)); return },
-		func() (err error) { failover, err = r.readFailoverItems(job); return },
-		func() (err error) { triggered, err = r.readExists(r.p.Trigger(job, r.me.InstanceID)); return },
-		func() (err error) { items, err = r.folderW(job, r.p.Sharding(job)); return },
-	}
-	if err := parallel.For(len(reads), len(reads), func(i int) error { return reads[i]() }); err != nil {
-		return err
-	}
 	nums := itemNumbers(items)
-	// a first load reads the items' nodes too (pipelined), instead of queueing three refreshes per item
-	// behind every other job's: the job is announced with its owners known, so its first fire need not wait
-	var read map[int]*ItemState
-	if first {
-		if read, err = r.readItems(job, nums); err != nil {
-			return err
-		}
-	}
 
 	e.mu.Lock()
 	wasLoaded := e.st.loaded && e.st.hasConfig
