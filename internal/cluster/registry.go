@@ -183,7 +183,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 		jobs: make(map[string]*jobEntry), stop: make(chan struct{}), waiters: make(map[string][]chan struct{}),
 	}
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
-	r.w.pending = r.pendingDelta
+	r.w.pending, r.w.urgent = r.pendingDelta, urgent
 	return r, nil
 }
 

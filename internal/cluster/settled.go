@@ -19,3 +19,9 @@ func decidesItems(k refreshKind) bool {
 	}
 	return false
 }
+
+// urgent reports whether a refresh runs before the queued others: a change of a node that decides a loaded
+// job's items (a resharding's owners, a disabled item, a failover) is read before the loads and registrations
+// of other jobs that a burst of creations or a restart queued, so the job's fires, which wait for it
+// (ItemsSettled), are not held behind thousands of unrelated jobs. A load is not urgent: it is the bulk.
+func urgent(k refreshKey) bool { return k.kind != kindLoad && decidesItems(k.kind) }

@@ -1,6 +1,13 @@
 package cluster
 
-import "testing"
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/ejserver/ejserver/internal/clock"
+)
 
 func TestDecidesItems(t *testing.T) {
 	want := map[refreshKind]bool{
@@ -56,4 +63,42 @@ func TestItemsSettledCountsOnlyItemRefreshes(t *testing.T) {
 	check("owner read", true, true)
 	r.pendingDelta(refreshKey{kind: kindItemInstance, job: "other"}, +1) // another job, not loaded: no effect
 	check("another job's read", true, true)
+}
+
+func TestUrgentRefreshes(t *testing.T) {
+	for k := refreshKind(1); k <= lastKind; k++ {
+		want := decidesItems(k) && k != kindLoad
+		if got := urgent(refreshKey{kind: k, job: "j"}); got != want {
+			t.Errorf("urgent(%d) = %v, want %v", k, got, want)
+		}
+	}
+}
+
+// TestRefresherRunsUrgentKeysFirst: a resharding's owner read kicked behind a backlog of loads runs before them.
+func TestRefresherRunsUrgentKeysFirst(t *testing.T) {
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var order []refreshKey
+	w := newRefresher(1, func(k refreshKey) error {
+		mu.Lock()
+		order = append(order, k)
+		mu.Unlock()
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	w.urgent = urgent
+	for i := range 5 {
+		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprintf("j%d", i)})
+	}
+	owner := refreshKey{kind: kindItemInstance, job: "j9", item: 0}
+	w.kick(owner)
+	done := w.idleCh()
+	w.start()
+	<-done
+	close(stop)
+	w.wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 6 || order[0] != owner {
+		t.Fatalf("run order %v: want the owner read first, then the 5 loads", order)
+	}
 }
