@@ -16,9 +16,9 @@ import (
 )
 
 // TestFirstLoadAnnouncesOwnersAndRegistration: a peer that starts among jobs sharded at creation announces
-// each job (JobAdded, which schedules it) with its items' owners read and its own instance node written, so
-// the job's first fire on that peer neither waits for item reads queued behind every other job's nor is
-// skipped as not registered.
+// each job (JobAdded, which schedules it) with its items' owners read and its registration under way (a fire
+// waits for it rather than being skipped), so the job's first fire on that peer neither waits for item reads
+// queued behind every other job's nor is skipped as not registered; the registration then lands.
 func TestFirstLoadAnnouncesOwnersAndRegistration(t *testing.T) {
 	ns := zktest.Namespace("firstload")
 	a := startPeer(t, ns, "10.0.0.1@-@1", "10.0.0.1")
@@ -59,7 +59,7 @@ func TestFirstLoadAnnouncesOwnersAndRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, j := range jobs {
-		waitJob(t, b, j, "load", func(*JobSnapshot) bool { return true })
+		waitJob(t, b, j, "registration", func(s *JobSnapshot) bool { return s.Registered && !s.Registering })
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -68,8 +68,8 @@ func TestFirstLoadAnnouncesOwnersAndRegistration(t *testing.T) {
 		if snap == nil {
 			t.Fatalf("job %s: no JobAdded", j)
 		}
-		if !snap.Registered {
-			t.Errorf("job %s announced before this peer's instance node was written", j)
+		if !snap.Registered && !snap.Registering {
+			t.Errorf("job %s announced neither registered nor registering: its fires would be skipped", j)
 		}
 		if !snap.Sharded() { // (the load itself is still running then, so ItemsSettled is not yet true)
 			t.Errorf("job %s announced without its owners read: items %+v", j, snap.Items)

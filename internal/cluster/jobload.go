@@ -303,17 +303,18 @@ func (r *Registry) loadJob(e *jobEntry) error {
 			r.kickItem(job, i)
 		}
 	}
-	// a first load registers at once rather than behind every other job's load (a fire of an unregistered
-	// peer is skipped): many jobs registering together still share multis through the batcher
-	if !first || r.register(e) != nil {
-		r.w.kick(refreshKey{kind: kindRegister, job: job})
-	}
 	ev := Event{Kind: JobAdded, Job: job, Config: &cfg, Czxid: st.Czxid, Created: created}
 	if wasLoaded {
 		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: &prev, Config: &cfg, PrevVersion: prevVersion,
 			Version: st.Version, Czxid: st.Czxid}
 	}
 	r.emit([]Event{ev})
+	// a first load registers at once rather than behind every other job's load (a fire waits for a
+	// registration under way: JobSnapshot.Registering): many jobs registering together still share multis
+	// through the batcher
+	if !first || r.register(e) != nil {
+		r.w.kick(refreshKey{kind: kindRegister, job: job})
+	}
 	if triggered {
 		r.emit([]Event{{Kind: TriggerRequested, Job: job}})
 	}

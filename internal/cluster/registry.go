@@ -396,7 +396,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 		Name: e.name, Config: st.cfg, ConfigVersion: st.cfgVersion, ConfigChanged: st.cfgChanged, ConfigErr: st.cfgErr,
 		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary, OwnersChangedAt: st.ownersChangedAt,
 		FailoverItems: st.failover, Items: items, Me: me.InstanceID, MyIP: me.ServerIP,
-		Registered: st.registered, Settled: e.pending == 0, ItemsSettled: e.pendingItems == 0, Generation: e.gen,
+		Registered: st.registered, Registering: !st.registered && !st.removedByOperator, Settled: e.pending == 0, ItemsSettled: e.pendingItems == 0, Generation: e.gen,
 	}
 	return e.snap
 }

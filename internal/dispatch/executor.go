@@ -431,6 +431,7 @@ func (e *Executor) fire(req fireRequest) {
 	if snap = e.sessionAtHandOff(&req, snap); snap == nil {
 		return
 	}
+	snap = e.awaitRegistration(snap)
 	cfg := snap.Config
 	switch {
 	case snap.ConfigErr != nil:
