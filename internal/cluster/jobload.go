@@ -93,7 +93,8 @@ func (r *Registry) refresh(k refreshKey) error {
 			// a job's first load reads its items itself, under refreshMu: a watch event that comes while
 			// it runs waits for it to end, so this newer read lands after the load's
 			e.refreshMu.Lock()
-			e.refreshMu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the load is the point
+			//lint:ignore SA2001 an empty critical section: waiting for the load to end is the point
+			e.refreshMu.Unlock()
 			if !e.ready() {
 				return nil
 			}
