@@ -1,14 +1,10 @@
 package cluster
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -31,33 +27,19 @@ func TestFirstLoadAnnouncesOwnersAndRegistration(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := Dial(ctx, SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 4 * time.Second, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRegistry(s, RegistryConfig{Namespace: ns, Identity: Identity{InstanceID: bID, ServerIP: "10.0.0.2"}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &peer{s: s, r: r}
-	t.Cleanup(b.close)
 	var mu sync.Mutex
 	announced := map[string]*JobSnapshot{}
-	r.OnEvent(func(ev Event) {
-		if ev.Kind != JobAdded {
-			return
-		}
-		snap := r.Job(ev.Job)
-		mu.Lock()
-		announced[ev.Job] = snap
-		mu.Unlock()
+	b := startPeerWith(t, ns, bID, "10.0.0.2", func(r *Registry) {
+		r.OnEvent(func(ev Event) {
+			if ev.Kind != JobAdded {
+				return
+			}
+			snap := r.Job(ev.Job)
+			mu.Lock()
+			announced[ev.Job] = snap
+			mu.Unlock()
+		})
 	})
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for _, j := range jobs {
 		waitJob(t, b, j, "registration", func(s *JobSnapshot) bool { return s.Registered && !s.Registering })
 	}
