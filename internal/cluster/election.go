@@ -59,6 +59,33 @@ func (r *Registry) register(e *jobEntry) error {
 	return nil
 }
 
+// registerSoon is register for a job's first load: it submits the registration group without waiting, so
+// the worker goes on to the next job's load and the registrations of many jobs share a multi. Anything but
+// success (an instance node held by another session, a job being deleted, a connection loss, a session
+// renewed meanwhile) is left to the register refresh, which handles each case.
+func (r *Registry) registerSoon(e *jobEntry) {
+	e.mu.Lock()
+	skip := !e.st.hasConfig || e.st.registered || e.st.removedByOperator
+	_, serverKnown := e.st.servers[r.me.ServerIP]
+	e.mu.Unlock()
+	if skip || !r.s.Healthy() {
+		return
+	}
+	session := r.s.ID()
+	again := refreshKey{kind: kindRegister, job: e.name}
+	r.b.submitThen(func(_ []zk.MultiResponse, err error) {
+		if err != nil || r.s.ID() != session {
+			r.w.kick(again)
+			return
+		}
+		e.mu.Lock()
+		e.st.registered, e.st.pendingRegister = true, false
+		e.changedLocked()
+		e.mu.Unlock()
+		r.w.kick(refreshKey{kind: kindCampaign, job: e.name})
+	}, registerOps(r.p, e.name, r.me, r.s.opCreate, !serverKnown)...)
+}
+
 // registerOps is this peer's registration on a job as one atomic group: the config must exist, then
 // servers/{ip} as ENABLED (withServer: op 1), then the ephemeral instances/{id}.
 func registerOps(p Paths, job string, me Identity, create func(string, []byte, int32) *zk.CreateRequest, withServer bool) []any {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -100,5 +101,48 @@ func TestRegisterOpsKeepAnExistingServerNode(t *testing.T) {
 	gone := Identity{InstanceID: "10.0.0.8@-@8", ServerIP: "10.0.0.8"}
 	if _, err := a.r.b.submit(registerOps(a.r.p, "nosuchjob", gone, a.s.opCreate, true)...); !errors.Is(err, zk.ErrNoNode) {
 		t.Fatalf("registering on a missing job: %v, want no node", err)
+	}
+}
+
+// TestSubmitThenReportsEachGroup: groups submitted without waiting share multis and each gets its own
+// outcome: a group whose create finds its node fails alone, writing nothing, and the others land.
+func TestSubmitThenReportsEachGroup(t *testing.T) {
+	ns := zktest.Namespace("submitthen")
+	a := startPeer(t, ns, "10.0.0.1@-@1", "10.0.0.1")
+	base := a.r.p.Root() + "/then"
+	if err := a.s.ensurePath(base + "/taken"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		name := fmt.Sprintf("%s/n%d", base, i)
+		second := name + "-b"
+		if i == 7 {
+			second = base + "/taken" // the group fails on its second op
+		}
+		a.r.b.submitThen(func(_ []zk.MultiResponse, err error) {
+			errs[i] = err
+			wg.Done()
+		}, a.s.opCreate(name, nil, 0), a.s.opCreate(second, nil, 0))
+	}
+	wg.Wait()
+	for i, err := range errs {
+		ok, _, xerr := a.s.exists(fmt.Sprintf("%s/n%d", base, i))
+		if xerr != nil {
+			t.Fatal(xerr)
+		}
+		if i == 7 {
+			var oe *OpError
+			if !errors.As(err, &oe) || oe.Op != 1 || !errors.Is(err, zk.ErrNodeExists) || ok {
+				t.Fatalf("group 7: %v (first node written: %v), want op 1 failing alone and nothing written", err, ok)
+			}
+			continue
+		}
+		if err != nil || !ok {
+			t.Fatalf("group %d: %v (written: %v)", i, err, ok)
+		}
 	}
 }

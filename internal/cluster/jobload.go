@@ -311,9 +311,11 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	}
 	r.emit([]Event{ev})
 	// a first load registers at once rather than behind every other job's load (a fire waits for a
-	// registration under way: JobSnapshot.Registering): many jobs registering together still share multis
-	// through the batcher
-	if !first || r.register(e) != nil {
+	// registration under way: JobSnapshot.Registering), without waiting for it: many jobs' registrations
+	// share a multi through the batcher
+	if first {
+		r.registerSoon(e)
+	} else {
 		r.w.kick(refreshKey{kind: kindRegister, job: job})
 	}
 	if triggered {
