@@ -32,6 +32,16 @@ type group struct {
 	done  chan struct{}
 	resps []zk.MultiResponse
 	err   error
+	// then, when set, is called with the outcome (on a flusher: it must not block)
+	then func([]zk.MultiResponse, error)
+}
+
+// finish records that the group has its outcome.
+func (g *group) finish() {
+	close(g.done)
+	if g.then != nil {
+		g.then(g.resps, g.err)
+	}
 }
 
 // batcher packs the groups submitted by concurrent callers into as few multi requests as it can: while one
@@ -66,7 +76,7 @@ func (b *batcher) close() {
 	b.mu.Unlock()
 	for _, g := range pending {
 		g.err = zk.ErrClosing
-		close(g.done)
+		g.finish()
 	}
 	close(b.wake)
 	b.wg.Wait()
@@ -74,14 +84,28 @@ func (b *batcher) close() {
 
 // submit sends ops as one atomic group and waits for the outcome.
 func (b *batcher) submit(ops ...any) ([]zk.MultiResponse, error) {
-	g := &group{ops: ops, done: make(chan struct{})}
+	g := b.enqueue(ops, nil)
+	<-g.done
+	return g.resps, g.err
+}
+
+// submitThen sends ops as one atomic group and returns at once; then gets the outcome, on a flusher (it must
+// not block). A caller that does not wait lets many more groups share a multi than the callers waiting at once.
+func (b *batcher) submitThen(then func([]zk.MultiResponse, error), ops ...any) {
+	b.enqueue(ops, then)
+}
+
+func (b *batcher) enqueue(ops []any, then func([]zk.MultiResponse, error)) *group {
+	g := &group{ops: ops, done: make(chan struct{}), then: then}
 	for _, op := range ops {
 		g.size += opSize(op)
 	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, zk.ErrClosing
+		g.err = zk.ErrClosing
+		g.finish()
+		return g
 	}
 	b.pending = append(b.pending, g)
 	b.mu.Unlock()
@@ -89,8 +113,7 @@ func (b *batcher) submit(ops ...any) ([]zk.MultiResponse, error) {
 	case b.wake <- struct{}{}:
 	default:
 	}
-	<-g.done
-	return g.resps, g.err
+	return g
 }
 
 func (b *batcher) flusher() {
@@ -149,7 +172,7 @@ func (b *batcher) send(batch []*group) {
 			for _, g := range batch {
 				g.resps = resps[i : i+len(g.ops)]
 				i += len(g.ops)
-				close(g.done)
+				g.finish()
 			}
 			return
 		}
@@ -158,7 +181,7 @@ func (b *batcher) send(batch []*group) {
 			// connection loss or a server error: the outcome is unknown for every group
 			for _, g := range batch {
 				g.err = err
-				close(g.done)
+				g.finish()
 			}
 			return
 		}
@@ -168,7 +191,7 @@ func (b *batcher) send(batch []*group) {
 			if bad < i+len(g.ops) {
 				k := bad - i
 				g.err = &OpError{Op: k, Path: opPath(g.ops[k]), Err: opIdx}
-				close(g.done)
+				g.finish()
 				batch = append(batch[:gi:gi], batch[gi+1:]...)
 				break
 			}

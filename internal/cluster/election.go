@@ -18,20 +18,16 @@ func (r *Registry) register(e *jobEntry) error {
 	if skip || !r.s.Healthy() {
 		return nil
 	}
-	if !serverKnown { // ENABLED unless an operator already wrote it
-		err := r.s.create(r.p.Server(job, r.me.ServerIP), []byte(ServerEnabled), 0)
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil // the job is being deleted
-			}
-			return err
-		}
-	}
-	// the config check keeps a job that is being deleted from getting an instance node again; many jobs
-	// registering at once (start-up, renewal) share multis through the batcher
-	_, err := r.b.submit(opCheck(r.p.Config(job), -1),
-		r.s.opCreate(r.p.Instance(job, r.me.InstanceID), instanceData(r.me), zk.FlagEphemeral))
+	// one group: the config check keeps a job that is being deleted from getting an instance node again,
+	// servers/{ip} (ENABLED) when this peer has not seen it, and the instance node; many jobs registering at
+	// once (start-up, renewal, a burst of creations) share multis through the batcher
+	ops := registerOps(r.p, job, r.me, r.s.opCreate, !serverKnown)
+	_, err := r.b.submit(ops...)
 	var oe *OpError
+	if errors.As(err, &oe) && !serverKnown && oe.Op == 1 && errors.Is(oe.Err, zk.ErrNodeExists) {
+		// servers/{ip} was there (an operator's state, or this server's earlier process): it stays as it is
+		_, err = r.b.submit(registerOps(r.p, job, r.me, r.s.opCreate, false)...)
+	}
 	if errors.As(err, &oe) {
 		err = oe.Err
 	}
@@ -61,6 +57,43 @@ func (r *Registry) register(e *jobEntry) error {
 	}
 	r.w.kick(refreshKey{kind: kindCampaign, job: job})
 	return nil
+}
+
+// registerSoon is register for a job's first load: it submits the registration group without waiting, so
+// the worker goes on to the next job's load and the registrations of many jobs share a multi. Anything but
+// success (an instance node held by another session, a job being deleted, a connection loss, a session
+// renewed meanwhile) is left to the register refresh, which handles each case.
+func (r *Registry) registerSoon(e *jobEntry) {
+	e.mu.Lock()
+	skip := !e.st.hasConfig || e.st.registered || e.st.removedByOperator
+	_, serverKnown := e.st.servers[r.me.ServerIP]
+	e.mu.Unlock()
+	if skip || !r.s.Healthy() {
+		return
+	}
+	session := r.s.ID()
+	again := refreshKey{kind: kindRegister, job: e.name}
+	r.b.submitThen(func(_ []zk.MultiResponse, err error) {
+		if err != nil || r.s.ID() != session {
+			r.w.kick(again)
+			return
+		}
+		e.mu.Lock()
+		e.st.registered, e.st.pendingRegister = true, false
+		e.changedLocked()
+		e.mu.Unlock()
+		r.w.kick(refreshKey{kind: kindCampaign, job: e.name})
+	}, registerOps(r.p, e.name, r.me, r.s.opCreate, !serverKnown)...)
+}
+
+// registerOps is this peer's registration on a job as one atomic group: the config must exist, then
+// servers/{ip} as ENABLED (withServer: op 1), then the ephemeral instances/{id}.
+func registerOps(p Paths, job string, me Identity, create func(string, []byte, int32) *zk.CreateRequest, withServer bool) []any {
+	ops := []any{opCheck(p.Config(job), -1)}
+	if withServer {
+		ops = append(ops, create(p.Server(job, me.ServerIP), []byte(ServerEnabled), 0))
+	}
+	return append(ops, create(p.Instance(job, me.InstanceID), instanceData(me), zk.FlagEphemeral))
 }
 
 // Reregister puts this peer back on a job after an operator removed its instance node (an "enable").

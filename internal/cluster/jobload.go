@@ -90,7 +90,14 @@ func (r *Registry) refresh(k refreshKey) error {
 	switch k.kind {
 	case kindItemInstance, kindItemDisabled, kindItemFailover:
 		if !e.ready() {
-			return nil
+			// a job's first load reads its items itself, under refreshMu: a watch event that comes while
+			// it runs waits for it to end, so this newer read lands after the load's
+			e.refreshMu.Lock()
+			//lint:ignore SA2001 an empty critical section: waiting for the load to end is the point
+			e.refreshMu.Unlock()
+			if !e.ready() {
+				return nil
+			}
 		}
 		return r.refreshItem(e, k.kind, k.item)
 	}
@@ -137,18 +144,21 @@ func (e *jobEntry) ready() bool {
 	return e.st.hasConfig && e.st.loaded
 }
 
-func (r *Registry) pendingDelta(job string, d int) {
-	if job == "" {
+func (r *Registry) pendingDelta(k refreshKey, d int) {
+	if k.job == "" {
 		return
 	}
-	e := r.entry(job)
+	e := r.entry(k.job)
 	if e == nil {
 		return
 	}
 	e.mu.Lock()
-	before := e.pending
+	before, beforeItems := e.pending, e.pendingItems
 	e.pending = max(0, e.pending+d)
-	if (before == 0) != (e.pending == 0) {
+	if decidesItems(k.kind) {
+		e.pendingItems = max(0, e.pendingItems+d)
+	}
+	if (before == 0) != (e.pending == 0) || (beforeItems == 0) != (e.pendingItems == 0) {
 		e.changedLocked()
 	}
 	e.mu.Unlock()
@@ -200,8 +210,51 @@ func (r *Registry) refreshJobs() error {
 // loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
 func (r *Registry) loadJob(e *jobEntry) error {
 	job := e.name
-	data, st, err := r.s.getW(r.p.Config(job))
-	if errors.Is(err, zk.ErrNoNode) {
+	e.mu.Lock()
+	first := !e.st.loaded || !e.st.hasConfig
+	e.mu.Unlock()
+	// the nodes are independent of each other: read them at once (go-zookeeper pipelines the requests on
+	// its connection), so a load costs two round trips (the lists, then the listed children) rather than
+	// eight; with thousands of jobs starting together, load latency is what bounds how soon every job can
+	// fire. A first load reads the items' nodes too, instead of queueing three refreshes per item behind
+	// every other job's: the job is announced with its owners known, so its first fire need not wait.
+	var (
+		data                 []byte
+		st                   *zk.Stat
+		cfgRead              error
+		servers, instances   map[string]string
+		serverVers           map[string]nodeVersion
+		leader               leaderNode
+		necessary, triggered bool
+		failover             []int
+		items                []string
+		read                 map[int]*ItemState
+	)
+	reads := []func() error{
+		func() error {
+			data, st, cfgRead = r.s.getW(r.p.Config(job))
+			if errors.Is(cfgRead, zk.ErrNoNode) {
+				return nil
+			}
+			return cfgRead
+		},
+		func() (err error) { servers, serverVers, err = r.readServers(job, nil); return },
+		func() (err error) { instances, err = r.readInstances(job, nil); return },
+		func() (err error) { leader, err = r.readLeader(job); return },
+		func() (err error) { necessary, err = r.readExists(r.p.Necessary(job)); return },
+		func() (err error) { failover, err = r.readFailoverItems(job); return },
+		func() (err error) { triggered, err = r.readExists(r.p.Trigger(job, r.me.InstanceID)); return },
+		func() (err error) {
+			if items, err = r.folderW(job, r.p.Sharding(job)); err == nil && first {
+				read, err = r.readItems(job, itemNumbers(items))
+			}
+			return err
+		},
+	}
+	if err := parallel.For(len(reads), len(reads), func(i int) error { return reads[i]() }); err != nil {
+		return err
+	}
+	if cfgRead != nil {
 		// a job root without config (being created by another tool, or being deleted): wait for config
 		ok, _, err := r.s.existsW(r.p.Config(job))
 		if err != nil {
@@ -214,33 +267,8 @@ func (r *Registry) loadJob(e *jobEntry) error {
 		r.dropConfig(e)
 		return nil
 	}
-	if err != nil {
-		return err
-	}
 	cfg, cfgErr := parseConfig(job, data)
-	// the other nodes are independent of each other: read them at once (go-zookeeper pipelines the requests
-	// on its connection), so a load costs two round trips rather than eight; with thousands of jobs
-	// starting together, load latency is what bounds how soon every job can fire
-	var (
-		servers, instances   map[string]string
-		serverVers           map[string]nodeVersion
-		leader               leaderNode
-		necessary, triggered bool
-		failover             []int
-		items                []string
-	)
-	reads := []func() error{
-		func() (err error) { servers, serverVers, err = r.readServers(job, nil); return },
-		func() (err error) { instances, err = r.readInstances(job, nil); return },
-		func() (err error) { leader, err = r.readLeader(job); return },
-		func() (err error) { necessary, err = r.readExists(r.p.Necessary(job)); return },
-		func() (err error) { failover, err = r.readFailoverItems(job); return },
-		func() (err error) { triggered, err = r.readExists(r.p.Trigger(job, r.me.InstanceID)); return },
-		func() (err error) { items, err = r.folderW(job, r.p.Sharding(job)); return },
-	}
-	if err := parallel.For(len(reads), len(reads), func(i int) error { return reads[i]() }); err != nil {
-		return err
-	}
+	nums := itemNumbers(items)
 
 	e.mu.Lock()
 	wasLoaded := e.st.loaded && e.st.hasConfig
@@ -253,14 +281,15 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	e.st.servers, e.st.instances, e.st.serverVers = servers, instances, serverVers
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
-	nums := itemNumbers(items)
 	for i := range e.st.items {
 		if !slices.Contains(nums, i) {
 			delete(e.st.items, i)
 		}
 	}
 	for _, i := range nums {
-		if e.st.items[i] == nil {
+		if it := read[i]; it != nil {
+			e.st.items[i] = it
+		} else if e.st.items[i] == nil {
 			e.st.items[i] = &ItemState{Exists: true, OwnerVersion: -1}
 		}
 	}
@@ -271,7 +300,9 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	e.mu.Unlock()
 
 	for _, i := range nums {
-		r.kickItem(job, i)
+		if read[i] == nil {
+			r.kickItem(job, i)
+		}
 	}
 	ev := Event{Kind: JobAdded, Job: job, Config: &cfg, Czxid: st.Czxid, Created: created}
 	if wasLoaded {
@@ -279,7 +310,14 @@ func (r *Registry) loadJob(e *jobEntry) error {
 			Version: st.Version, Czxid: st.Czxid}
 	}
 	r.emit([]Event{ev})
-	r.w.kick(refreshKey{kind: kindRegister, job: job})
+	// a first load registers at once rather than behind every other job's load (a fire waits for a
+	// registration under way: JobSnapshot.Registering), without waiting for it: many jobs' registrations
+	// share a multi through the batcher
+	if first {
+		r.registerSoon(e)
+	} else {
+		r.w.kick(refreshKey{kind: kindRegister, job: job})
+	}
 	if triggered {
 		r.emit([]Event{{Kind: TriggerRequested, Job: job}})
 	}
@@ -672,6 +710,33 @@ func (r *Registry) refreshItem(e *jobEntry, kind refreshKind, i int) error {
 		r.emit([]Event{{Kind: ItemsChanged, Job: e.name}})
 	}
 	return nil
+}
+
+// readItems reads (and watches) the instance, disabled and failover nodes of the items at once.
+func (r *Registry) readItems(job string, nums []int) (map[int]*ItemState, error) {
+	out := make([]ItemState, len(nums))
+	err := parallel.For(3*len(nums), min(3*len(nums), 64), func(k int) error {
+		i, it := nums[k/3], &out[k/3]
+		var err error
+		switch k % 3 {
+		case 0:
+			it.Owner, it.OwnerVersion, _, err = r.readData(r.p.ItemNode(job, i, NodeInstance))
+		case 1:
+			it.Disabled, err = r.readExists(r.p.ItemNode(job, i, NodeDisabled))
+		case 2:
+			it.FailoverTo, _, _, err = r.readData(r.p.ItemNode(job, i, NodeFailover))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[int]*ItemState, len(nums))
+	for k, i := range nums {
+		out[k].Exists = true
+		m[i] = &out[k]
+	}
+	return m, nil
 }
 
 // readData reads a node's data with a watch, or watches for its creation when absent.

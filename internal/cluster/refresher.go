@@ -30,6 +30,8 @@ const (
 	kindRegister                             // create servers/{ip} and instances/{me}
 	kindCampaign                             // try to become the job's leader
 	kindPeers                                // the namespace's live peers (livepeers.go)
+
+	lastKind = kindPeers // the tests classify every kind up to here
 )
 
 // refreshKey identifies one refresh; equal keys coalesce.
@@ -49,12 +51,15 @@ type refresher struct {
 	clk     clock.Clock
 	stop    <-chan struct{}
 	workers int
-	// pending is told when a job gains its first or loses its last queued refresh.
-	pending func(job string, delta int)
+	// pending is told when a key of a job is queued (+1) and when it is done (-1).
+	pending func(k refreshKey, delta int)
+	// urgent keys are run before the others (see urgent in settled.go)
+	urgent func(k refreshKey) bool
 
 	mu     sync.Mutex
 	state  map[refreshKey]bool // present: queued or running; true: run again when done
 	queue  []refreshKey
+	first  []refreshKey // the urgent keys, run before queue's
 	signal chan struct{}
 	idleC  chan struct{}
 	wg     sync.WaitGroup
@@ -64,7 +69,7 @@ func newRefresher(workers int, run func(refreshKey) error, log *slog.Logger, clk
 	return &refresher{
 		run: run, log: log, clk: clk, stop: stop, workers: workers,
 		state: make(map[refreshKey]bool), signal: make(chan struct{}, 1), idleC: make(chan struct{}),
-		pending: func(string, int) {},
+		pending: func(refreshKey, int) {}, urgent: func(refreshKey) bool { return false },
 	}
 }
 
@@ -89,13 +94,17 @@ func (w *refresher) kick(k refreshKey) {
 	}
 	w.state[k] = false
 	w.mu.Unlock()
-	w.pending(k.job, +1) // before the key is visible to workers, so the count never goes below zero
+	w.pending(k, +1) // before the key is visible to workers, so the count never goes below zero
 	w.push(k)
 }
 
 func (w *refresher) push(k refreshKey) {
 	w.mu.Lock()
-	w.queue = append(w.queue, k)
+	if w.urgent(k) {
+		w.first = append(w.first, k)
+	} else {
+		w.queue = append(w.queue, k)
+	}
 	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
@@ -120,7 +129,7 @@ func (w *refresher) worker() {
 	defer w.wg.Done()
 	for {
 		w.mu.Lock()
-		if len(w.queue) == 0 {
+		if len(w.queue) == 0 && len(w.first) == 0 {
 			w.mu.Unlock()
 			select {
 			case <-w.stop:
@@ -129,9 +138,13 @@ func (w *refresher) worker() {
 				continue
 			}
 		}
-		k := w.queue[0]
-		w.queue = w.queue[1:]
-		if len(w.queue) > 0 {
+		var k refreshKey
+		if len(w.first) > 0 {
+			k, w.first = w.first[0], w.first[1:]
+		} else {
+			k, w.queue = w.queue[0], w.queue[1:]
+		}
+		if len(w.queue)+len(w.first) > 0 {
 			select {
 			case w.signal <- struct{}{}: // wake another worker for the rest
 			default:
@@ -166,6 +179,6 @@ func (w *refresher) worker() {
 			w.idleC = make(chan struct{})
 		}
 		w.mu.Unlock()
-		w.pending(k.job, -1)
+		w.pending(k, -1)
 	}
 }

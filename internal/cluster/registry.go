@@ -124,7 +124,9 @@ type jobEntry struct {
 	snap    *JobSnapshot
 	gen     uint64
 	pending int
-	changed chan struct{}
+	// pendingItems counts the queued or running refreshes that decide which items a fire runs (decidesItems).
+	pendingItems int
+	changed      chan struct{}
 }
 
 type jobState struct {
@@ -181,7 +183,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 		jobs: make(map[string]*jobEntry), stop: make(chan struct{}), waiters: make(map[string][]chan struct{}),
 	}
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
-	r.w.pending = r.pendingDelta
+	r.w.pending, r.w.urgent = r.pendingDelta, urgent
 	return r, nil
 }
 
@@ -375,7 +377,7 @@ func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot
 }
 
 func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
-	if e.snap != nil && e.snap.Settled == (e.pending == 0) {
+	if e.snap != nil && e.snap.Settled == (e.pending == 0) && e.snap.ItemsSettled == (e.pendingItems == 0) {
 		return e.snap
 	}
 	st := &e.st
@@ -394,7 +396,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 		Name: e.name, Config: st.cfg, ConfigVersion: st.cfgVersion, ConfigChanged: st.cfgChanged, ConfigErr: st.cfgErr,
 		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary, OwnersChangedAt: st.ownersChangedAt,
 		FailoverItems: st.failover, Items: items, Me: me.InstanceID, MyIP: me.ServerIP,
-		Registered: st.registered, Settled: e.pending == 0, Generation: e.gen,
+		Registered: st.registered, Registering: !st.registered && !st.removedByOperator, Settled: e.pending == 0, ItemsSettled: e.pendingItems == 0, Generation: e.gen,
 	}
 	return e.snap
 }

@@ -23,6 +23,13 @@ type peer struct {
 
 func startPeer(t *testing.T, ns, id, ip string) *peer {
 	t.Helper()
+	return startPeerWith(t, ns, id, ip, nil)
+}
+
+// startPeerWith is startPeer with before, when not nil, called on the registry before it starts (to add
+// listeners that see the first load's events).
+func startPeerWith(t *testing.T, ns, id, ip string, before func(*Registry)) *peer {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -34,11 +41,14 @@ func startPeer(t *testing.T, ns, id, ip string) *peer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := &peer{s: s, r: r}
+	t.Cleanup(p.close)
+	if before != nil {
+		before(r)
+	}
 	if err := r.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p := &peer{s: s, r: r}
-	t.Cleanup(p.close)
 	return p
 }
 

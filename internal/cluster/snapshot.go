@@ -39,9 +39,15 @@ type JobSnapshot struct {
 	MyIP string
 	// Registered: this peer's instance node exists. An operator who deletes it stops this peer running the job.
 	Registered bool
+	// Registering: it does not exist yet and this peer is to write it (the job was just loaded, or the
+	// session renewed); false when an operator removed it.
+	Registering bool
 	// Settled is false while a watch event of this job is being read.
-	Settled    bool
-	Generation uint64
+	Settled bool
+	// ItemsSettled is false while a node that decides which items a fire runs is being read (the config,
+	// sharding/, each item's nodes, leader/sharding/necessary, leader/failover/items; settled.go).
+	ItemsSettled bool
+	Generation   uint64
 }
 
 // ItemState is one sharding/{i}.

@@ -28,7 +28,7 @@ func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, e
 		case errors.Is(err, cluster.ErrNotOwner):
 			// our view may lag a resharding by a moment: let the registry settle and look again
 			ctx, cancel := context.WithTimeout(e.soft, time.Second)
-			fresh, werr := e.reg.Wait(ctx, req.job, func(s *cluster.JobSnapshot) bool { return s.Settled })
+			fresh, werr := e.reg.Wait(ctx, req.job, func(s *cluster.JobSnapshot) bool { return s.ItemsSettled })
 			cancel()
 			if werr != nil || fresh == nil || !fresh.IsMyItem(item) || fresh.Item(item).OwnerVersion == version {
 				e.log.Info("item is no longer this peer's: not run", "job", req.job, "item", item)

@@ -431,6 +431,7 @@ func (e *Executor) fire(req fireRequest) {
 	if snap = e.sessionAtHandOff(&req, snap); snap == nil {
 		return
 	}
+	snap = e.awaitRegistration(snap)
 	cfg := snap.Config
 	switch {
 	case snap.ConfigErr != nil:
@@ -509,7 +510,7 @@ func (e *Executor) clockCheck(maxDiffSeconds int) string {
 }
 
 // shardingReady reports whether a snapshot's sharding can be fired with.
-func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled }
+func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.ItemsSettled }
 
 // ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
 // wait for it (shardingWait: past the job's next fire only when it takes late fires).
@@ -535,7 +536,7 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 		if got != nil && got.Leader != "" {
 			leader = got.Leader
 		}
-		return nil, fmt.Errorf("waited %s for the leader (%s) to reshard: %w", wait.Round(time.Millisecond), leader, err)
+		return nil, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got), err)
 	}
 	return got, nil
 }

@@ -52,7 +52,7 @@ func newFakeRegistry(total int) *fakeRegistry {
 	}
 	return &fakeRegistry{
 		snap: &cluster.JobSnapshot{Name: "j", Config: cfg, Instances: map[string]string{"me": "10.0.0.1"},
-			Servers: map[string]string{}, Leader: "me", Items: items, Me: "me", MyIP: "10.0.0.1", Registered: true, Settled: true},
+			Servers: map[string]string{}, Leader: "me", Items: items, Me: "me", MyIP: "10.0.0.1", Registered: true, Settled: true, ItemsSettled: true},
 		running: map[int]cluster.Running{}, misfires: map[int]bool{}, notOwner: map[int]bool{}, lease: true, changed: make(chan struct{}),
 		completed: map[int]cluster.Completed{}, handedOn: map[string]cluster.TriggerRequest{},
 	}

@@ -58,6 +58,7 @@ type options struct {
 	peerLogLevel   string
 	regWorkers     int
 	grace          time.Duration
+	restartAt      time.Duration
 	// the async workload's
 	leaseSeconds int
 	callbackMin  time.Duration
@@ -97,6 +98,7 @@ func run(args []string) int {
 	fs.StringVar(&o.peerLogLevel, "peer-log-level", "warn", "the peers' --log-level (info logs every item; with -keep the logs stay)")
 	fs.IntVar(&o.regWorkers, "register-workers", 32, "concurrent API calls registering jobs")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "how long after the window late deliveries are still awaited")
+	fs.DurationVar(&o.restartAt, "restart-peer-at", 0, "steady-*: stop the last peer (SIGTERM) this long into the window and start it again; report how soon it schedules every job (0: no restart)")
 	fs.BoolVar(&o.alerts, "alerts", false, "give every job an alert rule on FIRE_FAILED, so its fires are followed (to measure the alert ledger's ZooKeeper requests per item)")
 	fs.IntVar(&o.leaseSeconds, "lease-seconds", 60, "async: the jobs' async.leaseSeconds (no heartbeats are sent: keep it above -callback-max)")
 	fs.DurationVar(&o.callbackMin, "callback-min", time.Second, "async: the shortest delay from a delivery to its completion callback")
@@ -112,6 +114,10 @@ func run(args []string) int {
 	}
 	if o.callbackMin <= 0 || o.callbackMax < o.callbackMin || o.repeatShare < 0 || o.repeatShare > 1 {
 		fmt.Fprintln(os.Stderr, "ejbench: -callback-min must be positive and at most -callback-max, -repeat-share within 0-1")
+		return 2
+	}
+	if o.restartAt < 0 {
+		fmt.Fprintln(os.Stderr, "ejbench: -restart-peer-at must not be negative")
 		return 2
 	}
 	for _, w := range strings.Split(*wl, ",") {

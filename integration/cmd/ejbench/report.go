@@ -113,6 +113,14 @@ func printTable(w io.Writer, results []Result) {
 			parts = append(parts, fmt.Sprintf("killed 1 of 3 peers with %d items in flight: %d re-POSTed as FAILOVER, first %.1f s, last %.1f s after the kill (session timeout %.0f s), %d wrong re-POSTs; next fire %d/%d items",
 				fo.Orphans, fo.RePosted, fo.FirstRePostMs/1000, fo.LastRePostMs/1000, fo.SessionTimeoutMs/1000, fo.WrongRePosts, fo.NextFire, r.Jobs*r.ItemsPerJob))
 		}
+		if rr := r.Restart; rr != nil {
+			line := fmt.Sprintf("peer %d restarted %s into the window: stopped in %.1f s; the new process's API ready %.1f s and every job scheduled %.1f s after its start",
+				rr.Peer, rr.At, rr.StopMs/1000, rr.APIReadyMs/1000, rr.ReadyMs/1000)
+			if rr.Err != "" {
+				line += " (" + rr.Err + ")"
+			}
+			parts = append(parts, line)
+		}
 		if rs := r.Reshard; rs != nil {
 			parts = append(parts, fmt.Sprintf("4th peer ready %.1f s after start; it fired %d jobs (ROUND_ROBIN gives it %d), the first %.1f s and the last of them %.1f s after it was ready",
 				rs.JoinMs/1000, rs.MovedJobs, rs.ExpectedJobs, rs.FirstFireMs/1000, rs.AllMovedMs/1000))

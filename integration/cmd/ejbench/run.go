@@ -62,6 +62,7 @@ type Result struct {
 	Reshard  *ReshardResult  `json:"reshard,omitempty"`
 	Async    *AsyncResult    `json:"async,omitempty"`
 	Backfill *BackfillResult `json:"backfill,omitempty"`
+	Restart  *RestartResult  `json:"restart,omitempty"`
 	Notes    []string        `json:"notes,omitempty"`
 	// PeerLog holds the first ERROR and WARN lines of each peer's log, "peer N: line".
 	PeerLog []string `json:"peerLog,omitempty"`
@@ -250,7 +251,15 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 	from, to := e.window(w, rec, &r)
 	m := startMeasure(c)
 	prof := c.profile(w.name, min(w.duration, 30*time.Second))
+	var restarted <-chan *RestartResult
+	if e.o.restartAt > 0 {
+		restarted = e.restartPeer(c, from.Add(e.o.restartAt), w.sched.jobs)
+	}
 	e.sleepUntil(to, rec, w.name)
+	if restarted != nil {
+		r.Restart = <-restarted
+		r.Notes = append(r.Notes, "a peer was restarted in the window: the peers' CPU, RSS and counters cover its new process from its start only")
+	}
 	m.end(&r)
 	c.heapProfiles(w.name)
 	time.Sleep(e.o.grace)

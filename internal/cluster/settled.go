@@ -1,0 +1,27 @@
+package cluster
+
+// A fire needs the nodes that decide which items it runs to be read (JobSnapshot.ItemsSettled), not every
+// node of the job: while thousands of jobs register at once, each job has its register, campaign, instances,
+// servers and leader refreshes queued behind the other jobs' (issue 21), and a fire that waited for all of
+// them waited its 30 s and was skipped. The running node's ownership fence (BeginItem) still guards a fire
+// made from an owner that a resharding has just replaced.
+
+// decidesItems reports whether a refresh of kind k reads a node that decides which items this peer fires:
+// the config (shardingTotalCount), the sharding folder and each item's instance, disabled and failover
+// nodes, leader/sharding/necessary (a resharding is due: nobody fires) and leader/failover/items. The other
+// kinds read or write nodes a fire does not choose its items by (instances, servers, leader, trigger) or are
+// this peer's registration writes, which a fire checks on their own (JobSnapshot.Registered).
+func decidesItems(k refreshKind) bool {
+	switch k {
+	case kindLoad, kindConfig, kindSharding, kindItemInstance, kindItemDisabled, kindItemFailover,
+		kindNecessary, kindFailoverItems:
+		return true
+	}
+	return false
+}
+
+// urgent reports whether a refresh runs before the queued others: a change of a node that decides a loaded
+// job's items (a resharding's owners, a disabled item, a failover) is read before the loads and registrations
+// of other jobs that a burst of creations or a restart queued, so the job's fires, which wait for it
+// (ItemsSettled), are not held behind thousands of unrelated jobs. A load is not urgent: it is the bulk.
+func urgent(k refreshKey) bool { return k.kind != kindLoad && decidesItems(k.kind) }
