@@ -114,7 +114,9 @@ func newRunner(t *testing.T, p *peer, cfg RunnerConfig) *Runner {
 	t.Helper()
 	cfg.Store = p.reg
 	cfg.Sender = webhook.New(webhook.Config{Allow: mustAllowLoopback(t)})
-	cfg.Recorder = recorder{}
+	if cfg.Recorder == nil {
+		cfg.Recorder = recorder{}
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Retry = 50 * time.Millisecond
 	if cfg.Pacing.Rate == 0 {
@@ -206,9 +208,12 @@ func TestRunnerFencesAndResumesAfterACrash(t *testing.T) {
 	if rb.Active() != 0 {
 		t.Fatal("b runs a backfill a owns")
 	}
-	if got := read(t, a, "resume", bf.ID); got.Owner != "127.0.0.1@-@a" || got.Done != 3 || !got.Current.Equal(holdAt) {
-		t.Fatalf("before the crash: owner %q done %d current %v", got.Owner, got.Done, got.Current)
-	}
+	// the fires before the held one are recorded done once their history commits (the settler, beside the
+	// sends): the node says so soon after
+	waitUntil(t, "a records the three fires before the held one done", func() bool {
+		got := read(t, a, "resume", bf.ID)
+		return got.Owner == "127.0.0.1@-@a" && got.Done == 3 && got.Current.Equal(holdAt)
+	})
 
 	a.crash()
 	waitUntil(t, "b claims the backfill and finishes it", func() bool {
@@ -265,9 +270,10 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 	close(recv.release)
 }
 
-// Pacing: no fire starts while the peer is busy with scheduled fires (Busy), and fires start at most Rate
-// per second. The runner's clock is a fake one that the test moves a minute at a time: a day's gap between
-// fires can't pass by accident.
+// Pacing: a fire yields to a peer busy with its scheduled fires (Busy), but MaxHold in all at most, and then
+// goes though the peer is still busy (minimum progress); fires start at most Rate per second. The runner's
+// clock is a fake one that the test moves a minute at a time: a day's gap between fires can't pass by
+// accident.
 func TestRunnerPaces(t *testing.T) {
 	ns := zktest.Namespace("bf-pace")
 	a := startPeer(t, ns, "a")
@@ -275,42 +281,86 @@ func TestRunnerPaces(t *testing.T) {
 	createJob(t, a, "paced", recv.srv.URL, 2)
 	clk := clock.NewFake(time.Now())
 	var mu sync.Mutex
-	busy := 24 * time.Hour
+	busy := 24 * time.Hour // a peer that is never quiet
 	bf := startBackfill(t, a, "paced", 3, OverlapAllow)
-	newRunner(t, a, RunnerConfig{Clock: clk, Pacing: Pacing{MaxInFlight: 2, Rate: 1.0 / 86400},
+	newRunner(t, a, RunnerConfig{Clock: clk, Pacing: Pacing{MaxInFlight: 2, Rate: 1.0 / 86400, MaxHold: 30 * time.Minute},
 		Busy: func() time.Duration {
 			mu.Lock()
 			defer mu.Unlock()
 			return busy
 		}})
 	requests := func() int { _, n := recv.count(); return n }
-	for range 100 { // 100 minutes of a peer busy for a day: nothing is sent
+	waitUntil(t, "the runner claims the backfill", func() bool { return read(t, a, "paced", bf.ID).Owner != "" })
+	for range 20 { // 20 minutes of the fire's 30-minute hold: nothing is sent
 		clk.Advance(time.Minute)
 		time.Sleep(10 * time.Millisecond) // lets the runner run between two moves of its clock
 	}
 	if n := requests(); n != 0 {
-		t.Fatalf("%d requests sent while the peer was busy", n)
+		t.Fatalf("%d requests sent while the peer was busy, within the hold", n)
 	}
-	mu.Lock()
-	busy = 0
-	mu.Unlock()
-	clk.Advance(24 * time.Hour)
-	waitUntil(t, "the first fire's two items once the peer is no longer busy", func() bool {
+	waitUntil(t, "the first fire's two items once its hold is spent, the peer still busy", func() bool {
 		if requests() >= 2 {
 			return true
 		}
-		clk.Advance(time.Minute) // the busy wait may have started late
+		clk.Advance(time.Minute)
 		return false
 	})
 	waitUntil(t, "the first fire recorded done", func() bool { return read(t, a, "paced", bf.ID).Done == 1 })
 	if n := requests(); n != 2 {
 		t.Fatalf("%d requests before the rate allowed the second fire", n)
 	}
+	mu.Lock()
+	busy = 0 // a quiet peer: the next fires go as soon as the rate allows, without a hold
+	mu.Unlock()
 	for i := 2; i <= 3; i++ {
 		clk.Advance(24 * time.Hour)
 		waitUntil(t, fmt.Sprintf("fire %d", i), func() bool { return read(t, a, "paced", bf.ID).Done == i })
 	}
 	if got := read(t, a, "paced", bf.ID); got.State != StateDone || requests() != 6 {
 		t.Fatalf("state %s after %d requests", got.State, requests())
+	}
+}
+
+// slowHistory is a recorder whose commits wait until released (or their bound passes).
+type slowHistory struct{ release chan struct{} }
+
+func (slowHistory) Enqueue(ejserver.Execution) bool { return true }
+func (h slowHistory) EnqueueCommitted(ctx context.Context, _ ejserver.Execution) error {
+	select {
+	case <-h.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A history that commits slowly does not hold the sends up fire by fire: up to MaxPending fires are sent
+// while their records commit, none is recorded done before its records have committed, and once they do
+// the backfill runs to its end, every item once.
+func TestRunnerPipelinesHistoryCommits(t *testing.T) {
+	ns := zktest.Namespace("bf-pipeline")
+	a := startPeer(t, ns, "a")
+	recv := newReceiver(t)
+	createJob(t, a, "piped", recv.srv.URL, 2)
+	hist := slowHistory{release: make(chan struct{})}
+	bf := startBackfill(t, a, "piped", 12, OverlapAllow)
+	newRunner(t, a, RunnerConfig{Pacing: Pacing{MaxInFlight: 1, MaxPending: 3}, Recorder: hist})
+	waitUntil(t, "three fires sent while the history holds their commits", func() bool { f, _ := recv.count(); return f >= 6 })
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) { // an observation window, well within the commits' 5 s bound
+		if f, _ := recv.count(); f != 6 {
+			t.Fatalf("%d item fires sent with 3 fires pending, want 6", f)
+		}
+		if got := read(t, a, "piped", bf.ID); got.Done != 0 {
+			t.Fatalf("%d fires recorded done before their history committed", got.Done)
+		}
+		time.Sleep(20 * time.Millisecond) // polling within the window
+	}
+	close(hist.release)
+	waitUntil(t, "the backfill ends", func() bool { return read(t, a, "piped", bf.ID).State == StateDone })
+	got := read(t, a, "piped", bf.ID)
+	fires, requests := recv.count()
+	if got.Done != 12 || got.Items != 24 || fires != 24 || requests != 24 {
+		t.Fatalf("done %d items %d; the receiver saw %d item fires in %d requests", got.Done, got.Items, fires, requests)
 	}
 }
