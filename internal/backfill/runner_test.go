@@ -250,7 +250,10 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 	recv.mu.Unlock()
 	bf := startBackfill(t, a, "cancelme", 10, OverlapAllow)
 	r := newRunner(t, a, RunnerConfig{})
-	waitUntil(t, "the third fire is held", func() bool { f, _ := recv.count(); return f == 3 })
+	waitUntil(t, "the third fire is held, the two before it recorded done", func() bool {
+		f, _ := recv.count()
+		return f == 3 && read(t, a, "cancelme", bf.ID).Done == 2
+	})
 
 	svc := NewService(a.reg, nil, nil, nil)
 	if _, err := svc.Cancel("cancelme", bf.ID, "operator"); err != nil {
