@@ -3,6 +3,7 @@ package backfill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 	"github.com/ejserver/ejserver/internal/webhook"
+	"github.com/go-zookeeper/zk"
 )
 
 // The runner against a real ZooKeeper, real webhook requests to a real HTTP receiver.
@@ -62,13 +64,14 @@ func (p *peer) crash() {
 // receiver records each request's webhook-id by item@scheduledAt; hold, when set, keeps a request until
 // released.
 type receiver struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	ids     map[string]map[string]bool
-	n       int
-	hold    func(p webhook.Payload) bool
-	arrived chan struct{}
-	release chan struct{}
+	srv      *httptest.Server
+	mu       sync.Mutex
+	ids      map[string]map[string]bool
+	n        int
+	hold     func(p webhook.Payload) bool
+	payloads []webhook.Payload
+	arrived  chan struct{}
+	release  chan struct{}
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -82,6 +85,7 @@ func newReceiver(t *testing.T) *receiver {
 			r.ids[k] = map[string]bool{}
 		}
 		r.ids[k][req.Header.Get("webhook-id")] = true
+		r.payloads = append(r.payloads, p)
 		r.n++
 		hold := r.hold != nil && r.hold(p)
 		r.mu.Unlock()
@@ -365,5 +369,79 @@ func TestRunnerPipelinesHistoryCommits(t *testing.T) {
 	fires, requests := recv.count()
 	if got.Done != 12 || got.Items != 24 || fires != 24 || requests != 24 {
 		t.Fatalf("done %d items %d; the receiver saw %d item fires in %d requests", got.Done, got.Items, fires, requests)
+	}
+}
+
+// setRunning creates (or, with running false, deletes) item's running node of job in ZooKeeper, as the
+// job's own run of the item would.
+func setRunning(t *testing.T, p *peer, job string, item int, running bool) {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{zktest.Addr(t)}, 4*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	pth := p.reg.Paths().ItemNode(job, item, cluster.NodeRunning)
+	if !running {
+		if err := conn.Delete(pth, -1); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	for i := 1; i < len(pth); i++ {
+		if pth[i] == '/' {
+			if _, err := conn.Create(pth[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := conn.Create(pth, []byte("{}"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The overlap policy, each fire's running nodes read at once: while the job's own run of item 1 is in
+// flight, BUFFER_ONE sends item 0 and waits with item 1 until the run ends; SKIP leaves item 1 out of every
+// fire and counts it.
+func TestRunnerOverlapPolicies(t *testing.T) {
+	ns := zktest.Namespace("bf-overlap")
+	a := startPeer(t, ns, "a")
+	recv := newReceiver(t)
+	createJob(t, a, "buffered", recv.srv.URL, 2)
+	createJob(t, a, "skipping", recv.srv.URL, 2)
+	setRunning(t, a, "buffered", 1, true)
+	setRunning(t, a, "skipping", 1, true)
+	buffered := startBackfill(t, a, "buffered", 2, OverlapBufferOne)
+	newRunner(t, a, RunnerConfig{})
+	sentOf := func(job string) map[int]int { // item -> requests
+		out := map[int]int{}
+		recv.mu.Lock()
+		defer recv.mu.Unlock()
+		for _, p := range recv.payloads {
+			if p.JobName == job {
+				out[p.ShardingItem]++
+			}
+		}
+		return out
+	}
+	waitUntil(t, "BUFFER_ONE sends item 0 of the first fire", func() bool { return sentOf("buffered")[0] == 1 })
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) { // an observation window: item 1 waits while the job runs it
+		if n := sentOf("buffered")[1]; n != 0 {
+			t.Fatalf("item 1 sent %d times while the job's own run of it was in flight", n)
+		}
+		time.Sleep(20 * time.Millisecond) // polling within the window
+	}
+	setRunning(t, a, "buffered", 1, false)
+	waitUntil(t, "BUFFER_ONE ends once the run has", func() bool { return read(t, a, "buffered", buffered.ID).State == StateDone })
+	if got := sentOf("buffered"); got[0] != 2 || got[1] != 2 {
+		t.Fatalf("BUFFER_ONE sent %v, want each item of both fires once", got)
+	}
+
+	skipping := startBackfill(t, a, "skipping", 3, OverlapSkip)
+	waitUntil(t, "SKIP ends", func() bool { return read(t, a, "skipping", skipping.ID).State == StateDone })
+	got := read(t, a, "skipping", skipping.ID)
+	if sent := sentOf("skipping"); sent[0] != 3 || sent[1] != 0 || got.Skipped != 3 || got.Items != 3 {
+		t.Fatalf("SKIP sent %v, recorded %d items and %d skipped; want item 0 thrice, item 1 skipped thrice", sent, got.Items, got.Skipped)
 	}
 }
