@@ -9,8 +9,9 @@ import "time"
 //     slots), fires start at most Rate per second, and at most MaxPending fires sent wait for their history
 //     records to commit before the oldest is recorded done;
 //   - it yields around the schedule's moments: a request does not leave while the peer is busy with its
-//     scheduled sends (the executor's Activity: a burst left within the last 100 ms, or prepared items are
-//     due within the next 100 ms, the lead window of a scheduled fire);
+//     scheduled sends (the executor's Activity: a burst left within the last Guard, or prepared items are
+//     due within the next Guard, the lead window of a scheduled fire; a request's own work, its response
+//     and history records, then falls between the bursts);
 //   - minimum progress: one fire yields MaxHold in all, and then its remaining items go even though the
 //     peer is still busy. A peer that is never quiet (thousands of jobs spread over every moment) still
 //     lets a backfill start a fire every MaxHold.
@@ -19,6 +20,7 @@ type Pacing struct {
 	Rate        float64       // fires started per second (default 50; <0: no bound)
 	MaxHold     time.Duration // the most one fire yields to a busy peer in all (default 1 s)
 	MaxPending  int           // fires sent whose history commits are still awaited (default 8)
+	Guard       time.Duration // how far around a scheduled burst the peer counts as busy (default 250 ms)
 }
 
 // The defaults of Pacing's fields.
@@ -27,6 +29,7 @@ const (
 	DefaultRate        = 50
 	DefaultMaxHold     = time.Second
 	DefaultMaxPending  = 8
+	DefaultGuard       = 250 * time.Millisecond
 )
 
 // Defaults fills the zero fields.
@@ -42,6 +45,9 @@ func (p Pacing) Defaults() Pacing {
 	}
 	if p.MaxPending <= 0 {
 		p.MaxPending = DefaultMaxPending
+	}
+	if p.Guard <= 0 {
+		p.Guard = DefaultGuard
 	}
 	return p
 }

@@ -25,7 +25,7 @@ func (r *Runner) pace(ctx context.Context, pc *paceClock) bool {
 	for {
 		var busy time.Duration
 		if r.cfg.Busy != nil {
-			busy = r.cfg.Busy()
+			busy = r.cfg.Busy(r.cfg.Pacing.Guard)
 		}
 		now := r.clk.Now()
 		verdict, wait := r.cfg.Pacing.Decide(now, PaceState{FireStart: pc.fireStart, LastFire: pc.lastFire, Held: pc.held, Busy: busy})

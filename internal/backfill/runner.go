@@ -50,9 +50,10 @@ type RunnerConfig struct {
 	Sender   Sender
 	Recorder Recorder
 	Pacing   Pacing
-	// Busy, if set, says how long this peer expects to stay busy sending scheduled fires (the executor's
-	// Activity); backfill requests wait it out.
-	Busy func() time.Duration
+	// Busy, if set, says how long this peer expects to stay busy sending scheduled fires when the busy
+	// moments extend guard around each burst (the executor's Activity.Busy); requests yield to it
+	// (Pacing.Guard, Pacing.MaxHold).
+	Busy func(guard time.Duration) time.Duration
 	// Allow, if set, narrows a job's cron fires (its calendars and endAt) in a backfill's range.
 	Allow  func(job string) func(time.Time) bool
 	Clock  clock.Clock

@@ -290,10 +290,12 @@ func TestRunnerPaces(t *testing.T) {
 	var mu sync.Mutex
 	busy := 24 * time.Hour // a peer that is never quiet
 	bf := startBackfill(t, a, "paced", 3, OverlapAllow)
-	newRunner(t, a, RunnerConfig{Clock: clk, Pacing: Pacing{MaxInFlight: 2, Rate: 1.0 / 86400, MaxHold: 30 * time.Minute},
-		Busy: func() time.Duration {
+	var guards []time.Duration
+	newRunner(t, a, RunnerConfig{Clock: clk, Pacing: Pacing{MaxInFlight: 2, Rate: 1.0 / 86400, MaxHold: 30 * time.Minute, Guard: 300 * time.Millisecond},
+		Busy: func(guard time.Duration) time.Duration {
 			mu.Lock()
 			defer mu.Unlock()
+			guards = append(guards, guard)
 			return busy
 		}})
 	requests := func() int { _, n := recv.count(); return n }
@@ -325,6 +327,13 @@ func TestRunnerPaces(t *testing.T) {
 	}
 	if got := read(t, a, "paced", bf.ID); got.State != StateDone || requests() != 6 {
 		t.Fatalf("state %s after %d requests", got.State, requests())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, g := range guards {
+		if g != 300*time.Millisecond {
+			t.Fatalf("the peer was asked whether it is busy within %s of a burst, want the pacing's guard", g)
+		}
 	}
 }
 
