@@ -10,8 +10,8 @@ import "time"
 //     records to commit before the oldest is recorded done;
 //   - it yields around the schedule's moments: a request does not leave while the peer is busy with its
 //     scheduled sends (the executor's Activity: a burst left within the last Guard, or prepared items are
-//     due within the next Guard, the lead window of a scheduled fire; a request's own work, its response
-//     and history records, then falls between the bursts);
+//     due within the next Guard, the lead window of a scheduled fire; a wider Guard than the history
+//     writer's leaves room for a request's own work, its response and history records, between bursts);
 //   - minimum progress: one fire yields MaxHold in all, and then its remaining items go even though the
 //     peer is still busy. A peer that is never quiet (thousands of jobs spread over every moment) still
 //     lets a backfill start a fire every MaxHold.
