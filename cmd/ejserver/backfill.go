@@ -13,14 +13,14 @@ import (
 )
 
 // newBackfills wires the backfill API's service and this peer's runner of the namespace's backfills. The
-// runner's requests wait while this peer's executor sends scheduled fires (the Activity), as the history
-// writer's batches do.
+// runner's requests yield while this peer's executor sends scheduled fires (the Activity), as the history
+// writer's batches do, each fire --backfill-max-hold in all at most.
 func newBackfills(reg *cluster.Registry, cals *calendarstore.Store, sender backfill.Sender, rec backfill.Recorder,
 	activity *dispatch.Activity, pacing backfill.Pacing, retention time.Duration, clk clock.Clock, log *slog.Logger) (*backfill.Service, *backfill.Runner) {
 	allow := backfillAllow(reg, cals)
 	svc := backfill.NewService(reg, allow, clk, log)
 	runner := backfill.NewRunner(backfill.RunnerConfig{Store: reg, Sender: sender, Recorder: rec, Pacing: pacing,
-		Busy: func() (d time.Duration) { return activity.Busy(historyYieldGuard) }, Allow: allow, Retention: retention, Clock: clk, Logger: log})
+		Busy: activity.Busy, Allow: allow, Retention: retention, Clock: clk, Logger: log})
 	return svc, runner
 }
 
@@ -48,8 +48,11 @@ var (
 
 // backfillFlags adds the backfill pacing flags; the returned function reads them after parsing.
 func backfillFlags(f *envFlags) func() (backfill.Pacing, time.Duration, error) {
-	inFlight := f.Int("backfill-in-flight", 4, "bound on one backfill's webhook requests in flight at once")
-	rate := f.Int("backfill-rate", 50, "bound on the fires one backfill starts per second")
+	inFlight := f.Int("backfill-in-flight", backfill.DefaultMaxInFlight, "bound on one backfill's webhook requests in flight at once")
+	rate := f.Int("backfill-rate", backfill.DefaultRate, "bound on the fires one backfill starts per second")
+	hold := f.Duration("backfill-max-hold", backfill.DefaultMaxHold, "the most one backfill fire yields to this peer's scheduled sends in all; then it goes though the peer is busy (the backfill's minimum progress)")
+	guard := f.Duration("backfill-guard", backfill.DefaultGuard, "how far before a scheduled burst of this peer's webhooks (its lead window) and after it a backfill request does not leave")
+	pending := f.Int("backfill-pending", backfill.DefaultMaxPending, "bound on one backfill's fires sent and not yet recorded done while their history records commit")
 	retention := f.Duration("backfill-retention", backfill.DefaultRetention, "how long an ended backfill's progress stays in ZooKeeper (the API and console show it) before it is pruned; a deleted job's backfills go at once")
 	return func() (backfill.Pacing, time.Duration, error) {
 		switch {
@@ -57,9 +60,15 @@ func backfillFlags(f *envFlags) func() (backfill.Pacing, time.Duration, error) {
 			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-in-flight: must be between 1 and 256, got %d", *inFlight)
 		case *rate < 1 || *rate > 10000:
 			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-rate: must be between 1 and 10000, got %d", *rate)
+		case *hold < 10*time.Millisecond || *hold > time.Minute:
+			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-max-hold: must be between 10ms and 1m, got %s", *hold)
+		case *guard < 10*time.Millisecond || *guard > 5*time.Second:
+			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-guard: must be between 10ms and 5s, got %s", *guard)
+		case *pending < 1 || *pending > 64:
+			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-pending: must be between 1 and 64, got %d", *pending)
 		case *retention < time.Minute || *retention > 365*24*time.Hour:
 			return backfill.Pacing{}, 0, fmt.Errorf("--backfill-retention: must be between 1m and 8760h, got %s", *retention)
 		}
-		return backfill.Pacing{MaxInFlight: *inFlight, Rate: float64(*rate)}, *retention, nil
+		return backfill.Pacing{MaxInFlight: *inFlight, Rate: float64(*rate), MaxHold: *hold, MaxPending: *pending, Guard: *guard}, *retention, nil
 	}
 }

@@ -149,6 +149,11 @@ func TestStateMoves(t *testing.T) {
 	if b.Done != 1 || !b.Cursor.Equal(p.From) || !b.Current.IsZero() || b.State != StateRunning || b.Percent() != 50 {
 		t.Fatalf("after one fire = %+v", b)
 	}
+	// the second fire is sent before the first is recorded done (its history commits): it stays current
+	b = b.Start(p.From.Add(time.Second))
+	if mid := b.Advance(FireOutcome{At: p.From}, now); !mid.Current.Equal(p.From.Add(time.Second)) {
+		t.Fatalf("recording an earlier fire done cleared the later one in flight: %+v", mid)
+	}
 	b = b.Advance(FireOutcome{At: p.From.Add(time.Second), Items: 2, Skipped: 1}, now)
 	if b.State != StateDone || b.Items != 5 || b.Failed != 1 || b.Skipped != 1 || b.Owner != "" || b.EndedAt.IsZero() {
 		t.Fatalf("after the last fire = %+v", b)
@@ -179,35 +184,72 @@ func TestStateMoves(t *testing.T) {
 	}
 }
 
-func TestPacingWait(t *testing.T) {
+func TestPacingDecide(t *testing.T) {
 	t.Parallel()
 	now := ts("2026-11-24T00:00:00Z")
 	tests := []struct {
-		name      string
-		p         Pacing
-		lastStart time.Time
-		inFlight  int
-		busy      time.Duration
-		fireStart bool
-		wantWait  time.Duration
-		wantFull  bool
+		name string
+		p    Pacing
+		s    PaceState
+		want Verdict
+		wait time.Duration
 	}{
-		{name: "idle first fire", p: Pacing{}, fireStart: true},
-		{name: "slots full", p: Pacing{MaxInFlight: 2}, inFlight: 2, wantFull: true},
-		{name: "default slots full", inFlight: 4, wantFull: true},
-		{name: "peer busy", busy: 300 * time.Millisecond, wantWait: 300 * time.Millisecond},
-		{name: "rate", p: Pacing{Rate: 10}, lastStart: now.Add(-40 * time.Millisecond), fireStart: true, wantWait: 60 * time.Millisecond},
-		{name: "rate spent", p: Pacing{Rate: 10}, lastStart: now.Add(-time.Second), fireStart: true},
-		{name: "rate only bounds fires", p: Pacing{Rate: 10}, lastStart: now, fireStart: false},
-		{name: "no rate bound", p: Pacing{Rate: -1}, lastStart: now, fireStart: true},
-		{name: "longest reason wins", p: Pacing{Rate: 10}, lastStart: now, busy: 20 * time.Millisecond, fireStart: true, wantWait: 100 * time.Millisecond},
+		{name: "idle first fire", s: PaceState{FireStart: true}, want: Go},
+		{name: "idle item", s: PaceState{}, want: Go},
+		{name: "peer busy: yield", s: PaceState{Busy: 300 * time.Millisecond}, want: Yield, wait: 300 * time.Millisecond},
+		{name: "busy longer than the hold: yield the hold", s: PaceState{Busy: 5 * time.Second}, want: Yield, wait: DefaultMaxHold},
+		{name: "the rest of the hold", s: PaceState{Busy: 5 * time.Second, Held: 700 * time.Millisecond}, want: Yield, wait: 300 * time.Millisecond},
+		{name: "hold spent: go though busy", s: PaceState{Busy: 5 * time.Second, Held: time.Second}, want: Go},
+		{name: "hold spent long ago", s: PaceState{Busy: time.Hour, Held: time.Hour}, want: Go},
+		{name: "a hold of its own", p: Pacing{MaxHold: 200 * time.Millisecond}, s: PaceState{Busy: time.Second, Held: 50 * time.Millisecond}, want: Yield, wait: 150 * time.Millisecond},
+		{name: "rate", p: Pacing{Rate: 10}, s: PaceState{FireStart: true, LastFire: now.Add(-40 * time.Millisecond)}, want: RateWait, wait: 60 * time.Millisecond},
+		{name: "rate spent", p: Pacing{Rate: 10}, s: PaceState{FireStart: true, LastFire: now.Add(-time.Second)}, want: Go},
+		{name: "rate only bounds fires", p: Pacing{Rate: 10}, s: PaceState{LastFire: now}, want: Go},
+		{name: "no rate bound", p: Pacing{Rate: -1}, s: PaceState{FireStart: true, LastFire: now}, want: Go},
+		{name: "rate before the peer", p: Pacing{Rate: 10}, s: PaceState{FireStart: true, LastFire: now, Busy: 20 * time.Millisecond}, want: RateWait, wait: 100 * time.Millisecond},
+		{name: "the peer after the rate", p: Pacing{Rate: 10}, s: PaceState{FireStart: true, LastFire: now.Add(-time.Second), Busy: 20 * time.Millisecond}, want: Yield, wait: 20 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		w, full := tt.p.Wait(now, tt.lastStart, tt.inFlight, tt.busy, tt.fireStart)
-		if w != tt.wantWait || full != tt.wantFull {
-			t.Errorf("%s: Wait = %s, %v; want %s, %v", tt.name, w, full, tt.wantWait, tt.wantFull)
+		v, w := tt.p.Decide(now, tt.s)
+		if v != tt.want || w != tt.wait {
+			t.Errorf("%s: Decide = %s %s; want %s %s", tt.name, v, w, tt.want, tt.wait)
 		}
 	}
+}
+
+// The pacing's guarantees, for any state: a wait is positive exactly when the verdict is not Go; a fire
+// yields to a busy peer MaxHold in all at most (minimum progress); it never goes while the peer is busy
+// before its hold is spent (the schedule first); and a fire never starts sooner than the rate allows.
+func FuzzPacingDecide(f *testing.F) {
+	f.Add(int64(0), int64(0), int64(0), int64(0), true, 50.0, int64(0))
+	f.Add(int64(time.Hour), int64(900*time.Millisecond), int64(40*time.Millisecond), int64(-time.Second), true, 10.0, int64(time.Second))
+	f.Add(int64(time.Second), int64(2*time.Second), int64(0), int64(0), false, -1.0, int64(0))
+	f.Fuzz(func(t *testing.T, busy, held, sinceFire, hold int64, fireStart bool, rate float64, maxHold int64) {
+		if busy < 0 || held < 0 || sinceFire < 0 || rate != rate || rate > 1e6 || (rate > 0 && rate < 1e-3) {
+			t.Skip()
+		}
+		now := ts("2026-11-24T00:00:00Z")
+		p := Pacing{Rate: rate, MaxHold: time.Duration(maxHold)}
+		s := PaceState{FireStart: fireStart, Busy: time.Duration(busy), Held: time.Duration(held)}
+		if hold >= 0 {
+			s.LastFire = now.Add(-time.Duration(sinceFire))
+		}
+		v, w := p.Decide(now, s)
+		d := p.Defaults()
+		switch {
+		case v == Go && w != 0, v != Go && w <= 0:
+			t.Fatalf("%s with a wait of %s", v, w)
+		case v == Yield && (s.Held+w > d.MaxHold || w > s.Busy):
+			t.Fatalf("yields %s after %s held, beyond the hold %s or the peer's busy %s", w, s.Held, d.MaxHold, s.Busy)
+		case v == Go && s.Busy > 0 && s.Held < d.MaxHold:
+			t.Fatalf("goes while the peer is busy %s and the fire held only %s of %s", s.Busy, s.Held, d.MaxHold)
+		case v == Go && fireStart && d.Rate > 0 && !s.LastFire.IsZero() &&
+			now.Sub(s.LastFire) < time.Duration(float64(time.Second)/d.Rate):
+			t.Fatalf("a fire starts %s after the last, sooner than rate %v allows", now.Sub(s.LastFire), d.Rate)
+		case v == RateWait && !fireStart:
+			t.Fatal("the rate held an item that starts no fire")
+		}
+	})
 }
 
 func TestExecutionID(t *testing.T) {

@@ -14,14 +14,22 @@ import (
 // commitWait bounds how long an item's end waits for its history record to commit.
 const commitWait = 5 * time.Second
 
-// fire sends every enabled item of the backfill's fire at at, at most Pacing.MaxInFlight at once, and
-// reports what it did; complete is false when it stopped before every item had ended (ctx cancelled, the
-// ZooKeeper session in doubt): the fire is then not done, and whoever runs the backfill next sends it again.
-func (r *Runner) fire(ctx context.Context, b Backfill, at time.Time) (out FireOutcome, complete bool) {
-	out.At = at
+// sentFire is a fire whose requests have all ended; its items' history records may still be committing.
+type sentFire struct {
+	out     FireOutcome
+	commits sync.WaitGroup // one per item sent: its end record committed (or commitWait passed)
+}
+
+// fire sends every enabled item of the backfill's fire at at, at most Pacing.MaxInFlight at once, each
+// request paced (pace), and returns once every request has ended; the items' history records may still be
+// committing (sentFire.commits). complete is false when it stopped before every item had ended (ctx
+// cancelled, the ZooKeeper session in doubt): the fire is then not done, and whoever runs the backfill next
+// sends it again. Either way the caller waits for the commits before it is done with the fire.
+func (r *Runner) fire(ctx context.Context, b Backfill, at time.Time, pc *paceClock) (sf *sentFire, complete bool) {
+	sf = &sentFire{out: FireOutcome{At: at}}
 	snap, ok := r.enabledJob(ctx, b.Job)
 	if !ok {
-		return out, false
+		return sf, false
 	}
 	cfg := snap.Config
 	params, _ := ejserver.ParseShardingItemParameters(cfg.ShardingItemParameters, cfg.ShardingTotalCount)
@@ -36,47 +44,57 @@ func (r *Runner) fire(ctx context.Context, b Backfill, at time.Time) (out FireOu
 	slots := make(chan struct{}, r.cfg.Pacing.MaxInFlight)
 	var (
 		mu     sync.Mutex
-		wg     sync.WaitGroup
+		sends  sync.WaitGroup
 		failed int
 		sent   int
 	)
-	defer wg.Wait()
+	defer sends.Wait()
+	pc.startFire()
+	idle := r.idleItems(b, items)
 	for _, item := range items {
-		switch r.yield(ctx, b, item) {
-		case yieldStop:
-			return out, false
-		case yieldSkip:
-			out.Skipped++
-			continue
+		// an item idle at the fire's start goes; one the job was running (or whose node could not be read)
+		// waits for the policy. The job's own fires create their running nodes ahead of their requests
+		// (prepared fires, up to half a second ahead), so a run about to start shows in the read.
+		if !idle[item] {
+			switch r.yield(ctx, b, item) {
+			case yieldStop:
+				return sf, false
+			case yieldSkip:
+				sf.out.Skipped++
+				continue
+			}
 		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
-			return out, false
+			return sf, false
 		}
-		if !r.cfg.Store.Lease() {
+		if !r.pace(ctx, pc) || !r.cfg.Store.Lease() {
 			<-slots
-			return out, false
+			return sf, false
 		}
-		wg.Add(1)
+		sends.Add(1)
+		sf.commits.Add(1)
 		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			ok := r.send(ctx, snap, b, at, item, params[item], taskID, me)
-			mu.Lock()
-			sent++
-			if !ok {
-				failed++
-			}
-			mu.Unlock()
+			defer sf.commits.Done()
+			r.send(ctx, snap, b, at, item, params[item], taskID, me, func(ok bool) {
+				mu.Lock()
+				sent++
+				if !ok {
+					failed++
+				}
+				mu.Unlock()
+				<-slots
+				sends.Done()
+			})
 		}()
 	}
-	wg.Wait()
+	sends.Wait()
 	if ctx.Err() != nil {
-		return out, false
+		return sf, false
 	}
-	out.Items, out.Failed = sent, failed
-	return out, true
+	sf.out.Items, sf.out.Failed = sent, failed
+	return sf, true
 }
 
 // enabledJob returns the job's snapshot once the job is enabled (a disabled job's backfill waits, as its
@@ -99,6 +117,30 @@ func (r *Runner) enabledJob(ctx context.Context, job string) (*cluster.JobSnapsh
 			return nil, false
 		}
 	}
+}
+
+// idleItems reads the running nodes of the fire's items at once (one round trip rather than one per item)
+// and returns those the job is not running now; under ALLOW none is read (yield runs every item).
+func (r *Runner) idleItems(b Backfill, items []int) map[int]bool {
+	idle := make(map[int]bool, len(items))
+	if b.OverlapPolicy == OverlapAllow {
+		return idle
+	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, item := range items {
+		wg.Go(func() {
+			if _, _, running, err := r.cfg.Store.ReadRunning(b.Job, item); err == nil && !running {
+				mu.Lock()
+				idle[item] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return idle
 }
 
 type yieldOutcome int
@@ -132,9 +174,11 @@ func (r *Runner) yield(ctx context.Context, b Backfill, item int) yieldOutcome {
 	}
 }
 
-// send POSTs one item of the fire and records it in the history; it reports whether the receiver took it.
+// send POSTs one item of the fire and records it in the history: ended(ok) is called once the request has
+// ended (ok: the receiver took it), before send waits for the item's end record to commit (commitWait at
+// most), so that the backfill's request slot is not held while the history catches up.
 func (r *Runner) send(ctx context.Context, snap *cluster.JobSnapshot, b Backfill, at time.Time, item int, param, taskID string,
-	me cluster.Identity) bool {
+	me cluster.Identity, ended func(ok bool)) {
 	cfg := snap.Config
 	id := ExecutionID(b.ID, at, item)
 	d := webhook.Delivery{
@@ -156,17 +200,17 @@ func (r *Runner) send(ctx context.Context, snap *cluster.JobSnapshot, b Backfill
 	r.cfg.Recorder.Enqueue(rec)
 	res := r.cfg.Sender.Send(ctx, prep)
 	done := r.clk.Now()
+	ended(res.Success)
 	rec.CompletedAt, rec.Success, rec.StatusCode, rec.Attempts = done, res.Success, res.StatusCode, res.Attempts
 	rec.DurationMs, rec.FailureCause, rec.ResponseExcerpt, rec.Permanent = done.Sub(started).Milliseconds(), res.FailureCause,
 		res.ResponseExcerpt, res.Permanent
+	if !res.Success {
+		r.log.Warn("backfill item failed", "job", b.Job, "item", item, "execution_id", id, "http_status", res.StatusCode,
+			"cause", res.FailureCause)
+	}
 	cctx, cancel := context.WithTimeout(context.Background(), commitWait)
 	defer cancel()
 	if err := r.cfg.Recorder.EnqueueCommitted(cctx, rec); err != nil {
 		r.log.Warn("backfill item's end not committed to the history", "job", b.Job, "item", item, "execution_id", id, "err", err)
 	}
-	if !res.Success {
-		r.log.Warn("backfill item failed", "job", b.Job, "item", item, "execution_id", id, "http_status", res.StatusCode,
-			"cause", res.FailureCause)
-	}
-	return res.Success
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,9 +50,10 @@ type RunnerConfig struct {
 	Sender   Sender
 	Recorder Recorder
 	Pacing   Pacing
-	// Busy, if set, says how long this peer expects to stay busy sending scheduled fires (the executor's
-	// Activity); backfill requests wait it out.
-	Busy func() time.Duration
+	// Busy, if set, says how long this peer expects to stay busy sending scheduled fires when the busy
+	// moments extend guard around each burst (the executor's Activity.Busy); requests yield to it
+	// (Pacing.Guard, Pacing.MaxHold).
+	Busy func(guard time.Duration) time.Duration
 	// Allow, if set, narrows a job's cron fires (its calendars and endAt) in a backfill's range.
 	Allow  func(job string) func(time.Time) bool
 	Clock  clock.Clock
@@ -282,13 +284,16 @@ func (r *Runner) claim(n cluster.BackfillNode, b Backfill) {
 	}()
 }
 
-// owned is a backfill this peer runs and its node's version as this peer last wrote it.
+// owned is a backfill this peer runs and its node's version as this peer last wrote it; mu orders the run's
+// writes (a fire started) and its settler's (a fire done).
 type owned struct {
+	mu      sync.Mutex
 	b       Backfill
 	version int32
 }
 
-// write records o.b at the version this peer holds; false if the backfill is no longer this peer's to write.
+// write records o.b at the version this peer holds (o.mu held); false if the backfill is no longer this
+// peer's to write.
 func (r *Runner) write(o *owned) bool {
 	data, err := json.Marshal(o.b)
 	if err != nil {
@@ -309,52 +314,78 @@ func (r *Runner) write(o *owned) bool {
 	return true
 }
 
-// run runs the backfill's fires after its cursor until the range ends, ctx is cancelled or the node is no
-// longer this peer's.
+// update applies move to the backfill and records it; false if it is no longer this peer's to write. A
+// move that ends the backfill is logged.
+func (o *owned) update(r *Runner, move func(Backfill) Backfill) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	was := o.b.State
+	if was.Ended() {
+		return true // every move leaves an ended backfill as it is
+	}
+	o.b = move(o.b)
+	if !r.write(o) {
+		return false
+	}
+	if b := o.b; !was.Ended() && b.State.Ended() {
+		r.log.Info("backfill "+strings.ToLower(string(b.State)), "job", b.Job, "backfill", b.ID, "fires", b.Done, "items", b.Items,
+			"failed", b.Failed, "reason", b.Reason)
+	}
+	return true
+}
+
+// advance records the fire of out done.
+func (o *owned) advance(r *Runner, out FireOutcome) bool {
+	return o.update(r, func(b Backfill) Backfill { return b.Advance(out, r.clk.Now()) })
+}
+
+// run sends the backfill's fires after its cursor one after the other until the range ends, ctx is
+// cancelled or the node is no longer this peer's; its settler records them done in order once their history
+// records have committed (pipeline.go).
 func (r *Runner) run(ctx context.Context, o *owned) {
-	job := o.b.Job
-	rng, err := r.rangeOf(o.b)
+	base := o.b // its job, id and policy; the settler owns the progress from here on
+	rng, err := r.rangeOf(base)
 	if err != nil {
-		o.b = o.b.Fail(err.Error(), r.clk.Now())
-		r.write(o)
-		r.log.Warn("backfill failed", "job", job, "backfill", o.b.ID, "err", err)
+		o.update(r, func(b Backfill) Backfill { return b.Fail(err.Error(), r.clk.Now()) })
+		r.log.Warn("backfill failed", "job", base.Job, "backfill", base.ID, "err", err)
 		return
 	}
-	var lastStart time.Time
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := r.startSettler(o, cancel)
+	cursor, sent := base.Cursor, base.Done
+	var pc paceClock
 	for {
-		next, ok := rng.Next(o.b.Cursor)
-		if !ok || o.b.Done >= o.b.Total {
-			o.b = o.b.Exhausted(r.clk.Now())
-			if r.write(o) {
-				r.log.Info("backfill done", "job", job, "backfill", o.b.ID, "fires", o.b.Done, "items", o.b.Items, "failed", o.b.Failed)
+		next, ok := rng.Next(cursor)
+		if !ok || sent >= base.Total {
+			if st.close() {
+				o.update(r, func(b Backfill) Backfill { return b.Exhausted(r.clk.Now()) }) // no move once the last fire ended it
 			}
 			return
 		}
-		if !r.pace(ctx, &lastStart) {
+		if !st.acquire(sctx) {
+			st.close()
 			return
 		}
-		if !o.b.Current.Equal(next) {
-			o.b = o.b.Start(next)
-			if !r.write(o) {
-				return
-			}
+		if !o.update(r, func(b Backfill) Backfill { return b.Start(next) }) {
+			st.release()
+			cancel()
+			st.close()
+			return
 		}
-		out, complete := r.fire(ctx, o.b, next)
+		sf, complete := r.fire(sctx, base, next, &pc)
 		if !complete {
-			if _, _, err := r.cfg.Store.GetJob(job); ctx.Err() == nil && ejserver.IsNotFound(err) {
-				o.b = o.b.Fail(fmt.Sprintf("job %q was deleted", job), r.clk.Now())
-				r.write(o)
+			sf.commits.Wait()
+			st.release()
+			if st.close() && ctx.Err() == nil {
+				if _, _, err := r.cfg.Store.GetJob(base.Job); ejserver.IsNotFound(err) {
+					o.update(r, func(b Backfill) Backfill { return b.Fail(fmt.Sprintf("job %q was deleted", base.Job), r.clk.Now()) })
+				}
 			}
 			return // stopped mid-fire: the next owner sends it again with the same webhook-ids
 		}
-		o.b = o.b.Advance(out, r.clk.Now())
-		if !r.write(o) {
-			return
-		}
-		if o.b.State.Ended() {
-			r.log.Info("backfill done", "job", job, "backfill", o.b.ID, "fires", o.b.Done, "items", o.b.Items, "failed", o.b.Failed)
-			return
-		}
+		st.add(sf)
+		cursor, sent = next, sent+1
 	}
 }
 
@@ -389,23 +420,4 @@ func ScheduleOf(cfg ejserver.JobConfig) (Schedule, error) {
 		return nil, fmt.Errorf("cron of job %q: %w", cfg.JobName, err)
 	}
 	return s, nil
-}
-
-// pace waits until the next fire may start; false if ctx ended first.
-func (r *Runner) pace(ctx context.Context, lastStart *time.Time) bool {
-	for {
-		var busy time.Duration
-		if r.cfg.Busy != nil {
-			busy = r.cfg.Busy()
-		}
-		now := r.clk.Now()
-		wait, _ := r.cfg.Pacing.Wait(now, *lastStart, 0, busy, true)
-		if wait <= 0 {
-			*lastStart = now
-			return true
-		}
-		if !clock.Sleep(r.clk, wait, ctx.Done()) {
-			return false
-		}
-	}
 }

@@ -35,7 +35,8 @@ type Backfill struct {
 	// Cursor is the scheduled time of the last fire done (zero before the first): the next fire is the range's
 	// first after it.
 	Cursor time.Time `json:"cursor,omitzero"`
-	// Current is the scheduled time of the fire in flight, if any.
+	// Current is the scheduled time of the latest fire sent (or being sent) and not yet recorded done, if
+	// any. Up to Pacing.MaxPending fires after Cursor may have been sent while their history records commit.
 	Current time.Time `json:"current,omitzero"`
 	// Items counts the items sent; Failed those that failed after their retries; Skipped those the SKIP
 	// policy left out because the job's own run of the item was in flight.
@@ -102,13 +103,17 @@ type FireOutcome struct {
 	Skipped int // left out by SKIP
 }
 
-// Advance records the fire at o.At done; the last fire ends the backfill.
+// Advance records the fire at o.At done; the last fire ends the backfill. Fires are recorded done in their
+// order while later ones may already be sent: a Current after o.At stays.
 func (b Backfill) Advance(o FireOutcome, now time.Time) Backfill {
 	if b.State.Ended() {
 		return b
 	}
 	b.Done++
-	b.Cursor, b.Current = o.At, time.Time{}
+	b.Cursor = o.At
+	if !b.Current.After(o.At) {
+		b.Current = time.Time{}
+	}
 	b.Items += o.Items
 	b.Failed += o.Failed
 	b.Skipped += o.Skipped

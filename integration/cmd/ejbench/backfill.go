@@ -37,6 +37,21 @@ type BackfillResult struct {
 	OwnDuring  Latency `json:"ownDuring"`  // and with the backfill
 	SteadyP99  float64 `json:"steadyP99"`  // the steady jobs' lateness p99 without the backfill (ms)
 	SteadyP99B float64 `json:"steadyP99B"` // and with it
+	// LoadBefore, LoadDuring and LoadAfter are the host's load averages (1, 5, 15 min) at the end of each
+	// window and at the backfill's end: the machine may be shared, and the two windows are comparable only
+	// under the same load.
+	LoadBefore string `json:"loadBefore"`
+	LoadDuring string `json:"loadDuring"`
+	LoadAfter  string `json:"loadAfter"`
+}
+
+// p99Change is the steady jobs' lateness p99 with the backfill relative to without it, in percent (the issue's
+// target: at most +10%).
+func (b *BackfillResult) p99Change() float64 {
+	if b.SteadyP99 <= 0 {
+		return 0
+	}
+	return round1((b.SteadyP99B/b.SteadyP99 - 1) * 100)
 }
 
 // runBackfill runs the steady jobs and the backfilled job, measures a window, starts the backfill, measures a
@@ -57,6 +72,7 @@ func (e *env) runBackfill(w workload, rec *recorder) ([]Result, error) {
 	m := startMeasure(c)
 	e.sleepUntil(to, rec, w.name+" without the backfill")
 	m.end(&before)
+	loadBefore := loadAvg()
 	time.Sleep(e.o.grace)
 	before.fill(analyze(steadyOnly(rec.records(), w.sched.prefix), w.sched, from, to), w.duration)
 	ownBefore := ownLateness(rec.records(), from, to)
@@ -78,10 +94,12 @@ func (e *env) runBackfill(w workload, rec *recorder) ([]Result, error) {
 	m = startMeasure(c)
 	e.sleepUntil(to, rec, w.name+" with the backfill")
 	m.end(&during)
+	loadDuring := loadAvg()
 	time.Sleep(e.o.grace)
 	during.fill(analyze(steadyOnly(rec.records(), w.sched.prefix), w.sched, from, to), w.duration)
 	br := &BackfillResult{Fires: backfillFires, Items: backfillItems, OwnBefore: ownBefore,
-		OwnDuring: ownLateness(rec.records(), from, to), SteadyP99: before.Lateness.P99, SteadyP99B: during.Lateness.P99}
+		OwnDuring: ownLateness(rec.records(), from, to), SteadyP99: before.Lateness.P99, SteadyP99B: during.Lateness.P99,
+		LoadBefore: loadBefore, LoadDuring: loadDuring}
 
 	// the throughput: until the backfill ends (bounded: on a loaded machine the figure is then done/elapsed)
 	deadline := time.Now().Add(10 * time.Minute)
@@ -99,6 +117,7 @@ func (e *env) runBackfill(w workload, rec *recorder) ([]Result, error) {
 		}
 	}
 	br.Seconds = round1(time.Since(started).Seconds())
+	br.LoadAfter = loadAvg()
 	br.FiresPS = round1(float64(br.Done) / br.Seconds)
 	br.ItemsPS = round1(float64(br.Done*backfillItems) / br.Seconds)
 	time.Sleep(e.o.grace)
@@ -192,7 +211,9 @@ func printBackfillTable(w io.Writer, results []Result) {
 		}
 		fmt.Fprintf(w, "\n%s: backfill of %d fires x %d items: %s, %d done in %.0f s (%.1f fires/s, %.0f items/s); %d BACKFILL requests, %d distinct item fires, %d under a second webhook-id\n",
 			r.Workload, b.Fires, b.Items, b.State, b.Done, b.Seconds, b.FiresPS, b.ItemsPS, b.Delivered, b.Distinct, b.ExtraIDs)
-		fmt.Fprintf(w, "  steady jobs' lateness p99: %.0f ms without, %.0f ms with the backfill; the backfilled job's own fires p99: %.0f ms without (n=%d), %.0f ms with (n=%d)\n",
-			b.SteadyP99, b.SteadyP99B, b.OwnBefore.P99, b.OwnBefore.N, b.OwnDuring.P99, b.OwnDuring.N)
+		fmt.Fprintf(w, "  steady jobs' lateness p99: %.0f ms without, %.0f ms with the backfill (%+.1f%%; target at most +10%%); the backfilled job's own fires p99: %.0f ms without (n=%d), %.0f ms with (n=%d)\n",
+			b.SteadyP99, b.SteadyP99B, b.p99Change(), b.OwnBefore.P99, b.OwnBefore.N, b.OwnDuring.P99, b.OwnDuring.N)
+		fmt.Fprintf(w, "  load average: %s at the end of the window without, %s with the backfill, %s at its end\n",
+			b.LoadBefore, b.LoadDuring, b.LoadAfter)
 	}
 }
