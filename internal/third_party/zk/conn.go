@@ -98,6 +98,9 @@ type Conn struct {
 	requestsLock sync.Mutex
 	watchers     map[watchPathType][]chan Event
 	watchersLock sync.Mutex
+	// persistent are the paths with a persistent watch (AddWatch), by mode; guarded by watchersLock.
+	// ejserver's fork.
+	persistent map[string]AddWatchMode
 	closeChan    chan struct{} // channel to tell send loop stop
 
 	// Debug (used by unit tests)
@@ -573,12 +576,17 @@ func (c *Conn) invalidateWatches(err error) {
 		}
 		c.watchers = make(map[watchPathType][]chan Event)
 	}
+	c.persistent = nil // gone with the session (ejserver's fork)
 }
 
 func (c *Conn) sendSetWatches() {
 	c.watchersLock.Lock()
 	defer c.watchersLock.Unlock()
 
+	if len(c.persistent) > 0 { // ejserver's fork: setWatches2 carries persistent watches too
+		c.sendSetWatches2Locked()
+		return
+	}
 	if len(c.watchers) == 0 {
 		return
 	}

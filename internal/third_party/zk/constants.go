@@ -32,6 +32,9 @@ const (
 	opClose           = -11
 	opSetAuth         = 100
 	opSetWatches      = 101
+	opSetWatches2     = 105 // ejserver's fork: ZooKeeper 3.6+
+	opAddWatch        = 106 // ejserver's fork: ZooKeeper 3.6+
+	opRemoveWatches   = 18  // ejserver's fork: ZooKeeper 3.5+
 	opError           = -1
 	// Not in protocol, used internally
 	opWatcherEvent = -2
@@ -124,6 +127,10 @@ var (
 	ErrSessionMoved            = errors.New("zk: session moved to another server, so operation is ignored")
 	ErrReconfigDisabled        = errors.New("attempts to perform a reconfiguration operation when reconfiguration feature is disabled")
 	ErrBadArguments            = errors.New("invalid arguments")
+	// ErrUnimplemented: the server does not know the operation (addWatch before ZooKeeper 3.6). ejserver's fork.
+	ErrUnimplemented = errors.New("zk: operation not implemented by the server")
+	// ErrNoWatcher: removeWatches found no watch on the path. ejserver's fork.
+	ErrNoWatcher = errors.New("zk: no such watcher")
 	// ErrInvalidCallback         = errors.New("zk: invalid callback specified")
 
 	errCodeToError = map[ErrCode]error{
@@ -144,6 +151,8 @@ var (
 		errSessionMoved:      ErrSessionMoved,
 		errZReconfigDisabled: ErrReconfigDisabled,
 		errBadArguments:      ErrBadArguments,
+		errUnimplemented:     ErrUnimplemented,
+		errNoWatcher:         ErrNoWatcher,
 	}
 )
 
@@ -181,6 +190,7 @@ const (
 	errClosing                 ErrCode = -116
 	errNothing                 ErrCode = -117
 	errSessionMoved            ErrCode = -118
+	errNoWatcher               ErrCode = -121
 	// Attempts to perform a reconfiguration operation when reconfiguration feature is disabled
 	errZReconfigDisabled ErrCode = -123
 )
@@ -219,6 +229,9 @@ var (
 		opClose:           "close",
 		opSetAuth:         "setAuth",
 		opSetWatches:      "setWatches",
+		opSetWatches2:     "setWatches2",
+		opAddWatch:        "addWatch",
+		opRemoveWatches:   "removeWatches",
 
 		opWatcherEvent: "watcherEvent",
 	}
