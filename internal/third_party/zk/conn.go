@@ -101,7 +101,7 @@ type Conn struct {
 	// persistent are the paths with a persistent watch (AddWatch), by mode; guarded by watchersLock.
 	// ejserver's fork.
 	persistent map[string]AddWatchMode
-	closeChan    chan struct{} // channel to tell send loop stop
+	closeChan  chan struct{} // channel to tell send loop stop
 
 	// Debug (used by unit tests)
 	reconnectLatch   chan struct{}
