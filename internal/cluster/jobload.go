@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/parallel"
@@ -57,6 +57,9 @@ func (r *Registry) keyFor(pth string) (refreshKey, bool) {
 	}
 	if ip, ok := strings.CutPrefix(rest, "/servers/"); ok && !strings.Contains(ip, "/") {
 		return refreshKey{kind: kindServer, job: job, ip: ip}, true
+	}
+	if k, ok := folderKey(job, rest); ok {
+		return k, true
 	}
 	if i := r.p.ItemOf(job, pth); i >= 0 {
 		switch {
@@ -166,6 +169,7 @@ func (r *Registry) refreshJobs() error {
 	}
 	var added []string
 	var evs []Event
+	var gone []*jobEntry
 	appeared := r.listed.Load()
 	r.mu.Lock()
 	for _, n := range names {
@@ -179,6 +183,7 @@ func (r *Registry) refreshJobs() error {
 			continue
 		}
 		delete(r.jobs, n)
+		gone = append(gone, e)
 		e.mu.Lock()
 		if e.st.hasConfig && e.st.loaded {
 			prev := e.st.cfg
@@ -190,6 +195,9 @@ func (r *Registry) refreshJobs() error {
 	}
 	r.mu.Unlock()
 	r.listed.Store(true)
+	for _, e := range gone {
+		r.disarmJob(e)
+	}
 	for _, n := range added {
 		r.w.kick(refreshKey{kind: kindLoad, job: n})
 	}
@@ -200,6 +208,9 @@ func (r *Registry) refreshJobs() error {
 // loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
 func (r *Registry) loadJob(e *jobEntry) error {
 	job := e.name
+	if err := r.armJob(e); err != nil {
+		return err
+	}
 	data, st, err := r.s.getW(r.p.Config(job))
 	if errors.Is(err, zk.ErrNoNode) {
 		// a job root without config (being created by another tool, or being deleted): wait for config

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 
 	"github.com/ejserver/ejserver/internal/clock"
 )
@@ -86,7 +86,9 @@ type Session struct {
 	changed chan struct{}
 
 	// leaseFrom is the send time (clock nanos) of the last request that proved the session alive.
-	leaseFrom   atomic.Int64
+	leaseFrom atomic.Int64
+	// covered reports whether a persistent watch covers a path (setCovered).
+	covered     atomic.Pointer[func(string) bool]
 	reconnects  atomic.Int64
 	expirations atomic.Int64
 
@@ -338,7 +340,12 @@ func (s *Session) secretACL() []zk.ACL {
 
 func (s *Session) get(p string) ([]byte, *zk.Stat, error) { return s.conn.Get(p) }
 
+// getW, childrenW and existsW read a node and make sure a watch covers it: a one-shot watch, unless a
+// persistent watch of the session covers the node already (the registry's per-job watches, jobwatch.go).
 func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
+	if s.isCovered(p) {
+		return s.conn.Get(p)
+	}
 	b, st, _, err := s.conn.GetW(p)
 	return b, st, err
 }
@@ -346,6 +353,9 @@ func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
 func (s *Session) children(p string) ([]string, *zk.Stat, error) { return s.conn.Children(p) }
 
 func (s *Session) childrenW(p string) ([]string, *zk.Stat, error) {
+	if s.isCovered(p) {
+		return s.conn.Children(p)
+	}
 	c, st, _, err := s.conn.ChildrenW(p)
 	return c, st, err
 }
@@ -359,11 +369,30 @@ func (s *Session) exists(p string) (bool, *zk.Stat, error) {
 }
 
 func (s *Session) existsW(p string) (bool, *zk.Stat, error) {
+	if s.isCovered(p) {
+		return s.exists(p)
+	}
 	ok, st, _, err := s.conn.ExistsW(p)
 	if err != nil {
 		return false, nil, err
 	}
 	return ok, st, nil
+}
+
+// addRecursiveWatch arms a persistent recursive watch on p (ZooKeeper 3.6+; zk.ErrUnimplemented before).
+func (s *Session) addRecursiveWatch(p string) error {
+	return s.conn.AddWatch(p, zk.AddWatchModePersistentRecursive)
+}
+
+// removeWatches removes every watch of the session on p.
+func (s *Session) removeWatches(p string) error { return s.conn.RemoveAllWatches(p) }
+
+// setCovered tells the session which paths a persistent watch covers (see getW).
+func (s *Session) setCovered(fn func(string) bool) { s.covered.Store(&fn) }
+
+func (s *Session) isCovered(p string) bool {
+	fn := s.covered.Load()
+	return fn != nil && (*fn)(p)
 }
 
 func (s *Session) create(p string, data []byte, flags int32) error {
