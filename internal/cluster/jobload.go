@@ -261,7 +261,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	e.st.hasConfig, e.st.loaded = true, true
 	e.st.cfg, e.st.cfgVersion, e.st.cfgCzxid, e.st.cfgErr = cfg, st.Version, st.Czxid, cfgErr
 	e.st.cfgChanged = time.UnixMilli(st.Mtime)
-	e.st.servers, e.st.instances, e.st.serverVers = servers, instances, serverVers
+	e.st.servers, e.st.instances, e.st.serverVers = r.shared.intern(servers), r.shared.intern(instances), serverVers
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
 	nums := itemNumbers(items)
@@ -479,7 +479,7 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 	}
 	changed := len(added) > 0 || len(removed) > 0
 	if changed {
-		e.st.instances = cur
+		e.st.instances = r.shared.intern(cur)
 		e.changedLocked()
 	}
 	e.mu.Unlock()

@@ -18,7 +18,8 @@ import (
 //
 // ZooKeeper does not replay, for a persistent watch re-sent after a reconnection, what changed while the
 // peer was away (one-shot watches are replayed against the last zxid seen), so after a reconnection
-// within the session every job is read again. A server without addWatch (before 3.6) answers
+// within the session every job is read again, once ZooKeeper has acknowledged the re-sent watches
+// (SessionWatchesRestored: a read sent earlier could precede them and miss a change made in between). A server without addWatch (before 3.6) answers
 // ErrUnimplemented: the registry then falls back to one-shot watches for good.
 
 // armJob arms the job's recursive watch for the current session, unless it is armed or the registry
@@ -71,8 +72,8 @@ func (r *Registry) covered(pth string) bool {
 	return id != 0 && id == r.s.ID()
 }
 
-// resyncJobs reads every job again after a reconnection within the session, for the changes the
-// recursive watches did not replay.
+// resyncJobs reads every job again once the recursive watches are restored after a reconnection within
+// the session, for the changes they did not replay.
 func (r *Registry) resyncJobs() {
 	var names []string
 	r.mu.RLock()

@@ -110,6 +110,8 @@ type Registry struct {
 	// oneShotWatches: RegistryConfig.OneShotWatches; noAddWatch: ZooKeeper answered addWatch Unimplemented.
 	oneShotWatches bool
 	noAddWatch     atomic.Bool
+	// shared holds the jobs' instances and servers maps, shared between jobs of equal content (intern.go).
+	shared stringMaps
 
 	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
 	clockKnown  atomic.Bool
@@ -298,7 +300,7 @@ func (r *Registry) registerPeer() error {
 // onSession reacts to session changes: after a renewal every ephemeral node and watch is gone, so the peer
 // registers again and reloads everything.
 func (r *Registry) onSession(ev SessionEvent) {
-	if ev == SessionResumed {
+	if ev == SessionWatchesRestored {
 		r.resyncJobs() // what the recursive watches did not replay
 		return
 	}

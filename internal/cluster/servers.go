@@ -78,7 +78,7 @@ func (r *Registry) applyServers(e *jobEntry, cur map[string]string, vers map[str
 		e.mu.Unlock()
 		return
 	}
-	e.st.servers = cur
+	e.st.servers = r.shared.intern(cur)
 	nextVers := make(map[string]nodeVersion, len(cur))
 	for ip := range cur {
 		if v, ok := vers[ip]; ok {

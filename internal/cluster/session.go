@@ -46,6 +46,9 @@ const (
 	SessionExpired
 	// SessionRenewed: a new session after an expiry: re-create ephemeral nodes and re-arm watches.
 	SessionRenewed
+	// SessionWatchesRestored: after a Resumed, ZooKeeper has the persistent watches again; what they cover
+	// must be read again, as ZooKeeper does not replay what changed meanwhile (jobwatch.go).
+	SessionWatchesRestored
 )
 
 func (e SessionEvent) String() string {
@@ -58,6 +61,8 @@ func (e SessionEvent) String() string {
 		return "expired"
 	case SessionRenewed:
 		return "renewed"
+	case SessionWatchesRestored:
+		return "watches restored"
 	}
 	return "unknown"
 }
@@ -185,6 +190,19 @@ func (s *Session) Close() {
 	s.wg.Wait()
 }
 
+// fire tells the listeners of ev (on the event goroutine).
+func (s *Session) fire(ev SessionEvent) {
+	s.mu.Lock()
+	listeners, closing := s.listeners, s.closing
+	s.mu.Unlock()
+	if closing {
+		return
+	}
+	for _, fn := range listeners {
+		fn(ev)
+	}
+}
+
 // OnEvent registers a listener for session events. Listeners run on the session's event goroutine, in
 // order, and must not block.
 func (s *Session) OnEvent(fn func(SessionEvent)) {
@@ -241,6 +259,10 @@ func (s *Session) loop() {
 		}
 		if ev.Type == zk.EventNotWatching {
 			continue // expiry: handled as SessionExpired/SessionRenewed
+		}
+		if ev.Type == zk.EventPersistentWatchesRestored {
+			s.fire(SessionWatchesRestored)
+			continue
 		}
 		s.mu.Lock()
 		h := s.onWatch

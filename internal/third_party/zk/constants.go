@@ -50,16 +50,20 @@ const (
 	// EventSession represents a session event.
 	EventSession     EventType = -1
 	EventNotWatching EventType = -2
+	// EventPersistentWatchesRestored: after a reconnection, the server has acknowledged the re-sent
+	// persistent watches; a re-read of what they cover started now misses nothing. ejserver's fork.
+	EventPersistentWatchesRestored EventType = -100
 )
 
 var (
 	eventNames = map[EventType]string{
-		EventNodeCreated:         "EventNodeCreated",
-		EventNodeDeleted:         "EventNodeDeleted",
-		EventNodeDataChanged:     "EventNodeDataChanged",
-		EventNodeChildrenChanged: "EventNodeChildrenChanged",
-		EventSession:             "EventSession",
-		EventNotWatching:         "EventNotWatching",
+		EventNodeCreated:               "EventNodeCreated",
+		EventNodeDeleted:               "EventNodeDeleted",
+		EventNodeDataChanged:           "EventNodeDataChanged",
+		EventNodeChildrenChanged:       "EventNodeChildrenChanged",
+		EventSession:                   "EventSession",
+		EventNotWatching:               "EventNotWatching",
+		EventPersistentWatchesRestored: "EventPersistentWatchesRestored",
 	}
 )
 

@@ -9,7 +9,8 @@ package zk
 // event channel only (no per-watch channel is kept, so a persistent watch costs the client a map entry). The
 // watch survives reconnections within the session (re-sent with setWatches2); it goes with the session.
 // ZooKeeper does not replay, for a persistent watch re-sent after a reconnection, the changes made while the
-// client was away: re-read what it covers after a reconnection.
+// client was away: re-read what it covers once EventPersistentWatchesRestored arrives (the re-sent watches
+// travel beside other requests, so a read sent before that event may precede them).
 
 // AddWatchMode is the mode of a persistent watch.
 type AddWatchMode int32
@@ -145,12 +146,24 @@ func (c *Conn) sendSetWatches2Locked() {
 			r.PersistentWatches = append(r.PersistentWatches, path)
 		}
 	}
+	// other requests may pass these on the connection: only once the last is answered does a read see
+	// every change that comes after it. The event is sent on the receive loop, whose connection's life
+	// bounds it (the event channel closes after the loop ends).
+	restored := func(_ *request, _ *responseHeader, err error) {
+		if err == nil {
+			c.sendEvent(Event{Type: EventPersistentWatchesRestored, State: StateHasSession})
+		}
+	}
 	go func() {
 		res := &setWatchesResponse{}
-		for _, req := range reqs {
-			if _, err := c.request(opSetWatches2, req, res, nil); err != nil {
+		for i, req := range reqs {
+			var recv func(*request, *responseHeader, error)
+			if i == len(reqs)-1 {
+				recv = restored
+			}
+			if _, err := c.request(opSetWatches2, req, res, recv); err != nil {
 				c.logger.Printf("Failed to set previous watches: %v", err)
-				break
+				return // the next connection sends them again
 			}
 		}
 	}()

@@ -117,10 +117,8 @@ func TestPersistentRecursiveWatch(t *testing.T) {
 	if c.SessionID() != id {
 		t.Fatal("the session changed")
 	}
-	// the re-sent watches may still be in flight: a sync behind them orders them before the next change
-	if _, err := c.Sync(root); err != nil {
-		t.Fatal(err)
-	}
+	// the re-sent watches may still be in flight: their acknowledgement orders them before the next change
+	ev.expect(t, EventPersistentWatchesRestored, "")
 	mustCreate(t, c, root+"/c")
 	ev.expect(t, EventNodeCreated, root+"/c")
 
