@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 )
 
 // Errors of the backfill writes.

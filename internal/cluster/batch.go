@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 )
 
 // Batch limits: ZooKeeper refuses packets over 1 MiB (jute.maxbuffer); stay well below.

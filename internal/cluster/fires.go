@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 )
 
 // The fire ledger: /{namespace}.ejserver/fires/{job}/{fire} records which items of one fire started and

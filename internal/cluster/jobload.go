@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/parallel"
@@ -57,6 +57,9 @@ func (r *Registry) keyFor(pth string) (refreshKey, bool) {
 	}
 	if ip, ok := strings.CutPrefix(rest, "/servers/"); ok && !strings.Contains(ip, "/") {
 		return refreshKey{kind: kindServer, job: job, ip: ip}, true
+	}
+	if k, ok := folderKey(job, rest); ok {
+		return k, true
 	}
 	if i := r.p.ItemOf(job, pth); i >= 0 {
 		switch {
@@ -176,6 +179,7 @@ func (r *Registry) refreshJobs() error {
 	}
 	var added []string
 	var evs []Event
+	var gone []*jobEntry
 	appeared := r.listed.Load()
 	r.mu.Lock()
 	for _, n := range names {
@@ -189,6 +193,7 @@ func (r *Registry) refreshJobs() error {
 			continue
 		}
 		delete(r.jobs, n)
+		gone = append(gone, e)
 		e.mu.Lock()
 		if e.st.hasConfig && e.st.loaded {
 			prev := e.st.cfg
@@ -200,6 +205,9 @@ func (r *Registry) refreshJobs() error {
 	}
 	r.mu.Unlock()
 	r.listed.Store(true)
+	for _, e := range gone {
+		r.disarmJob(e)
+	}
 	for _, n := range added {
 		r.w.kick(refreshKey{kind: kindLoad, job: n})
 	}
@@ -210,6 +218,9 @@ func (r *Registry) refreshJobs() error {
 // loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
 func (r *Registry) loadJob(e *jobEntry) error {
 	job := e.name
+	if err := r.armJob(e); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	first := !e.st.loaded || !e.st.hasConfig
 	e.mu.Unlock()
@@ -278,7 +289,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	e.st.hasConfig, e.st.loaded = true, true
 	e.st.cfg, e.st.cfgVersion, e.st.cfgCzxid, e.st.cfgErr = cfg, st.Version, st.Czxid, cfgErr
 	e.st.cfgChanged = time.UnixMilli(st.Mtime)
-	e.st.servers, e.st.instances, e.st.serverVers = servers, instances, serverVers
+	e.st.servers, e.st.instances, e.st.serverVers = r.shared.intern(servers), r.shared.intern(instances), serverVers
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
 	for i := range e.st.items {
@@ -506,7 +517,7 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 	}
 	changed := len(added) > 0 || len(removed) > 0
 	if changed {
-		e.st.instances = cur
+		e.st.instances = r.shared.intern(cur)
 		e.changedLocked()
 	}
 	e.mu.Unlock()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 )
 
 // livePeers is the registry's cache of the namespace's live peers (/{namespace}.ejserver/peers), kept fresh by

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
@@ -72,6 +72,10 @@ type RegistryConfig struct {
 	Clock     clock.Clock
 	// Workers read watched nodes concurrently (default 32).
 	Workers int
+	// OneShotWatches watches each node of a job that the peer reads (one-shot watches, re-armed by every
+	// read) instead of one recursive watch per job (jobwatch.go); the registry falls back to it by itself
+	// on a ZooKeeper before 3.6.
+	OneShotWatches bool
 }
 
 // Registry is this peer's view of every job in the namespace, kept fresh by watches, plus the writes the
@@ -103,6 +107,12 @@ type Registry struct {
 	bfw     channelWatch               // the backfills' watches
 	calw    channelWatch               // the calendars' watches (calendars.go)
 
+	// oneShotWatches: RegistryConfig.OneShotWatches; noAddWatch: ZooKeeper answered addWatch Unimplemented.
+	oneShotWatches bool
+	noAddWatch     atomic.Bool
+	// shared holds the jobs' instances and servers maps, shared between jobs of equal content (intern.go).
+	shared stringMaps
+
 	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
 	clockKnown  atomic.Bool
 
@@ -127,6 +137,8 @@ type jobEntry struct {
 	// pendingItems counts the queued or running refreshes that decide which items a fire runs (decidesItems).
 	pendingItems int
 	changed      chan struct{}
+	// watchedIn is the session whose recursive watch covers the job (jobwatch.go), or 0.
+	watchedIn atomic.Int64
 }
 
 type jobState struct {
@@ -181,6 +193,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r := &Registry{
 		s: s, p: NewPaths(cfg.Namespace), me: cfg.Identity, log: cfg.Logger, clk: cfg.Clock,
 		jobs: make(map[string]*jobEntry), stop: make(chan struct{}), waiters: make(map[string][]chan struct{}),
+		oneShotWatches: cfg.OneShotWatches,
 	}
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.w.pending, r.w.urgent = r.pendingDelta, urgent
@@ -230,6 +243,7 @@ func (r *Registry) Start(ctx context.Context) error {
 	}
 	r.b = newBatcher(r.s)
 	r.s.setWatchHandler(r.onWatch)
+	r.s.setCovered(r.covered)
 	r.s.OnEvent(r.onSession)
 	r.w.start()
 	r.wg.Add(1)
@@ -288,6 +302,10 @@ func (r *Registry) registerPeer() error {
 // onSession reacts to session changes: after a renewal every ephemeral node and watch is gone, so the peer
 // registers again and reloads everything.
 func (r *Registry) onSession(ev SessionEvent) {
+	if ev == SessionWatchesRestored {
+		r.resyncJobs() // what the recursive watches did not replay
+		return
+	}
 	if ev != SessionRenewed {
 		return
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 )
 
 // The servers/{ip} nodes of a job: their states (ENABLED, DISABLED) and, for the audit trail, their versions.
@@ -78,7 +78,7 @@ func (r *Registry) applyServers(e *jobEntry, cur map[string]string, vers map[str
 		e.mu.Unlock()
 		return
 	}
-	e.st.servers = cur
+	e.st.servers = r.shared.intern(cur)
 	nextVers := make(map[string]nodeVersion, len(cur))
 	for ip := range cur {
 		if v, ok := vers[ip]; ok {

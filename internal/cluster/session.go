@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 
 	"github.com/ejserver/ejserver/internal/clock"
 )
@@ -46,6 +46,9 @@ const (
 	SessionExpired
 	// SessionRenewed: a new session after an expiry: re-create ephemeral nodes and re-arm watches.
 	SessionRenewed
+	// SessionWatchesRestored: after a Resumed, ZooKeeper has the persistent watches again; what they cover
+	// must be read again, as ZooKeeper does not replay what changed meanwhile (jobwatch.go).
+	SessionWatchesRestored
 )
 
 func (e SessionEvent) String() string {
@@ -58,6 +61,8 @@ func (e SessionEvent) String() string {
 		return "expired"
 	case SessionRenewed:
 		return "renewed"
+	case SessionWatchesRestored:
+		return "watches restored"
 	}
 	return "unknown"
 }
@@ -86,7 +91,9 @@ type Session struct {
 	changed chan struct{}
 
 	// leaseFrom is the send time (clock nanos) of the last request that proved the session alive.
-	leaseFrom   atomic.Int64
+	leaseFrom atomic.Int64
+	// covered reports whether a persistent watch covers a path (setCovered).
+	covered     atomic.Pointer[func(string) bool]
 	reconnects  atomic.Int64
 	expirations atomic.Int64
 
@@ -184,6 +191,19 @@ func (s *Session) Close() {
 	s.wg.Wait()
 }
 
+// fire tells the listeners of ev (on the event goroutine).
+func (s *Session) fire(ev SessionEvent) {
+	s.mu.Lock()
+	listeners, closing := s.listeners, s.closing
+	s.mu.Unlock()
+	if closing {
+		return
+	}
+	for _, fn := range listeners {
+		fn(ev)
+	}
+}
+
 // OnEvent registers a listener for session events. Listeners run on the session's event goroutine, in
 // order, and must not block.
 func (s *Session) OnEvent(fn func(SessionEvent)) {
@@ -240,6 +260,10 @@ func (s *Session) loop() {
 		}
 		if ev.Type == zk.EventNotWatching {
 			continue // expiry: handled as SessionExpired/SessionRenewed
+		}
+		if ev.Type == zk.EventPersistentWatchesRestored {
+			s.fire(SessionWatchesRestored)
+			continue
 		}
 		s.mu.Lock()
 		h := s.onWatch
@@ -339,7 +363,12 @@ func (s *Session) secretACL() []zk.ACL {
 
 func (s *Session) get(p string) ([]byte, *zk.Stat, error) { return s.conn.Get(p) }
 
+// getW, childrenW and existsW read a node and make sure a watch covers it: a one-shot watch, unless a
+// persistent watch of the session covers the node already (the registry's per-job watches, jobwatch.go).
 func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
+	if s.isCovered(p) {
+		return s.conn.Get(p)
+	}
 	b, st, _, err := s.conn.GetW(p)
 	return b, st, err
 }
@@ -347,6 +376,9 @@ func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
 func (s *Session) children(p string) ([]string, *zk.Stat, error) { return s.conn.Children(p) }
 
 func (s *Session) childrenW(p string) ([]string, *zk.Stat, error) {
+	if s.isCovered(p) {
+		return s.conn.Children(p)
+	}
 	c, st, _, err := s.conn.ChildrenW(p)
 	return c, st, err
 }
@@ -360,11 +392,30 @@ func (s *Session) exists(p string) (bool, *zk.Stat, error) {
 }
 
 func (s *Session) existsW(p string) (bool, *zk.Stat, error) {
+	if s.isCovered(p) {
+		return s.exists(p)
+	}
 	ok, st, _, err := s.conn.ExistsW(p)
 	if err != nil {
 		return false, nil, err
 	}
 	return ok, st, nil
+}
+
+// addRecursiveWatch arms a persistent recursive watch on p (ZooKeeper 3.6+; zk.ErrUnimplemented before).
+func (s *Session) addRecursiveWatch(p string) error {
+	return s.conn.AddWatch(p, zk.AddWatchModePersistentRecursive)
+}
+
+// removeWatches removes every watch of the session on p.
+func (s *Session) removeWatches(p string) error { return s.conn.RemoveAllWatches(p) }
+
+// setCovered tells the session which paths a persistent watch covers (see getW).
+func (s *Session) setCovered(fn func(string) bool) { s.covered.Store(&fn) }
+
+func (s *Session) isCovered(p string) bool {
+	fn := s.covered.Load()
+	return fn != nil && (*fn)(p)
 }
 
 func (s *Session) create(p string, data []byte, flags int32) error {

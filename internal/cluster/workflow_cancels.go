@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 )
 
 // A cancelled workflow run stops its running nodes' items on every peer:

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 )
 
 // A workflow node's fire is one trigger node per instance that could own its items (AdvanceRun). A trigger

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/ejserver/ejserver/internal/third_party/zk"
 
 	"github.com/ejserver/ejserver"
 )

@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+)
+
+// startPeerAt starts a peer on the ZooKeeper at addr, watching node by node when oneShot.
+func startPeerAt(t *testing.T, addr, ns, id, ip string, oneShot bool) *peer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := Dial(ctx, SessionConfig{Servers: []string{addr}, SessionTimeout: 8 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRegistry(s, RegistryConfig{Namespace: ns, Identity: Identity{InstanceID: id, ServerIP: ip}, Logger: log,
+		OneShotWatches: oneShot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := &peer{s: s, r: r}
+	t.Cleanup(p.close)
+	return p
+}
+
+// dataWatches lists the paths below /ns/ that session id watches, from ZooKeeper's wchc (data, exists and
+// persistent watches; not one-shot children watches).
+func dataWatches(t *testing.T, ns string, id int64) []string {
+	t.Helper()
+	out, err := zktest.FourLetter(zktest.Addr(t), "wchc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	mine := false
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "0x") {
+			mine = line == "0x"+strconv.FormatInt(id, 16)
+			continue
+		}
+		if p := strings.TrimSpace(line); mine && strings.HasPrefix(p, "/"+ns+"/") {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+// Every peer holds one watch per job: its recursive watch on the job's root, and no watch on the job's
+// nodes; node by node (the fallback) it is 8 + servers + 3 per item.
+func TestOneWatchPerJobPerPeer(t *testing.T) {
+	for _, oneShot := range []bool{false, true} {
+		name := "recursive"
+		if oneShot {
+			name = "one-shot"
+		}
+		t.Run(name, func(t *testing.T) {
+			ns := zktest.Namespace("watches")
+			a := startPeerAt(t, zktest.Addr(t), ns, "10.0.0.1@-@1", "10.0.0.1", oneShot)
+			b := startPeerAt(t, zktest.Addr(t), ns, "10.0.0.2@-@2", "10.0.0.2", oneShot)
+			jobs := map[string]int{"one": 1, "two": 2, "three": 3}
+			for job, n := range jobs {
+				owners := make([]string, n)
+				for i := range owners {
+					owners[i] = []string{"10.0.0.1@-@1", "10.0.0.2@-@2"}[i%2]
+				}
+				if _, err := a.r.CreateJobSharded(testJob(job, n), owners); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for job := range jobs {
+				for _, p := range []*peer{a, b} {
+					waitJob(t, p, job, "registration", func(s *JobSnapshot) bool {
+						return len(s.Instances) == 2 && len(s.Servers) == 2 && s.Leader != "" && s.Registered && s.Settled && s.Sharded()
+					})
+				}
+			}
+			for _, p := range []*peer{a, b} {
+				want := map[string]bool{}
+				for job, n := range jobs {
+					if !oneShot {
+						want["/"+ns+"/"+job] = true
+						continue
+					}
+					// config, trigger/{me}, leader/election/instance, leader/sharding/necessary, both servers, and
+					// instance, disabled and failover of each item (the children watches are not listed)
+					want["/"+ns+"/"+job+"/config"] = true
+					want["/"+ns+"/"+job+"/trigger/"+p.r.me.InstanceID] = true
+					want["/"+ns+"/"+job+"/leader/election/instance"] = true
+					want["/"+ns+"/"+job+"/leader/sharding/necessary"] = true
+					want["/"+ns+"/"+job+"/servers/10.0.0.1"] = true
+					want["/"+ns+"/"+job+"/servers/10.0.0.2"] = true
+					for i := range n {
+						for _, node := range []string{NodeInstance, NodeDisabled, NodeFailover} {
+							want["/"+ns+"/"+job+"/sharding/"+strconv.Itoa(i)+"/"+node] = true
+						}
+					}
+				}
+				// the one-shot watches of the last reads may still be arriving: poll until the sets agree
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					got := dataWatches(t, ns, p.s.ID())
+					if sameSet(got, want) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("peer %s watches %d paths %v, want %d", p.r.me.InstanceID, len(got), got, len(want))
+					}
+					time.Sleep(50 * time.Millisecond) // polling ZooKeeper's listing with a deadline
+				}
+			}
+		})
+	}
+}
+
+func sameSet(got []string, want map[string]bool) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for _, p := range got {
+		if !want[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// proxy forwards loopback connections to ZooKeeper; cut closes the current ones and refuses new ones until
+// heal, so a peer behind it reconnects within its session.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
+// A peer that reconnects within its session reads its jobs again: the changes made while it was away
+// reach it although ZooKeeper does not replay them to a re-sent recursive watch.
+func TestReconnectedPeerReadsWhatItMissed(t *testing.T) {
+	ns := zktest.Namespace("resync")
+	px := startProxy(t, zktest.Addr(t))
+	a := startPeerAt(t, px.ln.Addr().String(), ns, "10.0.0.1@-@1", "10.0.0.1", false)
+	b := startPeerAt(t, zktest.Addr(t), ns, "10.0.0.2@-@2", "10.0.0.2", false)
+	if _, err := b.r.CreateJobSharded(testJob("orders", 2), []string{"10.0.0.1@-@1", "10.0.0.2@-@2"}); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(s *JobSnapshot) bool { return len(s.Instances) == 2 && s.Registered && s.Settled && s.Sharded() }
+	waitJob(t, a, "orders", "registration", ready)
+	waitJob(t, b, "orders", "registration", ready)
+	id := a.s.ID()
+
+	px.cut()
+	// wait until a has noticed (its session is in doubt), then change the job while a is away
+	deadline := time.Now().Add(20 * time.Second)
+	for a.s.Healthy() {
+		if time.Now().After(deadline) {
+			t.Fatal("peer a did not notice the cut")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the session's state with a deadline
+	}
+	if err := b.r.SetItemDisabled("orders", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	px.heal()
+	snap := waitJob(t, a, "orders", "the disabled item", func(s *JobSnapshot) bool { return s.Settled && s.Item(0).Disabled })
+	if a.s.ID() != id {
+		t.Fatalf("the session changed: %x -> %x (the test wants a reconnection within the session)", id, a.s.ID())
+	}
+	if !snap.Item(0).Disabled {
+		t.Fatal("item 0 not disabled")
+	}
+	// and the re-sent watch still reports changes
+	if err := b.r.SetItemDisabled("orders", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, a, "orders", "the enabled item", func(s *JobSnapshot) bool { return s.Settled && !s.Item(0).Disabled })
+}
