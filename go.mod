@@ -9,6 +9,7 @@ require (
 	github.com/emersion/go-smtp v0.25.1
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-resty/resty/v2 v2.17.2
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/labstack/echo/v4 v4.16.0
@@ -88,3 +89,7 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// ejserver's fork of go-zookeeper v1.0.4 with ZooKeeper 3.6's persistent watches (addWatch), which v1.0.4 does
+// not speak: internal/third_party/zk/FORK.md lists the whole difference.
+replace github.com/go-zookeeper/zk => ./internal/third_party/zk

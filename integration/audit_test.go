@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/integration/harness"

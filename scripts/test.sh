@@ -26,6 +26,8 @@ staticcheck ./...
 
 step "unit tests with -race (fuzz seeds included)"
 go test -race -count=1 -timeout 10m $(go list ./... | grep -v /integration)
+# the go-zookeeper fork is a module of its own (go.mod's replace): its vet and tests run from its folder
+(cd internal/third_party/zk && go vet ./... && go test -race -count=1 -timeout 5m ./...)
 
 step "integration tests (real ZooKeeper, real ejserver processes, real receivers)"
 # tests that call t.Parallel (most: they wait on cron ticks and session timeouts, not on CPU) run

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver"
 )

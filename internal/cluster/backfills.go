@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // Errors of the backfill writes.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // Batch limits: ZooKeeper refuses packets over 1 MiB (jute.maxbuffer); stay well below.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // Errors of the calendar and fire-counter writes.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // register writes servers/{ip} (ENABLED unless an operator set it already) and this peer's ephemeral

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // The fire ledger: /{namespace}.ejserver/fires/{job}/{fire} records which items of one fire started and

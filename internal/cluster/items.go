@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver/internal/parallel"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/parallel"

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // One watch per job (issue 21). Each peer keeps a persistent recursive watch (ZooKeeper 3.6+'s addWatch,

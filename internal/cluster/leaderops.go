@@ -6,7 +6,7 @@ import (
 	"path"
 	"slices"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // SetNecessary creates leader/sharding/necessary: reshard before the next fire. It reports whether this

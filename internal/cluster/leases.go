@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver/internal/lease"
 )

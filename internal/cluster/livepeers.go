@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // livePeers is the registry's cache of the namespace's live peers (/{namespace}.ejserver/peers), kept fresh by

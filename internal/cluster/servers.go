@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // The servers/{ip} nodes of a job: their states (ENABLED, DISABLED) and, for the audit trail, their versions.

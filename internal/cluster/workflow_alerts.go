@@ -3,7 +3,7 @@ package cluster
 import (
 	"errors"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // A workflow's alert state and event fences, beside the jobs' (fires.go) but in folders of their own, so a

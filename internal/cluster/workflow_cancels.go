@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // A cancelled workflow run stops its running nodes' items on every peer:

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ejserver/ejserver/internal/third_party/zk"
+	"github.com/go-zookeeper/zk"
 )
 
 // A workflow node's fire is one trigger node per instance that could own its items (AdvanceRun). A trigger

@@ -6,11 +6,9 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
-func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 // events collects the watch events a connection's callback sees, without blocking it.
 type events chan Event
@@ -47,7 +45,7 @@ func (ev events) expect(t *testing.T, typ EventType, path string) {
 func connect(t *testing.T, ev events, opts ...connOption) *Conn {
 	t.Helper()
 	opts = append(opts, WithEventCallback(ev.callback), WithLogger(log.New(io.Discard, "", 0)))
-	c, _, err := Connect([]string{zktest.Addr(t)}, 10*time.Second, opts...)
+	c, _, err := Connect([]string{testServer(t)}, 10*time.Second, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +77,7 @@ func mustCreate(t *testing.T, c *Conn, path string) {
 func TestPersistentRecursiveWatch(t *testing.T) {
 	ev := make(events, 64)
 	c := connect(t, ev, func(c *Conn) { c.setWatchLimit = 64 }) // several setWatches2 packets
-	root := "/" + zktest.Namespace("fork")
+	root := "/" + namespace("fork")
 	mustCreate(t, c, root)
 	if err := c.AddWatch(root, AddWatchModePersistentRecursive); err != nil {
 		t.Fatal(err)
@@ -146,7 +144,7 @@ func TestPersistentRecursiveWatch(t *testing.T) {
 func TestPersistentWatch(t *testing.T) {
 	ev := make(events, 64)
 	c := connect(t, ev)
-	root := "/" + zktest.Namespace("forkp")
+	root := "/" + namespace("forkp")
 	mustCreate(t, c, root)
 	if err := c.AddWatch(root, AddWatchModePersistent); err != nil {
 		t.Fatal(err)
@@ -165,7 +163,7 @@ func TestPersistentWatch(t *testing.T) {
 func TestPersistentWatchesGoWithTheSession(t *testing.T) {
 	ev := make(events, 64)
 	c := connect(t, ev)
-	if err := c.AddWatch("/"+zktest.Namespace("forkg"), AddWatchModePersistentRecursive); err != nil {
+	if err := c.AddWatch("/"+namespace("forkg"), AddWatchModePersistentRecursive); err != nil {
 		t.Fatal(err)
 	}
 	c.invalidateWatches(ErrSessionExpired)
