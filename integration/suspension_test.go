@@ -1,14 +1,13 @@
 package integration
 
 import (
-	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ejserver/ejserver/integration/harness"
+	"github.com/ejserver/ejserver/internal/testutil/tcpproxy"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -25,9 +24,9 @@ import (
 func TestSessionSuspendedAtAFiresLeadTimeCostsLatenessNotTheFire(t *testing.T) {
 	t.Parallel()
 	const total = 4
-	a, b := newDropProxy(t, zktest.Addr(t)), newDropProxy(t, zktest.Addr(t))
+	a, b := startProxy(t, zktest.Addr(t)), startProxy(t, zktest.Addr(t))
 	recv := newReceiver(t)
-	c := newCluster(t, 2, withZK(a.addr+","+b.addr))
+	c := newCluster(t, 2, withZK(a.Addr()+","+b.Addr()))
 	mustDo(t, c.peers[0], "POST", "/api/v1/jobs", job("blip", "* * * * * ?", total, recv.URL), 201, nil)
 	if _, ok := recv.WaitFor(30*time.Second, func(ds []harness.Delivery) bool { return completeFires(ds, total) >= 2 }); !ok {
 		t.Fatal("the job did not fire whole before the drops")
@@ -46,7 +45,10 @@ func TestSessionSuspendedAtAFiresLeadTimeCostsLatenessNotTheFire(t *testing.T) {
 		}
 		timer := time.NewTimer(time.Until(at.Add(-before)))
 		<-timer.C
-		dropAll(hold, a, b)
+		// both at one moment: a client whose connection to one closes reconnects to the other at once, and
+		// closing that fresh connection too would make it wait a second before its next try (go-zookeeper's
+		// pause at the end of its server list), which is another fault
+		tcpproxy.DropAll(hold, a, b)
 		targets = append(targets, at)
 	}
 
@@ -83,118 +85,13 @@ func TestSessionSuspendedAtAFiresLeadTimeCostsLatenessNotTheFire(t *testing.T) {
 // waitedLine is the log line of a fire that waited for its session and went on.
 var waitedLine = regexp.MustCompile(`fire waited for the ZooKeeper session, then went on.* stage=(\w+) waited_ms=(\d+)`)
 
-// dropProxy forwards TCP connections from a loopback port to target; drop closes every connection and holds
-// the new ones for a while before connecting them, as a network heal that resets connections does.
-type dropProxy struct {
-	addr   string
-	target string
-	ln     net.Listener
-
-	mu        sync.Mutex
-	conns     map[net.Conn]struct{}
-	holdUntil time.Time
-	wg        sync.WaitGroup
-}
-
-func newDropProxy(t *testing.T, target string) *dropProxy {
+// startProxy starts a proxy to target for the test's length.
+func startProxy(t *testing.T, target string) *tcpproxy.Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := tcpproxy.New(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &dropProxy{addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	return p
-}
-
-func (p *dropProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		p.conns[c] = struct{}{}
-		wait := time.Until(p.holdUntil)
-		p.mu.Unlock()
-		p.wg.Add(1)
-		go p.serve(c, wait)
-	}
-}
-
-// serve connects c to the target after wait (the hold of a drop) and copies both ways until either side ends.
-func (p *dropProxy) serve(c net.Conn, wait time.Duration) {
-	defer p.wg.Done()
-	if wait > 0 {
-		timer := time.NewTimer(wait) // the fault's length, not a wait for something to happen
-		<-timer.C
-	}
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	_, open := p.conns[c] // a drop or close during the hold closed c
-	if open {
-		p.conns[up] = struct{}{}
-	}
-	p.mu.Unlock()
-	if !open {
-		up.Close()
-		return
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		proxyCopy(up, c)
-	}()
-	proxyCopy(c, up)
-}
-
-// proxyCopy copies src to dst until either ends, then closes both.
-func proxyCopy(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	dst.Close()
-	src.Close()
-}
-
-// dropAll closes every connection of the proxies at one moment and holds the new ones for hold. The
-// connections are taken from all of them before any is closed: a client whose connection to one closes
-// reconnects to the other at once, and closing that fresh connection too would make it wait a second
-// before its next try (go-zookeeper's pause at the end of its server list), which is another fault.
-func dropAll(hold time.Duration, proxies ...*dropProxy) {
-	var conns []net.Conn
-	for _, p := range proxies {
-		p.mu.Lock()
-		for c := range p.conns {
-			conns = append(conns, c)
-		}
-		p.conns = map[net.Conn]struct{}{}
-		p.holdUntil = time.Now().Add(hold)
-		p.mu.Unlock()
-	}
-	for _, c := range conns {
-		c.Close()
-	}
-}
-
-func (p *dropProxy) close() {
-	p.ln.Close()
-	dropAll(0, p)
-	p.wg.Wait()
 }

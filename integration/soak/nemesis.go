@@ -30,7 +30,7 @@ func (e *env) heal() {
 	for i, p := range e.peers {
 		_ = p.Resume()
 		for _, l := range e.proxies[i] {
-			l.setCut(false)
+			l.Heal() // closes the connections of a cut link only: healing a healthy one must not be a fault
 		}
 		if p.Exited() {
 			e.restart(i)
@@ -115,11 +115,11 @@ func (e *env) do(ctx context.Context, a Action) {
 	case CutPeer:
 		f.Target, f.Instances = fmt.Sprintf("peer%d", a.Target+1), e.instancesOf(a.Target)
 		for _, l := range e.proxies[a.Target] {
-			l.setCut(true)
+			l.Cut()
 		}
 		hold()
 		for _, l := range e.proxies[a.Target] {
-			l.setCut(false)
+			l.Heal()
 		}
 	case UpgradePeer:
 		p := e.peers[a.Target]

@@ -27,6 +27,7 @@ import (
 	"github.com/ejserver/ejserver/integration/soak/checker"
 	"github.com/ejserver/ejserver/internal/history"
 	"github.com/ejserver/ejserver/internal/testutil/pgtest"
+	"github.com/ejserver/ejserver/internal/testutil/tcpproxy"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -61,7 +62,7 @@ type env struct {
 	dsn     string
 	recv    *recv
 	peers   []*harness.Peer
-	proxies [][]*proxy
+	proxies [][]*tcpproxy.Proxy
 	client  *http.Client
 
 	mu        sync.Mutex
@@ -213,15 +214,15 @@ func (e *env) start(ctx context.Context) error {
 	}
 	e.logf("starting %d peers", e.cfg.Peers)
 	for i := range e.cfg.Peers {
-		var links []*proxy
+		var links []*tcpproxy.Proxy
 		var addrs []string
 		for _, n := range e.zk.Nodes {
-			p, err := newProxy(n.Addr)
+			p, err := tcpproxy.New(n.Addr)
 			if err != nil {
 				return err
 			}
 			links = append(links, p)
-			addrs = append(addrs, p.Addr)
+			addrs = append(addrs, p.Addr())
 		}
 		e.proxies = append(e.proxies, links)
 		p, err := harness.StartPeer(harness.PeerConfig{Binary: e.bins[0], ZK: strings.Join(addrs, ","), Namespace: "soak",
@@ -315,7 +316,7 @@ func (e *env) stop() {
 	wg.Wait()
 	for _, links := range e.proxies {
 		for _, p := range links {
-			p.close()
+			p.Close()
 		}
 	}
 	if e.recv != nil {

@@ -2,16 +2,14 @@ package cluster
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ejserver/ejserver/internal/testutil/tcpproxy"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -139,90 +137,17 @@ func sameSet(got []string, want map[string]bool) bool {
 	return true
 }
 
-// proxy forwards loopback connections to ZooKeeper; cut closes the current ones and refuses new ones until
-// heal, so a peer behind it reconnects within its session.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(func() {
-		ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.down {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(c, up)
-		go p.pipe(up, c)
-	}
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *proxy) heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
-}
-
 // A peer that reconnects within its session reads its jobs again: the changes made while it was away
 // reach it although ZooKeeper does not replay them to a re-sent recursive watch.
 func TestReconnectedPeerReadsWhatItMissed(t *testing.T) {
 	ns := zktest.Namespace("resync")
-	px := startProxy(t, zktest.Addr(t))
-	a := startPeerAt(t, px.ln.Addr().String(), ns, "10.0.0.1@-@1", "10.0.0.1", false)
+	// cut off by refusals, not a black hole: a closes at once and reconnects, within its session, on the heal
+	px, err := tcpproxy.New(zktest.Addr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	a := startPeerAt(t, px.Addr(), ns, "10.0.0.1@-@1", "10.0.0.1", false)
 	b := startPeerAt(t, zktest.Addr(t), ns, "10.0.0.2@-@2", "10.0.0.2", false)
 	if _, err := b.r.CreateJobSharded(testJob("orders", 2), []string{"10.0.0.1@-@1", "10.0.0.2@-@2"}); err != nil {
 		t.Fatal(err)
@@ -232,7 +157,7 @@ func TestReconnectedPeerReadsWhatItMissed(t *testing.T) {
 	waitJob(t, b, "orders", "registration", ready)
 	id := a.s.ID()
 
-	px.cut()
+	px.Refuse()
 	// wait until a has noticed (its session is in doubt), then change the job while a is away
 	deadline := time.Now().Add(20 * time.Second)
 	for a.s.Healthy() {
@@ -244,7 +169,7 @@ func TestReconnectedPeerReadsWhatItMissed(t *testing.T) {
 	if err := b.r.SetItemDisabled("orders", 0, true); err != nil {
 		t.Fatal(err)
 	}
-	px.heal()
+	px.Heal()
 	snap := waitJob(t, a, "orders", "the disabled item", func(s *JobSnapshot) bool { return s.Settled && s.Item(0).Disabled })
 	if a.s.ID() != id {
 		t.Fatalf("the session changed: %x -> %x (the test wants a reconnection within the session)", id, a.s.ID())
