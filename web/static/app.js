@@ -46,6 +46,40 @@ import { scheduleFieldset, readSchedule, mountCalendars, previewQuery } from './
     if (summary) summary.remove();
   }
 
+  // loadForEditing reads the object a form edits (GET url) as { data, etag }, the etag to send back in
+  // If-Match. An API error (not found, forbidden) is shown in slot and gives null; others (sign-in needed,
+  // unreachable) are thrown, for the screen's fail.
+  async function loadForEditing(slot, url) {
+    try {
+      const { data, etag } = await api('GET', url);
+      return { data, etag };
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      loadError(slot, e);
+      return null;
+    }
+  }
+
+  // submitForm sends a form: save makes the API call, with the form's submit button disabled until it ends.
+  // On success the field errors go, message(res) is announced and then(res) runs; an API error's field errors
+  // are shown next to their fields, another error is announced (sign-in and unreachable are already shown).
+  async function submitForm(form, save, { message, then = () => {} }) {
+    const submit = $('[type=submit]', form);
+    submit.disabled = true;
+    try {
+      const res = await save();
+      clearFieldErrors(form);
+      announce(message(res));
+      then(res);
+    } catch (e) {
+      if (quiet(e)) return;
+      if (e instanceof ApiError) showFieldErrors(form, e, { summary: true });
+      else announce(e.message, 'error');
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
   // showFieldErrors puts each of a problem's field errors next to the field it names ("webhook.headers.X"
   // falls back to "webhook.headers"); it returns how many it placed, and lists the rest in a summary.
   function showFieldErrors(form, e, { summary } = {}) {
@@ -178,22 +212,8 @@ import { scheduleFieldset, readSchedule, mountCalendars, previewQuery } from './
     return {
       live: false,
       async refresh() {
-        let job = null;
-        let etag = null;
-        if (editing) {
-          try {
-            const res = await api('GET', `/api/v1/jobs/${path(editing)}`);
-            job = res.data;
-            etag = res.etag;
-          } catch (e) {
-            if (e instanceof ApiError) {
-              loadError($('#form-slot', main), e);
-              return;
-            }
-            throw e;
-          }
-        }
-        renderForm($('#form-slot', main), job, etag);
+        const loaded = editing ? await loadForEditing($('#form-slot', main), `/api/v1/jobs/${path(editing)}`) : { data: null, etag: null };
+        if (loaded) renderForm($('#form-slot', main), loaded.data, loaded.etag);
       },
       fail: (e) => loadError($('#form-slot', main), e),
     };
@@ -322,34 +342,25 @@ import { scheduleFieldset, readSchedule, mountCalendars, previewQuery } from './
     form.elements.namedItem('cron').addEventListener('change', preview);
     if (job && job.cron) preview();
 
-    form.addEventListener('submit', async (ev) => {
+    form.addEventListener('submit', (ev) => {
       ev.preventDefault();
-      const submit = $('[type=submit]', form);
-      submit.disabled = true;
       const body = jobBody(form, job);
-      try {
-        const res = editing
-          ? await api('PUT', `/api/v1/jobs/${path(job.jobName)}`, { body, headers: etag ? { 'If-Match': etag } : {} })
-          : await api('POST', '/api/v1/jobs', { body });
-        clearFieldErrors(form);
-        const saved = res.data;
-        announce(`${editing ? 'Saved' : 'Created'} ${saved.jobName}.`);
-        location.hash = `#/jobs/${encodeURIComponent(saved.jobName)}`;
-        if (saved.generatedSecret) {
-          openDialog(html`<form class="dialog-form" novalidate>
-            <h2 id="dialog-title">The webhook secret of ${saved.jobName}</h2>
-            <p>Give it to your receiver to verify signatures. It is shown this once: ejserver never shows it again.</p>
-            <p><label for="generated-secret">Secret</label><input id="generated-secret" readonly value="${saved.generatedSecret}"></p>
-            <div class="buttons"><button type="submit" class="primary">I have kept it</button></div>
-          </form>`, { initial: '#generated-secret' });
-        }
-      } catch (e) {
-        if (quiet(e)) return;
-        if (e instanceof ApiError) showFieldErrors(form, e, { summary: true });
-        else announce(e.message, 'error');
-      } finally {
-        submit.disabled = false;
-      }
+      submitForm(form, () => (editing
+        ? api('PUT', `/api/v1/jobs/${path(job.jobName)}`, { body, headers: etag ? { 'If-Match': etag } : {} })
+        : api('POST', '/api/v1/jobs', { body })), {
+        message: (res) => `${editing ? 'Saved' : 'Created'} ${res.data.jobName}.`,
+        then: ({ data: saved }) => {
+          location.hash = `#/jobs/${encodeURIComponent(saved.jobName)}`;
+          if (saved.generatedSecret) {
+            openDialog(html`<form class="dialog-form" novalidate>
+              <h2 id="dialog-title">The webhook secret of ${saved.jobName}</h2>
+              <p>Give it to your receiver to verify signatures. It is shown this once: ejserver never shows it again.</p>
+              <p><label for="generated-secret">Secret</label><input id="generated-secret" readonly value="${saved.generatedSecret}"></p>
+              <div class="buttons"><button type="submit" class="primary">I have kept it</button></div>
+            </form>`, { initial: '#generated-secret' });
+          }
+        },
+      });
     });
     const first = $('input:not([readonly])', form);
     if (first && !editing) first.focus();
@@ -366,4 +377,4 @@ function alertsView() {
   return alertsModule;
 }
 
-export { alertsView, formScreen, field, text, select, check, area, showFieldErrors, clearFieldErrors };
+export { alertsView, formScreen, field, text, select, check, area, showFieldErrors, clearFieldErrors, submitForm, loadForEditing };

@@ -5,8 +5,8 @@
 'use strict';
 
 window.ejserverChannels = (h) => {
-  const { html, $, $$, setHTML, patchRows, api, path, canWrite, announce, quiet, ApiError, confirmAction,
-    when, field, text, select, check, area, showFieldErrors, clearFieldErrors } = h;
+  const { html, $, $$, setHTML, patchRows, api, path, canWrite, announce, quiet, confirmAction,
+    when, field, text, select, check, area, submitForm } = h;
 
   const KINDS = ['webhook', 'slack', 'dingtalk', 'wecom', 'pagerduty', 'email'];
   const KIND_LABELS = { webhook: 'Webhook', slack: 'Slack', dingtalk: 'DingTalk', wecom: 'WeCom', pagerduty: 'PagerDuty', email: 'Email' };
@@ -117,25 +117,15 @@ window.ejserverChannels = (h) => {
         $('#c-kind', slot).focus();
       });
       $('[data-channel-cancel]', form).addEventListener('click', () => { setHTML(slot, ''); done(false); });
-      form.addEventListener('submit', async (ev) => {
+      form.addEventListener('submit', (ev) => {
         ev.preventDefault();
-        const submit = $('[type=submit]', form);
-        submit.disabled = true;
         const b = body(form, kind);
-        try {
-          if (editing) await api('PUT', `/api/v1/channels/${path(c.name)}`, { body: b, headers: etag ? { 'If-Match': etag } : {} });
-          else await api('POST', '/api/v1/channels', { body: b });
-          clearFieldErrors(form);
-          setHTML(slot, '');
-          announce(`${editing ? 'Saved' : 'Created'} channel ${b.name}.`);
-          done(true);
-        } catch (e) {
-          if (quiet(e)) return;
-          if (e instanceof ApiError) showFieldErrors(form, e, { summary: true });
-          else announce(e.message, 'error');
-        } finally {
-          submit.disabled = false;
-        }
+        submitForm(form, () => (editing
+          ? api('PUT', `/api/v1/channels/${path(c.name)}`, { body: b, headers: etag ? { 'If-Match': etag } : {} })
+          : api('POST', '/api/v1/channels', { body: b })), {
+          message: () => `${editing ? 'Saved' : 'Created'} channel ${b.name}.`,
+          then: () => { setHTML(slot, ''); done(true); },
+        });
       });
       const first = $('input:not([type=hidden]), select', form);
       if (first) first.focus();

@@ -21,7 +21,7 @@ import { failedScreen } from './pages/failed.js';
 import { executionScreen } from './pages/execution.js';
 import { workflowsScreen, workflowScreen, runScreen } from './pages/workflows.js';
 import { workflowFormScreen } from './pages/workflowform.js';
-import { alertsView, formScreen, field, text, select, check, area, showFieldErrors, clearFieldErrors } from './app.js';
+import { alertsView, formScreen, field, text, select, check, area, submitForm } from './app.js';
 
 // ---- sign-in
 
@@ -105,8 +105,7 @@ function notFoundScreen(main) {
 // notification channels (channels.js), made on first use: it needs the form helpers defined above
 let channels = null;
 const channelsView = () => channels || (channels = window.ejserverChannels({ html, $, $$, setHTML, patchRows, api, path,
-  canWrite, announce, quiet, ApiError, confirmAction, when, field, text, select, check, area, showFieldErrors,
-  clearFieldErrors }));
+  canWrite, announce, quiet, confirmAction, when, field, text, select, check, area, submitForm }));
 
 // the audit trail (audit.js)
 let audit = null;

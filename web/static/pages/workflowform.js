@@ -3,9 +3,8 @@
 // nodes (with their edges) and the alert settings are JSON text areas; the API checks everything (cycles,
 // unknown jobs, unreachable nodes, calendars) and its field errors are shown next to the field they name
 // (nodes[1].job on the Nodes box). The definition's graph is drawn again as the nodes are typed.
-import { html, $, setHTML, api, path, can, quiet, loadError, session, ApiError } from '../lib.js';
-import { announce } from '../ui.js';
-import { field, text, select, check, showFieldErrors, clearFieldErrors } from '../app.js';
+import { html, $, setHTML, api, path, can, loadError, session, ApiError } from '../lib.js';
+import { field, text, select, check, showFieldErrors, submitForm, loadForEditing } from '../app.js';
 import { draw } from './dag.js';
 
 const EXAMPLE_NODES = [
@@ -74,22 +73,8 @@ export function workflowFormScreen(main, r) {
         setHTML(slot, html`<p class="msg">Only an admin token creates and edits workflows.</p>`);
         return;
       }
-      let w = null;
-      let etag = null;
-      if (editing) {
-        try {
-          const res = await api('GET', `/api/v1/workflows/${path(editing)}`);
-          w = res.data;
-          etag = res.etag;
-        } catch (e) {
-          if (e instanceof ApiError) {
-            loadError(slot, e);
-            return;
-          }
-          throw e;
-        }
-      }
-      renderForm(slot, w, etag);
+      const loaded = editing ? await loadForEditing(slot, `/api/v1/workflows/${path(editing)}`) : { data: null, etag: null };
+      if (loaded) renderForm(slot, loaded.data, loaded.etag);
     },
     fail: (e) => loadError($('#wf-form-slot', main), e),
   };
@@ -145,29 +130,19 @@ function renderForm(slot, w, etag) {
   };
   form.elements.namedItem('nodes').addEventListener('change', graph);
   graph();
-  form.addEventListener('submit', async (ev) => {
+  form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const { body, errs } = workflowBody(form);
     if (errs.length) {
       showFieldErrors(form, new ApiError(400, { title: 'Not valid', errors: errs }), { summary: true });
       return;
     }
-    const submit = $('#wf-f-save', form);
-    submit.disabled = true;
-    try {
-      const res = editing
-        ? await api('PUT', `/api/v1/workflows/${path(w.name)}`, { body, headers: etag ? { 'If-Match': etag } : {} })
-        : await api('POST', '/api/v1/workflows', { body });
-      clearFieldErrors(form);
-      announce(`${editing ? 'Saved' : 'Created'} workflow ${res.data.name}.`);
-      location.hash = `#/workflows/${encodeURIComponent(res.data.name)}`;
-    } catch (e) {
-      if (quiet(e)) return;
-      if (e instanceof ApiError) showFieldErrors(form, e, { summary: true });
-      else announce(e.message, 'error');
-    } finally {
-      submit.disabled = false;
-    }
+    submitForm(form, () => (editing
+      ? api('PUT', `/api/v1/workflows/${path(w.name)}`, { body, headers: etag ? { 'If-Match': etag } : {} })
+      : api('POST', '/api/v1/workflows', { body })), {
+      message: (res) => `${editing ? 'Saved' : 'Created'} workflow ${res.data.name}.`,
+      then: (res) => { location.hash = `#/workflows/${encodeURIComponent(res.data.name)}`; },
+    });
   });
   if (!editing) $('#wf-f-name', form).focus();
 }
