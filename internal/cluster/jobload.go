@@ -479,62 +479,6 @@ func (r *Registry) readChildren(job, pth string, known map[string]string, read f
 	return out, nil
 }
 
-func (r *Registry) refreshInstances(e *jobEntry) error {
-	e.mu.Lock()
-	known := e.st.instances
-	e.mu.Unlock()
-	cur, err := r.readInstances(e.name, known)
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	prev := e.st.instances
-	var added, removed []string
-	for id := range cur {
-		if _, ok := prev[id]; !ok {
-			added = append(added, id)
-		}
-	}
-	for id := range prev {
-		if _, ok := cur[id]; !ok {
-			removed = append(removed, id)
-		}
-	}
-	_, mine := cur[r.me.InstanceID]
-	reregister, stepDown := false, false
-	switch {
-	case mine:
-	case e.st.registered && r.s.Healthy():
-		// our node vanished while our session lives: an operator removed it; stay off this job, and stop
-		// leading it so the peers that still run it get a leader that reshards
-		e.st.registered, e.st.removedByOperator = false, true
-		stepDown = e.st.leader == r.me.InstanceID
-		r.log.Warn("this peer's instance node was removed; it no longer runs the job until it is enabled again or restarts",
-			"job", e.name, "instance", r.me.InstanceID)
-	case e.st.pendingRegister:
-		e.st.pendingRegister = false
-		reregister = true
-	}
-	changed := len(added) > 0 || len(removed) > 0
-	if changed {
-		e.st.instances = r.shared.intern(cur)
-		e.changedLocked()
-	}
-	e.mu.Unlock()
-	if reregister {
-		r.w.kick(refreshKey{kind: kindRegister, job: e.name})
-	}
-	if stepDown {
-		r.abdicate(e.name)
-	}
-	if changed {
-		slices.Sort(added)
-		slices.Sort(removed)
-		r.emit([]Event{{Kind: InstancesChanged, Job: e.name, Added: added, Removed: removed}})
-	}
-	return nil
-}
-
 // leaderNode is leader/election/instance as read: the leader's id, the node's owning session and version.
 type leaderNode struct {
 	id      string

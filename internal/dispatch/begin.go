@@ -152,6 +152,11 @@ func (e *Executor) dropOwnRunning(job string, item int, executionID string) {
 }
 
 func (e *Executor) online(job, instance string) bool {
-	snap := e.reg.Job(job)
-	return snap != nil && snap.Online(instance)
+	if snap := e.reg.Job(job); snap != nil && snap.Online(instance) {
+		return true
+	}
+	// the snapshot may not list an instance that registered since its last read: ZooKeeper says; when it
+	// cannot, the instance is presumed online (its node is kept, and looked at again later)
+	ok, err := e.reg.InstanceOnline(job, instance)
+	return err != nil || ok
 }

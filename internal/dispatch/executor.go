@@ -29,6 +29,7 @@ type Registry interface {
 	SetMisfire(job string, item int) error
 	ClearMisfire(job string, item int) error
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
+	InstanceOnline(job, id string) (bool, error)
 	ClearStaleRunning(job string, item int, version int32) error
 	EndStaleRunning(job string, item int, version int32, run cluster.Running, now time.Time) error
 	LeaseLive(executionID string) (bool, error)

@@ -35,6 +35,7 @@ type fakeRegistry struct {
 	trigger   *cluster.TriggerRequest
 	completed map[int]cluster.Completed
 	handedOn  map[string]cluster.TriggerRequest // triggers created for other instances
+	late      map[string]bool                   // instances in ZooKeeper that the snapshot does not list yet
 	// endFailures fails that many EndItem calls; endCalls counts them all
 	endFailures, endCalls int
 	// beginLost makes that many BeginItem calls land and answer an error all the same
@@ -459,17 +460,6 @@ func TestExecutorRefusesWithAnExpiredSessionOrWithABadClock(t *testing.T) {
 	e.Fire("j", time.Unix(102, 0), 0)
 	send.next(t)
 	waitFor(t, func() bool { return e.Status("j").ClockError == "" })
-}
-
-func TestExecutorClearsAStaleRunningNode(t *testing.T) {
-	reg, send := newFakeRegistry(1), newFakeSender()
-	reg.running[0] = cluster.Running{InstanceID: "gone@-@1", ExecutionID: "old"}
-	e := newTestExecutor(reg, send)
-	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
-	if p := send.next(t); p.ExecutionID == "old" {
-		t.Fatal("reused the stale execution")
-	}
 }
 
 func TestExecutorDrainAbortsAfterTheBound(t *testing.T) {

@@ -26,6 +26,8 @@ type Registry interface {
 	ClearFailoverItems(job string, n int) error
 	ClaimFailover(job string, item int) (cluster.Running, int32, error)
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
+	// InstanceOnline reads from ZooKeeper whether an instance is on a job now (the snapshot may lag).
+	InstanceOnline(job, id string) (bool, error)
 	// EndStaleRunning deletes the running node at version and records the run as the item's last (LOST).
 	EndStaleRunning(job string, item int, version int32, run cluster.Running, now time.Time) error
 }
@@ -217,9 +219,17 @@ func (m *Manager) detectJob(job string) error {
 		return err
 	}
 	var orphans []int
+	gone := m.goneFrom(snap)
 	for i, run := range running {
 		// an accepted item (async) is not failed over: its work lives at the receiver and its lease decides
-		if run.InstanceID != "" && !run.Async && !snap.Online(run.InstanceID) && !slices.Contains(snap.FailoverItems, i) {
+		if run.InstanceID == "" || run.Async || slices.Contains(snap.FailoverItems, i) {
+			continue
+		}
+		lost, err := gone(run.InstanceID)
+		if err != nil {
+			return err
+		}
+		if lost {
 			orphans = append(orphans, i)
 		}
 	}
@@ -240,14 +250,41 @@ func (m *Manager) detectJob(job string) error {
 	return nil
 }
 
+// goneFrom returns a test of whether an instance has left a job: it is not in the snapshot and ZooKeeper
+// confirms that its node is not there. The snapshot alone would take an instance that registered since its
+// last read (every peer but the creator, on a job just created) for gone, and fail over or record as lost
+// items that run where they should. Answers are kept for the one look.
+func (m *Manager) goneFrom(snap *cluster.JobSnapshot) func(id string) (bool, error) {
+	seen := map[string]bool{}
+	return func(id string) (bool, error) {
+		if snap.Online(id) {
+			return false, nil
+		}
+		if g, ok := seen[id]; ok {
+			return g, nil
+		}
+		online, err := m.reg.InstanceOnline(snap.Name, id)
+		if err != nil {
+			return false, err
+		}
+		seen[id] = !online
+		return !online, nil
+	}
+}
+
 // reap ends the orphans of a job whose failover is off: each execution is recorded as lost (ended, outcome
 // unknown), then its running node is cleared (version-checked, so a node rewritten meanwhile is kept), so
 // that the history does not show it RUNNING for ever and the job's resharding does not wait for it.
 func (m *Manager) reap(snap *cluster.JobSnapshot, items []int) error {
 	var errs []error
+	gone := m.goneFrom(snap)
 	for _, item := range items {
 		run, version, ok, err := m.reg.ReadRunning(snap.Name, item)
-		if err != nil || !ok || run.Async || snap.Online(run.InstanceID) {
+		if err != nil || !ok || run.Async {
+			errs = append(errs, err)
+			continue
+		}
+		if lost, err := gone(run.InstanceID); err != nil || !lost {
 			errs = append(errs, err)
 			continue
 		}

@@ -223,6 +223,16 @@ type fakeRegistry struct {
 	leader  bool
 	onEvent func(cluster.Event)
 	cleared chan int
+	// inZK: the instances ZooKeeper has (InstanceOnline); asked counts the questions
+	inZK  map[string]bool
+	asked int
+}
+
+func (f *fakeRegistry) InstanceOnline(_, id string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked++
+	return f.inZK[id], nil
 }
 
 func (f *fakeRegistry) Job(string) *cluster.JobSnapshot {
@@ -335,5 +345,26 @@ func TestOrphansOfManyJobsAreClaimedTogether(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a claimed item was not handed to the runner")
 		}
+	}
+}
+
+// An instance missing from the leader's snapshot is gone only once ZooKeeper confirms it: on a job just
+// created, the other peers register after the leader's read, and their running items must not be failed over
+// or recorded as lost. ZooKeeper is asked once per instance and look, and never for one the snapshot lists.
+func TestGoneFromAsksZooKeeperAboutInstancesTheSnapshotLacks(t *testing.T) {
+	reg := &fakeRegistry{inZK: map[string]bool{"late@-@2": true, "known@-@1": true}}
+	m := NewManager(ManagerConfig{Registry: reg})
+	snap := &cluster.JobSnapshot{Name: "j", Instances: map[string]string{"known@-@1": "10.0.0.1"}}
+	gone := m.goneFrom(snap)
+	for _, tt := range []struct {
+		id   string
+		want bool
+	}{{"known@-@1", false}, {"late@-@2", false}, {"dead@-@3", true}, {"late@-@2", false}, {"dead@-@3", true}} {
+		if got, err := gone(tt.id); err != nil || got != tt.want {
+			t.Fatalf("gone(%s) = %v, %v; want %v", tt.id, got, err, tt.want)
+		}
+	}
+	if reg.asked != 2 {
+		t.Fatalf("ZooKeeper asked %d times, want 2 (once for each instance the snapshot lacks)", reg.asked)
 	}
 }

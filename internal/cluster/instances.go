@@ -1,0 +1,77 @@
+package cluster
+
+import "slices"
+
+// refreshInstances re-reads a job's instances: who joined, who left, and whether this peer's own node is
+// still there.
+func (r *Registry) refreshInstances(e *jobEntry) error {
+	e.mu.Lock()
+	known := e.st.instances
+	e.mu.Unlock()
+	cur, err := r.readInstances(e.name, known)
+	if err != nil {
+		return err
+	}
+	_, mine := cur[r.me.InstanceID]
+	e.mu.Lock()
+	suspect := !mine && e.st.registered
+	e.mu.Unlock()
+	if suspect {
+		// our node is not in the list while we are registered: either an operator removed it, or the list was
+		// read before our registration landed (a first load's registration completes on the batcher, beside
+		// this read): ZooKeeper says which, and a stale list is read again
+		ok, _, err := r.s.exists(r.p.Instance(e.name, r.me.InstanceID))
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.w.kick(refreshKey{kind: kindInstances, job: e.name})
+			return nil
+		}
+	}
+	e.mu.Lock()
+	prev := e.st.instances
+	var added, removed []string
+	for id := range cur {
+		if _, ok := prev[id]; !ok {
+			added = append(added, id)
+		}
+	}
+	for id := range prev {
+		if _, ok := cur[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
+	reregister, stepDown := false, false
+	switch {
+	case mine:
+	case e.st.registered && r.s.Healthy():
+		// our node vanished while our session lives: an operator removed it; stay off this job, and stop
+		// leading it so the peers that still run it get a leader that reshards
+		e.st.registered, e.st.removedByOperator = false, true
+		stepDown = e.st.leader == r.me.InstanceID
+		r.log.Warn("this peer's instance node was removed; it no longer runs the job until it is enabled again or restarts",
+			"job", e.name, "instance", r.me.InstanceID)
+	case e.st.pendingRegister:
+		e.st.pendingRegister = false
+		reregister = true
+	}
+	changed := len(added) > 0 || len(removed) > 0
+	if changed {
+		e.st.instances = r.shared.intern(cur)
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	if reregister {
+		r.w.kick(refreshKey{kind: kindRegister, job: e.name})
+	}
+	if stepDown {
+		r.abdicate(e.name)
+	}
+	if changed {
+		slices.Sort(added)
+		slices.Sort(removed)
+		r.emit([]Event{{Kind: InstancesChanged, Job: e.name, Added: added, Removed: removed}})
+	}
+	return nil
+}
