@@ -238,7 +238,7 @@ func (m *Manager) detectJob(job string) error {
 	}
 	slices.Sort(orphans)
 	if !snap.Config.Failover {
-		return m.reap(snap, orphans)
+		return m.reap(snap, orphans, gone)
 	}
 	if err := m.reg.AddFailoverItems(job, orphans); err != nil {
 		if errors.Is(err, cluster.ErrNotLeader) {
@@ -274,10 +274,10 @@ func (m *Manager) goneFrom(snap *cluster.JobSnapshot) func(id string) (bool, err
 
 // reap ends the orphans of a job whose failover is off: each execution is recorded as lost (ended, outcome
 // unknown), then its running node is cleared (version-checked, so a node rewritten meanwhile is kept), so
-// that the history does not show it RUNNING for ever and the job's resharding does not wait for it.
-func (m *Manager) reap(snap *cluster.JobSnapshot, items []int) error {
+// that the history does not show it RUNNING for ever and the job's resharding does not wait for it. gone is
+// the look's test (goneFrom): an instance ZooKeeper was asked about is not asked again.
+func (m *Manager) reap(snap *cluster.JobSnapshot, items []int, gone func(id string) (bool, error)) error {
 	var errs []error
-	gone := m.goneFrom(snap)
 	for _, item := range items {
 		run, version, ok, err := m.reg.ReadRunning(snap.Name, item)
 		if err != nil || !ok || run.Async {
