@@ -19,6 +19,13 @@ func (r *Registry) onWatch(ev zk.Event) {
 	if r.oneShot(ev.Path) || r.onChannelWatch(ev.Path) || r.onBackfillWatch(ev.Path) || r.onCalendarWatch(ev.Path) {
 		return
 	}
+	relist, forward := routeRecursive(r.p, ev, func(job string) bool { return r.entry(job) != nil })
+	if relist {
+		r.w.kick(refreshKey{kind: kindJobs})
+	}
+	if !forward {
+		return
+	}
 	if k, ok := r.keyFor(ev.Path); ok {
 		r.w.kick(k)
 	}
@@ -169,6 +176,9 @@ func (r *Registry) pendingDelta(k refreshKey, d int) {
 
 // refreshJobs lists the namespace: new children are loaded, vanished ones removed.
 func (r *Registry) refreshJobs() error {
+	if err := r.armNamespace(); err != nil {
+		return err
+	}
 	names, _, err := r.s.childrenW(r.p.Root())
 	if err != nil {
 		return err
@@ -179,7 +189,6 @@ func (r *Registry) refreshJobs() error {
 	}
 	var added []string
 	var evs []Event
-	var gone []*jobEntry
 	appeared := r.listed.Load()
 	r.mu.Lock()
 	for _, n := range names {
@@ -193,7 +202,6 @@ func (r *Registry) refreshJobs() error {
 			continue
 		}
 		delete(r.jobs, n)
-		gone = append(gone, e)
 		e.mu.Lock()
 		if e.st.hasConfig && e.st.loaded {
 			prev := e.st.cfg
@@ -205,9 +213,6 @@ func (r *Registry) refreshJobs() error {
 	}
 	r.mu.Unlock()
 	r.listed.Store(true)
-	for _, e := range gone {
-		r.disarmJob(e)
-	}
 	for _, n := range added {
 		r.w.kick(refreshKey{kind: kindLoad, job: n})
 	}
@@ -218,7 +223,7 @@ func (r *Registry) refreshJobs() error {
 // loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
 func (r *Registry) loadJob(e *jobEntry) error {
 	job := e.name
-	if err := r.armJob(e); err != nil {
+	if err := r.armNamespace(); err != nil {
 		return err
 	}
 	e.mu.Lock()

@@ -7,32 +7,35 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// One watch per job (issue 21). Each peer keeps a persistent recursive watch (ZooKeeper 3.6+'s addWatch,
-// spoken by the fork in internal/third_party/zk) on every job's root, armed before the job's first read in a
-// session. It reports every node created, deleted or written below the root, and stays armed, so the job's
-// reads take no watch of their own: a peer holds one watch per job where it held 8 + servers + 3 per item
-// one-shot watches (14 for a one-item job on three hosts), and go-zookeeper's channel per one-shot watch
-// with it. keyFor routes each event to the refresh that re-reads the node (a child created or deleted to its
-// folder's refresh); the events of the nodes no refresh reads (running, completed, the leader's latches)
-// are dropped there, at the cost of their delivery.
+// One watch per peer (issue 21). Every child of /{namespace} is a job (the per-namespace state lives in
+// /{namespace}.ejserver, a sibling), so each peer keeps a single persistent recursive watch (ZooKeeper 3.6+'s
+// addWatch, spoken by the fork in internal/third_party/zk) on /{namespace}, armed once per session before
+// the namespace is listed and before any job is read. It reports every node created, deleted or written in
+// every job, and stays armed, so neither the listing nor a job's reads take a watch of their own: a peer
+// holds one watch, whatever the number of jobs, and sends no addWatch or removeWatches per job. keyFor
+// routes each event to the refresh that re-reads the node (a child created or deleted to its folder's
+// refresh; a job's root created or deleted to the namespace's listing); the events of the nodes no refresh
+// reads (running, completed, the leader's latches) are dropped there, and so are the events of a job this
+// peer has not listed yet: its first load, which comes after, reads the node anyway.
 //
 // ZooKeeper does not replay, for a persistent watch re-sent after a reconnection, what changed while the
-// peer was away (one-shot watches are replayed against the last zxid seen), so after a reconnection
-// within the session every job is read again, once ZooKeeper has acknowledged the re-sent watches
-// (SessionWatchesRestored: a read sent earlier could precede them and miss a change made in between). A server without addWatch (before 3.6) answers
-// ErrUnimplemented: the registry then falls back to one-shot watches for good.
+// peer was away (one-shot watches are replayed against the last zxid seen), so after a reconnection within
+// the session the namespace is listed and every job read again, once ZooKeeper has acknowledged the re-sent
+// watch (SessionWatchesRestored: a read sent earlier could precede it and miss a change made in between).
+// A server without addWatch (before 3.6) answers ErrUnimplemented: the registry then falls back to one-shot
+// watches for good.
 
-// armJob arms the job's recursive watch for the current session, unless it is armed or the registry
-// watches node by node. Call it before reading the job.
-func (r *Registry) armJob(e *jobEntry) error {
+// armNamespace arms the namespace's recursive watch for the current session, unless it is armed or the
+// registry watches node by node. Call it before listing the namespace or reading a job.
+func (r *Registry) armNamespace() error {
 	if r.oneShotWatches || r.noAddWatch.Load() {
 		return nil
 	}
 	id := r.s.ID()
-	if id == 0 || e.watchedIn.Load() == id {
+	if id == 0 || r.watchedIn.Load() == id {
 		return nil
 	}
-	err := r.s.addRecursiveWatch(r.p.Job(e.name))
+	err := r.s.addRecursiveWatch(r.p.Root())
 	if errors.Is(err, zk.ErrUnimplemented) {
 		if !r.noAddWatch.Swap(true) {
 			r.log.Warn("ZooKeeper does not speak addWatch (3.6+): watching every job's nodes one by one")
@@ -42,50 +45,60 @@ func (r *Registry) armJob(e *jobEntry) error {
 	if err != nil {
 		return err
 	}
-	e.watchedIn.Store(id)
+	// a session renewed between ID and AddWatch leaves the old id here: the next call arms again
+	r.watchedIn.Store(id)
 	return nil
 }
 
-// disarmJob removes the recursive watch of a job that went away (it would outlive the job's nodes until the
-// session ends).
-func (r *Registry) disarmJob(e *jobEntry) {
-	if e.watchedIn.Swap(0) != r.s.ID() {
-		return
-	}
-	if err := r.s.removeWatches(r.p.Job(e.name)); err != nil && !errors.Is(err, zk.ErrNoWatcher) {
-		r.log.Debug("could not remove a deleted job's watch", "job", e.name, "err", err)
-	}
-}
-
-// covered reports whether a recursive watch of the current session covers pth, so a read of it needs no
-// watch of its own.
+// covered reports whether the namespace's recursive watch of the current session covers pth (the
+// namespace itself, whose children's creations and deletions it reports, or any node below), so a read of
+// it needs no watch of its own.
 func (r *Registry) covered(pth string) bool {
-	job := r.p.JobOf(pth)
-	if job == "" || pth == r.p.Job(job) {
+	if pth != r.p.Root() && r.p.JobOf(pth) == "" {
 		return false
 	}
-	e := r.entry(job)
-	if e == nil {
-		return false
-	}
-	id := e.watchedIn.Load()
+	id := r.watchedIn.Load()
 	return id != 0 && id == r.s.ID()
 }
 
-// resyncJobs reads every job again once the recursive watches are restored after a reconnection within
-// the session, for the changes they did not replay.
+// resyncJobs lists the namespace and reads every job again once the recursive watch is restored after a
+// reconnection within the session, for the changes it did not replay.
 func (r *Registry) resyncJobs() {
+	if r.watchedIn.Load() == 0 {
+		return
+	}
+	r.w.kick(refreshKey{kind: kindJobs})
 	var names []string
 	r.mu.RLock()
-	for name, e := range r.jobs {
-		if e.watchedIn.Load() != 0 {
-			names = append(names, name)
-		}
+	for name := range r.jobs {
+		names = append(names, name)
 	}
 	r.mu.RUnlock()
 	for _, name := range names {
 		r.w.kick(refreshKey{kind: kindLoad, job: name})
 	}
+}
+
+// routeRecursive decides what an event of the namespace's recursive watch asks for: a job's root created
+// or deleted lists the namespace again (the event a children watch on the namespace would give); any other
+// event of a job this peer has not listed is dropped (forward: keyFor's routing applies). Events of one-shot
+// watches (children changed, or nodes outside the namespace) are forwarded unchanged.
+func routeRecursive(p Paths, ev zk.Event, known func(job string) bool) (relist, forward bool) {
+	job := p.JobOf(ev.Path)
+	if job == "" {
+		return false, true
+	}
+	if ev.Path == p.Job(job) {
+		switch ev.Type {
+		case zk.EventNodeCreated, zk.EventNodeDeleted:
+			return true, false
+		}
+		return false, false // the root's data ("HTTP"): nobody reads it
+	}
+	if ev.Type == zk.EventNodeChildrenChanged {
+		return false, true // a one-shot children watch (the fallback) of a node below a job
+	}
+	return false, known(job)
 }
 
 // folderKey maps a child created or deleted under one of a job's watched folders (rest: the path below

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/ejserver/ejserver/internal/testutil/tcpproxy"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
@@ -36,8 +38,8 @@ func startPeerAt(t *testing.T, addr, ns, id, ip string, oneShot bool) *peer {
 	return p
 }
 
-// dataWatches lists the paths below /ns/ that session id watches, from ZooKeeper's wchc (data, exists and
-// persistent watches; not one-shot children watches).
+// dataWatches lists /ns and the paths below it that session id watches, from ZooKeeper's wchc (data,
+// exists and persistent watches; not one-shot children watches).
 func dataWatches(t *testing.T, ns string, id int64) []string {
 	t.Helper()
 	out, err := zktest.FourLetter(zktest.Addr(t), "wchc")
@@ -51,15 +53,15 @@ func dataWatches(t *testing.T, ns string, id int64) []string {
 			mine = line == "0x"+strconv.FormatInt(id, 16)
 			continue
 		}
-		if p := strings.TrimSpace(line); mine && strings.HasPrefix(p, "/"+ns+"/") {
+		if p := strings.TrimSpace(line); mine && (p == "/"+ns || strings.HasPrefix(p, "/"+ns+"/")) {
 			paths = append(paths, p)
 		}
 	}
 	return paths
 }
 
-// Every peer holds one watch per job: its recursive watch on the job's root, and no watch on the job's
-// nodes; node by node (the fallback) it is 8 + servers + 3 per item.
+// Every peer holds one watch whatever its jobs: its recursive watch on the namespace, and no watch on a
+// job's root or nodes; node by node (the fallback) it is 8 + servers + 3 per item of every job.
 func TestOneWatchPerJobPerPeer(t *testing.T) {
 	for _, oneShot := range []bool{false, true} {
 		name := "recursive"
@@ -89,9 +91,11 @@ func TestOneWatchPerJobPerPeer(t *testing.T) {
 			}
 			for _, p := range []*peer{a, b} {
 				want := map[string]bool{}
+				if !oneShot {
+					want["/"+ns] = true
+				}
 				for job, n := range jobs {
 					if !oneShot {
-						want["/"+ns+"/"+job] = true
 						continue
 					}
 					// config, trigger/{me}, leader/election/instance, leader/sharding/necessary, both servers, and
@@ -137,8 +141,9 @@ func sameSet(got []string, want map[string]bool) bool {
 	return true
 }
 
-// A peer that reconnects within its session reads its jobs again: the changes made while it was away
-// reach it although ZooKeeper does not replay them to a re-sent recursive watch.
+// A peer that reconnects within its session lists the namespace and reads its jobs again: the changes made
+// while it was away (an item disabled, a job deleted, a job created) reach it although ZooKeeper does not
+// replay them to a re-sent recursive watch.
 func TestReconnectedPeerReadsWhatItMissed(t *testing.T) {
 	ns := zktest.Namespace("resync")
 	// cut off by refusals, not a black hole: a closes at once and reconnects, within its session, on the heal
@@ -152,9 +157,13 @@ func TestReconnectedPeerReadsWhatItMissed(t *testing.T) {
 	if _, err := b.r.CreateJobSharded(testJob("orders", 2), []string{"10.0.0.1@-@1", "10.0.0.2@-@2"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := b.r.CreateJobSharded(testJob("old", 1), []string{"10.0.0.2@-@2"}); err != nil {
+		t.Fatal(err)
+	}
 	ready := func(s *JobSnapshot) bool { return len(s.Instances) == 2 && s.Registered && s.Settled && s.Sharded() }
 	waitJob(t, a, "orders", "registration", ready)
 	waitJob(t, b, "orders", "registration", ready)
+	waitJob(t, a, "old", "registration", ready)
 	id := a.s.ID()
 
 	px.Refuse()
@@ -169,6 +178,12 @@ func TestReconnectedPeerReadsWhatItMissed(t *testing.T) {
 	if err := b.r.SetItemDisabled("orders", 0, true); err != nil {
 		t.Fatal(err)
 	}
+	if err := b.r.DeleteJob("old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.r.CreateJobSharded(testJob("fresh", 1), []string{"10.0.0.2@-@2"}); err != nil {
+		t.Fatal(err)
+	}
 	px.Heal()
 	snap := waitJob(t, a, "orders", "the disabled item", func(s *JobSnapshot) bool { return s.Settled && s.Item(0).Disabled })
 	if a.s.ID() != id {
@@ -177,9 +192,47 @@ func TestReconnectedPeerReadsWhatItMissed(t *testing.T) {
 	if !snap.Item(0).Disabled {
 		t.Fatal("item 0 not disabled")
 	}
+	waitJob(t, a, "fresh", "the job created while a was away", func(s *JobSnapshot) bool { return s.Settled })
+	deadline = time.Now().Add(15 * time.Second)
+	for a.r.Job("old") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("peer a still has the job deleted while it was away")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the registry's view with a deadline
+	}
 	// and the re-sent watch still reports changes
 	if err := b.r.SetItemDisabled("orders", 0, false); err != nil {
 		t.Fatal(err)
 	}
 	waitJob(t, a, "orders", "the enabled item", func(s *JobSnapshot) bool { return s.Settled && !s.Item(0).Disabled })
+}
+
+// The namespace's recursive watch: a job's root created or deleted lists the namespace again; the events
+// of a job not listed yet are dropped (its first load reads the node); the rest go to keyFor.
+func TestRouteRecursive(t *testing.T) {
+	p := NewPaths("ns")
+	known := func(job string) bool { return job == "known" }
+	tests := []struct {
+		name            string
+		ev              zk.Event
+		relist, forward bool
+	}{
+		{"job created", zk.Event{Type: zk.EventNodeCreated, Path: "/ns/new"}, true, false},
+		{"job deleted", zk.Event{Type: zk.EventNodeDeleted, Path: "/ns/known"}, true, false},
+		{"job root written", zk.Event{Type: zk.EventNodeDataChanged, Path: "/ns/known"}, false, false},
+		{"config of a known job", zk.Event{Type: zk.EventNodeDataChanged, Path: "/ns/known/config"}, false, true},
+		{"item of a known job", zk.Event{Type: zk.EventNodeCreated, Path: "/ns/known/sharding/0/disabled"}, false, true},
+		{"config of a job not listed", zk.Event{Type: zk.EventNodeCreated, Path: "/ns/new/config"}, false, false},
+		{"the namespace's children (one-shot)", zk.Event{Type: zk.EventNodeChildrenChanged, Path: "/ns"}, false, true},
+		{"a folder's children (one-shot)", zk.Event{Type: zk.EventNodeChildrenChanged, Path: "/ns/new/instances"}, false, true},
+		{"the meta folder", zk.Event{Type: zk.EventNodeChildrenChanged, Path: "/ns.ejserver/peers"}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			relist, forward := routeRecursive(p, tt.ev, known)
+			if relist != tt.relist || forward != tt.forward {
+				t.Fatalf("routeRecursive(%v %s) = %v, %v; want %v, %v", tt.ev.Type, tt.ev.Path, relist, forward, tt.relist, tt.forward)
+			}
+		})
+	}
 }

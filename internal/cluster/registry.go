@@ -73,7 +73,7 @@ type RegistryConfig struct {
 	// Workers read watched nodes concurrently (default 32).
 	Workers int
 	// OneShotWatches watches each node of a job that the peer reads (one-shot watches, re-armed by every
-	// read) instead of one recursive watch per job (jobwatch.go); the registry falls back to it by itself
+	// read) instead of one recursive watch on the namespace (jobwatch.go); the registry falls back to it by itself
 	// on a ZooKeeper before 3.6.
 	OneShotWatches bool
 }
@@ -110,6 +110,8 @@ type Registry struct {
 	// oneShotWatches: RegistryConfig.OneShotWatches; noAddWatch: ZooKeeper answered addWatch Unimplemented.
 	oneShotWatches bool
 	noAddWatch     atomic.Bool
+	// watchedIn is the session whose recursive watch covers the namespace (jobwatch.go), or 0.
+	watchedIn atomic.Int64
 	// shared holds the jobs' instances and servers maps, shared between jobs of equal content (intern.go).
 	shared stringMaps
 
@@ -137,8 +139,6 @@ type jobEntry struct {
 	// pendingItems counts the queued or running refreshes that decide which items a fire runs (decidesItems).
 	pendingItems int
 	changed      chan struct{}
-	// watchedIn is the session whose recursive watch covers the job (jobwatch.go), or 0.
-	watchedIn atomic.Int64
 }
 
 type jobState struct {
