@@ -438,9 +438,15 @@ func (r *Registry) folderW(job, pth string) ([]string, error) {
 	return names, err
 }
 
-// readInstances lists instances/ with a watch; known gives the server IPs already read.
+// readInstances lists instances/ with a watch; known gives the server IPs already read. The instance
+// node of an ejserver peer holds the server IP its peer node (/{ns}.ejserver/peers/{id}) holds, written once
+// by the same process: a live peer's IP is taken from there, and only the nodes of other instances (an
+// ElasticJob process, a peer not seen yet) are read, one request each.
 func (r *Registry) readInstances(job string, known map[string]string) (map[string]string, error) {
 	return r.readChildren(job, r.p.Instances(job), known, func(id string) (string, error) {
+		if ip := r.peerIP(id); ip != "" {
+			return ip, nil
+		}
 		data, _, err := r.s.get(r.p.Instance(job, id))
 		return serverIPOf(id, data), err
 	})
@@ -493,12 +499,13 @@ type leaderNode struct {
 
 func (r *Registry) readLeader(job string) (leaderNode, error) {
 	for {
+		covered := r.s.isCovered(r.p.LeaderInstance(job))
 		data, st, err := r.s.getW(r.p.LeaderInstance(job))
 		if err == nil {
 			return leaderNode{id: strings.TrimSpace(string(data)), owner: st.EphemeralOwner, version: st.Version}, nil
 		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			return leaderNode{}, err
+		if !errors.Is(err, zk.ErrNoNode) || covered {
+			return leaderNode{}, ignoreNoNode(err) // covered: the recursive watch reports its creation
 		}
 		ok, _, err := r.s.existsW(r.p.LeaderInstance(job))
 		if err != nil {
@@ -699,15 +706,19 @@ func (r *Registry) readItems(job string, nums []int) (map[int]*ItemState, error)
 	return m, nil
 }
 
-// readData reads a node's data with a watch, or watches for its creation when absent.
+// readData reads a node's data with a watch, or watches for its creation when absent. A node the
+// namespace's recursive watch covers needs no watch of its own for its creation: one request, not two.
 func (r *Registry) readData(pth string) (string, int32, bool, error) {
 	for {
+		// whether the watch covered the node when it was read: armed only afterwards, it could miss a
+		// creation between the read and the arming
+		covered := r.s.isCovered(pth)
 		data, st, err := r.s.getW(pth)
 		if err == nil {
 			return strings.TrimSpace(string(data)), st.Version, true, nil
 		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			return "", -1, false, err
+		if !errors.Is(err, zk.ErrNoNode) || covered {
+			return "", -1, false, ignoreNoNode(err)
 		}
 		ok, _, err := r.s.existsW(pth)
 		if err != nil {
@@ -735,4 +746,12 @@ func itemNumbers(names []string) []int {
 func itemNumber(name string) (int, bool) {
 	i, err := strconv.Atoi(name)
 	return i, err == nil && i >= 0 && strconv.Itoa(i) == name
+}
+
+// ignoreNoNode is err, or nil when it says the node does not exist.
+func ignoreNoNode(err error) error {
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
 }

@@ -40,6 +40,13 @@ func (r *Registry) PeerLive(id string) bool {
 	return ok
 }
 
+// peerIP is the server IP of live peer id, or "" when the cache does not know it.
+func (r *Registry) peerIP(id string) string {
+	r.peers.mu.RLock()
+	defer r.peers.mu.RUnlock()
+	return r.peers.byID[id].ServerIP
+}
+
 // refreshPeers lists (and re-watches) the peers and reads the identity of each new one. A peer that left is
 // reported as PeersChanged (Job ""), so the leaders look again at the jobs whose items it owned.
 func (r *Registry) refreshPeers() error {

@@ -96,6 +96,7 @@ type Session struct {
 	covered     atomic.Pointer[func(string) bool]
 	reconnects  atomic.Int64
 	expirations atomic.Int64
+	reads       readCounts
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -361,11 +362,15 @@ func (s *Session) secretACL() []zk.ACL {
 
 // The ZooKeeper operations ejserver uses. Creates apply the session's ACL.
 
-func (s *Session) get(p string) ([]byte, *zk.Stat, error) { return s.conn.Get(p) }
+func (s *Session) get(p string) ([]byte, *zk.Stat, error) {
+	s.reads.get.Add(1)
+	return s.conn.Get(p)
+}
 
 // getW, childrenW and existsW read a node and make sure a watch covers it: a one-shot watch, unless a
 // persistent watch of the session covers the node already (the registry's per-job watches, jobwatch.go).
 func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
+	s.reads.get.Add(1)
 	if s.isCovered(p) {
 		return s.conn.Get(p)
 	}
@@ -373,9 +378,13 @@ func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
 	return b, st, err
 }
 
-func (s *Session) children(p string) ([]string, *zk.Stat, error) { return s.conn.Children(p) }
+func (s *Session) children(p string) ([]string, *zk.Stat, error) {
+	s.reads.children.Add(1)
+	return s.conn.Children(p)
+}
 
 func (s *Session) childrenW(p string) ([]string, *zk.Stat, error) {
+	s.reads.children.Add(1)
 	if s.isCovered(p) {
 		return s.conn.Children(p)
 	}
@@ -384,6 +393,7 @@ func (s *Session) childrenW(p string) ([]string, *zk.Stat, error) {
 }
 
 func (s *Session) exists(p string) (bool, *zk.Stat, error) {
+	s.reads.exists.Add(1)
 	ok, st, err := s.conn.Exists(p)
 	if err != nil {
 		return false, nil, err // go-zookeeper can return true together with an error
@@ -395,6 +405,7 @@ func (s *Session) existsW(p string) (bool, *zk.Stat, error) {
 	if s.isCovered(p) {
 		return s.exists(p)
 	}
+	s.reads.exists.Add(1)
 	ok, st, _, err := s.conn.ExistsW(p)
 	if err != nil {
 		return false, nil, err
