@@ -418,9 +418,6 @@ func (s *Session) addRecursiveWatch(p string) error {
 	return s.conn.AddWatch(p, zk.AddWatchModePersistentRecursive)
 }
 
-// removeWatches removes every watch of the session on p.
-func (s *Session) removeWatches(p string) error { return s.conn.RemoveAllWatches(p) }
-
 // setCovered tells the session which paths a persistent watch covers (see getW).
 func (s *Session) setCovered(fn func(string) bool) { s.covered.Store(&fn) }
 
