@@ -26,6 +26,7 @@ const (
 	opGetChildren2    = 12
 	opCheck           = 13
 	opMulti           = 14
+	opMultiRead       = 22 // ejserver's fork: ZooKeeper 3.6+
 	opReconfig        = 16
 	opCreateContainer = 19
 	opCreateTTL       = 21
@@ -229,6 +230,7 @@ var (
 		opGetChildren2:    "getChildren2",
 		opCheck:           "check",
 		opMulti:           "multi",
+		opMultiRead:       "multiRead",
 		opReconfig:        "reconfig",
 		opClose:           "close",
 		opSetAuth:         "setAuth",
