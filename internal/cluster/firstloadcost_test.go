@@ -11,11 +11,17 @@ import (
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
-// A peer's first load of a job costs the reads that tell it something, one request each (issue 21: at
-// 100,000 jobs a starting peer is bound by the requests it sends): under the namespace's recursive watch
-// an absent node (an item's failover, most of the time) is one get, not a get and an exists watch, and
-// the instance nodes of live ejserver peers are not read (their peer node gave the IP).
+// A peer's first load of a job costs few requests (issue 21: at 100,000 jobs a starting peer is bound by
+// the requests it sends): under the namespace's recursive watch the reads travel as two multiReads
+// (bulkload.go). Read one by one (a ZooKeeper without multiRead), an absent node (an item's failover, most
+// of the time) is one get, not a get and an exists watch, and the instance nodes of live ejserver peers
+// are not read (their peer node gave the IP).
 func TestFirstLoadReadsPerJob(t *testing.T) {
+	t.Run("bulk", func(t *testing.T) { testFirstLoadReads(t, false) })
+	t.Run("one-by-one", func(t *testing.T) { testFirstLoadReads(t, true) })
+}
+
+func testFirstLoadReads(t *testing.T, oneByOne bool) {
 	ns := zktest.Namespace("firstload-cost")
 	const jobs = 40
 	a := startPeerAt(t, zktest.Addr(t), ns, "10.0.0.1@-@1", "10.0.0.1", false)
@@ -39,6 +45,7 @@ func TestFirstLoadReadsPerJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.noMultiRead.Store(oneByOne)
 	b := &peer{s: s, r: r}
 	t.Cleanup(b.close)
 	// the live peers are listed before the jobs, so a's instance nodes need not be read
@@ -51,7 +58,16 @@ func TestFirstLoadReadsPerJob(t *testing.T) {
 		waitJob(t, b, fmt.Sprintf("job%02d", i), "registration", func(s *JobSnapshot) bool { return s.Registered && s.Settled && len(s.Instances) == 2 })
 	}
 	got := s.reads.totals().minus(base)
-	t.Logf("per job: %.2f gets, %.2f exists, %.2f children lists", float64(got.get)/jobs, float64(got.exists)/jobs, float64(got.children)/jobs)
+	t.Logf("per job: %.2f requests: %.2f multiReads, %.2f gets, %.2f exists, %.2f children lists", float64(got.requests())/jobs,
+		float64(got.multi)/jobs, float64(got.get)/jobs, float64(got.exists)/jobs, float64(got.children)/jobs)
+	if !oneByOne {
+		// two multiReads, then b's own servers/10.0.0.2 and instances/ once its registration reports them; a
+		// few more for the namespace and the peers
+		if max := int64(5 * jobs); got.requests() > max {
+			t.Errorf("%d requests for %d jobs, want at most %d", got.requests(), jobs, max)
+		}
+		return
+	}
 	// gets: config, servers/10.0.0.1, the leader, sharding/0/instance and sharding/0/failover (absent), and
 	// b's own servers/10.0.0.2 once its registration reports it; exists: necessary, trigger/{me},
 	// sharding/0/disabled. A few more for the namespace and the peers.

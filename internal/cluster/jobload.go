@@ -234,42 +234,19 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	// eight; with thousands of jobs starting together, load latency is what bounds how soon every job can
 	// fire. A first load reads the items' nodes too, instead of queueing three refreshes per item behind
 	// every other job's: the job is announced with its owners known, so its first fire need not wait.
-	var (
-		data                 []byte
-		st                   *zk.Stat
-		cfgRead              error
-		servers, instances   map[string]string
-		serverVers           map[string]nodeVersion
-		leader               leaderNode
-		necessary, triggered bool
-		failover             []int
-		items                []string
-		read                 map[int]*ItemState
-	)
-	reads := []func() error{
-		func() error {
-			data, st, cfgRead = r.s.getW(r.p.Config(job))
-			if errors.Is(cfgRead, zk.ErrNoNode) {
-				return nil
-			}
-			return cfgRead
-		},
-		func() (err error) { servers, serverVers, err = r.readServers(job, nil); return },
-		func() (err error) { instances, err = r.readInstances(job, nil); return },
-		func() (err error) { leader, err = r.readLeader(job); return },
-		func() (err error) { necessary, err = r.readExists(r.p.Necessary(job)); return },
-		func() (err error) { failover, err = r.readFailoverItems(job); return },
-		func() (err error) { triggered, err = r.readExists(r.p.Trigger(job, r.me.InstanceID)); return },
-		func() (err error) {
-			if items, err = r.folderW(job, r.p.Sharding(job)); err == nil && first {
-				read, err = r.readItems(job, itemNumbers(items))
-			}
-			return err
-		},
-	}
-	if err := parallel.For(len(reads), len(reads), func(i int) error { return reads[i]() }); err != nil {
+	// Under the namespace's recursive watch the reads take two requests in all (bulkload.go).
+	rd, bulk, err := r.readJobBulk(job, first)
+	if err != nil {
 		return err
 	}
+	if !bulk {
+		if rd, err = r.readJobOneByOne(job, first); err != nil {
+			return err
+		}
+	}
+	data, st, cfgRead := rd.data, rd.st, rd.cfgRead
+	servers, instances, serverVers, leader := rd.servers, rd.instances, rd.serverVers, rd.leader
+	necessary, triggered, failover, items, read := rd.necessary, rd.triggered, rd.failover, rd.items, rd.read
 	if cfgRead != nil {
 		// a job root without config (being created by another tool, or being deleted): wait for config
 		ok, _, err := r.s.existsW(r.p.Config(job))

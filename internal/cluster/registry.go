@@ -110,6 +110,8 @@ type Registry struct {
 	// oneShotWatches: RegistryConfig.OneShotWatches; noAddWatch: ZooKeeper answered addWatch Unimplemented.
 	oneShotWatches bool
 	noAddWatch     atomic.Bool
+	// noMultiRead: ZooKeeper answered multiRead Unimplemented (bulkload.go).
+	noMultiRead atomic.Bool
 	// watchedIn is the session whose recursive watch covers the namespace (jobwatch.go), or 0.
 	watchedIn atomic.Int64
 	// shared holds the jobs' instances and servers maps, shared between jobs of equal content (intern.go).

@@ -413,6 +413,15 @@ func (s *Session) existsW(p string) (bool, *zk.Stat, error) {
 	return ok, st, nil
 }
 
+// multiRead sends reads as one request (ZooKeeper 3.6+; zk.ErrUnimplemented before); they set no watch.
+func (s *Session) multiRead(ops []zk.ReadOp) ([]zk.ReadResult, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	s.reads.multi.Add(1)
+	return s.conn.MultiRead(ops...)
+}
+
 // addRecursiveWatch arms a persistent recursive watch on p (ZooKeeper 3.6+; zk.ErrUnimplemented before).
 func (s *Session) addRecursiveWatch(p string) error {
 	return s.conn.AddWatch(p, zk.AddWatchModePersistentRecursive)
