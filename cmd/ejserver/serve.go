@@ -222,7 +222,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer store.Close()
 	// the history writer keeps out of the way of this peer's bursts of webhooks: it writes between them
 	activity := dispatch.NewActivity(clk)
-	writer := history.NewWriter(store, history.WriterConfig{Logger: log,
+	writer := history.NewWriter(store, history.WriterConfig{Logger: log, StartHold: historyStartHold,
 		Yield: func() time.Duration { return activity.Busy(historyYieldGuard) }})
 	if err := writer.Start(context.Background()); err != nil {
 		return err
@@ -516,6 +516,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 // historyYieldGuard is how far around a burst of webhooks the history writer holds off: about the time one
 // batch of its writes takes on a small machine, so a batch begun just before a burst ends before it.
 const historyYieldGuard = 100 * time.Millisecond
+
+// historyStartHold is how long an item's start record waits in the history writer's queue for its end to take
+// its place: an item that answers within it (after its burst's quiet, up to 250 ms) costs the history one row
+// written instead of a row inserted and then updated, each with its indexes and the stats rollup's triggers
+// (about half of a busy peer's history CPU in steady-10k, docs/benchmarks.md). A longer item shows as
+// RUNNING in the history that much later.
+const historyStartHold = time.Second
 
 // scheduleOn keeps the scheduler in step with the registry: a job is scheduled when it is loaded, re-scheduled
 // when its config changes, and unscheduled at once when it is deleted or disabled.

@@ -41,6 +41,12 @@ type WriterConfig struct {
 	CommitDelay time.Duration
 	// DropLogInterval is the least time between two logs of dropped records: 10s.
 	DropLogInterval time.Duration
+	// StartHold is how long a running record nobody waits for (an item's start record, an accepted item's
+	// heartbeat) may stay queued so that the record replacing it (its end) can take its place: a short item
+	// is then written as one row instead of an insert and an update of that row, each with its indexes and
+	// the stats rollup's triggers. A held record is written StartHold (plus up to FlushInterval) after it was
+	// queued if nothing replaced it, and at once by Stop. 0 (the default) holds nothing.
+	StartHold time.Duration
 	// Yield, if set, is asked before each batch how long to hold off so the peer's own work goes first
 	// (dispatch.Activity.Busy: a burst of webhooks is leaving, or about to). A flush holds off at most
 	// MaxYield in all (default 1s), so records are late by that much at worst and never starved; the
@@ -124,6 +130,8 @@ type Writer struct {
 	mu          sync.Mutex
 	execs       []ejserver.Execution // queued
 	execWaits   []chan error         // beside execs: the waiter of each record (nil: nobody waits)
+	execAt      []time.Time          // beside execs: when each record was queued (only with StartHold)
+	draining    bool                 // the final flush: hold nothing back
 	traces      []ejserver.StatusTrace
 	inflight    int // records taken by the goroutine and not yet written or dropped
 	health      Health
@@ -170,6 +178,9 @@ func (w *Writer) enqueue(e ejserver.Execution, wait chan error) bool {
 	}
 	w.execs = append(w.execs, e)
 	w.execWaits = append(w.execWaits, wait)
+	if w.cfg.StartHold > 0 {
+		w.execAt = append(w.execAt, w.cfg.Clock.Now())
+	}
 	full := len(w.execs) >= w.cfg.BatchSize
 	w.mu.Unlock()
 	if full {
@@ -327,12 +338,16 @@ func (w *Writer) run(ctx context.Context, done chan struct{}) {
 func (w *Writer) final(ctx context.Context) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.StopTimeout)
 	defer cancel()
+	w.mu.Lock()
+	w.draining = true
+	w.mu.Unlock()
 	err := w.flush(fctx, false)
 	w.mu.Lock()
+	w.draining = false // a later Start holds again
 	left := len(w.execs) + len(w.traces) + w.inflight
 	settle(w.execWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
 	settle(w.pendWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
-	w.execs, w.execWaits, w.traces, w.inflight = nil, nil, nil, 0
+	w.execs, w.execWaits, w.execAt, w.traces, w.inflight = nil, nil, nil, nil, 0
 	w.pendExecs, w.pendWaits, w.pendTraces = nil, nil, nil
 	if left > 0 {
 		w.dropLocked(left)
@@ -403,17 +418,29 @@ func (w *Writer) holdOff(ctx context.Context, since time.Time) {
 	}
 }
 
-// take moves the queue to the goroutine's pending lists; it reports whether there was anything.
+// take moves the queue to the goroutine's pending lists, but for the running records StartHold keeps back
+// (and those already replaced, which it drops: their replacement is written instead); it reports whether it
+// moved anything.
 func (w *Writer) take() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var keep queued
+	if w.cfg.StartHold > 0 && !w.draining && len(w.execs) > 0 {
+		now := queued{w.execs, w.execWaits, w.execAt}
+		var replaced int
+		now, keep, replaced = holdStarts(now, w.cfg.Clock.Now(), w.cfg.StartHold)
+		w.execs, w.execWaits, w.execAt = now.recs, now.waits, now.at
+		w.written.Add(int64(replaced)) // written with the record that replaced them
+	}
 	n := len(w.execs) + len(w.traces)
 	if n == 0 {
+		w.execs, w.execWaits, w.execAt = keep.recs, keep.waits, keep.at
 		return false
 	}
 	// Swap rather than copy: Enqueue appends to fresh slices meanwhile.
-	w.pendExecs, w.execs = w.execs, nil
-	w.pendWaits, w.execWaits = w.execWaits, nil
+	w.pendExecs, w.execs = w.execs, keep.recs
+	w.pendWaits, w.execWaits = w.execWaits, keep.waits
+	w.execAt = keep.at
 	w.pendTraces, w.traces = w.traces, nil
 	w.inflight += n
 	return true

@@ -1,0 +1,49 @@
+package history
+
+import (
+	"time"
+
+	"github.com/ejserver/ejserver"
+)
+
+// queued is the Writer's queue of execution records: each record with its waiter (nil: nobody waits) and
+// the time it was queued.
+type queued struct {
+	recs  []ejserver.Execution
+	waits []chan error
+	at    []time.Time
+}
+
+// holdStarts splits q (in queue order) into the records to write now and those to keep queued a while
+// (WriterConfig.StartHold): a running record that nobody waits for and that was queued less than hold before
+// now stays queued, so that its end, which replaces it, can be written in its place. A running record that a
+// later-queued record of the same execution replaces (replaces: the upsert's own rule) is dropped, however
+// old: the store would keep the replacement anyway. Records that someone waits for, and end records, are
+// always written now. replaced counts the dropped records. The order within each part is q's.
+func holdStarts(q queued, now time.Time, hold time.Duration) (write, keep queued, replaced int) {
+	// the last record queued of each execution that has more than one: what the store ends with
+	last := make(map[string]int)
+	for i, r := range q.recs {
+		last[r.ID] = i
+	}
+	for i, r := range q.recs {
+		if !r.Done() && q.waits[i] == nil {
+			if j := last[r.ID]; j != i && replaces(q.recs[j], r) {
+				replaced++
+				continue
+			}
+			if now.Sub(q.at[i]) < hold {
+				keep.add(q, i)
+				continue
+			}
+		}
+		write.add(q, i)
+	}
+	return write, keep, replaced
+}
+
+func (q *queued) add(from queued, i int) {
+	q.recs = append(q.recs, from.recs[i])
+	q.waits = append(q.waits, from.waits[i])
+	q.at = append(q.at, from.at[i])
+}
