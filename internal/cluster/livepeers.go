@@ -40,6 +40,15 @@ func (r *Registry) PeerLive(id string) bool {
 	return ok
 }
 
+// PeerGone reports whether instance id is known to have no live peer node: the peers were listed at least
+// once and id is not among them. Before the first listing no peer is taken for gone.
+func (r *Registry) PeerGone(id string) bool {
+	r.peers.mu.RLock()
+	defer r.peers.mu.RUnlock()
+	_, ok := r.peers.byID[id]
+	return r.peers.loaded && !ok
+}
+
 // refreshPeers lists (and re-watches) the peers and reads the identity of each new one. A peer that left is
 // reported as PeersChanged (Job ""), so the leaders look again at the jobs whose items it owned.
 func (r *Registry) refreshPeers() error {

@@ -42,6 +42,8 @@ type fakeRegistry struct {
 	beginLost int
 	// clearFailures fails that many ClearStaleRunning calls; clearCalls counts them all
 	clearFailures, clearCalls int
+	// gone lists the instances whose peer left (PeerGone)
+	gone map[string]bool
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
