@@ -26,23 +26,10 @@ type firePeer struct {
 
 func startFirePeer(t *testing.T, ns, ip string) *firePeer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := cluster.Dial(ctx, cluster.SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 4 * time.Second, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := cluster.NewRegistry(s, cluster.RegistryConfig{Namespace: ns, Logger: quiet,
-		Identity: cluster.Identity{InstanceID: ip + "@-@1", ServerIP: ip}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c := NewCoordinator(CoordinatorConfig{Registry: r, Logger: quiet, Clock: clock.Real{}})
-	p := &firePeer{node: &node{s: s, r: r, c: c}, exec: dispatch.NewExecutor(dispatch.ExecutorConfig{
-		Registry: r, Sender: webhook.New(webhook.Config{Logger: quiet}), Resharder: c, Logger: quiet, ReshardWait: 20 * time.Second})}
+	n := newNode(t, ns, ip, clock.Real{})
+	startRegistry(t, n)
+	p := &firePeer{node: n, exec: dispatch.NewExecutor(dispatch.ExecutorConfig{
+		Registry: n.r, Sender: webhook.New(webhook.Config{Logger: quiet}), Resharder: n.c, Logger: quiet, ReshardWait: 20 * time.Second})}
 	t.Cleanup(func() {
 		p.exec.Drain(5 * time.Second)
 		p.node.stop()
