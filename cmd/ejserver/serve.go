@@ -491,6 +491,11 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	case err := <-srvErr:
 		log.Error("API server failed", "err", err)
 	}
+	// the others hold the fires of this peer's items from now until their leaders reshard them away, once the
+	// session closes (the fires this peer has begun run meanwhile; the held ones skip the items they ran)
+	if err := reg.Leave(); err != nil {
+		log.Warn("could not remove this peer's node before stopping", "err", err)
+	}
 	sched.Stop()
 	backfillRunner.Stop() // its backfills' owner nodes go: another peer continues them
 	replays.Stop()

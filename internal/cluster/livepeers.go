@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +19,13 @@ type livePeers struct {
 	mu     sync.RWMutex
 	byID   map[string]Identity
 	loaded bool // listed at least once
+	// left holds the peers this cache listed and then saw go (a stopping peer's Leave, a session's end),
+	// until they come back; at most maxLeft of them
+	left map[string]bool
 }
+
+// maxLeft bounds livePeers.left: a peer that left long ago is gone from every job by then.
+const maxLeft = 1024
 
 // LivePeers lists the live peers (sorted by instance id) and whether the list was read at least once.
 func (r *Registry) LivePeers() ([]Identity, bool) {
@@ -47,6 +54,27 @@ func (r *Registry) PeerGone(id string) bool {
 	defer r.peers.mu.RUnlock()
 	_, ok := r.peers.byID[id]
 	return r.peers.loaded && !ok
+}
+
+// PeerLeft reports whether instance id had a live peer node that this peer saw go (and not come back): a
+// stopping peer removes its node first (Leave), while its instance nodes stay until its session closes.
+func (r *Registry) PeerLeft(id string) bool {
+	r.peers.mu.RLock()
+	defer r.peers.mu.RUnlock()
+	return r.peers.left[id]
+}
+
+// Leave is a stopping peer's first step: it removes the peer's node (/{namespace}.ejserver/peers/{id}) and
+// never writes it again, so that the other peers hold the fires of the items it owns (PeerLeft) until their
+// leaders have resharded them away, which they do once its session closes and its instance nodes go. The
+// peer goes on firing its own items meanwhile; the others' held fires skip the items it ran.
+func (r *Registry) Leave() error {
+	r.leaving.Store(true)
+	err := r.s.del(r.p.Peer(r.me.InstanceID), -1)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("remove peer node %s: %w", r.me.InstanceID, err)
+	}
+	return nil
 }
 
 // refreshPeers lists (and re-watches) the peers and reads the identity of each new one. A peer that left is
@@ -95,6 +123,7 @@ func (r *Registry) refreshPeers() error {
 			removed = append(removed, id)
 		}
 	}
+	r.peers.left = leftAfter(r.peers.left, added, removed)
 	r.peers.byID, r.peers.loaded = now, true
 	r.peers.mu.Unlock()
 	if len(added) > 0 || len(removed) > 0 {
@@ -103,4 +132,19 @@ func (r *Registry) refreshPeers() error {
 		r.emit([]Event{{Kind: PeersChanged, Added: added, Removed: removed}})
 	}
 	return nil
+}
+
+// leftAfter updates the set of peers that left with a listing's changes: the removed join it, the added (a
+// peer back under the same id) leave it. Past maxLeft it starts afresh.
+func leftAfter(left map[string]bool, added, removed []string) map[string]bool {
+	if left == nil || len(left)+len(removed) > maxLeft {
+		left = map[string]bool{}
+	}
+	for _, id := range removed {
+		left[id] = true
+	}
+	for _, id := range added {
+		delete(left, id)
+	}
+	return left
 }

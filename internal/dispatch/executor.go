@@ -37,8 +37,7 @@ type Registry interface {
 	CreateTriggers(job string, instances []string, req cluster.TriggerRequest) error
 	LastCompleted(job string, item int) (cluster.Completed, bool, error)
 	ClockOffset() (time.Duration, bool)
-	// PeerGone: the live peers were listed and id is not among them (ownergone.go).
-	PeerGone(id string) bool
+	Peers // ownergone.go
 	Lease() bool
 	SessionStanding() (cluster.SessionStanding, <-chan struct{})
 	Me() cluster.Identity
@@ -465,7 +464,7 @@ func (e *Executor) fire(req fireRequest) {
 	st.ClockError, st.SkipReason, st.LastFireAt = "", "", req.scheduledAt
 	e.mu.Unlock()
 
-	waited := !fireReady(snap, e.reg.PeerGone)
+	waited := !fireReady(snap, e.reg)
 	snap, err := e.ensureSharded(job, snap)
 	if err != nil {
 		e.skip(req, "no sharding to fire with", "err", err)

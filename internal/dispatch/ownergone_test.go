@@ -18,6 +18,18 @@ func (f *fakeRegistry) PeerGone(id string) bool {
 	return f.gone[id]
 }
 
+func (f *fakeRegistry) PeerLeft(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.left[id]
+}
+
+// peerSets is a Peers: gone lists the instances with no peer node, left those whose node went.
+type peerSets struct{ gone, left []string }
+
+func (p peerSets) PeerGone(id string) bool { return slices.Contains(p.gone, id) }
+func (p peerSets) PeerLeft(id string) bool { return slices.Contains(p.left, id) }
+
 // goneSnap is a 4-item job on instances a (this peer) and b, with items as given.
 func goneSnap(items ...cluster.ItemState) *cluster.JobSnapshot {
 	cfg := ejserver.DefaultJobConfig()
@@ -31,44 +43,46 @@ func owned(owner string) cluster.ItemState {
 	return cluster.ItemState{Exists: true, Owner: owner, OwnerVersion: 1}
 }
 
-func TestGoneOwnerItems(t *testing.T) {
-	gone := func(ids ...string) func(string) bool { return func(id string) bool { return slices.Contains(ids, id) } }
+func TestOwnersAway(t *testing.T) {
 	disabled, failedOver := owned("x"), owned("x")
 	disabled.Disabled, failedOver.FailoverTo = true, "a"
 	tests := []struct {
 		name      string
 		snap      *cluster.JobSnapshot
-		peerGone  func(string) bool
+		peers     peerSets
 		want      []int
+		states    []ownerState
 		ready     bool
 		reshard   bool
 		wantMyOwn []int
 	}{
-		{name: "every owner online", snap: goneSnap(owned("a"), owned("b")), peerGone: gone("x"), ready: true, wantMyOwn: []int{0}},
+		{name: "every owner online", snap: goneSnap(owned("a"), owned("b")), peers: peerSets{gone: []string{"x"}}, ready: true, wantMyOwn: []int{0}},
 		{name: "an owner left: its instance and peer nodes are gone", snap: goneSnap(owned("a"), owned("x"), owned("b"), owned("x")),
-			peerGone: gone("x"), want: []int{1, 3}, reshard: true, wantMyOwn: []int{0}},
+			peers: peerSets{gone: []string{"x"}, left: []string{"x"}}, want: []int{1, 3}, states: []ownerState{ownerGone, ownerGone}, reshard: true, wantMyOwn: []int{0}},
+		{name: "an owner stopping: its peer node went, its instance node is there; fires wait, nobody reshards",
+			snap: goneSnap(owned("a"), owned("b")), peers: peerSets{gone: []string{"b"}, left: []string{"b"}}, want: []int{1}, states: []ownerState{ownerLeaving}, wantMyOwn: []int{0}},
+		{name: "this peer stopping fires its own items", snap: goneSnap(owned("a"), owned("b")), peers: peerSets{gone: []string{"a"}, left: []string{"a"}},
+			ready: true, wantMyOwn: []int{0}},
 		{name: "an owner not registered on the job but a live peer is coming, not gone (a new job's first sharding)",
-			snap: goneSnap(owned("a"), owned("new")), peerGone: gone("x"), ready: true, wantMyOwn: []int{0}},
-		{name: "an owner whose instance node is there while its peer node is gone is online",
-			snap: goneSnap(owned("b")), peerGone: gone("b"), ready: true},
-		{name: "a disabled item nobody fires", snap: goneSnap(owned("a"), disabled), peerGone: gone("x"), ready: true, wantMyOwn: []int{0}},
-		{name: "an item taken over: its failover instance runs it", snap: goneSnap(owned("a"), failedOver), peerGone: gone("x"), ready: true, wantMyOwn: []int{0}},
-		{name: "the peers not listed yet: nobody is gone", snap: goneSnap(owned("x")), peerGone: gone(), ready: true},
+			snap: goneSnap(owned("a"), owned("new")), peers: peerSets{gone: []string{"x"}}, ready: true, wantMyOwn: []int{0}},
+		{name: "an owner registered whose peer node this peer has not read yet is fine (never seen, so never left)",
+			snap: goneSnap(owned("b")), peers: peerSets{gone: []string{"b"}}, ready: true},
+		{name: "a disabled item nobody fires", snap: goneSnap(owned("a"), disabled), peers: peerSets{gone: []string{"x"}}, ready: true, wantMyOwn: []int{0}},
+		{name: "an item taken over: its failover instance runs it", snap: goneSnap(owned("a"), failedOver), peers: peerSets{gone: []string{"x"}}, ready: true, wantMyOwn: []int{0}},
+		{name: "the peers not listed yet: nobody is gone", snap: goneSnap(owned("x")), ready: true},
 		{name: "an item without an owner is unsharded, not gone", snap: goneSnap(owned("a"), cluster.ItemState{OwnerVersion: -1}),
-			peerGone: gone("x", ""), reshard: true, wantMyOwn: []int{0}},
+			peers: peerSets{gone: []string{"x", ""}}, reshard: true, wantMyOwn: []int{0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := goneOwnerItems(tt.snap, tt.peerGone); !slices.Equal(got, tt.want) {
-				t.Fatalf("goneOwnerItems = %v, want %v", got, tt.want)
+			got, states := ownersAway(tt.snap, tt.peers)
+			if !slices.Equal(got, tt.want) || !slices.Equal(states, tt.states) {
+				t.Fatalf("ownersAway = %v %v, want %v %v", got, states, tt.want, tt.states)
 			}
-			if got := ownerGone(tt.snap, tt.peerGone); got != (len(tt.want) > 0) {
-				t.Fatalf("ownerGone = %v with gone items %v", got, tt.want)
-			}
-			if got := fireReady(tt.snap, tt.peerGone); got != tt.ready {
+			if got := fireReady(tt.snap, tt.peers); got != tt.ready {
 				t.Fatalf("fireReady = %v, want %v", got, tt.ready)
 			}
-			if got := needsResharding(tt.snap, tt.peerGone); got != tt.reshard {
+			if got := needsResharding(tt.snap, tt.peers); got != tt.reshard {
 				t.Fatalf("needsResharding = %v, want %v", got, tt.reshard)
 			}
 			if got := tt.snap.MyItems(); !slices.Equal(got, tt.wantMyOwn) {
@@ -78,13 +92,14 @@ func TestGoneOwnerItems(t *testing.T) {
 	}
 }
 
-// FuzzGoneOwnerItems: an item is listed exactly when a fire would leave it to nobody: it is live (exists,
-// owned, enabled, not taken over), no peer's MyItems holds it, and its owner's peer is gone.
-func FuzzGoneOwnerItems(f *testing.F) {
-	f.Add([]byte{0, 1, 2, 3, 4, 5}, uint8(3))
-	f.Add([]byte{9, 9, 9}, uint8(1))
-	f.Fuzz(func(t *testing.T, data []byte, goneMask uint8) {
-		ids := []string{"a", "b", "c", "d"} // a and b are the job's instances; c and d are not
+// FuzzOwnersAway: an item is gone exactly when a fire would leave it to nobody (it is runnable, no online
+// instance's MyItems holds it, and its owner's peer is gone), and leaving exactly when its owner is another
+// online instance whose peer node went; the leader reshards for gone owners only.
+func FuzzOwnersAway(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5}, uint8(3), uint8(2))
+	f.Add([]byte{9, 9, 9}, uint8(1), uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, goneMask, leftMask uint8) {
+		ids := []string{"a", "b", "c", "d"} // a (this peer) and b are the job's instances; c and d are not
 		items := make([]cluster.ItemState, 0, len(data))
 		for _, d := range data {
 			it := cluster.ItemState{Exists: d&0x40 == 0, Owner: ids[d&3], OwnerVersion: 1, Disabled: d&0x10 != 0}
@@ -100,12 +115,18 @@ func FuzzGoneOwnerItems(f *testing.F) {
 		if len(data) > 0 {
 			s.Config.ShardingTotalCount = int(data[0])%(len(items)+1) + 1
 		}
-		peerGone := func(id string) bool {
-			i := slices.Index(ids, id)
-			return i >= 0 && goneMask&(1<<i) != 0
+		var peers peerSets
+		for i, id := range ids {
+			if goneMask&(1<<i) != 0 {
+				peers.gone = append(peers.gone, id)
+			}
+			if leftMask&(1<<i) != 0 {
+				peers.left = append(peers.left, id)
+			}
 		}
-		got := goneOwnerItems(s, peerGone)
+		got, states := ownersAway(s, peers)
 		var want []int
+		var wantStates []ownerState
 		for i := range min(len(items), s.Config.ShardingTotalCount) {
 			it := items[i]
 			runnable := it.Exists && it.Owner != "" && !it.Disabled && it.FailoverTo == ""
@@ -117,15 +138,21 @@ func FuzzGoneOwnerItems(f *testing.F) {
 					someoneRuns = true
 				}
 			}
-			if runnable && !someoneRuns && peerGone(it.Owner) {
-				want = append(want, i)
+			switch {
+			case runnable && !someoneRuns && peers.PeerGone(it.Owner):
+				want, wantStates = append(want, i), append(wantStates, ownerGone)
+			case runnable && someoneRuns && it.Owner != s.Me && peers.PeerLeft(it.Owner):
+				want, wantStates = append(want, i), append(wantStates, ownerLeaving)
 			}
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("goneOwnerItems = %v, want %v (items %+v, total %d, gone mask %b)", got, want, items, s.Config.ShardingTotalCount, goneMask)
+		if !slices.Equal(got, want) || !slices.Equal(states, wantStates) {
+			t.Fatalf("ownersAway = %v %v, want %v %v (items %+v, total %d, peers %+v)", got, states, want, wantStates, items, s.Config.ShardingTotalCount, peers)
 		}
-		if ownerGone(s, peerGone) != (len(got) > 0) || (len(got) > 0 && fireReady(s, peerGone)) {
-			t.Fatal("ownerGone or fireReady disagree with goneOwnerItems")
+		if fireReady(s, peers) && len(got) > 0 {
+			t.Fatal("fireReady with an owner away")
+		}
+		if needsResharding(s, peers) != (s.Necessary || !s.Sharded() || slices.Contains(states, ownerGone)) {
+			t.Fatal("needsResharding disagrees: the leader reshards for gone owners only")
 		}
 	})
 }

@@ -37,7 +37,7 @@ func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Shard
 // leader while it waits (the leader was the peer that left) reshards then. The leader reshards at most once
 // per fire.
 func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
-	gone := e.reg.PeerGone
+	gone := Peers(e.reg)
 	if fireReady(snap, gone) {
 		return snap, nil
 	}
@@ -55,7 +55,7 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 	for {
 		if leaderMust(snap) {
 			resharded = true
-			if items := goneOwnerItems(snap, gone); len(items) > 0 && !snap.Necessary {
+			if items, _ := ownersAway(snap, gone); len(items) > 0 && !snap.Necessary {
 				e.log.Info("resharding at the fire: an item's owner is gone", "job", job, "item", items[0], "instance", snap.Items[items[0]].Owner)
 			}
 			if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
@@ -78,7 +78,7 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 }
 
 // unready says which of fireReady's conditions a snapshot fails, for the skip's log line.
-func unready(s *cluster.JobSnapshot, peerGone func(id string) bool) string {
+func unready(s *cluster.JobSnapshot, peers Peers) string {
 	if s == nil {
 		return "job not loaded"
 	}
@@ -92,8 +92,12 @@ func unready(s *cluster.JobSnapshot, peerGone func(id string) bool) string {
 	if !s.ItemsSettled {
 		why = append(why, "the job's sharding nodes still being read")
 	}
-	if items := goneOwnerItems(s, peerGone); len(items) > 0 {
-		why = append(why, fmt.Sprintf("the owner of item %d (%s) is gone", items[0], s.Items[items[0]].Owner))
+	if items, states := ownersAway(s, peers); len(items) > 0 {
+		how := "gone"
+		if states[0] == ownerLeaving {
+			how = "stopping"
+		}
+		why = append(why, fmt.Sprintf("the owner of item %d (%s) is %s", items[0], s.Items[items[0]].Owner, how))
 	}
 	return strings.Join(why, ", ")
 }

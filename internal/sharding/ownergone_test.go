@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -37,10 +38,16 @@ func startFirePeer(t *testing.T, ns, ip string) *firePeer {
 	return p
 }
 
-// deliveries counts the items a receiver got, per item, for one job.
+// fireItem is one item of one scheduled fire.
+type fireItem struct {
+	at   time.Time
+	item int
+}
+
+// deliveries counts the items a receiver got, per scheduled fire and item, for one job.
 type deliveries struct {
 	mu      sync.Mutex
-	got     map[int]int
+	got     map[fireItem]int
 	arrived chan struct{} // one value per delivery, dropped when full
 }
 
@@ -48,7 +55,7 @@ func (d *deliveries) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var p webhook.Payload
 	if err := json.NewDecoder(r.Body).Decode(&p); err == nil {
 		d.mu.Lock()
-		d.got[p.ShardingItem]++
+		d.got[fireItem{p.ScheduledAt.UTC(), p.ShardingItem}]++
 		d.mu.Unlock()
 		select {
 		case d.arrived <- struct{}{}:
@@ -58,40 +65,86 @@ func (d *deliveries) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (d *deliveries) counts() map[int]int {
+func (d *deliveries) counts() map[fireItem]int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make(map[int]int, len(d.got))
+	out := make(map[fireItem]int, len(d.got))
 	for k, v := range d.got {
 		out[k] = v
 	}
 	return out
 }
 
-// A peer stopped (its session closed: its instance and peer nodes are gone) before the job's leader resharded
-// leaves its item to nobody: the fire waits for the resharding, the leader reshards at its fire, and every item
-// of the fire is delivered once. Without the owner-gone check the stopped peer's item is delivered by nobody.
-func TestFireWaitsForTheReshardingOfAStoppedPeersItems(t *testing.T) {
-	ns := zktest.Namespace("ownergone")
-	recv := &deliveries{got: map[int]int{}, arrived: make(chan struct{}, 16)}
-	srv := httptest.NewServer(recv)
-	defer srv.Close()
+// await waits until every item below total of every fire in ats was delivered.
+func (d *deliveries) await(t *testing.T, total int, ats ...time.Time) {
+	t.Helper()
+	complete := func(got map[fireItem]int) bool {
+		for _, at := range ats {
+			for i := range total {
+				if got[fireItem{at.UTC(), i}] == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	d.awaitFunc(t, complete, fmt.Sprintf("items 0-%d of the fires at %v", total-1, ats))
+}
 
-	a := startFirePeer(t, ns, "10.9.0.1")
+// awaitItems waits until n items of the fire at at were delivered.
+func (d *deliveries) awaitItems(t *testing.T, n int, at time.Time) {
+	t.Helper()
+	d.awaitFunc(t, func(got map[fireItem]int) bool {
+		k := 0
+		for fi := range got {
+			if fi.at.Equal(at.UTC()) {
+				k++
+			}
+		}
+		return k >= n
+	}, fmt.Sprintf("%d items of the fire at %v", n, at))
+}
+
+func (d *deliveries) awaitFunc(t *testing.T, complete func(map[fireItem]int) bool, want string) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for got := d.counts(); !complete(got); got = d.counts() {
+		select {
+		case <-d.arrived:
+		case <-deadline:
+			t.Fatalf("delivered %v, want %s", got, want)
+		}
+	}
+}
+
+func (d *deliveries) eachOnce(t *testing.T) {
+	t.Helper()
+	for k, n := range d.counts() {
+		if n != 1 {
+			t.Fatalf("item %d of the fire at %s delivered %d times", k.item, k.at.Format(time.TimeOnly), n)
+		}
+	}
+}
+
+// threePeers starts a (the leader of job j, 3 items, POSTed to url), b and x, and shards j over them: x owns
+// one item; ownsOne tells that.
+func threePeers(t *testing.T, ns, url string) (a, b, x *firePeer, ownsOne func(*cluster.JobSnapshot) bool) {
+	t.Helper()
+	a = startFirePeer(t, ns, "10.9.0.1")
 	cfg := ejserver.DefaultJobConfig()
-	cfg.JobName, cfg.ShardingTotalCount, cfg.Webhook.URL = "j", 3, srv.URL
+	cfg.JobName, cfg.ShardingTotalCount, cfg.Webhook.URL = "j", 3, url
 	if _, err := a.r.CreateJob(cfg); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, a.node, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
-	b := startFirePeer(t, ns, "10.9.0.2")
-	x := startFirePeer(t, ns, "10.9.0.3")
+	b = startFirePeer(t, ns, "10.9.0.2")
+	x = startFirePeer(t, ns, "10.9.0.3")
 	waitFor(t, a.node, "j", "b and x registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 3 })
 	if err := a.c.Reshard(context.Background(), "j"); err != nil {
 		t.Fatal(err)
 	}
 	xID := x.r.Me().InstanceID
-	ownsOne := func(s *cluster.JobSnapshot) bool {
+	ownsOne = func(s *cluster.JobSnapshot) bool {
 		n := 0
 		for i := range 3 {
 			if s.Item(i).Owner == xID {
@@ -101,46 +154,82 @@ func TestFireWaitsForTheReshardingOfAStoppedPeersItems(t *testing.T) {
 		return shardingSettled(s) && n == 1
 	}
 	waitFor(t, b.node, "j", "x owns an item on b", ownsOne)
+	return a, b, x, ownsOne
+}
 
+func newDeliveries(t *testing.T) (*deliveries, string) {
+	recv := &deliveries{got: map[fireItem]int{}, arrived: make(chan struct{}, 16)}
+	srv := httptest.NewServer(recv)
+	t.Cleanup(srv.Close)
+	return recv, srv.URL
+}
+
+// A peer stopped (its session closed: its instance and peer nodes are gone) before the job's leader resharded
+// leaves its item to nobody: the fire waits for the resharding, the leader reshards at its fire, and every item
+// of the fire is delivered once. Without the owner-gone check the stopped peer's item is delivered by nobody.
+func TestFireWaitsForTheReshardingOfAStoppedPeersItems(t *testing.T) {
+	recv, url := newDeliveries(t)
+	a, b, x, ownsOne := threePeers(t, zktest.Namespace("ownergone"), url)
+	xID := x.r.Me().InstanceID
 	x.exec.Drain(time.Second)
 	x.node.stop() // its session closes: its ephemeral nodes go, nobody reshards yet
 	for _, p := range []*firePeer{a, b} {
 		waitFor(t, p.node, "j", "x's instance gone, its item not resharded", func(s *cluster.JobSnapshot) bool { return !s.Online(xID) && ownsOne(s) })
-		pollPeerGone(t, p.r, xID)
+		pollPeer(t, p.r.PeerGone, xID)
 	}
 
 	at := time.Now().Truncate(time.Second)
 	b.exec.Fire("j", at, 0) // not the leader: waits for the resharding
 	a.exec.Fire("j", at, 0) // the leader: reshards at the fire
-	deadline := time.After(15 * time.Second)
-	for got := recv.counts(); len(got) < 3; got = recv.counts() {
-		select {
-		case <-recv.arrived:
-		case <-deadline:
-			t.Fatalf("delivered items %v, want 0, 1 and 2 (x owned one)", got)
-		}
-	}
+	recv.await(t, 3, at)    // x owned one of the three
 	a.exec.Drain(5 * time.Second)
 	b.exec.Drain(5 * time.Second)
-	for item, n := range recv.counts() {
-		if n != 1 {
-			t.Fatalf("item %d delivered %d times", item, n)
-		}
-	}
+	recv.eachOnce(t)
 }
 
-// pollPeerGone waits until r's cache of the live peers has lost id (a peers watch, not a job's: Wait does not
-// wake on it).
-func pollPeerGone(t *testing.T, r *cluster.Registry, id string) {
+// A stopping peer removes its peer node first (Leave) and keeps its instance nodes until its session closes:
+// the others hold the fires of its item meanwhile. A fire it ran itself before it closed is not run again; a
+// fire it did not run (its scheduler had stopped) runs late, once, after the leader resharded. Without the
+// hold, that fire's item is delivered by nobody.
+func TestAStoppingPeersItemsAreHeldUntilResharded(t *testing.T) {
+	recv, url := newDeliveries(t)
+	a, b, x, ownsOne := threePeers(t, zktest.Namespace("leaving"), url)
+	xID := x.r.Me().InstanceID
+	if err := x.r.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*firePeer{a, b} {
+		pollPeer(t, p.r.PeerLeft, xID)
+	}
+	ran := time.Now().Truncate(time.Second)
+	x.exec.Fire("j", ran, 0) // begun before its scheduler stopped
+	recv.awaitItems(t, 1, ran)
+	missed := ran.Add(time.Second) // after it stopped scheduling: x does not run it
+	for _, at := range []time.Time{ran, missed} {
+		a.exec.Fire("j", at, 0)
+		b.exec.Fire("j", at, 0)
+	}
+	waitFor(t, b.node, "j", "x's item still x's, held", func(s *cluster.JobSnapshot) bool { return s.Online(xID) && ownsOne(s) })
+	x.exec.Drain(5 * time.Second)
+	x.node.stop()
+	recv.await(t, 3, ran, missed)
+	a.exec.Drain(5 * time.Second)
+	b.exec.Drain(5 * time.Second)
+	recv.eachOnce(t)
+}
+
+// pollPeer waits until a question about a registry's cache of the live peers says yes for id (a peers watch,
+// not a job's: Wait does not wake on it).
+func pollPeer(t *testing.T, yes func(id string) bool, id string) {
 	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(15 * time.Second)
-	for !r.PeerGone(id) {
+	for !yes(id) {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatalf("peer %s still live", id)
+			t.Fatalf("peer %s: still no", id)
 		}
 	}
 }
