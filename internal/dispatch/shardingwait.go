@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ func shardingWait(limit time.Duration, now, next time.Time, misfire bool) time.D
 const minShardingWait = 100 * time.Millisecond
 
 // shardingReady reports whether a snapshot's sharding is committed: no resharding flagged, every item has an
-// owner, and the nodes that decide the items are read (fireReady adds that no owner is gone).
+// owner, and the nodes that decide the items are read (fireReady adds that no owner is gone or stopping).
 func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.ItemsSettled }
 
 // ensureSharded returns a snapshot that can be fired with (fireReady): the leader reshards if necessary (a
@@ -37,8 +38,8 @@ func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Shard
 // leader while it waits (the leader was the peer that left) reshards then. The leader reshards at most once
 // per fire.
 func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
-	gone := Peers(e.reg)
-	if fireReady(snap, gone) {
+	peers := Peers(e.reg)
+	if fireReady(snap, peers) {
 		return snap, nil
 	}
 	var next time.Time
@@ -50,27 +51,29 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 	defer cancel()
 	resharded := false
 	leaderMust := func(s *cluster.JobSnapshot) bool {
-		return !resharded && e.cfg.Resharder != nil && s.IsLeader() && needsResharding(s, gone)
+		return !resharded && e.cfg.Resharder != nil && s.IsLeader() && needsResharding(s, peers)
 	}
 	for {
 		if leaderMust(snap) {
 			resharded = true
-			if items, _ := ownersAway(snap, gone); len(items) > 0 && !snap.Necessary {
-				e.log.Info("resharding at the fire: an item's owner is gone", "job", job, "item", items[0], "instance", snap.Items[items[0]].Owner)
+			if items, states := ownersAway(snap, peers); !snap.Necessary {
+				if k := slices.Index(states, ownerGone); k >= 0 {
+					e.log.Info("resharding at the fire: an item's owner is gone", "job", job, "item", items[k], "instance", snap.Items[items[k]].Owner)
+				}
 			}
 			if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
 				return nil, fmt.Errorf("resharding as leader: %w", err)
 			}
 		}
-		got, err := e.reg.Wait(ctx, job, func(s *cluster.JobSnapshot) bool { return fireReady(s, gone) || leaderMust(s) })
+		got, err := e.reg.Wait(ctx, job, func(s *cluster.JobSnapshot) bool { return fireReady(s, peers) || leaderMust(s) })
 		if err != nil {
 			leader := "none"
 			if got != nil && got.Leader != "" {
 				leader = got.Leader
 			}
-			return nil, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got, gone), err)
+			return nil, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got, peers), err)
 		}
-		if fireReady(got, gone) {
+		if fireReady(got, peers) {
 			return got, nil
 		}
 		snap = got
