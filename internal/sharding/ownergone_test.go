@@ -237,3 +237,42 @@ func pollPeer(t *testing.T, yes func(id string) bool, id string) {
 func shardingSettled(s *cluster.JobSnapshot) bool {
 	return !s.Necessary && s.Sharded() && s.ItemsSettled
 }
+
+// An instance that left a job is flagged for resharding unless the job's leader resharded it already (at a
+// fire that found the instance gone): a second resharding would write the same owners. Any other cause is
+// flagged all the same.
+func TestAJobReshardedAtAFireIsNotFlaggedAgain(t *testing.T) {
+	ns := zktest.Namespace("noreflag")
+	a := newNode(t, ns, "10.8.0.1", clock.Real{}) // its coordinator is not started: nothing reshards on its own
+	startRegistry(t, a)
+	t.Cleanup(a.stop)
+	cfg := ejserver.DefaultJobConfig()
+	cfg.JobName, cfg.ShardingTotalCount, cfg.Webhook.URL = "j", 2, "http://127.0.0.1:9/x"
+	if _, err := a.r.CreateJob(cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	b := newNode(t, ns, "10.8.0.2", clock.Real{})
+	startRegistry(t, b)
+	waitFor(t, a, "j", "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 })
+	if err := a.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	bID := b.r.Me().InstanceID
+	waitFor(t, a, "j", "b owns an item", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(1).Owner == bID })
+	b.stop()
+	snap := waitFor(t, a, "j", "b gone", func(s *cluster.JobSnapshot) bool { return !s.Online(bID) && shardingSettled(s) })
+	if !a.c.flagWanted(snap, true) {
+		t.Fatal("a job whose item the instance that left still owns is not flagged")
+	}
+	if err := a.c.Reshard(context.Background(), "j"); err != nil { // as a fire does when it finds b gone
+		t.Fatal(err)
+	}
+	snap = waitFor(t, a, "j", "resharded", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(1).Owner != bID })
+	if a.c.flagWanted(snap, true) {
+		t.Fatal("a job resharded already is flagged again for the instance that left")
+	}
+	if !a.c.flagWanted(snap, false) {
+		t.Fatal("a job queued for another cause than an instance leaving is not flagged")
+	}
+}
