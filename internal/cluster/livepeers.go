@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,9 @@ type livePeers struct {
 	// left holds the peers this cache listed and then saw go (a stopping peer's Leave, a session's end),
 	// until they come back; at most maxLeft of them
 	left map[string]bool
+	// selfGone is closed once a listing without this peer's own node was read after Leave
+	selfGone       chan struct{}
+	selfGoneClosed bool
 }
 
 // maxLeft bounds livePeers.left: a peer that left long ago is gone from every job by then.
@@ -66,15 +70,29 @@ func (r *Registry) PeerLeft(id string) bool {
 
 // Leave is a stopping peer's first step: it removes the peer's node (/{namespace}.ejserver/peers/{id}) and
 // never writes it again, so that the other peers hold the fires of the items it owns (PeerLeft) until their
-// leaders have resharded them away, which they do once its session closes and its instance nodes go. The
-// peer goes on firing its own items meanwhile; the others' held fires skip the items it ran.
-func (r *Registry) Leave() error {
+// leaders have resharded them away, which they do once its session closes and its instance nodes go. It
+// returns once this peer's own watch has seen the node go (the others' watches see it about then), or when
+// ctx ends. The peer should go on firing its items for a fire lead after that: a fire another peer prepared
+// before it saw the node go is not held there; the held ones skip the items this peer ran.
+func (r *Registry) Leave(ctx context.Context) error {
 	r.leaving.Store(true)
+	r.peers.mu.Lock()
+	if r.peers.selfGone == nil {
+		r.peers.selfGone = make(chan struct{})
+	}
+	seen := r.peers.selfGone
+	r.peers.mu.Unlock()
 	err := r.s.del(r.p.Peer(r.me.InstanceID), -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("remove peer node %s: %w", r.me.InstanceID, err)
 	}
-	return nil
+	r.w.kick(refreshKey{kind: kindPeers}) // should the watch's event be lost with a connection
+	select {
+	case <-seen:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("this peer's watch did not see its node go: %w", ctx.Err())
+	}
 }
 
 // refreshPeers lists (and re-watches) the peers and reads the identity of each new one. A peer that left is
@@ -124,6 +142,10 @@ func (r *Registry) refreshPeers() error {
 		}
 	}
 	r.peers.left = leftAfter(r.peers.left, added, removed)
+	if _, ok := now[r.me.InstanceID]; !ok && r.peers.selfGone != nil && !r.peers.selfGoneClosed {
+		close(r.peers.selfGone)
+		r.peers.selfGoneClosed = true
+	}
 	r.peers.byID, r.peers.loaded = now, true
 	r.peers.mu.Unlock()
 	if len(added) > 0 || len(removed) > 0 {

@@ -195,7 +195,7 @@ func TestAStoppingPeersItemsAreHeldUntilResharded(t *testing.T) {
 	recv, url := newDeliveries(t)
 	a, b, x, ownsOne := threePeers(t, zktest.Namespace("leaving"), url)
 	xID := x.r.Me().InstanceID
-	if err := x.r.Leave(); err != nil {
+	if err := x.r.Leave(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []*firePeer{a, b} {
