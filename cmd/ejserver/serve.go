@@ -491,6 +491,15 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	case err := <-srvErr:
 		log.Error("API server failed", "err", err)
 	}
+	// the others hold the fires of this peer's items from now until their leaders reshard them away, once the
+	// session closes; a fire they prepared before they saw this peer leave is not held, so this peer goes on
+	// firing for one fire lead (the held fires skip the items it ran)
+	leaveCtx, leaveCancel := context.WithTimeout(context.Background(), leaveWait)
+	if err := reg.Leave(leaveCtx); err != nil {
+		log.Warn("could not hand this peer's items over before stopping", "err", err)
+	}
+	leaveCancel()
+	clock.Sleep(clk, c.fireLead, nil)
 	sched.Stop()
 	backfillRunner.Stop() // its backfills' owner nodes go: another peer continues them
 	replays.Stop()
@@ -512,6 +521,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	_ = srv.Shutdown(shutdownCtx)
 	return nil
 }
+
+// leaveWait bounds how long a stopping peer waits to see its peer node go (Registry.Leave) before it stops
+// firing all the same.
+const leaveWait = 2 * time.Second
 
 // historyYieldGuard is how far around a burst of webhooks the history writer holds off: about the time one
 // batch of its writes takes on a small machine, so a batch begun just before a burst ends before it.

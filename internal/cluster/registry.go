@@ -97,6 +97,8 @@ type Registry struct {
 	listeners []func(Event)
 
 	peers livePeers // the namespace's live peers (livepeers.go)
+	// leaving: Leave removed this peer's node: it is not written again (livepeers.go)
+	leaving atomic.Bool
 
 	completedSeen sync.Map // completedKey -> struct{}
 	firesMade     sync.Map // job -> struct{}: its fire ledger folder exists (fires.go)
@@ -285,6 +287,9 @@ func (r *Registry) Stop() {
 }
 
 func (r *Registry) registerPeer() error {
+	if r.leaving.Load() {
+		return nil
+	}
 	data, _ := json.Marshal(r.me)
 	err := r.s.create(r.p.Peer(r.me.InstanceID), data, zk.FlagEphemeral)
 	if errors.Is(err, zk.ErrNodeExists) {

@@ -37,6 +37,7 @@ type Registry interface {
 	CreateTriggers(job string, instances []string, req cluster.TriggerRequest) error
 	LastCompleted(job string, item int) (cluster.Completed, bool, error)
 	ClockOffset() (time.Duration, bool)
+	Peers // ownergone.go
 	Lease() bool
 	SessionStanding() (cluster.SessionStanding, <-chan struct{})
 	Me() cluster.Identity
@@ -463,7 +464,7 @@ func (e *Executor) fire(req fireRequest) {
 	st.ClockError, st.SkipReason, st.LastFireAt = "", "", req.scheduledAt
 	e.mu.Unlock()
 
-	waited := !shardingReady(snap)
+	waited := !fireReady(snap, e.reg)
 	snap, err := e.ensureSharded(job, snap)
 	if err != nil {
 		e.skip(req, "no sharding to fire with", "err", err)
@@ -508,38 +509,6 @@ func (e *Executor) clockCheck(maxDiffSeconds int) string {
 		return fmt.Sprintf("this peer's clock differs from ZooKeeper's by %s, more than maxTimeDiffSeconds=%d", off.Round(time.Millisecond), maxDiffSeconds)
 	}
 	return ""
-}
-
-// shardingReady reports whether a snapshot's sharding can be fired with.
-func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.ItemsSettled }
-
-// ensureSharded returns a snapshot with a committed sharding: the leader reshards if necessary, the others
-// wait for it (shardingWait: past the job's next fire only when it takes late fires).
-func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
-	if shardingReady(snap) {
-		return snap, nil
-	}
-	var next time.Time
-	if e.cfg.NextFire != nil {
-		next = e.cfg.NextFire(job)
-	}
-	wait := shardingWait(e.cfg.ReshardWait, e.clk.Now(), next, snap.Config.Misfire)
-	ctx, cancel := context.WithTimeout(e.soft, wait)
-	defer cancel()
-	if snap.IsLeader() && (snap.Necessary || !snap.Sharded()) && e.cfg.Resharder != nil {
-		if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
-			return nil, fmt.Errorf("resharding as leader: %w", err)
-		}
-	}
-	got, err := e.reg.Wait(ctx, job, shardingReady)
-	if err != nil {
-		leader := "none"
-		if got != nil && got.Leader != "" {
-			leader = got.Leader
-		}
-		return nil, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got), err)
-	}
-	return got, nil
 }
 
 // startItem runs item unless it is still in flight here: then a scheduled fire becomes a misfire (one

@@ -42,6 +42,8 @@ type fakeRegistry struct {
 	beginLost int
 	// clearFailures fails that many ClearStaleRunning calls; clearCalls counts them all
 	clearFailures, clearCalls int
+	// gone and left: the instances without a peer node (PeerGone), those whose node went (PeerLeft)
+	gone, left map[string]bool
 }
 
 func newFakeRegistry(total int) *fakeRegistry {

@@ -1,6 +1,9 @@
 package dispatch
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,8 +28,60 @@ func shardingWait(limit time.Duration, now, next time.Time, misfire bool) time.D
 // usually arrive within it.
 const minShardingWait = 100 * time.Millisecond
 
-// unready says which of shardingReady's conditions a snapshot fails, for the skip's log line.
-func unready(s *cluster.JobSnapshot) string {
+// shardingReady reports whether a snapshot's sharding is committed: no resharding flagged, every item has an
+// owner, and the nodes that decide the items are read (fireReady adds that no owner is gone or stopping).
+func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.ItemsSettled }
+
+// ensureSharded returns a snapshot that can be fired with (fireReady): the leader reshards if necessary (a
+// flagged resharding, an item without an owner, an item whose owner is gone), the others wait for it
+// (shardingWait: past the job's next fire only when it takes late fires). A peer that becomes the job's
+// leader while it waits (the leader was the peer that left) reshards then. The leader reshards at most once
+// per fire.
+func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
+	peers := Peers(e.reg)
+	if fireReady(snap, peers) {
+		return snap, nil
+	}
+	var next time.Time
+	if e.cfg.NextFire != nil {
+		next = e.cfg.NextFire(job)
+	}
+	wait := shardingWait(e.cfg.ReshardWait, e.clk.Now(), next, snap.Config.Misfire)
+	ctx, cancel := context.WithTimeout(e.soft, wait)
+	defer cancel()
+	resharded := false
+	leaderMust := func(s *cluster.JobSnapshot) bool {
+		return !resharded && e.cfg.Resharder != nil && s.IsLeader() && needsResharding(s, peers)
+	}
+	for {
+		if leaderMust(snap) {
+			resharded = true
+			if items, states := ownersAway(snap, peers); !snap.Necessary {
+				if k := slices.Index(states, ownerGone); k >= 0 {
+					e.log.Info("resharding at the fire: an item's owner is gone", "job", job, "item", items[k], "instance", snap.Items[items[k]].Owner)
+				}
+			}
+			if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
+				return nil, fmt.Errorf("resharding as leader: %w", err)
+			}
+		}
+		got, err := e.reg.Wait(ctx, job, func(s *cluster.JobSnapshot) bool { return fireReady(s, peers) || leaderMust(s) })
+		if err != nil {
+			leader := "none"
+			if got != nil && got.Leader != "" {
+				leader = got.Leader
+			}
+			return nil, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got, peers), err)
+		}
+		if fireReady(got, peers) {
+			return got, nil
+		}
+		snap = got
+	}
+}
+
+// unready says which of fireReady's conditions a snapshot fails, for the skip's log line.
+func unready(s *cluster.JobSnapshot, peers Peers) string {
 	if s == nil {
 		return "job not loaded"
 	}
@@ -39,6 +94,13 @@ func unready(s *cluster.JobSnapshot) string {
 	}
 	if !s.ItemsSettled {
 		why = append(why, "the job's sharding nodes still being read")
+	}
+	if items, states := ownersAway(s, peers); len(items) > 0 {
+		how := "gone"
+		if states[0] == ownerLeaving {
+			how = "stopping"
+		}
+		why = append(why, fmt.Sprintf("the owner of item %d (%s) is %s", items[0], s.Items[items[0]].Owner, how))
 	}
 	return strings.Join(why, ", ")
 }

@@ -63,9 +63,11 @@ type Coordinator struct {
 	log *slog.Logger
 	clk clock.Clock
 
-	flags  chan string // jobs whose necessary flag the leader must set
-	eager  chan struct{}
-	mu     sync.Mutex
+	flags chan string // jobs whose necessary flag the leader must set
+	eager chan struct{}
+	mu    sync.Mutex
+	// queued holds the jobs whose necessary flag the leader must set; true: only an instance left them, and
+	// a sharding that is right already is left alone (queueRemoved)
 	queued map[string]bool
 	// checked holds the jobs whose sharding the leader looks at (Assess) before flagging resharding: a
 	// leader change, an instance that joined, a peer that left.
@@ -139,7 +141,7 @@ func (c *Coordinator) onEvent(ev cluster.Event) {
 	switch ev.Kind {
 	case cluster.InstancesChanged:
 		if len(ev.Removed) > 0 {
-			c.queueFlag(ev.Job)
+			c.queueRemoved(ev.Job)
 		} else {
 			c.queueCheck(ev.Job) // a peer registering on a job sharded at its creation changes nothing
 		}
@@ -177,7 +179,22 @@ func (c *Coordinator) onEvent(ev cluster.Event) {
 
 func (c *Coordinator) queueFlag(job string) {
 	c.mu.Lock()
-	c.queued[job] = true
+	c.queued[job] = false
+	c.mu.Unlock()
+	select {
+	case c.flags <- job:
+	default:
+	}
+}
+
+// queueRemoved queues a job an instance left: it is flagged unless its sharding is already what the strategy
+// gives the instances that remain (flagWanted), as when a fire found the instance gone and its leader
+// resharded at once (dispatch's ensureSharded) before this event was handled.
+func (c *Coordinator) queueRemoved(job string) {
+	c.mu.Lock()
+	if _, ok := c.queued[job]; !ok {
+		c.queued[job] = true
+	}
 	c.mu.Unlock()
 	select {
 	case c.flags <- job:
@@ -268,6 +285,7 @@ func (c *Coordinator) flagLoop() {
 		}
 		c.mu.Lock()
 		jobs := slices.Collect(maps.Keys(c.queued))
+		assessable := maps.Clone(c.queued)
 		clear(c.queued)
 		var checks []string
 		for job := range c.checked {
@@ -294,7 +312,7 @@ func (c *Coordinator) flagLoop() {
 				continue
 			}
 			snap := c.reg.Job(job)
-			if snap == nil || snap.Necessary {
+			if snap == nil || snap.Necessary || !c.flagWanted(snap, assessable[job]) {
 				continue
 			}
 			created, err := c.reg.SetNecessary(job)
@@ -311,6 +329,14 @@ func (c *Coordinator) flagLoop() {
 			}
 		}
 	}
+}
+
+// flagWanted says whether a queued job is to be flagged for resharding: always, unless only an instance left
+// it (assessable) and its settled sharding is what the strategy gives its available instances (Keep): a
+// second resharding would write the same owners. A live peer not registered on the job counts for nothing
+// here (no Coming): an operator's removal of a live peer's instance must move its items.
+func (c *Coordinator) flagWanted(snap *cluster.JobSnapshot, assessable bool) bool {
+	return !assessable || !snap.ItemsSettled || c.assess(snap, nil) != Keep
 }
 
 // assess looks at a job's committed sharding (Assess) with the job's available instances and the live peers

@@ -27,6 +27,18 @@ type node struct {
 
 func startNode(t *testing.T, ns, ip string, clk clock.Clock) *node {
 	t.Helper()
+	n := newNode(t, ns, ip, clk)
+	if err := n.c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	startRegistry(t, n)
+	t.Cleanup(n.stop)
+	return n
+}
+
+// newNode dials ZooKeeper and builds the node's registry and coordinator, neither started.
+func newNode(t *testing.T, ns, ip string, clk clock.Clock) *node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := cluster.Dial(ctx, cluster.SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 4 * time.Second, Logger: quiet})
@@ -36,18 +48,21 @@ func startNode(t *testing.T, ns, ip string, clk clock.Clock) *node {
 	r, err := cluster.NewRegistry(s, cluster.RegistryConfig{Namespace: ns, Logger: quiet,
 		Identity: cluster.Identity{InstanceID: ip + "@-@1", ServerIP: ip}})
 	if err != nil {
+		s.Close()
 		t.Fatal(err)
 	}
 	c := NewCoordinator(CoordinatorConfig{Registry: r, Logger: quiet, Clock: clk, ServerGC: time.Hour, ReconcileTick: time.Hour})
-	if err := c.Start(ctx); err != nil {
+	return &node{s: s, r: r, c: c}
+}
+
+func startRegistry(t *testing.T, n *node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.r.Start(ctx); err != nil {
+		n.stop()
 		t.Fatal(err)
 	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	n := &node{s: s, r: r, c: c}
-	t.Cleanup(n.stop)
-	return n
 }
 
 func (n *node) stop() {
