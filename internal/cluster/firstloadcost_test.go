@@ -78,3 +78,47 @@ func testFirstLoadReads(t *testing.T, oneByOne bool) {
 		t.Errorf("%d exists for %d jobs, want at most %d", got.exists, jobs, max)
 	}
 }
+
+// Jobs created and deleted while a peer watches are added and removed one by one (refreshPresence), without
+// listing the namespace again: at 100,000 jobs a listing is ~1.5 MB, and one per job created made the
+// registration of many jobs quadratic (issue 21: one peer read 60 MB/s of listings while 100,000 jobs
+// registered).
+func TestJobsComeAndGoWithoutListingTheNamespace(t *testing.T) {
+	ns := zktest.Namespace("presence")
+	const jobs = 30
+	a := startPeerAt(t, zktest.Addr(t), ns, "10.0.0.1@-@1", "10.0.0.1", false)
+	waitJobsListed := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for len(a.r.Jobs()) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("the peer lists %d jobs, want %d", len(a.r.Jobs()), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	a.s.reads.countLists(a.r.p.Root())
+	base := a.s.reads.totals()
+	for i := range jobs {
+		if _, err := a.r.CreateJobSharded(testJob(fmt.Sprintf("job%02d", i), 1), []string{"10.0.0.1@-@1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range jobs {
+		waitJob(t, a, fmt.Sprintf("job%02d", i), "loaded", func(s *JobSnapshot) bool { return s.Settled })
+	}
+	for i := range jobs / 2 {
+		if err := a.r.DeleteJob(fmt.Sprintf("job%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitJobsListed(jobs - jobs/2)
+	got := a.s.reads.totals().minus(base)
+	// the children lists left: each job's own folders when read one by one (none in bulk), never the
+	// namespace once per job
+	listings := a.s.reads.listsOf()
+	t.Logf("%d jobs created, %d deleted: %d namespace listings, %d requests in all", jobs, jobs/2, listings, got.requests())
+	if listings > 0 {
+		t.Errorf("the namespace was listed %d times while jobs came and went, want 0", listings)
+	}
+}

@@ -19,9 +19,9 @@ func (r *Registry) onWatch(ev zk.Event) {
 	if r.oneShot(ev.Path) || r.onChannelWatch(ev.Path) || r.onBackfillWatch(ev.Path) || r.onCalendarWatch(ev.Path) {
 		return
 	}
-	relist, forward := routeRecursive(r.p, ev, func(job string) bool { return r.entry(job) != nil })
-	if relist {
-		r.w.kick(refreshKey{kind: kindJobs})
+	presence, forward := routeRecursive(r.p, ev, func(job string) bool { return r.entry(job) != nil })
+	if presence {
+		r.w.kick(refreshKey{kind: kindPresence, job: r.p.JobOf(ev.Path)})
 	}
 	if !forward {
 		return
@@ -92,6 +92,8 @@ func (r *Registry) refresh(k refreshKey) error {
 		return r.registerPeer()
 	case kindPeers:
 		return r.refreshPeers()
+	case kindPresence:
+		return r.refreshPresence(k.job)
 	}
 	e := r.entry(k.job)
 	if e == nil {
@@ -174,7 +176,9 @@ func (r *Registry) pendingDelta(k refreshKey, d int) {
 	e.mu.Unlock()
 }
 
-// refreshJobs lists the namespace: new children are loaded, vanished ones removed.
+// refreshJobs lists the namespace: new children are loaded, vanished ones removed. It runs when a session
+// starts or is resumed; in between, the recursive watch's events add and remove jobs one at a time
+// (refreshPresence).
 func (r *Registry) refreshJobs() error {
 	if err := r.armNamespace(); err != nil {
 		return err
@@ -187,18 +191,69 @@ func (r *Registry) refreshJobs() error {
 	for _, n := range names {
 		present[n] = true
 	}
-	var added []string
-	var evs []Event
+	added := r.addEntries(names)
+	var gone []string
+	r.mu.RLock()
+	for n := range r.jobs {
+		if !present[n] {
+			gone = append(gone, n)
+		}
+	}
+	r.mu.RUnlock()
+	evs := r.removeEntries(gone)
+	r.listed.Store(true)
+	for _, n := range added {
+		r.w.kick(refreshKey{kind: kindLoad, job: n})
+	}
+	r.emit(evs)
+	return nil
+}
+
+// refreshPresence adds or removes one job after the namespace's recursive watch reported its root created
+// or deleted: one exists request, where listing the namespace again read every job's name (~1.5 MB at
+// 100,000 jobs, once per job created, on every peer: the registration of 100,000 jobs was quadratic). It
+// reads the root's current state, so its runs converge whatever the order in which events, loads and a
+// listing in flight are applied: a job a stale listing brought back is removed again by its load, which
+// finds no config and asks for its presence.
+func (r *Registry) refreshPresence(job string) error {
+	ok, _, err := r.s.exists(r.p.Job(job))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.emit(r.removeEntries([]string{job}))
+		return nil
+	}
+	for _, n := range r.addEntries([]string{job}) {
+		r.w.kick(refreshKey{kind: kindLoad, job: n})
+	}
+	return nil
+}
+
+// addEntries adds an entry for each name the registry does not know and returns the added names. A job
+// added after the first listing appeared while this peer watched (its load reports it as created).
+func (r *Registry) addEntries(names []string) []string {
 	appeared := r.listed.Load()
+	var added []string
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, n := range names {
 		if r.jobs[n] == nil {
 			r.jobs[n] = &jobEntry{name: n, changed: make(chan struct{}), st: jobState{items: map[int]*ItemState{}, appeared: appeared}}
 			added = append(added, n)
 		}
 	}
-	for n, e := range r.jobs {
-		if present[n] {
+	return added
+}
+
+// removeEntries drops the named jobs' entries and returns a JobRemoved event for each one that was loaded.
+func (r *Registry) removeEntries(names []string) []Event {
+	var evs []Event
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range names {
+		e := r.jobs[n]
+		if e == nil {
 			continue
 		}
 		delete(r.jobs, n)
@@ -211,13 +266,7 @@ func (r *Registry) refreshJobs() error {
 		e.changedLocked()
 		e.mu.Unlock()
 	}
-	r.mu.Unlock()
-	r.listed.Store(true)
-	for _, n := range added {
-		r.w.kick(refreshKey{kind: kindLoad, job: n})
-	}
-	r.emit(evs)
-	return nil
+	return evs
 }
 
 // loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
@@ -258,6 +307,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 			return nil
 		}
 		r.dropConfig(e)
+		r.w.kick(refreshKey{kind: kindPresence, job: job}) // the root too may be gone
 		return nil
 	}
 	cfg, cfgErr := parseConfig(job, data)

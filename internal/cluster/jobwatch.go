@@ -14,7 +14,7 @@ import (
 // every job, and stays armed, so neither the listing nor a job's reads take a watch of their own: a peer
 // holds one watch, whatever the number of jobs, and sends no addWatch or removeWatches per job. keyFor
 // routes each event to the refresh that re-reads the node (a child created or deleted to its folder's
-// refresh; a job's root created or deleted to the namespace's listing); the events of the nodes no refresh
+// refresh; a job's root created or deleted to a read of that job's presence); the events of the nodes no refresh
 // reads (running, completed, the leader's latches) are dropped there, and so are the events of a job this
 // peer has not listed yet: its first load, which comes after, reads the node anyway.
 //
@@ -80,10 +80,10 @@ func (r *Registry) resyncJobs() {
 }
 
 // routeRecursive decides what an event of the namespace's recursive watch asks for: a job's root created
-// or deleted lists the namespace again (the event a children watch on the namespace would give); any other
+// or deleted asks for the job's presence to be read (refreshPresence, not a listing of the namespace); any other
 // event of a job this peer has not listed is dropped (forward: keyFor's routing applies). Events of one-shot
 // watches (children changed, or nodes outside the namespace) are forwarded unchanged.
-func routeRecursive(p Paths, ev zk.Event, known func(job string) bool) (relist, forward bool) {
+func routeRecursive(p Paths, ev zk.Event, known func(job string) bool) (presence, forward bool) {
 	job := p.JobOf(ev.Path)
 	if job == "" {
 		return false, true

@@ -213,9 +213,9 @@ func TestRouteRecursive(t *testing.T) {
 	p := NewPaths("ns")
 	known := func(job string) bool { return job == "known" }
 	tests := []struct {
-		name            string
-		ev              zk.Event
-		relist, forward bool
+		name              string
+		ev                zk.Event
+		presence, forward bool
 	}{
 		{"job created", zk.Event{Type: zk.EventNodeCreated, Path: "/ns/new"}, true, false},
 		{"job deleted", zk.Event{Type: zk.EventNodeDeleted, Path: "/ns/known"}, true, false},
@@ -229,9 +229,9 @@ func TestRouteRecursive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			relist, forward := routeRecursive(p, tt.ev, known)
-			if relist != tt.relist || forward != tt.forward {
-				t.Fatalf("routeRecursive(%v %s) = %v, %v; want %v, %v", tt.ev.Type, tt.ev.Path, relist, forward, tt.relist, tt.forward)
+			presence, forward := routeRecursive(p, tt.ev, known)
+			if presence != tt.presence || forward != tt.forward {
+				t.Fatalf("routeRecursive(%v %s) = %v, %v; want %v, %v", tt.ev.Type, tt.ev.Path, presence, forward, tt.presence, tt.forward)
 			}
 		})
 	}

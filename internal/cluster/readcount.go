@@ -7,6 +7,22 @@ import "sync/atomic"
 // is bound by the requests it sends ZooKeeper, not by their latency).
 type readCounts struct {
 	get, exists, children, multi atomic.Int64
+	// one path whose children lists are counted apart (a test's choice: the namespace's root)
+	path     atomic.Pointer[string]
+	pathList atomic.Int64
+}
+
+// countLists makes children lists of path counted apart (listsOf).
+func (c *readCounts) countLists(path string) { c.path.Store(&path) }
+
+// listsOf is the number of children lists of the path given to countLists since then.
+func (c *readCounts) listsOf() int64 { return c.pathList.Load() }
+
+func (c *readCounts) listed(path string) {
+	c.children.Add(1)
+	if p := c.path.Load(); p != nil && *p == path {
+		c.pathList.Add(1)
+	}
 }
 
 // readTotals is a snapshot of readCounts.

@@ -30,8 +30,9 @@ const (
 	kindRegister                             // create servers/{ip} and instances/{me}
 	kindCampaign                             // try to become the job's leader
 	kindPeers                                // the namespace's live peers (livepeers.go)
+	kindPresence                             // whether a job's root exists (jobwatch.go)
 
-	lastKind = kindPeers // the tests classify every kind up to here
+	lastKind = kindPresence // the tests classify every kind up to here
 )
 
 // refreshKey identifies one refresh; equal keys coalesce.

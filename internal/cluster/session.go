@@ -379,12 +379,12 @@ func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
 }
 
 func (s *Session) children(p string) ([]string, *zk.Stat, error) {
-	s.reads.children.Add(1)
+	s.reads.listed(p)
 	return s.conn.Children(p)
 }
 
 func (s *Session) childrenW(p string) ([]string, *zk.Stat, error) {
-	s.reads.children.Add(1)
+	s.reads.listed(p)
 	if s.isCovered(p) {
 		return s.conn.Children(p)
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestDecidesItems(t *testing.T) {
 	want := map[refreshKind]bool{
-		kindJobs: false, kindPeer: false, kindPeers: false,
+		kindJobs: false, kindPeer: false, kindPeers: false, kindPresence: false,
 		kindLoad: true, kindConfig: true, kindSharding: true,
 		kindItemInstance: true, kindItemDisabled: true, kindItemFailover: true,
 		kindNecessary: true, kindFailoverItems: true,
