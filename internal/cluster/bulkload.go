@@ -89,8 +89,7 @@ func (r *Registry) readJobBulk(job string, first bool) (jobRead, bool, error) {
 		failover: itemNumbers(res[failoverItems].Children), items: res[sharding].Children,
 	}
 	if res[leader].Err == nil {
-		rd.leader = leaderNode{id: strings.TrimSpace(string(res[leader].Data)), owner: res[leader].Stat.EphemeralOwner,
-			version: res[leader].Stat.Version}
+		rd.leader = leaderOf(res[leader].Data, res[leader].Stat)
 	}
 
 	// the children: each server's state, the instances of processes that are not live ejserver peers (a

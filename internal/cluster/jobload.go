@@ -525,23 +525,16 @@ type leaderNode struct {
 }
 
 func (r *Registry) readLeader(job string) (leaderNode, error) {
-	for {
-		covered := r.s.isCovered(r.p.LeaderInstance(job))
-		data, st, err := r.s.getW(r.p.LeaderInstance(job))
-		if err == nil {
-			return leaderNode{id: strings.TrimSpace(string(data)), owner: st.EphemeralOwner, version: st.Version}, nil
-		}
-		if !errors.Is(err, zk.ErrNoNode) || covered {
-			return leaderNode{}, ignoreNoNode(err) // covered: the recursive watch reports its creation
-		}
-		ok, _, err := r.s.existsW(r.p.LeaderInstance(job))
-		if err != nil {
-			return leaderNode{}, err
-		}
-		if !ok {
-			return leaderNode{}, nil
-		}
+	data, st, ok, err := r.readNode(r.p.LeaderInstance(job))
+	if !ok {
+		return leaderNode{}, err
 	}
+	return leaderOf(data, st), nil
+}
+
+// leaderOf is the leader named by leader/election/instance's data and stat.
+func leaderOf(data []byte, st *zk.Stat) leaderNode {
+	return leaderNode{id: strings.TrimSpace(string(data)), owner: st.EphemeralOwner, version: st.Version}
 }
 
 func (r *Registry) refreshLeader(e *jobEntry) error {
@@ -733,26 +726,32 @@ func (r *Registry) readItems(job string, nums []int) (map[int]*ItemState, error)
 	return m, nil
 }
 
-// readData reads a node's data with a watch, or watches for its creation when absent. A node the
-// namespace's recursive watch covers needs no watch of its own for its creation: one request, not two.
+// readData reads a node's data (trimmed) and version, with readNode's watch.
 func (r *Registry) readData(pth string) (string, int32, bool, error) {
+	data, st, ok, err := r.readNode(pth)
+	if !ok {
+		return "", -1, false, err
+	}
+	return strings.TrimSpace(string(data)), st.Version, true, nil
+}
+
+// readNode reads a node with a watch, or watches for its creation when absent. A node the namespace's
+// recursive watch covers needs no watch of its own for its creation: one request, not two.
+func (r *Registry) readNode(pth string) ([]byte, *zk.Stat, bool, error) {
 	for {
 		// whether the watch covered the node when it was read: armed only afterwards, it could miss a
 		// creation between the read and the arming
 		covered := r.s.isCovered(pth)
 		data, st, err := r.s.getW(pth)
 		if err == nil {
-			return strings.TrimSpace(string(data)), st.Version, true, nil
+			return data, st, true, nil
 		}
 		if !errors.Is(err, zk.ErrNoNode) || covered {
-			return "", -1, false, ignoreNoNode(err)
+			return nil, nil, false, ignoreNoNode(err)
 		}
 		ok, _, err := r.s.existsW(pth)
-		if err != nil {
-			return "", -1, false, err
-		}
-		if !ok {
-			return "", -1, false, nil
+		if err != nil || !ok {
+			return nil, nil, false, err
 		}
 	}
 }

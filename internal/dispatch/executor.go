@@ -464,8 +464,7 @@ func (e *Executor) fire(req fireRequest) {
 	st.ClockError, st.SkipReason, st.LastFireAt = "", "", req.scheduledAt
 	e.mu.Unlock()
 
-	waited := !fireReady(snap, e.reg)
-	snap, err := e.ensureSharded(job, snap)
+	snap, waited, err := e.ensureSharded(job, snap)
 	if err != nil {
 		e.skip(req, "no sharding to fire with", "err", err)
 		return

@@ -36,11 +36,11 @@ func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Shard
 // flagged resharding, an item without an owner, an item whose owner is gone), the others wait for it
 // (shardingWait: past the job's next fire only when it takes late fires). A peer that becomes the job's
 // leader while it waits (the leader was the peer that left) reshards then. The leader reshards at most once
-// per fire.
-func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluster.JobSnapshot, error) {
+// per fire. waited reports whether the snapshot given was not ready (the fire then runs late: notRunYet).
+func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (_ *cluster.JobSnapshot, waited bool, _ error) {
 	peers := Peers(e.reg)
 	if fireReady(snap, peers) {
-		return snap, nil
+		return snap, false, nil
 	}
 	var next time.Time
 	if e.cfg.NextFire != nil {
@@ -62,7 +62,7 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 				}
 			}
 			if err := e.cfg.Resharder.Reshard(ctx, job); err != nil {
-				return nil, fmt.Errorf("resharding as leader: %w", err)
+				return nil, true, fmt.Errorf("resharding as leader: %w", err)
 			}
 		}
 		got, err := e.reg.Wait(ctx, job, func(s *cluster.JobSnapshot) bool { return fireReady(s, peers) || leaderMust(s) })
@@ -71,10 +71,10 @@ func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (*cluste
 			if got != nil && got.Leader != "" {
 				leader = got.Leader
 			}
-			return nil, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got, peers), err)
+			return nil, true, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got, peers), err)
 		}
 		if fireReady(got, peers) {
-			return got, nil
+			return got, true, nil
 		}
 		snap = got
 	}
