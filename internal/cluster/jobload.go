@@ -200,12 +200,15 @@ func (r *Registry) refreshJobs() error {
 		}
 	}
 	r.mu.RUnlock()
-	evs := r.removeEntries(gone)
 	r.listed.Store(true)
 	for _, n := range added {
 		r.w.kick(refreshKey{kind: kindLoad, job: n})
 	}
-	r.emit(evs)
+	// a job missing from the listing is removed once its own read confirms it: refreshPresence may have
+	// added it after this listing was read
+	for _, n := range gone {
+		r.w.kick(refreshKey{kind: kindPresence, job: n})
+	}
 	return nil
 }
 
