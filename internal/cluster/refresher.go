@@ -35,6 +35,9 @@ const (
 	lastKind = kindPresence // the tests classify every kind up to here
 )
 
+// stateKeep is the size of the refresher's index under which it is kept when it empties (see peak).
+const stateKeep = 1024
+
 // refreshKey identifies one refresh; equal keys coalesce.
 type refreshKey struct {
 	kind refreshKind
@@ -57,8 +60,11 @@ type refresher struct {
 	// urgent keys are run before the others (see urgent in settled.go)
 	urgent func(k refreshKey) bool
 
-	mu     sync.Mutex
-	state  map[refreshKey]bool // present: queued or running; true: run again when done
+	mu    sync.Mutex
+	state map[refreshKey]bool // present: queued or running; true: run again when done
+	// peak is state's largest size since it was last made: a Go map keeps the buckets of its peak, and a
+	// registration of 100,000 jobs queues hundreds of thousands of keys that stay idle afterwards.
+	peak   int
 	queue  []refreshKey
 	first  []refreshKey // the urgent keys, run before queue's
 	signal chan struct{}
@@ -94,6 +100,7 @@ func (w *refresher) kick(k refreshKey) {
 		return
 	}
 	w.state[k] = false
+	w.peak = max(w.peak, len(w.state))
 	w.mu.Unlock()
 	w.pending(k, +1) // before the key is visible to workers, so the count never goes below zero
 	w.push(k)
@@ -176,6 +183,9 @@ func (w *refresher) worker() {
 		}
 		delete(w.state, k)
 		if len(w.state) == 0 {
+			if w.peak > stateKeep {
+				w.state, w.peak = make(map[refreshKey]bool), 0 // let the peak's buckets go
+			}
 			close(w.idleC)
 			w.idleC = make(chan struct{})
 		}
