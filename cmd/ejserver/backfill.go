@@ -33,7 +33,7 @@ func backfillAllow(reg *cluster.Registry, cals *calendarstore.Store) func(job st
 		if snap == nil {
 			return nil
 		}
-		rules, err := cals.Rules(&snap.Config)
+		rules, err := cals.Rules(snap.Config)
 		if err != nil {
 			return func(time.Time) bool { return false }
 		}

@@ -256,7 +256,7 @@ func (s *Service) policy(job string) (Policy, *cluster.JobSnapshot) {
 	if snap == nil || snap.ConfigErr != nil {
 		return Policy{Namespace: s.cfg.Namespace, Job: job}, nil
 	}
-	return PolicyFor(s.cfg.Namespace, snap.Config, *s.defaults.Load(), s.out.Load().defaultChannel), snap
+	return PolicyFor(s.cfg.Namespace, *snap.Config, *s.defaults.Load(), s.out.Load().defaultChannel), snap
 }
 
 // apply runs fn on the job's alert state under a version check (again on a concurrent write) and delivers

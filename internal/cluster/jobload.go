@@ -262,8 +262,7 @@ func (r *Registry) removeEntries(names []string) []Event {
 		delete(r.jobs, n)
 		e.mu.Lock()
 		if e.st.hasConfig && e.st.loaded {
-			prev := e.st.cfg
-			evs = append(evs, Event{Kind: JobRemoved, Job: n, PrevConfig: &prev, Czxid: e.st.cfgCzxid})
+			evs = append(evs, Event{Kind: JobRemoved, Job: n, PrevConfig: e.st.cfg, Czxid: e.st.cfgCzxid})
 		}
 		e.st.hasConfig = false
 		e.changedLocked()
@@ -324,7 +323,8 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	e.st.hasConfig, e.st.loaded = true, true
 	e.st.cfg, e.st.cfgVersion, e.st.cfgCzxid, e.st.cfgErr = cfg, st.Version, st.Czxid, cfgErr
 	e.st.cfgChanged = time.UnixMilli(st.Mtime)
-	e.st.servers, e.st.instances, e.st.serverVers = r.shared.intern(servers), r.shared.intern(instances), serverVers
+	e.st.servers, e.st.instances = r.shared.intern(servers), r.shared.intern(instances)
+	e.st.serverVers = nextServerVersions(e.st.servers, serverVers, nil)
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
 	for i := range e.st.items {
@@ -350,9 +350,9 @@ func (r *Registry) loadJob(e *jobEntry) error {
 			r.kickItem(job, i)
 		}
 	}
-	ev := Event{Kind: JobAdded, Job: job, Config: &cfg, Czxid: st.Czxid, Created: created}
+	ev := Event{Kind: JobAdded, Job: job, Config: cfg, Czxid: st.Czxid, Created: created}
 	if wasLoaded {
-		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: &prev, Config: &cfg, PrevVersion: prevVersion,
+		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: prev, Config: cfg, PrevVersion: prevVersion,
 			Version: st.Version, Czxid: st.Czxid}
 	}
 	r.emit([]Event{ev})
@@ -376,12 +376,14 @@ func (r *Registry) kickItem(job string, i int) {
 	r.w.kick(refreshKey{kind: kindItemFailover, job: job, item: i})
 }
 
-func parseConfig(job string, data []byte) (ejserver.JobConfig, error) {
+// parseConfig parses a config node. The config it returns is never nil (the zero config when the node does
+// not parse) and is never written again: the job's entry, its snapshots and its events share it.
+func parseConfig(job string, data []byte) (*ejserver.JobConfig, error) {
 	cfg, err := ejserver.ParseElasticJobYAML(data)
 	if err == nil && cfg.JobName != job {
 		cfg.JobName = job // ElasticJob's node name is authoritative
 	}
-	return cfg, err
+	return &cfg, err
 }
 
 func (r *Registry) dropConfig(e *jobEntry) {
@@ -392,7 +394,7 @@ func (r *Registry) dropConfig(e *jobEntry) {
 	e.changedLocked()
 	e.mu.Unlock()
 	if was {
-		r.emit([]Event{{Kind: JobRemoved, Job: e.name, PrevConfig: &prev, Czxid: czxid}})
+		r.emit([]Event{{Kind: JobRemoved, Job: e.name, PrevConfig: prev, Czxid: czxid}})
 	}
 }
 
@@ -443,7 +445,7 @@ func (r *Registry) refreshConfig(e *jobEntry) error {
 	cur := e.st.cfg
 	e.changedLocked()
 	e.mu.Unlock()
-	r.emit([]Event{{Kind: JobUpdated, Job: e.name, PrevConfig: &prev, Config: &cur, PrevVersion: prevVersion,
+	r.emit([]Event{{Kind: JobUpdated, Job: e.name, PrevConfig: prev, Config: cur, PrevVersion: prevVersion,
 		Version: st.Version, Czxid: st.Czxid}})
 	return nil
 }

@@ -93,9 +93,9 @@ func (r *Registry) GetJob(job string) (ejserver.JobConfig, int32, error) {
 	}
 	cfg, err := parseConfig(job, data)
 	if err != nil {
-		return cfg, st.Version, &ejserver.Error{Code: ejserver.EINTERNAL, Message: "stored config can't be parsed", Err: err}
+		return *cfg, st.Version, &ejserver.Error{Code: ejserver.EINTERNAL, Message: "stored config can't be parsed", Err: err}
 	}
-	return cfg, st.Version, nil
+	return *cfg, st.Version, nil
 }
 
 // ReplaceJob writes a job's config if its version is still version (-1: any). A stale version gets

@@ -146,9 +146,10 @@ type jobEntry struct {
 }
 
 type jobState struct {
-	hasConfig  bool
-	loaded     bool
-	cfg        ejserver.JobConfig
+	hasConfig bool
+	loaded    bool
+	// cfg is shared with the snapshots and events (parseConfig): replaced on a change, never written.
+	cfg        *ejserver.JobConfig
 	cfgVersion int32
 	cfgCzxid   int64
 	cfgChanged time.Time // the config node's last write (ZooKeeper's mtime)
@@ -156,7 +157,7 @@ type jobState struct {
 	instances  map[string]string
 	servers    map[string]string
 	// serverVers are the servers/{ip} nodes' versions as last read (the audit trail counts missed ones).
-	serverVers map[string]nodeVersion
+	serverVers serverVersions
 	// appeared: the job was listed after the namespace's first listing (created while this peer watched).
 	appeared bool
 	leader   string

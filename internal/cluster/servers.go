@@ -70,7 +70,7 @@ func (r *Registry) applyServers(e *jobEntry, cur map[string]string, vers map[str
 	prev, prevVers := e.st.servers, e.st.serverVers
 	moved := false
 	for ip, v := range vers {
-		if pv, ok := prevVers[ip]; ok && pv != v {
+		if pv, ok := prevVers.get(ip); ok && pv != v {
 			moved = true
 		}
 	}
@@ -79,22 +79,14 @@ func (r *Registry) applyServers(e *jobEntry, cur map[string]string, vers map[str
 		return
 	}
 	e.st.servers = r.shared.intern(cur)
-	nextVers := make(map[string]nodeVersion, len(cur))
-	for ip := range cur {
-		if v, ok := vers[ip]; ok {
-			nextVers[ip] = v
-		} else if v, ok := prevVers[ip]; ok {
-			nextVers[ip] = v
-		}
-	}
-	e.st.serverVers = nextVers
+	e.st.serverVers = nextServerVersions(e.st.servers, vers, prevVers)
 	e.changedLocked()
 	leader := e.st.leader
 	e.mu.Unlock()
 	var evs []Event
 	for ip, v := range cur {
 		nv, read := vers[ip]
-		pv, known := prevVers[ip]
+		pv, known := prevVers.get(ip)
 		if ps, ok := prev[ip]; !ok || ps != v || read && known && nv != pv {
 			ev := Event{Kind: ServersChanged, Job: e.name, IP: ip, PrevState: ps, State: v, PrevVersion: -1, Version: -1}
 			if read {

@@ -10,8 +10,10 @@ import (
 // JobSnapshot is an immutable view of one job's registry state, as this peer's watches last saw it. Readers
 // must not modify it (maps and slices are shared between snapshots).
 type JobSnapshot struct {
-	Name          string
-	Config        ejserver.JobConfig
+	Name string
+	// Config is shared by every snapshot of one config version (and the registry's events): never nil,
+	// never to be written.
+	Config        *ejserver.JobConfig
 	ConfigVersion int32
 	// ConfigChanged is when the config node was last written (ZooKeeper's clock): the job's creation, an
 	// edit, a disable or enable, a pause or resume.

@@ -3,10 +3,12 @@ package cluster
 import (
 	"slices"
 	"testing"
+
+	"github.com/ejserver/ejserver"
 )
 
 func TestIsMyItemAgreesWithMyItems(t *testing.T) {
-	s := &JobSnapshot{Me: "me", Items: []ItemState{
+	s := &JobSnapshot{Me: "me", Config: &ejserver.JobConfig{}, Items: []ItemState{
 		{Exists: true, Owner: "me"},
 		{Exists: true, Owner: "other"},
 		{Exists: true, Owner: "me", Disabled: true},

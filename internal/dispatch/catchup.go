@@ -144,8 +144,7 @@ func (e *Executor) allowed(snap *cluster.JobSnapshot) func(time.Time) bool {
 	if e.cfg.Steering == nil {
 		return nil
 	}
-	cfg := snap.Config
-	r, err := e.cfg.Steering.Rules(&cfg)
+	r, err := e.cfg.Steering.Rules(snap.Config)
 	if err != nil {
 		return nil
 	}

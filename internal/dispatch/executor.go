@@ -449,7 +449,7 @@ func (e *Executor) fire(req fireRequest) {
 		e.markSkipped(req)
 		e.skip(req, "this peer's server is disabled for the job")
 		return
-	case !e.steer(req, &cfg):
+	case !e.steer(req, cfg):
 		return
 	}
 	if msg := e.clockCheck(cfg.MaxTimeDiffSeconds); msg != "" {

@@ -54,7 +54,7 @@ func newFakeRegistry(total int) *fakeRegistry {
 		items[i] = cluster.ItemState{Exists: true, Owner: "me", OwnerVersion: 1}
 	}
 	return &fakeRegistry{
-		snap: &cluster.JobSnapshot{Name: "j", Config: cfg, Instances: map[string]string{"me": "10.0.0.1"},
+		snap: &cluster.JobSnapshot{Name: "j", Config: &cfg, Instances: map[string]string{"me": "10.0.0.1"},
 			Servers: map[string]string{}, Leader: "me", Items: items, Me: "me", MyIP: "10.0.0.1", Registered: true, Settled: true, ItemsSettled: true},
 		running: map[int]cluster.Running{}, misfires: map[int]bool{}, notOwner: map[int]bool{}, lease: true, changed: make(chan struct{}),
 		completed: map[int]cluster.Completed{}, handedOn: map[string]cluster.TriggerRequest{},
@@ -396,7 +396,7 @@ func TestExecutorSendsEachItemItsParameter(t *testing.T) {
 	reg, send := newFakeRegistry(3), newFakeSender()
 	withParams := func(params string) {
 		reg.set(func() {
-			s := *reg.snap
+			s := copySnap(reg.snap)
 			s.Config.ShardingItemParameters = params
 			reg.snap = &s
 		})
@@ -449,7 +449,7 @@ func TestExecutorRefusesWithAnExpiredSessionOrWithABadClock(t *testing.T) {
 	reg.renew()
 	reg.set(func() {
 		reg.offset = 1500 * time.Millisecond
-		snap := *reg.snap
+		snap := copySnap(reg.snap)
 		snap.Config.MaxTimeDiffSeconds = 1
 		reg.snap = &snap
 	})

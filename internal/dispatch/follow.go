@@ -150,7 +150,7 @@ func (e *Executor) followFailover(snap *cluster.JobSnapshot, item int, run clust
 // follows reports whether a fire is followed: its job's alert rules or hooks want it, or it is a workflow
 // node's (its end is the node's end, which the engine hears from the fire's ledger).
 func (e *Executor) follows(snap *cluster.JobSnapshot, wf json.RawMessage) bool {
-	return e.cfg.Follower != nil && (len(wf) > 0 || e.cfg.Follower.Follows(&snap.Config))
+	return e.cfg.Follower != nil && (len(wf) > 0 || e.cfg.Follower.Follows(snap.Config))
 }
 
 // followNotRun tells the follower that an item of a followed fire did not run.
@@ -191,7 +191,7 @@ func (e *Executor) followSkipped(req fireRequest, reason string) {
 		return
 	}
 	snap := e.reg.Job(req.job)
-	if snap == nil || snap.ConfigErr != nil || snap.Config.Disabled || !e.cfg.Follower.Follows(&snap.Config) {
+	if snap == nil || snap.ConfigErr != nil || snap.Config.Disabled || !e.cfg.Follower.Follows(snap.Config) {
 		return
 	}
 	noInstance := len(snap.Available()) == 0

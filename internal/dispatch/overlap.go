@@ -171,7 +171,7 @@ func (e *Executor) finishRun(req fireRequest, item int, executionID string) {
 
 // withJitter sets a fire's jitter (jitterMs): the same for the same job and scheduled time on every peer.
 // A fire on request (a manual trigger, a workflow node) is not a scheduled fire: it has none.
-func withJitter(cfg ejserver.JobConfig, req *fireRequest) {
+func withJitter(cfg *ejserver.JobConfig, req *fireRequest) {
 	if !req.source.OnRequest() {
 		req.jitter = schedule.Jitter(req.job, req.scheduledAt, cfg.JitterMs)
 	}

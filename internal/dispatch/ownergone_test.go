@@ -34,7 +34,7 @@ func (p peerSets) PeerLeft(id string) bool { return slices.Contains(p.left, id) 
 func goneSnap(items ...cluster.ItemState) *cluster.JobSnapshot {
 	cfg := ejserver.DefaultJobConfig()
 	cfg.JobName, cfg.ShardingTotalCount = "j", len(items)
-	return &cluster.JobSnapshot{Name: "j", Config: cfg, Instances: map[string]string{"a": "10.0.0.1", "b": "10.0.0.2"},
+	return &cluster.JobSnapshot{Name: "j", Config: &cfg, Instances: map[string]string{"a": "10.0.0.1", "b": "10.0.0.2"},
 		Servers: map[string]string{}, Leader: "a", Items: items, Me: "a", MyIP: "10.0.0.1", Registered: true,
 		Settled: true, ItemsSettled: true}
 }

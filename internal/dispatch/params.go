@@ -11,14 +11,14 @@ type itemParams struct {
 	byItem map[int]string
 }
 
-func parseItemParams(cfg ejserver.JobConfig) *itemParams {
+func parseItemParams(cfg *ejserver.JobConfig) *itemParams {
 	// A stored config has been validated; one that no longer parses gives every item an empty parameter.
 	byItem, _ := ejserver.ParseShardingItemParameters(cfg.ShardingItemParameters, cfg.ShardingTotalCount)
 	return &itemParams{src: cfg.ShardingItemParameters, total: cfg.ShardingTotalCount, byItem: byItem}
 }
 
 // of returns item's parameter under cfg: from p when p was parsed from cfg's parameters, else parsed now.
-func (p *itemParams) of(cfg ejserver.JobConfig, item int) string {
+func (p *itemParams) of(cfg *ejserver.JobConfig, item int) string {
 	if p == nil || p.src != cfg.ShardingItemParameters || p.total != cfg.ShardingTotalCount {
 		p = parseItemParams(cfg)
 	}

@@ -143,7 +143,7 @@ func TestExecutorStampsStartTracesWhenTheTaskStarts(t *testing.T) {
 func TestExecutorDropsAPreparedItemTheJobNoLongerWants(t *testing.T) {
 	for name, change := range map[string]func(*fakeRegistry){
 		"job disabled": func(r *fakeRegistry) {
-			s := *r.snap
+			s := copySnap(r.snap)
 			s.Config.Disabled = true
 			r.snap = &s
 		},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
 )
 
@@ -22,8 +23,8 @@ func TestAwaitsRegistration(t *testing.T) {
 		{name: "unparsable config: skipped at once", registering: true, cfgErr: errors.New("bad"), want: false},
 	}
 	for _, c := range cases {
-		s := &cluster.JobSnapshot{Registered: c.registered, Registering: c.registering, ConfigErr: c.cfgErr}
-		s.Config.Disabled = c.disabled
+		s := &cluster.JobSnapshot{Registered: c.registered, Registering: c.registering, ConfigErr: c.cfgErr,
+			Config: &ejserver.JobConfig{Disabled: c.disabled}}
 		if got := awaitsRegistration(s); got != c.want {
 			t.Errorf("%s: awaitsRegistration = %v, want %v", c.name, got, c.want)
 		}

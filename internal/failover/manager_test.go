@@ -266,7 +266,7 @@ func TestSwitchingFailoverOffClearsPendingState(t *testing.T) {
 	prev.Failover, prev.ShardingTotalCount = true, 4
 	cur := prev
 	cur.Failover = false
-	reg := &fakeRegistry{snap: &cluster.JobSnapshot{Name: "j", Config: cur, Me: "me", Leader: "me", FailoverItems: []int{1, 2}},
+	reg := &fakeRegistry{snap: &cluster.JobSnapshot{Name: "j", Config: &cur, Me: "me", Leader: "me", FailoverItems: []int{1, 2}},
 		leader: true, cleared: make(chan int, 1)}
 	m := NewManager(ManagerConfig{Registry: reg, Runner: &runner{runs: map[int]cluster.Running{}, ch: make(chan int, 1)}, Logger: quiet})
 	if err := m.Start(context.Background()); err != nil {
@@ -320,7 +320,7 @@ func TestOrphansOfManyJobsAreClaimedTogether(t *testing.T) {
 	cfg.Failover, cfg.ShardingTotalCount = true, 1
 	const jobs = 8
 	reg := &barrierRegistry{arrived: make(chan struct{}, jobs), release: make(chan struct{})}
-	reg.snap = &cluster.JobSnapshot{Name: "j", Config: cfg, Me: "me", Registered: true, FailoverItems: []int{0}}
+	reg.snap = &cluster.JobSnapshot{Name: "j", Config: &cfg, Me: "me", Registered: true, FailoverItems: []int{0}}
 	run := &runner{runs: map[int]cluster.Running{}, ch: make(chan int, jobs)}
 	m := NewManager(ManagerConfig{Registry: reg, Runner: run, Logger: quiet})
 	for i := range jobs { // queued before the loop starts, as a burst of events would be

@@ -177,7 +177,7 @@ func (s *Service) view(cfg ejserver.JobConfig, version int32, snap *cluster.JobS
 	if snap != nil {
 		// the cache may not have seen the write this view answers yet: judge the status by cfg
 		fresh := *snap
-		fresh.Config = cfg
+		fresh.Config = &cfg
 		v.Status, v.InstanceCount, v.Leader = JobStatus(&fresh), len(snap.Instances), snap.Leader
 	} else {
 		v.Status = StatusShardingFlag // not loaded by this peer yet
@@ -307,7 +307,7 @@ func (s *Service) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 		if name <= f.After || len(page.Items) > f.Limit {
 			continue
 		}
-		page.Items = append(page.Items, s.view(snap.Config, snap.ConfigVersion, snap))
+		page.Items = append(page.Items, s.view(*snap.Config, snap.ConfigVersion, snap))
 	}
 	if len(page.Items) > f.Limit {
 		page.Items = page.Items[:f.Limit]
