@@ -330,7 +330,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			},
 			HistoryDegraded: func() bool { return writer.Health().State == history.HealthDegraded },
 			SessionHealthy:  sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
-			Leaderships:     func() int { return leaderships(reg) },
+			Leaderships:     reg.Leaderships,
 			ScheduledJobs:   func() int { return sched.Len() },
 			GCBetweenBursts: collector.Collections,
 		}})
@@ -615,17 +615,6 @@ func openHistory(ctx context.Context, c serveConfig, log *slog.Logger) (history.
 		return nil, fmt.Errorf("open the history store: %w", err)
 	}
 	return store, nil
-}
-
-// leaderships counts the jobs this peer leads.
-func leaderships(reg *cluster.Registry) int {
-	n := 0
-	for _, job := range reg.Jobs() {
-		if snap := reg.Job(job); snap != nil && snap.IsLeader() {
-			n++
-		}
-	}
-	return n
 }
 
 // urlChecker adapts the webhook target policy to the service.
