@@ -242,7 +242,7 @@ func (r *Registry) addEntries(names []string) []string {
 	defer r.mu.Unlock()
 	for _, n := range names {
 		if r.jobs[n] == nil {
-			r.jobs[n] = &jobEntry{name: n, changed: make(chan struct{}), st: jobState{items: map[int]*ItemState{}, appeared: appeared}}
+			r.jobs[n] = &jobEntry{name: n, changed: make(chan struct{}), st: jobState{appeared: appeared}}
 			added = append(added, n)
 		}
 	}
@@ -327,16 +327,12 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	e.st.serverVers = nextServerVersions(e.st.servers, serverVers, nil)
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover
-	for i := range e.st.items {
-		if !slices.Contains(nums, i) {
-			delete(e.st.items, i)
-		}
-	}
+	e.st.items.retain(func(i int) bool { return slices.Contains(nums, i) })
 	for _, i := range nums {
 		if it := read[i]; it != nil {
-			e.st.items[i] = it
-		} else if e.st.items[i] == nil {
-			e.st.items[i] = &ItemState{Exists: true, OwnerVersion: -1}
+			e.st.items.set(i, it)
+		} else if e.st.items.get(i) == nil {
+			e.st.items.set(i, &ItemState{Exists: true, OwnerVersion: -1})
 		}
 	}
 	if _, ok := instances[r.me.InstanceID]; !ok {
@@ -631,16 +627,10 @@ func (r *Registry) refreshSharding(e *jobEntry) error {
 	nums := itemNumbers(names)
 	var added []int
 	e.mu.Lock()
-	changed := false
-	for i := range e.st.items {
-		if !slices.Contains(nums, i) {
-			delete(e.st.items, i)
-			changed = true
-		}
-	}
+	changed := e.st.items.retain(func(i int) bool { return slices.Contains(nums, i) })
 	for _, i := range nums {
-		if e.st.items[i] == nil {
-			e.st.items[i] = &ItemState{Exists: true, OwnerVersion: -1}
+		if e.st.items.get(i) == nil {
+			e.st.items.set(i, &ItemState{Exists: true, OwnerVersion: -1})
 			added = append(added, i)
 			changed = true
 		}
@@ -676,7 +666,7 @@ func (r *Registry) refreshItem(e *jobEntry, kind refreshKind, i int) error {
 		return err
 	}
 	e.mu.Lock()
-	it := e.st.items[i]
+	it := e.st.items.get(i)
 	if it == nil {
 		e.mu.Unlock()
 		return nil // the item was removed by a resharding

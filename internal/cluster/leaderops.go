@@ -131,20 +131,16 @@ func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.
 		if !ok {
 			continue
 		}
-		it := e.st.items[i]
+		it := e.st.items.get(i)
 		if it == nil {
 			it = &ItemState{}
-			e.st.items[i] = it
+			e.st.items.set(i, it)
 			added = append(added, i)
 		}
 		it.Exists, it.Owner, it.OwnerVersion = true, owner, v
 		e.st.ownersChangedAt = r.clk.Now()
 	}
-	for i := range e.st.items {
-		if i >= len(owners) {
-			delete(e.st.items, i)
-		}
-	}
+	e.st.items.retain(func(i int) bool { return i < len(owners) })
 	e.changedLocked()
 	return nil
 }
@@ -178,7 +174,7 @@ func (r *Registry) shardingOpsFromCache(job string, owners []string, unfenced ma
 	e.mu.Lock()
 	exists := make(map[int]bool, len(e.st.items))
 	hasOwner := make(map[int]bool, len(e.st.items))
-	for i, it := range e.st.items {
+	for i, it := range e.st.items.all() {
 		exists[i] = it.Exists
 		hasOwner[i] = it.OwnerVersion >= 0
 	}

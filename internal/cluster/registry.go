@@ -172,7 +172,7 @@ type jobState struct {
 	// loaded the job).
 	ownersChangedAt time.Time
 	failover        []int
-	items           map[int]*ItemState
+	items           itemTable
 	// registered: our instance node exists in this session; pendingRegister: it existed under another
 	// session (a fast restart with the same id) and we register once it goes; removedByOperator: it
 	// disappeared while we held the session, so an operator removed it and we stay off the job.
@@ -407,15 +407,11 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 		return e.snap
 	}
 	st := &e.st
-	n := 0
-	for i := range st.items {
-		n = max(n, i+1)
-	}
-	items := make([]ItemState, n)
+	items := make([]ItemState, st.items.end())
 	for i := range items {
 		items[i].OwnerVersion = -1
 	}
-	for i, it := range st.items {
+	for i, it := range st.items.all() {
 		items[i] = *it
 	}
 	e.snap = &JobSnapshot{
@@ -447,7 +443,7 @@ func (r *Registry) ensureEntry(name string) *jobEntry {
 	defer r.mu.Unlock()
 	e := r.jobs[name]
 	if e == nil {
-		e = &jobEntry{name: name, changed: make(chan struct{}), st: jobState{items: map[int]*ItemState{}}}
+		e = &jobEntry{name: name, changed: make(chan struct{})}
 		r.jobs[name] = e
 	}
 	return e
