@@ -283,18 +283,21 @@ func (c *Coordinator) flagLoop() {
 			return
 		case <-c.flags:
 		}
+		// the sets are taken whole and made anew: a check is looked up in the queued set rather than in a
+		// list of it (that was a scan per checked job: quadratic when a registration queues thousands of
+		// both), and a set that once held a registration's thousands of jobs is not cloned or swept at
+		// every wake afterwards (a Go map keeps its peak's buckets; cloning one copies them)
 		c.mu.Lock()
-		jobs := slices.Collect(maps.Keys(c.queued))
-		assessable := maps.Clone(c.queued)
-		clear(c.queued)
+		assessable, checked := c.queued, c.checked
+		c.queued, c.checked = map[string]bool{}, map[string]bool{}
+		c.mu.Unlock()
+		jobs := slices.Collect(maps.Keys(assessable))
 		var checks []string
-		for job := range c.checked {
-			if !slices.Contains(jobs, job) {
+		for job := range checked {
+			if _, queued := assessable[job]; !queued {
 				checks = append(checks, job)
 			}
 		}
-		clear(c.checked)
-		c.mu.Unlock()
 		var peers []cluster.Identity
 		if len(checks) > 0 {
 			peers, _ = c.reg.LivePeers()
