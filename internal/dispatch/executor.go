@@ -167,7 +167,7 @@ type Executor struct {
 
 	mu      sync.Mutex
 	running map[itemKey]*itemRun
-	jobCtx  map[string]jobContext
+	jobCtx  map[string]*jobContext // jobctx.go
 	status  map[string]*JobStatus
 	// replayed holds the jobs whose first fire on this peer has looked for fires missed while the whole
 	// cluster was down (catchUp last); marks, per job with catchUp all and item, the latest scheduled fire
@@ -203,11 +203,6 @@ type itemRun struct {
 	cancelled   bool
 	cause       error
 	fire        string
-}
-
-type jobContext struct {
-	ctx    context.Context
-	cancel context.CancelFunc
 }
 
 // JobStatus is what this peer knows of a job's firing that the registry does not hold.
@@ -266,7 +261,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	}
 	e := &Executor{
 		cfg: cfg, tracer: cfg.Tracer, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
-		running: map[itemKey]*itemRun{}, jobCtx: map[string]jobContext{}, status: map[string]*JobStatus{},
+		running: map[itemKey]*itemRun{}, jobCtx: map[string]*jobContext{}, status: map[string]*JobStatus{},
 		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{}, owed: map[itemKey][]time.Time{},
 	}
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
@@ -335,7 +330,7 @@ func (e *Executor) RunFailover(job string, item int, run cluster.Running, runnin
 // CancelJob aborts the job's in-flight streaming and retries (the job was disabled or deleted).
 func (e *Executor) CancelJob(job string) {
 	e.mu.Lock()
-	jc, ok := e.jobCtx[job]
+	jc := e.jobCtx[job]
 	delete(e.jobCtx, job)
 	delete(e.marks, job) // enabled again, its config's change bounds what counts as missed
 	for k := range e.latest {
@@ -344,7 +339,7 @@ func (e *Executor) CancelJob(job string) {
 		}
 	}
 	e.mu.Unlock()
-	if ok {
+	if jc != nil {
 		jc.cancel()
 	}
 }
@@ -747,17 +742,4 @@ func (e *Executor) startFollowUp(snap *cluster.JobSnapshot, req fireRequest, ite
 		defer e.wg.Done()
 		e.runItem(snap, req, item, "", -2)
 	}()
-}
-
-// ctxFor returns the context of a job's requests: cancelled by CancelJob or at the end of a drain.
-func (e *Executor) ctxFor(job string) context.Context {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	jc, ok := e.jobCtx[job]
-	if !ok {
-		ctx, cancel := context.WithCancel(e.hard)
-		jc = jobContext{ctx, cancel}
-		e.jobCtx[job] = jc
-	}
-	return jc.ctx
 }

@@ -36,11 +36,13 @@ func noEnd() {}
 
 // itemSpan returns the context an item's webhook is sent in: with the item's span (a child of the fire's)
 // when tracing is on, else with the item's derived span context, so that its requests carry a traceparent
-// either way. The returned function ends the span with the outcome.
-func (e *Executor) itemSpan(req fireRequest, item int, executionID string) (context.Context, func(webhook.Result, time.Duration)) {
-	ctx := e.ctxFor(req.job)
+// either way. The returned function ends the span with the outcome; release ends the context's hold on the
+// job's context (jobctx.go), once the item's requests are over.
+func (e *Executor) itemSpan(req fireRequest, item int, executionID string) (ctx context.Context,
+	end func(webhook.Result, time.Duration), release func()) {
+	ctx, release = e.ctxFor(req.job)
 	if !e.tracer.On() {
-		return trace.ContextWithSpanContext(ctx, tracing.Derived(req.span, executionID)), noItemEnd
+		return trace.ContextWithSpanContext(ctx, tracing.Derived(req.span, executionID)), noItemEnd, release
 	}
 	if req.span.IsValid() {
 		ctx = trace.ContextWithSpanContext(ctx, req.span)
@@ -54,7 +56,7 @@ func (e *Executor) itemSpan(req fireRequest, item int, executionID string) (cont
 			span.SetStatus(codes.Error, res.FailureCause)
 		}
 		span.End()
-	}
+	}, release
 }
 
 func noItemEnd(webhook.Result, time.Duration) {}
