@@ -242,7 +242,7 @@ func (r *Registry) addEntries(names []string) []string {
 	defer r.mu.Unlock()
 	for _, n := range names {
 		if r.jobs[n] == nil {
-			r.jobs[n] = &jobEntry{name: n, changed: make(chan struct{}), st: jobState{appeared: appeared}}
+			r.jobs[n] = &jobEntry{name: n, st: jobState{appeared: appeared}}
 			added = append(added, n)
 		}
 	}

@@ -142,7 +142,9 @@ type jobEntry struct {
 	pending int
 	// pendingItems counts the queued or running refreshes that decide which items a fire runs (decidesItems).
 	pendingItems int
-	changed      chan struct{}
+	// changed is closed at the job's next change; made only when someone waits for one (Wait), so a job
+	// nobody waits on holds no channel and a change allocates none.
+	changed chan struct{}
 }
 
 type jobState struct {
@@ -386,6 +388,9 @@ func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot
 		if e.st.loaded && e.st.hasConfig {
 			snap = e.snapshotLocked(r.me)
 		}
+		if e.changed == nil {
+			e.changed = make(chan struct{})
+		}
 		ch := e.changed
 		e.mu.Unlock()
 		if gone {
@@ -427,8 +432,10 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 func (e *jobEntry) changedLocked() {
 	e.snap = nil
 	e.gen++
-	close(e.changed)
-	e.changed = make(chan struct{})
+	if e.changed != nil { // made by the first waiter (Wait) since the last change
+		close(e.changed)
+		e.changed = nil
+	}
 }
 
 func (r *Registry) entry(name string) *jobEntry {
@@ -443,7 +450,7 @@ func (r *Registry) ensureEntry(name string) *jobEntry {
 	defer r.mu.Unlock()
 	e := r.jobs[name]
 	if e == nil {
-		e = &jobEntry{name: name, changed: make(chan struct{})}
+		e = &jobEntry{name: name}
 		r.jobs[name] = e
 	}
 	return e
