@@ -379,6 +379,7 @@ func parseConfig(job string, data []byte) (*ejserver.JobConfig, error) {
 	if err == nil && cfg.JobName != job {
 		cfg.JobName = job // ElasticJob's node name is authoritative
 	}
+	internConfig(&cfg)
 	return &cfg, err
 }
 
