@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
 // sqliteStore is the history in an SQLite file (WAL): one writer connection, whose transactions begin
@@ -29,6 +31,10 @@ type sqliteStore struct {
 	// Full-size multi-row statements, prepared once on the writer connection: modernc parses a statement
 	// on every Exec that is not prepared, and parsing dominated writes.
 	upsertFull, traceFull *sql.Stmt
+	// prepared are the rollup's statements (rollupStatements), prepared once on the writer connection.
+	prepared map[string]*sql.Stmt
+	// noRollup leaves the rollup alone: BenchmarkWriter's "no-rollup", to measure what the rollup costs.
+	noRollup bool
 }
 
 var _ Store = (*sqliteStore)(nil)
@@ -77,6 +83,13 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	}
 	if s.upsertFull, err = w.PrepareContext(ctx, sqliteUpsertExecutions(sqliteRowsPerStatement)); err == nil {
 		s.traceFull, err = w.PrepareContext(ctx, sqliteInsertTraces(sqliteRowsPerStatement))
+	}
+	s.prepared = make(map[string]*sql.Stmt)
+	for _, q := range rollupStatements() {
+		if err != nil {
+			break
+		}
+		s.prepared[q], err = w.PrepareContext(ctx, q)
 	}
 	if err != nil {
 		_ = s.Close()
@@ -189,7 +202,7 @@ func sqliteUpsertExecutions(n int) string {
 	return `INSERT INTO JOB_EXECUTION_LOG AS t (` + executionColumns + `) VALUES ` +
 		repeatTuple("(?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, "+
 			"?, NULLIF(?, ''), ?, NULLIF(?, ''), ?, ?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''))", n) +
-		` ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + ` WHERE ` + executionWins
+		` ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + ` WHERE ` + executionWins + ` RETURNING id, ` + rollupColumns
 }
 
 func sqliteInsertTraces(n int) string {
@@ -216,7 +229,17 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 	// Merged, so that no statement names an id twice (SQLite would apply both, in order, which the
 	// merge reproduces) and rows are locked in id order as with PostgreSQL.
 	recs = mergeExecutions(recs)
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
 	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error {
+		// the rollup: the stored versions the upsert replaces go, the versions it writes (RETURNING) come
+		stored, err := s.storedRollupRows(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		var removed, added []rollup.Row
 		args := make([]any, 0, executionColumnCount*min(len(recs), sqliteRowsPerStatement))
 		for chunk := range slices.Chunk(recs, sqliteRowsPerStatement) {
 			args = args[:0]
@@ -228,11 +251,24 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 					r.Async, r.State, nullInt(r.Progress), r.Message, nullMicros(r.HeartbeatAt),
 					nullMicros(r.LeaseExpiresAt), r.Output, r.TraceID, r.ReplayOf)
 			}
-			if err := execChunk(ctx, tx, s.upsertFull, len(chunk), sqliteUpsertExecutions, args); err != nil {
+			var rows *sql.Rows
+			if len(chunk) == sqliteRowsPerStatement {
+				rows, err = tx.StmtContext(ctx, s.upsertFull).QueryContext(ctx, args...)
+			} else {
+				rows, err = tx.QueryContext(ctx, sqliteUpsertExecutions(len(chunk)), args...)
+			}
+			written, err := collectRollupRows(rows, err, true)
+			if err != nil {
 				return err
 			}
+			for _, w := range written {
+				added = append(added, w.Row)
+				if old, ok := stored[w.id]; ok {
+					removed = append(removed, old) // replaced (the upsert's condition held)
+				}
+			}
 		}
-		return nil
+		return s.rollup(ctx, tx, removed, added)
 	})
 }
 
@@ -439,9 +475,23 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 	}
 	var total int64
 	err := s.inTx(ctx, "prune", func(tx *sql.Tx) error {
+		// the executions, with the rollup's change (their cells lose them)
+		rows, err := tx.QueryContext(ctx, `DELETE FROM JOB_EXECUTION_LOG WHERE rowid IN
+			(SELECT rowid FROM JOB_EXECUTION_LOG WHERE start_time < ? ORDER BY start_time LIMIT ?)
+			RETURNING `+rollupColumns, micros(normalize(before)), batch)
+		gone, err := collectRollupRows(rows, err, false)
+		if err != nil {
+			return err
+		}
+		total += int64(len(gone))
+		removed := make([]rollup.Row, len(gone))
+		for i, g := range gone {
+			removed[i] = g.Row
+		}
+		if err := s.rollup(ctx, tx, removed, nil); err != nil {
+			return err
+		}
 		for _, stmt := range []string{
-			`DELETE FROM JOB_EXECUTION_LOG WHERE rowid IN
-				(SELECT rowid FROM JOB_EXECUTION_LOG WHERE start_time < ? ORDER BY start_time LIMIT ?)`,
 			`DELETE FROM JOB_STATUS_TRACE_LOG WHERE rowid IN
 				(SELECT rowid FROM JOB_STATUS_TRACE_LOG WHERE creation_time < ? ORDER BY creation_time LIMIT ?)`,
 			`DELETE FROM NOTIFICATION_LOG WHERE rowid IN
@@ -461,7 +511,7 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 			}
 			total += n
 		}
-		// the rollup's cells the deletes emptied (not counted: the triggers keep the others)
+		// the rollup's cells the deletes emptied (not counted)
 		for _, p := range pruneRollup {
 			if _, err := tx.ExecContext(ctx, p.stmt, rollupPeriod(before, p.unit)); err != nil {
 				return err
@@ -481,7 +531,7 @@ func (s *sqliteStore) Ping(ctx context.Context) error {
 
 func (s *sqliteStore) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.upsertFull, s.traceFull} {
+	for _, st := range append([]*sql.Stmt{s.upsertFull, s.traceFull}, slices.Collect(maps.Values(s.prepared))...) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
