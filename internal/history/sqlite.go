@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -30,9 +28,8 @@ type sqliteStore struct {
 	log *slog.Logger
 	// Full-size multi-row statements, prepared once on the writer connection: modernc parses a statement
 	// on every Exec that is not prepared, and parsing dominated writes.
-	upsertFull, traceFull *sql.Stmt
-	// prepared are the rollup's statements (rollupStatements), prepared once on the writer connection.
-	prepared map[string]*sql.Stmt
+	// prepared are the writes' statements (sqliteStatements), by kind and number of rows.
+	prepared map[stmtKey]*sql.Stmt
 	// noRollup leaves the rollup alone: BenchmarkWriter's "no-rollup", to measure what the rollup costs.
 	noRollup bool
 }
@@ -86,15 +83,11 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 		_ = w.Close()
 		return nil, err
 	}
-	if s.upsertFull, err = w.PrepareContext(ctx, sqliteUpsertExecutions(sqliteRowsPerStatement)); err == nil {
-		s.traceFull, err = w.PrepareContext(ctx, sqliteInsertTraces(sqliteRowsPerStatement))
-	}
-	s.prepared = make(map[string]*sql.Stmt)
-	for _, q := range rollupStatements() {
-		if err != nil {
+	s.prepared = make(map[stmtKey]*sql.Stmt)
+	for k, q := range sqliteStatements() {
+		if s.prepared[k], err = w.PrepareContext(ctx, q); err != nil {
 			break
 		}
-		s.prepared[q], err = w.PrepareContext(ctx, q)
 	}
 	if err != nil {
 		_ = s.Close()
@@ -198,9 +191,45 @@ func (s *sqliteStore) migrate(ctx context.Context, all []migration) error {
 	return nil
 }
 
-// sqliteRowsPerStatement is how many rows one INSERT carries (executionColumnCount parameters a row; SQLite
-// allows 32766).
+// sqliteRowsPerStatement is how many rows one INSERT carries at most (executionColumnCount parameters a row;
+// SQLite allows 32766).
 const sqliteRowsPerStatement = 100
+
+// sqliteChunk is how many of n rows the next statement carries: 100, or the largest power of two up to 64
+// (a batch of 37 rows is three statements of 32, 4 and 1), so that every statement is one prepared when the
+// store opens. modernc parses a statement on every Exec that is not prepared, and a peer's batches are
+// mostly small (a wave of item ends): each one parsed its own statement of its size.
+func sqliteChunk(n int) int {
+	if n >= sqliteRowsPerStatement {
+		return sqliteRowsPerStatement
+	}
+	c := 64
+	for c > n {
+		c /= 2
+	}
+	return c
+}
+
+// stmtKey names a prepared statement: what it writes and for how many rows.
+type stmtKey struct {
+	what string
+	rows int
+}
+
+// sqliteStatements are the statements the writer connection prepares when the store opens.
+func sqliteStatements() map[stmtKey]string {
+	out := map[stmtKey]string{{"stored rows", 1}: sqliteStoredRows, {"fire rows", 1}: sqliteFireRows}
+	for n := sqliteRowsPerStatement; n >= 1; n = sqliteChunk(n - 1) {
+		out[stmtKey{"executions", n}] = sqliteUpsertExecutions(n)
+		out[stmtKey{"traces", n}] = sqliteInsertTraces(n)
+		if n <= rollupChunk {
+			for _, u := range rollupUpserts {
+				out[stmtKey{u.table, n}] = u.sql(n)
+			}
+		}
+	}
+	return out
+}
 
 // sqliteUpsertExecutions returns the upsert of n executions.
 func sqliteUpsertExecutions(n int) string {
@@ -246,7 +275,9 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 		}
 		var removed, added []rollup.Row
 		args := make([]any, 0, executionColumnCount*min(len(recs), sqliteRowsPerStatement))
-		for chunk := range slices.Chunk(recs, sqliteRowsPerStatement) {
+		for rest := recs; len(rest) > 0; {
+			chunk := rest[:sqliteChunk(len(rest))]
+			rest = rest[len(chunk):]
 			args = args[:0]
 			for _, r := range chunk {
 				args = append(args, r.ID, r.JobName, r.TaskID, r.Hostname, r.IP, r.ShardingItem,
@@ -256,12 +287,7 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 					r.Async, r.State, nullInt(r.Progress), r.Message, nullMicros(r.HeartbeatAt),
 					nullMicros(r.LeaseExpiresAt), r.Output, r.TraceID, r.ReplayOf)
 			}
-			var rows *sql.Rows
-			if len(chunk) == sqliteRowsPerStatement {
-				rows, err = tx.StmtContext(ctx, s.upsertFull).QueryContext(ctx, args...)
-			} else {
-				rows, err = tx.QueryContext(ctx, sqliteUpsertExecutions(len(chunk)), args...)
-			}
+			rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"executions", len(chunk)}]).QueryContext(ctx, args...)
 			written, err := collectRollupRows(rows, err, true)
 			if err != nil {
 				return err
@@ -283,7 +309,9 @@ func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTra
 	}
 	return s.inTx(ctx, "write traces", func(tx *sql.Tx) error {
 		args := make([]any, 0, 11*min(len(recs), sqliteRowsPerStatement))
-		for chunk := range slices.Chunk(recs, sqliteRowsPerStatement) {
+		for rest := recs; len(rest) > 0; {
+			chunk := rest[:sqliteChunk(len(rest))]
+			rest = rest[len(chunk):]
 			args = args[:0]
 			for _, r := range chunk {
 				r = sanitizeTrace(r)
@@ -291,23 +319,12 @@ func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTra
 					string(r.Source), r.ExecutionType, r.ShardingItems, string(r.State), r.Message,
 					micros(r.CreationTime))
 			}
-			if err := execChunk(ctx, tx, s.traceFull, len(chunk), sqliteInsertTraces, args); err != nil {
+			if _, err := tx.StmtContext(ctx, s.prepared[stmtKey{"traces", len(chunk)}]).ExecContext(ctx, args...); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-// execChunk runs the statement for n rows: the prepared one for a full chunk, a one-off for the rest.
-func execChunk(ctx context.Context, tx *sql.Tx, full *sql.Stmt, n int, build func(int) string, args []any) error {
-	var err error
-	if n == sqliteRowsPerStatement {
-		_, err = tx.StmtContext(ctx, full).ExecContext(ctx, args...)
-	} else {
-		_, err = tx.ExecContext(ctx, build(n), args...)
-	}
-	return err
 }
 
 // inTx runs fn in a write transaction and commits it.
@@ -536,7 +553,7 @@ func (s *sqliteStore) Ping(ctx context.Context) error {
 
 func (s *sqliteStore) Close() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{s.upsertFull, s.traceFull}, slices.Collect(maps.Values(s.prepared))...) {
+	for _, st := range s.prepared {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

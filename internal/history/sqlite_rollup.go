@@ -72,7 +72,7 @@ func (s *sqliteStore) storedRollupRows(ctx context.Context, tx *sql.Tx, ids []st
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.StmtContext(ctx, s.prepared[sqliteStoredRows]).QueryContext(ctx, string(arg))
+	rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"stored rows", 1}]).QueryContext(ctx, string(arg))
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (s *sqliteStore) fireRows(ctx context.Context, tx *sql.Tx, keys []rollup.Fi
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.StmtContext(ctx, s.prepared[sqliteFireRows]).QueryContext(ctx, string(js))
+	rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"fire rows", 1}]).QueryContext(ctx, string(js))
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func countsArgs(c *rollup.Counts) []any {
 
 // rollupUpsert is a multi-row upsert of one rollup table: the statement for n rows.
 type rollupUpsert struct {
-	head, tuple, tail string
+	table, head, tuple, tail string
 }
 
 func (u rollupUpsert) sql(n int) string { return u.head + repeatTuple(u.tuple, n) + u.tail }
@@ -272,21 +272,21 @@ const rollupCounts = ` DO UPDATE SET peer_fires = peer_fires + excluded.peer_fir
 	hostname = MAX(hostname, excluded.hostname), ip = MAX(ip, excluded.ip)`
 
 var (
-	rollupCellUpsert = rollupUpsert{`INSERT INTO EXECUTION_STATS_MINUTE (job_name, minute, instance_id, peer_fires,
+	rollupCellUpsert = rollupUpsert{"EXECUTION_STATS_MINUTE", `INSERT INTO EXECUTION_STATS_MINUTE (job_name, minute, instance_id, peer_fires,
 		items, success, failure, running, misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum,
 		late_max, hostname, ip) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		` ON CONFLICT (job_name, minute, instance_id)` + rollupCounts}
-	rollupPeerUpsert = rollupUpsert{`INSERT INTO EXECUTION_PEER_STATS_MINUTE (minute, instance_id, peer_fires,
+	rollupPeerUpsert = rollupUpsert{"EXECUTION_PEER_STATS_MINUTE", `INSERT INTO EXECUTION_PEER_STATS_MINUTE (minute, instance_id, peer_fires,
 		items, success, failure, running, misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum,
 		late_max, hostname, ip) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		` ON CONFLICT (minute, instance_id)` + rollupCounts}
-	rollupFiresUpsert = rollupUpsert{`INSERT INTO EXECUTION_FIRES_MINUTE (job_name, minute, fires) VALUES `,
+	rollupFiresUpsert = rollupUpsert{"EXECUTION_FIRES_MINUTE", `INSERT INTO EXECUTION_FIRES_MINUTE (job_name, minute, fires) VALUES `,
 		"(?, ?, ?)", ` ON CONFLICT (job_name, minute) DO UPDATE SET fires = fires + excluded.fires`}
-	rollupClusterFiresUpsert = rollupUpsert{`INSERT INTO EXECUTION_CLUSTER_FIRES_MINUTE (minute, fires) VALUES `,
+	rollupClusterFiresUpsert = rollupUpsert{"EXECUTION_CLUSTER_FIRES_MINUTE", `INSERT INTO EXECUTION_CLUSTER_FIRES_MINUTE (minute, fires) VALUES `,
 		"(?, ?)", ` ON CONFLICT (minute) DO UPDATE SET fires = fires + excluded.fires`}
-	rollupHistUpsert = rollupUpsert{`INSERT INTO EXECUTION_STATS_HIST (job_name, hour, instance_id, kind, bin, n) VALUES `,
+	rollupHistUpsert = rollupUpsert{"EXECUTION_STATS_HIST", `INSERT INTO EXECUTION_STATS_HIST (job_name, hour, instance_id, kind, bin, n) VALUES `,
 		"(?, ?, ?, ?, ?, ?)", ` ON CONFLICT (job_name, hour, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
-	rollupPeerHistUpsert = rollupUpsert{`INSERT INTO EXECUTION_PEER_STATS_HIST (hour, instance_id, kind, bin, n) VALUES `,
+	rollupPeerHistUpsert = rollupUpsert{"EXECUTION_PEER_STATS_HIST", `INSERT INTO EXECUTION_PEER_STATS_HIST (hour, instance_id, kind, bin, n) VALUES `,
 		"(?, ?, ?, ?, ?)", ` ON CONFLICT (hour, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
 )
 
@@ -302,7 +302,7 @@ func (s *sqliteStore) upsertRows(ctx context.Context, tx *sql.Tx, u rollupUpsert
 		for _, r := range rows[:n] {
 			args = append(args, r...)
 		}
-		if _, err := tx.StmtContext(ctx, s.prepared[u.sql(n)]).ExecContext(ctx, args...); err != nil {
+		if _, err := tx.StmtContext(ctx, s.prepared[stmtKey{u.table, n}]).ExecContext(ctx, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -313,7 +313,7 @@ func (s *sqliteStore) upsertRows(ctx context.Context, tx *sql.Tx, u rollupUpsert
 // rollupChunk is the most rows of one rollup upsert.
 const rollupChunk = 64
 
-// The rollup's fixed statements.
+// The rollup's reads.
 const (
 	sqliteStoredRows = `SELECT id, ` + rollupColumns + ` FROM JOB_EXECUTION_LOG WHERE id IN (SELECT value FROM json_each(?))`
 	sqliteFireRows   = `SELECT f.key, e.instance_id, COUNT(*) FROM json_each(?) f
@@ -323,15 +323,6 @@ const (
 		GROUP BY f.key, e.instance_id`
 )
 
-// rollupStatements are the statements the rollup prepares on the writer connection when the store opens:
-// modernc parses a statement on every Exec that is not prepared.
-func rollupStatements() []string {
-	out := []string{sqliteStoredRows, sqliteFireRows}
-	for _, u := range []rollupUpsert{rollupCellUpsert, rollupPeerUpsert, rollupFiresUpsert, rollupClusterFiresUpsert,
-		rollupHistUpsert, rollupPeerHistUpsert} {
-		for n := rollupChunk; n >= 1; n /= 2 {
-			out = append(out, u.sql(n))
-		}
-	}
-	return out
-}
+// rollupUpserts are the rollup's upserts.
+var rollupUpserts = []rollupUpsert{rollupCellUpsert, rollupPeerUpsert, rollupFiresUpsert, rollupClusterFiresUpsert,
+	rollupHistUpsert, rollupPeerHistUpsert}
