@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -14,10 +13,9 @@ import (
 // in records/s (a record is one upsert). "insert" enqueues one end record per execution: every record is a
 // new row. "insert+update" enqueues each execution's start record and, lag records later (so in another
 // batch, as when a webhook takes a while), its end record: half the records insert a row, half update one.
-// The producer never lets the queue overflow, so nothing is dropped. "no-rollup" drops the rollup's
-// triggers and indexes first: the write cost of the stats' rollup is the difference, in the same run.
-// EJ_ROLLUP_0009=1 puts SQLite's rollup back as migration 0009 left it (no peer level, no re-read indexes),
-// to compare with 0010's across two runs.
+// The producer never lets the queue overflow, so nothing is dropped. "no-rollup" takes the rollup off
+// first (PostgreSQL's triggers and index, SQLite's per-batch aggregation): the write cost of the stats'
+// rollup is the difference, in the same run.
 //
 //	go test ./internal/history -run '^$' -bench BenchmarkWriter -benchtime 5s
 func BenchmarkWriter(b *testing.B) {
@@ -118,15 +116,6 @@ func benchWriter(b *testing.B, kind string, rollup bool) (w *Writer, room func(n
 	if !rollup {
 		dropRollup(b, s)
 	}
-	if kind == "sqlite" && rollup && os.Getenv("EJ_ROLLUP_0009") != "" {
-		restore0009Trigger(b, s)
-		for _, stmt := range []string{"DROP INDEX job_execution_log_cell_duration", "DROP INDEX job_execution_log_cell_lateness",
-			"DROP INDEX execution_stats_minute_peer_duration", "DROP INDEX execution_stats_minute_peer_lateness"} {
-			if _, err := s.(*sqliteStore).w.ExecContext(context.Background(), stmt); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
 	w = NewWriter(s, cfg)
 	if err := w.Start(context.Background()); err != nil {
 		b.Fatal(err)
@@ -141,30 +130,20 @@ func benchWriter(b *testing.B, kind string, rollup bool) (w *Writer, room func(n
 	}
 }
 
-// dropRollup takes the rollup's triggers and indexes (migrations 0009 and 0010) off s: the writes of the
-// schema before the rollup.
+// dropRollup takes the rollup off s: the writes of the schema before the rollup. PostgreSQL's are migration
+// 0009's triggers and index; SQLite's is the writer's per-batch aggregation (migration 0011).
 func dropRollup(b testing.TB, s Store) {
 	ctx := context.Background()
-	stmts := []string{"DROP TRIGGER job_execution_log_stats_insert", "DROP TRIGGER job_execution_log_stats_update",
-		"DROP TRIGGER job_execution_log_stats_delete", "DROP INDEX job_execution_log_fire_peer"}
-	// and migration 0010's indexes for the rollup's re-reads (SQLite's alone)
-	sqliteOnly := []string{"DROP INDEX job_execution_log_cell_duration", "DROP INDEX job_execution_log_cell_lateness"}
-	if _, ok := s.(*sqliteStore); ok {
-		stmts = append(stmts, sqliteOnly...)
-	}
-	for _, stmt := range stmts {
-		var err error
-		switch st := s.(type) {
-		case *sqliteStore:
-			_, err = st.w.ExecContext(ctx, stmt)
-		case *postgresStore:
-			if stmt != stmts[3] {
-				stmt += " ON JOB_EXECUTION_LOG"
+	switch st := s.(type) {
+	case *sqliteStore:
+		st.noRollup = true
+	case *postgresStore:
+		for _, stmt := range []string{"DROP TRIGGER job_execution_log_stats_insert ON JOB_EXECUTION_LOG",
+			"DROP TRIGGER job_execution_log_stats_update ON JOB_EXECUTION_LOG",
+			"DROP TRIGGER job_execution_log_stats_delete ON JOB_EXECUTION_LOG", "DROP INDEX job_execution_log_fire_peer"} {
+			if _, err := st.pool.Exec(ctx, stmt); err != nil {
+				b.Fatal(err)
 			}
-			_, err = st.pool.Exec(ctx, stmt)
-		}
-		if err != nil {
-			b.Fatal(err)
 		}
 	}
 }

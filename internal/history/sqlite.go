@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
 // sqliteStore is the history in an SQLite file (WAL): one writer connection, whose transactions begin
@@ -28,7 +28,10 @@ type sqliteStore struct {
 	log *slog.Logger
 	// Full-size multi-row statements, prepared once on the writer connection: modernc parses a statement
 	// on every Exec that is not prepared, and parsing dominated writes.
-	upsertFull, traceFull *sql.Stmt
+	// prepared are the writes' statements (sqliteStatements), by kind and number of rows.
+	prepared map[stmtKey]*sql.Stmt
+	// noRollup leaves the rollup alone: BenchmarkWriter's "no-rollup", to measure what the rollup costs.
+	noRollup bool
 }
 
 var _ Store = (*sqliteStore)(nil)
@@ -42,7 +45,12 @@ const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pra
 // JOB_EXECUTION_LOG's, two of the status traces'): with 2 MB the transaction spilled dirty pages to the WAL
 // before its commit (written twice) and read back evicted ones (a pread each), 20-30% of the writer's CPU in
 // steady-10k's profile. The readers keep the default.
-const sqliteWriterCache = "&_pragma=cache_size(-32768)"
+//
+// It also checkpoints the WAL every 10,000 pages (40 MB) instead of every 1,000: a checkpoint copies each
+// page the WAL holds once however many commits wrote it, and the pages every commit writes (the B-trees'
+// upper levels, the time-ordered indexes' last leaves, the rollup's peer cells) were copied back after every
+// few commits (17% of a peer's CPU in steady-10k's profile). The WAL file stays at about that size.
+const sqliteWriterCache = "&_pragma=cache_size(-32768)&_pragma=wal_autocheckpoint(10000)"
 
 func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, error) {
 	if path == "" {
@@ -75,8 +83,11 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 		_ = w.Close()
 		return nil, err
 	}
-	if s.upsertFull, err = w.PrepareContext(ctx, sqliteUpsertExecutions(sqliteRowsPerStatement)); err == nil {
-		s.traceFull, err = w.PrepareContext(ctx, sqliteInsertTraces(sqliteRowsPerStatement))
+	s.prepared = make(map[stmtKey]*sql.Stmt)
+	for k, q := range sqliteStatements() {
+		if s.prepared[k], err = w.PrepareContext(ctx, q); err != nil {
+			break
+		}
 	}
 	if err != nil {
 		_ = s.Close()
@@ -180,16 +191,52 @@ func (s *sqliteStore) migrate(ctx context.Context, all []migration) error {
 	return nil
 }
 
-// sqliteRowsPerStatement is how many rows one INSERT carries (executionColumnCount parameters a row; SQLite
-// allows 32766).
+// sqliteRowsPerStatement is how many rows one INSERT carries at most (executionColumnCount parameters a row;
+// SQLite allows 32766).
 const sqliteRowsPerStatement = 100
+
+// sqliteChunk is how many of n rows the next statement carries: 100, or the largest power of two up to 64
+// (a batch of 37 rows is three statements of 32, 4 and 1), so that every statement is one prepared when the
+// store opens. modernc parses a statement on every Exec that is not prepared, and a peer's batches are
+// mostly small (a wave of item ends): each one parsed its own statement of its size.
+func sqliteChunk(n int) int {
+	if n >= sqliteRowsPerStatement {
+		return sqliteRowsPerStatement
+	}
+	c := 64
+	for c > n {
+		c /= 2
+	}
+	return c
+}
+
+// stmtKey names a prepared statement: what it writes and for how many rows.
+type stmtKey struct {
+	what string
+	rows int
+}
+
+// sqliteStatements are the statements the writer connection prepares when the store opens.
+func sqliteStatements() map[stmtKey]string {
+	out := map[stmtKey]string{{"stored rows", 1}: sqliteStoredRows, {"fire rows", 1}: sqliteFireRows}
+	for n := sqliteRowsPerStatement; n >= 1; n = sqliteChunk(n - 1) {
+		out[stmtKey{"executions", n}] = sqliteUpsertExecutions(n)
+		out[stmtKey{"traces", n}] = sqliteInsertTraces(n)
+		if n <= rollupChunk {
+			for _, u := range rollupUpserts {
+				out[stmtKey{u.table, n}] = u.sql(n)
+			}
+		}
+	}
+	return out
+}
 
 // sqliteUpsertExecutions returns the upsert of n executions.
 func sqliteUpsertExecutions(n int) string {
 	return `INSERT INTO JOB_EXECUTION_LOG AS t (` + executionColumns + `) VALUES ` +
 		repeatTuple("(?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, "+
 			"?, NULLIF(?, ''), ?, NULLIF(?, ''), ?, ?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''))", n) +
-		` ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + ` WHERE ` + executionWins
+		` ON CONFLICT (id) DO UPDATE SET ` + executionUpdate + ` WHERE ` + executionWins + ` RETURNING id, ` + rollupColumns
 }
 
 func sqliteInsertTraces(n int) string {
@@ -216,9 +263,21 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 	// Merged, so that no statement names an id twice (SQLite would apply both, in order, which the
 	// merge reproduces) and rows are locked in id order as with PostgreSQL.
 	recs = mergeExecutions(recs)
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
 	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error {
+		// the rollup: the stored versions the upsert replaces go, the versions it writes (RETURNING) come
+		stored, err := s.storedRollupRows(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		var removed, added []rollup.Row
 		args := make([]any, 0, executionColumnCount*min(len(recs), sqliteRowsPerStatement))
-		for chunk := range slices.Chunk(recs, sqliteRowsPerStatement) {
+		for rest := recs; len(rest) > 0; {
+			chunk := rest[:sqliteChunk(len(rest))]
+			rest = rest[len(chunk):]
 			args = args[:0]
 			for _, r := range chunk {
 				args = append(args, r.ID, r.JobName, r.TaskID, r.Hostname, r.IP, r.ShardingItem,
@@ -228,11 +287,19 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 					r.Async, r.State, nullInt(r.Progress), r.Message, nullMicros(r.HeartbeatAt),
 					nullMicros(r.LeaseExpiresAt), r.Output, r.TraceID, r.ReplayOf)
 			}
-			if err := execChunk(ctx, tx, s.upsertFull, len(chunk), sqliteUpsertExecutions, args); err != nil {
+			rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"executions", len(chunk)}]).QueryContext(ctx, args...)
+			written, err := collectRollupRows(rows, err, true)
+			if err != nil {
 				return err
 			}
+			for _, w := range written {
+				added = append(added, w.Row)
+				if old, ok := stored[w.id]; ok {
+					removed = append(removed, old) // replaced (the upsert's condition held)
+				}
+			}
 		}
-		return nil
+		return s.rollup(ctx, tx, removed, added)
 	})
 }
 
@@ -242,7 +309,9 @@ func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTra
 	}
 	return s.inTx(ctx, "write traces", func(tx *sql.Tx) error {
 		args := make([]any, 0, 11*min(len(recs), sqliteRowsPerStatement))
-		for chunk := range slices.Chunk(recs, sqliteRowsPerStatement) {
+		for rest := recs; len(rest) > 0; {
+			chunk := rest[:sqliteChunk(len(rest))]
+			rest = rest[len(chunk):]
 			args = args[:0]
 			for _, r := range chunk {
 				r = sanitizeTrace(r)
@@ -250,23 +319,12 @@ func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTra
 					string(r.Source), r.ExecutionType, r.ShardingItems, string(r.State), r.Message,
 					micros(r.CreationTime))
 			}
-			if err := execChunk(ctx, tx, s.traceFull, len(chunk), sqliteInsertTraces, args); err != nil {
+			if _, err := tx.StmtContext(ctx, s.prepared[stmtKey{"traces", len(chunk)}]).ExecContext(ctx, args...); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-// execChunk runs the statement for n rows: the prepared one for a full chunk, a one-off for the rest.
-func execChunk(ctx context.Context, tx *sql.Tx, full *sql.Stmt, n int, build func(int) string, args []any) error {
-	var err error
-	if n == sqliteRowsPerStatement {
-		_, err = tx.StmtContext(ctx, full).ExecContext(ctx, args...)
-	} else {
-		_, err = tx.ExecContext(ctx, build(n), args...)
-	}
-	return err
 }
 
 // inTx runs fn in a write transaction and commits it.
@@ -439,9 +497,23 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 	}
 	var total int64
 	err := s.inTx(ctx, "prune", func(tx *sql.Tx) error {
+		// the executions, with the rollup's change (their cells lose them)
+		rows, err := tx.QueryContext(ctx, `DELETE FROM JOB_EXECUTION_LOG WHERE rowid IN
+			(SELECT rowid FROM JOB_EXECUTION_LOG WHERE start_time < ? ORDER BY start_time LIMIT ?)
+			RETURNING `+rollupColumns, micros(normalize(before)), batch)
+		gone, err := collectRollupRows(rows, err, false)
+		if err != nil {
+			return err
+		}
+		total += int64(len(gone))
+		removed := make([]rollup.Row, len(gone))
+		for i, g := range gone {
+			removed[i] = g.Row
+		}
+		if err := s.rollup(ctx, tx, removed, nil); err != nil {
+			return err
+		}
 		for _, stmt := range []string{
-			`DELETE FROM JOB_EXECUTION_LOG WHERE rowid IN
-				(SELECT rowid FROM JOB_EXECUTION_LOG WHERE start_time < ? ORDER BY start_time LIMIT ?)`,
 			`DELETE FROM JOB_STATUS_TRACE_LOG WHERE rowid IN
 				(SELECT rowid FROM JOB_STATUS_TRACE_LOG WHERE creation_time < ? ORDER BY creation_time LIMIT ?)`,
 			`DELETE FROM NOTIFICATION_LOG WHERE rowid IN
@@ -461,7 +533,7 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 			}
 			total += n
 		}
-		// the rollup's cells the deletes emptied (not counted: the triggers keep the others)
+		// the rollup's cells the deletes emptied (not counted)
 		for _, p := range pruneRollup {
 			if _, err := tx.ExecContext(ctx, p.stmt, rollupPeriod(before, p.unit)); err != nil {
 				return err
@@ -481,7 +553,7 @@ func (s *sqliteStore) Ping(ctx context.Context) error {
 
 func (s *sqliteStore) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.upsertFull, s.traceFull} {
+	for _, st := range s.prepared {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

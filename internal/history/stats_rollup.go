@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// The stats read the rollup that migration 0009's triggers keep (EXECUTION_STATS_MINUTE, EXECUTION_FIRES_MINUTE,
-// EXECUTION_STATS_HIST), or, for cluster stats no job scope narrows, the level above it that migration 0010's
-// triggers keep (the same per peer, every job added up: EXECUTION_PEER_STATS_MINUTE,
-// EXECUTION_CLUSTER_FIRES_MINUTE, EXECUTION_PEER_STATS_HIST). They read it for the whole minutes and hours of a
+// The stats read the rollup of migration 0009 (EXECUTION_STATS_MINUTE, EXECUTION_FIRES_MINUTE,
+// EXECUTION_STATS_HIST), or, for cluster stats no job scope narrows, the level above it of migration 0010 (the
+// same per peer, every job added up: EXECUTION_PEER_STATS_MINUTE, EXECUTION_CLUSTER_FIRES_MINUTE,
+// EXECUTION_PEER_STATS_HIST). PostgreSQL's triggers keep them; SQLite's writer keeps them per batch
+// (sqlite_rollup.go, migration 0011). They read it for the whole minutes and hours of a
 // window, and the rows for its edges: a window [From, To) reads the rows of [From, the first whole minute) and
 // [the last whole minute's end, To), and the minute rollup in between; the percentiles read the hour rollup
 // for the whole hours and the rows for the rest. The buckets read the minute rollup when From and the bucket

@@ -1,0 +1,328 @@
+package history
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/ejserver/ejserver/internal/history/rollup"
+)
+
+// SQLite keeps the stats' rollup in the writing transaction, aggregated per batch (migration 0011 dropped
+// 0009/0010's per-row triggers): WriteExecutions reads the old versions of the rows its upsert replaces and
+// gets the new ones back from the upsert (RETURNING), Prune gets the rows it deletes back from the delete, and
+// rollup applies rollup.Aggregate's deltas, one upsert per cell rather than six a row. These are the
+// only statements that write JOB_EXECUTION_LOG; PostgreSQL keeps its triggers.
+
+// rollupColumns are the columns of JOB_EXECUTION_LOG the rollup counts, in scanRollupRow's order.
+const rollupColumns = `job_name, instance_id, start_time, scheduled_at, complete_time IS NOT NULL, is_success, ` +
+	`execution_source, duration_ms, hostname, ip`
+
+// scanRollupRow scans rollupColumns (after the columns before them, into lead).
+func scanRollupRow(rows *sql.Rows, lead ...any) (rollup.Row, error) {
+	var (
+		r      rollup.Row
+		sched  sql.NullInt64
+		source sql.NullString
+		host   sql.NullString
+		ip     sql.NullString
+	)
+	err := rows.Scan(append(lead, &r.Job, &r.Instance, &r.Start, &sched, &r.Done, &r.Success, &source,
+		&r.DurationMs, &host, &ip)...)
+	r.Scheduled, r.HasScheduled = sched.Int64, sched.Valid
+	r.Source, r.Hostname, r.IP = source.String, host.String, ip.String
+	return r, err
+}
+
+// idRow is a row the rollup counts, with its id when the statement returned it.
+type idRow struct {
+	id string
+	rollup.Row
+}
+
+// collectRollupRows reads the rows of a statement returning rollupColumns (after the id, withID).
+func collectRollupRows(rows *sql.Rows, err error, withID bool) ([]idRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var out []idRow
+	for rows.Next() {
+		var (
+			r    idRow
+			lead []any
+		)
+		if withID {
+			lead = []any{&r.id}
+		}
+		if r.Row, err = scanRollupRow(rows, lead...); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// storedRollupRows reads the rows of ids that are stored, by id.
+func (s *sqliteStore) storedRollupRows(ctx context.Context, tx *sql.Tx, ids []string) (map[string]rollup.Row, error) {
+	arg, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"stored rows", 1}]).QueryContext(ctx, string(arg))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	out := make(map[string]rollup.Row)
+	for rows.Next() {
+		var id string
+		r, err := scanRollupRow(rows, &id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = r
+	}
+	return out, rows.Err()
+}
+
+// rollup applies the rollup's change when the rows removed went and the rows added came, in tx (after
+// the rows were written, so that the fires' rows and the cells' largest values are read as they now are).
+func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []rollup.Row) error {
+	if s.noRollup || len(removed) == 0 && len(added) == 0 {
+		return nil
+	}
+	d := rollup.Aggregate(removed, added)
+	after, err := s.fireRows(ctx, tx, d.Changed())
+	if err != nil {
+		return err
+	}
+	d.Fires(after)
+
+	cells := slices.SortedFunc(maps.Keys(d.Cells), func(a, b rollup.CellKey) int {
+		return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Instance, b.Instance))
+	})
+	rows := make([][]any, 0, len(cells))
+	for _, k := range cells {
+		rows = append(rows, append([]any{k.Job, k.Minute, k.Instance}, countsArgs(d.Cells[k])...))
+	}
+	if err := s.upsertRows(ctx, tx, rollupCellUpsert, rows); err != nil {
+		return err
+	}
+	peers := slices.SortedFunc(maps.Keys(d.PeerCells), func(a, b rollup.PeerKey) int {
+		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Instance, b.Instance))
+	})
+	rows = rows[:0]
+	for _, k := range peers {
+		rows = append(rows, append([]any{k.Minute, k.Instance}, countsArgs(d.PeerCells[k])...))
+	}
+	if err := s.upsertRows(ctx, tx, rollupPeerUpsert, rows); err != nil {
+		return err
+	}
+
+	// A removed largest value: the largest left, read off the cell's rows, then the peer's off its jobs'
+	// cells; only where the stored largest (the added ones in) is not above the removed one.
+	for _, k := range cells {
+		c := d.Cells[k]
+		if c.ReadDurMax() {
+			if _, err := tx.ExecContext(ctx, `UPDATE EXECUTION_STATS_MINUTE SET dur_max = (SELECT MAX(e.duration_ms)
+				FROM JOB_EXECUTION_LOG e INDEXED BY job_execution_log_job_start WHERE e.job_name = ?1
+				AND e.start_time >= ?2 * 60000000 AND e.start_time < (?2 + 1) * 60000000 AND e.instance_id = ?3
+				AND e.complete_time IS NOT NULL)
+				WHERE job_name = ?1 AND minute = ?2 AND instance_id = ?3 AND dur_max <= ?4`,
+				k.Job, k.Minute, k.Instance, c.RemovedDur.V); err != nil {
+				return err
+			}
+		}
+		if c.ReadLateMax() {
+			if _, err := tx.ExecContext(ctx, `UPDATE EXECUTION_STATS_MINUTE SET late_max = (SELECT MAX((e.start_time - e.scheduled_at) / 1000)
+				FROM JOB_EXECUTION_LOG e INDEXED BY job_execution_log_job_start WHERE e.job_name = ?1
+				AND e.start_time >= ?2 * 60000000 AND e.start_time < (?2 + 1) * 60000000 AND e.instance_id = ?3
+				AND e.scheduled_at IS NOT NULL)
+				WHERE job_name = ?1 AND minute = ?2 AND instance_id = ?3 AND late_max <= ?4`,
+				k.Job, k.Minute, k.Instance, c.RemovedLate.V); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range peers {
+		c := d.PeerCells[k]
+		if c.ReadDurMax() {
+			if _, err := tx.ExecContext(ctx, `UPDATE EXECUTION_PEER_STATS_MINUTE SET dur_max = (SELECT MAX(c.dur_max)
+				FROM EXECUTION_STATS_MINUTE c INDEXED BY execution_stats_minute_peer_duration
+				WHERE c.minute = ?1 AND c.instance_id = ?2)
+				WHERE minute = ?1 AND instance_id = ?2 AND dur_max <= ?3`, k.Minute, k.Instance, c.RemovedDur.V); err != nil {
+				return err
+			}
+		}
+		if c.ReadLateMax() {
+			if _, err := tx.ExecContext(ctx, `UPDATE EXECUTION_PEER_STATS_MINUTE SET late_max = (SELECT MAX(c.late_max)
+				FROM EXECUTION_STATS_MINUTE c INDEXED BY execution_stats_minute_peer_lateness
+				WHERE c.minute = ?1 AND c.instance_id = ?2)
+				WHERE minute = ?1 AND instance_id = ?2 AND late_max <= ?3`, k.Minute, k.Instance, c.RemovedLate.V); err != nil {
+				return err
+			}
+		}
+	}
+
+	rows = rows[:0]
+	for _, k := range slices.SortedFunc(maps.Keys(d.JobFires), func(a, b rollup.JobMinute) int {
+		return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Minute, b.Minute))
+	}) {
+		rows = append(rows, []any{k.Job, k.Minute, d.JobFires[k]})
+	}
+	if err := s.upsertRows(ctx, tx, rollupFiresUpsert, rows); err != nil {
+		return err
+	}
+	rows = rows[:0]
+	for _, m := range slices.Sorted(maps.Keys(d.ClusterFires)) {
+		rows = append(rows, []any{m, d.ClusterFires[m]})
+	}
+	if err := s.upsertRows(ctx, tx, rollupClusterFiresUpsert, rows); err != nil {
+		return err
+	}
+	rows = rows[:0]
+	for _, k := range slices.SortedFunc(maps.Keys(d.Hist), func(a, b rollup.HistKey) int {
+		return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Hour, b.Hour), cmp.Compare(a.Instance, b.Instance),
+			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Bin, b.Bin))
+	}) {
+		rows = append(rows, []any{k.Job, k.Hour, k.Instance, k.Kind, k.Bin, d.Hist[k]})
+	}
+	if err := s.upsertRows(ctx, tx, rollupHistUpsert, rows); err != nil {
+		return err
+	}
+	rows = rows[:0]
+	for _, k := range slices.SortedFunc(maps.Keys(d.PeerHist), func(a, b rollup.PeerHistKey) int {
+		return cmp.Or(cmp.Compare(a.Hour, b.Hour), cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Bin, b.Bin))
+	}) {
+		rows = append(rows, []any{k.Hour, k.Instance, k.Kind, k.Bin, d.PeerHist[k]})
+	}
+	return s.upsertRows(ctx, tx, rollupPeerHistUpsert, rows)
+}
+
+// fireRows reads how many rows each fire of keys has in its minute, per peer.
+func (s *sqliteStore) fireRows(ctx context.Context, tx *sql.Tx, keys []rollup.FireKey) (map[rollup.FireKey]map[string]int64, error) {
+	out := make(map[rollup.FireKey]map[string]int64, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	arg := make([][3]any, len(keys))
+	for i, k := range keys {
+		arg[i] = [3]any{k.Job, k.Minute, k.Scheduled}
+	}
+	js, err := json.Marshal(arg)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"fire rows", 1}]).QueryContext(ctx, string(js))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var (
+			i    int
+			inst string
+			n    int64
+		)
+		if err := rows.Scan(&i, &inst, &n); err != nil {
+			return nil, err
+		}
+		k := keys[i]
+		if out[k] == nil {
+			out[k] = map[string]int64{}
+		}
+		out[k][inst] = n
+	}
+	return out, rows.Err()
+}
+
+// countsArgs are a minute cell's values after its key, in rollupCellUpsert's order.
+func countsArgs(c *rollup.Counts) []any {
+	nullMax := func(m rollup.Max) any {
+		if !m.Set {
+			return nil
+		}
+		return m.V
+	}
+	return []any{c.PeerFires, c.Items, c.Success, c.Failure, c.Running, c.Misfire, c.Failover, c.Manual,
+		c.DurN, c.DurSum, nullMax(c.DurMax), c.LateN, c.LateSum, nullMax(c.LateMax), c.Hostname, c.IP}
+}
+
+// rollupUpsert is a multi-row upsert of one rollup table: the statement for n rows.
+type rollupUpsert struct {
+	table, head, tuple, tail string
+}
+
+func (u rollupUpsert) sql(n int) string { return u.head + repeatTuple(u.tuple, n) + u.tail }
+
+// rollupCounts is a minute cell's counts: what is added, the largest values, the largest hostname and ip.
+const rollupCounts = ` DO UPDATE SET peer_fires = peer_fires + excluded.peer_fires,
+	items = items + excluded.items, success = success + excluded.success, failure = failure + excluded.failure,
+	running = running + excluded.running, misfire = misfire + excluded.misfire,
+	failover = failover + excluded.failover, manual = manual + excluded.manual,
+	dur_n = dur_n + excluded.dur_n, dur_sum = dur_sum + excluded.dur_sum,
+	dur_max = CASE WHEN dur_max IS NULL OR excluded.dur_max > dur_max THEN excluded.dur_max ELSE dur_max END,
+	late_n = late_n + excluded.late_n, late_sum = late_sum + excluded.late_sum,
+	late_max = CASE WHEN late_max IS NULL OR excluded.late_max > late_max THEN excluded.late_max ELSE late_max END,
+	hostname = MAX(hostname, excluded.hostname), ip = MAX(ip, excluded.ip)`
+
+var (
+	rollupCellUpsert = rollupUpsert{"EXECUTION_STATS_MINUTE", `INSERT INTO EXECUTION_STATS_MINUTE (job_name, minute, instance_id, peer_fires,
+		items, success, failure, running, misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum,
+		late_max, hostname, ip) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		` ON CONFLICT (job_name, minute, instance_id)` + rollupCounts}
+	rollupPeerUpsert = rollupUpsert{"EXECUTION_PEER_STATS_MINUTE", `INSERT INTO EXECUTION_PEER_STATS_MINUTE (minute, instance_id, peer_fires,
+		items, success, failure, running, misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum,
+		late_max, hostname, ip) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		` ON CONFLICT (minute, instance_id)` + rollupCounts}
+	rollupFiresUpsert = rollupUpsert{"EXECUTION_FIRES_MINUTE", `INSERT INTO EXECUTION_FIRES_MINUTE (job_name, minute, fires) VALUES `,
+		"(?, ?, ?)", ` ON CONFLICT (job_name, minute) DO UPDATE SET fires = fires + excluded.fires`}
+	rollupClusterFiresUpsert = rollupUpsert{"EXECUTION_CLUSTER_FIRES_MINUTE", `INSERT INTO EXECUTION_CLUSTER_FIRES_MINUTE (minute, fires) VALUES `,
+		"(?, ?)", ` ON CONFLICT (minute) DO UPDATE SET fires = fires + excluded.fires`}
+	rollupHistUpsert = rollupUpsert{"EXECUTION_STATS_HIST", `INSERT INTO EXECUTION_STATS_HIST (job_name, hour, instance_id, kind, bin, n) VALUES `,
+		"(?, ?, ?, ?, ?, ?)", ` ON CONFLICT (job_name, hour, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
+	rollupPeerHistUpsert = rollupUpsert{"EXECUTION_PEER_STATS_HIST", `INSERT INTO EXECUTION_PEER_STATS_HIST (hour, instance_id, kind, bin, n) VALUES `,
+		"(?, ?, ?, ?, ?)", ` ON CONFLICT (hour, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
+)
+
+// upsertRows runs u for rows, in statements of a power of two rows (at most rollupChunk), each prepared once.
+func (s *sqliteStore) upsertRows(ctx context.Context, tx *sql.Tx, u rollupUpsert, rows [][]any) error {
+	var args []any
+	for len(rows) > 0 {
+		n := rollupChunk
+		for n > len(rows) {
+			n /= 2
+		}
+		args = args[:0]
+		for _, r := range rows[:n] {
+			args = append(args, r...)
+		}
+		if _, err := tx.StmtContext(ctx, s.prepared[stmtKey{u.table, n}]).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// rollupChunk is the most rows of one rollup upsert.
+const rollupChunk = 64
+
+// The rollup's reads.
+const (
+	sqliteStoredRows = `SELECT id, ` + rollupColumns + ` FROM JOB_EXECUTION_LOG WHERE id IN (SELECT value FROM json_each(?))`
+	sqliteFireRows   = `SELECT f.key, e.instance_id, COUNT(*) FROM json_each(?) f
+		JOIN JOB_EXECUTION_LOG e INDEXED BY job_execution_log_fire ON e.job_name = json_extract(f.value, '$[0]')
+		AND e.scheduled_at = json_extract(f.value, '$[2]') AND e.start_time >= json_extract(f.value, '$[1]') * 60000000
+		AND e.start_time < (json_extract(f.value, '$[1]') + 1) * 60000000
+		GROUP BY f.key, e.instance_id`
+)
+
+// rollupUpserts are the rollup's upserts.
+var rollupUpserts = []rollupUpsert{rollupCellUpsert, rollupPeerUpsert, rollupFiresUpsert, rollupClusterFiresUpsert,
+	rollupHistUpsert, rollupPeerHistUpsert}
