@@ -324,7 +324,10 @@ func (c *Coordinator) flagLoop() {
 			}
 		}
 		for _, job := range jobs {
-			if !c.reg.IsLeader(job) {
+			if !c.reg.IsLeader(job) || (assessable[job] && c.recheckPending(job)) {
+				// an instance that left a job resharded at a held fire: that resharding was over the instances
+				// that remained (a fire finds an owner that left since gone and reshards), and the ones it left
+				// out are looked at when the recheck is due
 				continue
 			}
 			snap := c.reg.Job(job)
