@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
@@ -52,4 +53,38 @@ func TestAHeldFiresItemsGoToTheInstancesHoldingIt(t *testing.T) {
 	waitFor(t, b.node, "j", "y owns an item", func(s *cluster.JobSnapshot) bool {
 		return shardingSettled(s) && (s.Item(0).Owner == yID || s.Item(1).Owner == yID || s.Item(2).Owner == yID)
 	})
+}
+
+// While a job waits for the recheck of an instance its held-fire resharding left out, that instance's
+// registration does not flag the job (the slower peers may still hold the fire); the recheck, once due, does.
+func TestALeftOutInstanceGetsItemsAtItsRecheckOnly(t *testing.T) {
+	ns := zktest.Namespace("recheck")
+	a := startNode(t, ns, "10.9.1.1", clock.Real{})
+	for _, job := range []string{"j", "k1", "k2"} {
+		newJob(t, a, job, 2)
+		waitFor(t, a, job, "a leads, sharded", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered && shardingSettled(s) })
+	}
+	a.c.recheckLater("j", time.Now().Add(time.Hour)) // as a resharding at a held fire that left b out does
+	b := startNode(t, ns, "10.9.1.2", clock.Real{})
+	bID := b.r.Me().InstanceID
+	waitFor(t, a, "j", "b registered", func(s *cluster.JobSnapshot) bool { return s.Online(bID) })
+	for _, job := range []string{"k1", "k2"} { // b's registration gives b an item of the jobs without a recheck
+		waitFor(t, a, job, "b owns an item", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(1).Owner == bID })
+	}
+	a.c.queueCheck("j") // as b's registration did
+	// the flag loop handles its queue in rounds: once a job flagged after j's check is resharded, and then
+	// another flagged after that, j's round is over
+	for _, job := range []string{"k1", "k2"} {
+		v := a.r.Job(job).Item(0).OwnerVersion
+		a.c.queueFlag(job)
+		waitFor(t, a, job, "resharded again", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(0).OwnerVersion > v })
+	}
+	if s := a.r.Job("j"); s.Necessary || s.Item(0).Owner == bID || s.Item(1).Owner == bID {
+		t.Fatalf("j flagged or resharded for b before its recheck: necessary %v, owners %s, %s", s.Necessary, s.Item(0).Owner, s.Item(1).Owner)
+	}
+	a.c.mu.Lock()
+	a.c.rechecks["j"] = time.Now() // due
+	a.c.mu.Unlock()
+	a.c.recheck <- struct{}{}
+	waitFor(t, a, "j", "b owns an item after the recheck", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(1).Owner == bID })
 }
