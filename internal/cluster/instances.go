@@ -1,6 +1,9 @@
 package cluster
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // refreshInstances re-reads a job's instances: who joined, who left, and whether this peer's own node is
 // still there.
@@ -74,4 +77,27 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 		r.emit([]Event{{Kind: InstancesChanged, Job: e.name, Added: added, Removed: removed}})
 	}
 	return nil
+}
+
+// InstancesRegistered reads when each of ids registered on job: its instances/{id} node's creation time (the
+// ZooKeeper server's clock). An instance whose node is not there is left out.
+func (r *Registry) InstancesRegistered(job string, ids []string) (map[string]time.Time, error) {
+	at := make([]time.Time, len(ids))
+	err := concurrently(len(ids), func(i int) error {
+		ok, st, err := r.s.exists(r.p.Instance(job, ids[i]))
+		if ok && st != nil {
+			at[i] = time.UnixMilli(st.Ctime)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]time.Time, len(ids))
+	for i, id := range ids {
+		if !at[i].IsZero() {
+			out[id] = at[i]
+		}
+	}
+	return out, nil
 }

@@ -73,9 +73,12 @@ type LostRecorder interface {
 	Record(job string, item, total int, run cluster.Running) error
 }
 
-// Resharder runs the leader's side of resharding (sharding.Coordinator satisfies it).
+// Resharder runs the leader's side of resharding (sharding.Coordinator satisfies it). Hold tells it that a
+// scheduled fire waits for the job's sharding until release is called: a resharding meanwhile gives items
+// only to instances that hold that fire too.
 type Resharder interface {
 	Reshard(ctx context.Context, job string) error
+	Hold(job string, fire time.Time) (release func())
 }
 
 // Observer is told what the executor does, for metrics. Methods must be cheap and safe for concurrent use.
@@ -459,7 +462,7 @@ func (e *Executor) fire(req fireRequest) {
 	st.ClockError, st.SkipReason, st.LastFireAt = "", "", req.scheduledAt
 	e.mu.Unlock()
 
-	snap, waited, err := e.ensureSharded(job, snap)
+	snap, waited, err := e.ensureSharded(req, snap)
 	if err != nil {
 		e.skip(req, "no sharding to fire with", "err", err)
 		return

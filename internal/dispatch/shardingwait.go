@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
 )
 
@@ -37,10 +38,18 @@ func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Shard
 // (shardingWait: past the job's next fire only when it takes late fires). A peer that becomes the job's
 // leader while it waits (the leader was the peer that left) reshards then. The leader reshards at most once
 // per fire. waited reports whether the snapshot given was not ready (the fire then runs late: notRunYet).
-func (e *Executor) ensureSharded(job string, snap *cluster.JobSnapshot) (_ *cluster.JobSnapshot, waited bool, _ error) {
+//
+// A scheduled fire is held meanwhile (Resharder.Hold): a resharding by this peer gives the items only to the
+// instances that hold this fire too, not to one registered since (a restarted peer's new process), which
+// would not run them.
+func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot) (_ *cluster.JobSnapshot, waited bool, _ error) {
+	job := req.job
 	peers := Peers(e.reg)
 	if fireReady(snap, peers) {
 		return snap, false, nil
+	}
+	if req.source == ejserver.SourceNormal && e.cfg.Resharder != nil {
+		defer e.cfg.Resharder.Hold(job, req.scheduledAt)()
 	}
 	var next time.Time
 	if e.cfg.NextFire != nil {

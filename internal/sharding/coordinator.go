@@ -29,6 +29,7 @@ type Registry interface {
 	DeleteServer(job, ip string) error
 	Paths() cluster.Paths
 	LivePeers() ([]cluster.Identity, bool)
+	InstancesRegistered(job string, ids []string) (map[string]time.Time, error)
 }
 
 // Observer counts reshardings for metrics.
@@ -53,6 +54,11 @@ type CoordinatorConfig struct {
 	// ReconcileTick is how often the reconcile loop looks at the jobs this peer leads (default 1 min); each
 	// job is reconciled every reconcileIntervalMinutes.
 	ReconcileTick time.Duration
+	// FireLead and ReshardWait are the executors' (dispatch.ExecutorConfig): how long before its time a fire is
+	// handed off, and how long a fire waits for its job's sharding (default 30 s). A resharding at a held fire
+	// uses them to tell which instances hold the fire (Holders, RecheckAt).
+	FireLead    time.Duration
+	ReshardWait time.Duration
 }
 
 // Coordinator is the leader's side of elastic sharding: it flags resharding when the cluster changes, runs
@@ -80,6 +86,11 @@ type Coordinator struct {
 	// lastReconcile and offlineSince are leader memory; a new leader starts afresh.
 	lastReconcile map[string]time.Time
 	offlineSince  map[string]time.Time // job + "\x00" + ip
+	// holds counts, per job and scheduled time, the fires waiting here for the job's sharding (Hold);
+	// rechecks holds when a job whose resharding left instances out is to be looked at again (recheckLater).
+	holds    map[string]map[time.Time]int
+	rechecks map[string]time.Time
+	recheck  chan struct{}
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -106,11 +117,15 @@ func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
 	if cfg.ReconcileTick <= 0 {
 		cfg.ReconcileTick = time.Minute
 	}
+	if cfg.ReshardWait <= 0 {
+		cfg.ReshardWait = 30 * time.Second
+	}
 	return &Coordinator{
 		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock,
 		flags: make(chan string, 1), eager: make(chan struct{}, 1), queued: map[string]bool{}, checked: map[string]bool{}, toReshard: map[string]bool{},
 		inflight:      map[string]*reshardCall{},
 		lastReconcile: map[string]time.Time{}, offlineSince: map[string]time.Time{}, stop: make(chan struct{}),
+		holds: map[string]map[time.Time]int{}, rechecks: map[string]time.Time{}, recheck: make(chan struct{}, 1),
 	}
 }
 
@@ -123,10 +138,11 @@ func (c *Coordinator) Start(context.Context) error {
 	}
 	c.run = true
 	c.reg.OnEvent(c.onEvent)
-	c.wg.Add(3)
+	c.wg.Add(4)
 	go c.flagLoop()
 	go c.reconcileLoop()
 	go c.eagerLoop()
+	go c.recheckLoop()
 	return nil
 }
 
@@ -303,15 +319,18 @@ func (c *Coordinator) flagLoop() {
 			peers, _ = c.reg.LivePeers()
 		}
 		for _, job := range checks {
-			if !c.reg.IsLeader(job) {
-				continue
+			if !c.reg.IsLeader(job) || c.recheckPending(job) {
+				continue // a job resharded at a held fire is looked at when its recheck is due
 			}
 			if snap := c.reg.Job(job); snap != nil && !snap.Necessary && c.assess(snap, peers) == Reshard {
 				jobs = append(jobs, job)
 			}
 		}
 		for _, job := range jobs {
-			if !c.reg.IsLeader(job) {
+			if !c.reg.IsLeader(job) || (assessable[job] && c.recheckPending(job)) {
+				// an instance that left a job resharded at a held fire: that resharding was over the instances
+				// that remained (a fire finds an owner that left since gone and reshards), and the ones it left
+				// out are looked at when the recheck is due
 				continue
 			}
 			snap := c.reg.Job(job)
@@ -426,6 +445,7 @@ func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error 
 		if len(candidates) == 0 {
 			return fmt.Errorf("no available instance: every server of the job is disabled or offline")
 		}
+		candidates, later := c.holders(job, candidates)
 		Sort(candidates)
 		strategy, err := StrategyFor(snap.Config.JobShardingStrategyType)
 		if err != nil {
@@ -454,8 +474,9 @@ func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error 
 		took := c.clk.Since(start)
 		c.cfg.Observer.Resharded(job, total, took)
 		c.log.Info("resharded", "job", job, "items", total, "instances", len(candidates), "took_ms", took.Milliseconds())
-		// an instance that joined or left while we computed must not be forgotten
-		if now := c.reg.Job(job); now != nil && !sameInstances(now, candidates) {
+		// an instance that joined or left while we computed must not be forgotten (one left out for a held
+		// fire is looked at again when recheckLater says)
+		if now := c.reg.Job(job); now != nil && !sameInstances(now, slices.Concat(candidates, later)) {
 			c.queueFlag(job)
 		}
 		return nil
