@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -55,6 +56,7 @@ func BenchmarkSendWideTask(b *testing.B) {
 			})
 			var failed atomic.Int64
 			b.SetParallelism(32)
+			b.ReportAllocs()
 			cpu0 := processCPU()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -120,8 +122,12 @@ func processCPU() time.Duration {
 
 // A request of a wide fire (a ~7 KB task id in the body and the shardingContext header) leaves in one write.
 func TestWideRequestLeavesInOneWrite(t *testing.T) {
+	var framing atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		b, _ := io.ReadAll(r.Body)
+		if r.ContentLength != int64(len(b)) || len(r.TransferEncoding) > 0 {
+			framing.Store(fmt.Sprintf("Content-Length %d, Transfer-Encoding %v, %d bytes", r.ContentLength, r.TransferEncoding, len(b)))
+		}
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
@@ -142,6 +148,9 @@ func TestWideRequestLeavesInOneWrite(t *testing.T) {
 		if res := s.Deliver(context.Background(), d); !res.Success {
 			t.Fatalf("%+v", res)
 		}
+	}
+	if f := framing.Load(); f != nil {
+		t.Fatalf("the body is not sent with its length: %s", f)
 	}
 	if n := writes.Load(); n != 3 {
 		t.Fatalf("3 requests of ~7 KB took %d writes, want one each", n)
