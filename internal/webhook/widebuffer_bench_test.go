@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -164,4 +165,37 @@ func wideTaskID() string {
 		items = append(items, strconv.Itoa(i))
 	}
 	return "fanout-00000@-@" + strings.Join(items, ",") + "@-@READY@-@127.0.0.3@-@4242@-@0b6f0e7c-6c1f-4a57-9d55-64ff4e4f3c1d"
+}
+
+// The shardingContext header is json.Marshal's encoding made ASCII, built with one allocation for its bytes.
+func FuzzShardingContextHeaderAsMarshal(f *testing.F) {
+	f.Add("job", wideTaskID(), 2000, "", 1500, "part-1500")
+	f.Add("j<&>", "t\u2028", 3, "p\x7f", 0, "Guangzhou 广州 \U0001F600")
+	f.Fuzz(func(t *testing.T, job, task string, total int, param string, item int, itemParam string) {
+		p := Payload{JobName: job, TaskID: task, ShardingTotalCount: total, JobParameter: param, ShardingItem: item, ShardingParameter: itemParam}
+		got, err := shardingContextHeader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(shardingContext{JobName: job, TaskID: task, ShardingTotalCount: total, JobParameter: param,
+			ShardingItem: item, ShardingParameter: itemParam})
+		if want := asciiJSON(b); got != want {
+			t.Fatalf("header %q, want %q", got, want)
+		}
+	})
+}
+
+func TestShardingContextHeaderAllocations(t *testing.T) {
+	p := Payload{JobName: "fanout-00000", TaskID: wideTaskID(), ShardingTotalCount: 2000, ShardingItem: 1500, ShardingParameter: "part-1500"}
+	var h string
+	bytes := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			h, _ = shardingContextHeader(p)
+		}
+	}).AllocedBytesPerOp()
+	// the header itself, and the encoder's few small allocations: not a second copy of the header
+	if limit := int64(len(h)) + 1024 + int64(len(h))/4; bytes > limit {
+		t.Fatalf("%d bytes allocated for a %d-byte header (limit %d)", bytes, len(h), limit)
+	}
 }
