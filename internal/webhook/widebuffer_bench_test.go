@@ -186,6 +186,9 @@ func FuzzShardingContextHeaderAsMarshal(f *testing.F) {
 }
 
 func TestShardingContextHeaderAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
 	p := Payload{JobName: "fanout-00000", TaskID: wideTaskID(), ShardingTotalCount: 2000, ShardingItem: 1500, ShardingParameter: "part-1500"}
 	var h string
 	bytes := testing.Benchmark(func(b *testing.B) {
