@@ -3,6 +3,7 @@ package webhook
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/ejserver/ejserver/receiver"
@@ -44,14 +45,22 @@ type shardingContext struct {
 // shardingContextHeader returns the shardingContext header value: JSON, with every non-ASCII character
 // escaped (\uXXXX) so the header is plain ASCII whatever the parameters hold.
 func shardingContextHeader(p Payload) (string, error) {
-	b, err := json.Marshal(shardingContext{
+	// encoded straight into the string it becomes (json.Marshal's bytes were copied into one): a wide fire's
+	// task id makes this ~3 KB for every item
+	var b strings.Builder
+	if err := json.NewEncoder(&b).Encode(shardingContext{
 		JobName: p.JobName, TaskID: p.TaskID, ShardingTotalCount: p.ShardingTotalCount,
 		JobParameter: p.JobParameter, ShardingItem: p.ShardingItem, ShardingParameter: p.ShardingParameter,
-	})
-	if err != nil {
+	}); err != nil {
 		return "", err
 	}
-	return asciiJSON(b), nil
+	h := strings.TrimSuffix(b.String(), "\n") // Encode ends the value with a newline
+	for i := range len(h) {
+		if h[i] >= 0x7f {
+			return asciiJSON([]byte(h)), nil
+		}
+	}
+	return h, nil
 }
 
 // asciiJSON rewrites JSON from encoding/json so that every rune from 0x7f (DEL, which HTTP forbids in a

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ejserver/ejserver"
+)
+
+// encodeLines is the running node's format written line by line, as encode wrote it before it built the
+// bytes in one buffer: the oracle encode is checked against.
+func encodeLines(r Running) []byte {
+	var b strings.Builder
+	b.WriteString("jobInstanceId: " + r.InstanceID + "\n")
+	b.WriteString("executionId: " + r.ExecutionID + "\n")
+	b.WriteString("taskId: " + r.TaskID + "\n")
+	b.WriteString("source: " + string(r.Source) + "\n")
+	b.WriteString("scheduledAt: " + r.ScheduledAt.UTC().Format(time.RFC3339Nano) + "\n")
+	if r.JobParameter != "" {
+		p, _ := json.Marshal(r.JobParameter)
+		b.WriteString("jobParameter: " + string(p) + "\n")
+	}
+	if r.Async {
+		b.WriteString("async: true\n")
+	}
+	if r.Fire != "" {
+		b.WriteString("fire: " + r.Fire + "\n")
+	}
+	if len(r.Workflow) > 0 {
+		b.WriteString("workflow: " + string(r.Workflow) + "\n")
+	}
+	return []byte(b.String())
+}
+
+func wideRunning() Running {
+	items := make([]string, 667)
+	for i := range items {
+		items[i] = strconv.Itoa(i)
+	}
+	return Running{InstanceID: "127.0.0.1@-@4242", ExecutionID: ejserver.NewExecutionID(),
+		TaskID: ejserver.TaskID("fanout-00000", []int{0}, false, "127.0.0.1@-@4242") + "@-@" + strings.Join(items, ","),
+		Source: ejserver.SourceNormal, ScheduledAt: time.Date(2026, 11, 25, 6, 0, 10, 0, time.UTC)}
+}
+
+// A fire's running node is one allocation, however long its task id (a wide fire's lists 667 items).
+func TestRunningEncodeAllocatesOnce(t *testing.T) {
+	r := wideRunning()
+	if n := testing.AllocsPerRun(100, func() { _ = r.encode() }); n != 1 {
+		t.Fatalf("encode allocated %v times, want 1", n)
+	}
+	r.JobParameter, r.Async, r.Fire, r.Workflow = `a "b"`, true, "fire-1", json.RawMessage(`{"run":"r1"}`)
+	if got, want := string(r.encode()), string(encodeLines(r)); got != want {
+		t.Fatalf("encode:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func FuzzRunningEncode(f *testing.F) {
+	f.Add("127.0.0.1@-@1", "e1", "job@-@0,1@-@READY@-@127.0.0.1@-@1@-@u", "NORMAL_TRIGGER", int64(1764050410), "", false, "", "")
+	f.Add("i", "e", "t", "MANUAL", int64(0), `p "q"`, true, "fire", `{"a":1}`)
+	f.Fuzz(func(t *testing.T, inst, exec, task, source string, unix int64, param string, async bool, fire, workflow string) {
+		r := Running{InstanceID: inst, ExecutionID: exec, TaskID: task, Source: ejserver.Source(source),
+			ScheduledAt: time.Unix(unix%(1<<34), 0), JobParameter: param, Async: async, Fire: fire}
+		if workflow != "" {
+			r.Workflow = json.RawMessage(workflow)
+		}
+		got := r.encode()
+		if want := encodeLines(r); string(got) != string(want) {
+			t.Fatalf("encode:\n%q\nwant:\n%q", got, want)
+		}
+		// ids, task ids and sources as the registry writes them read back (decodeRunning reads ElasticJob's
+		// YAML-ish lines, where quotes and spaces mean more): only those are checked for the round trip
+		plain := func(s string) bool {
+			return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@.,:_-") == ""
+		}
+		if !plain(inst) || !plain(exec) || !plain(task) || !plain(source) || !utf8.ValidString(param) {
+			return
+		}
+		back := decodeRunning(got)
+		if back.InstanceID != inst || back.ExecutionID != exec || back.TaskID != task || string(back.Source) != source ||
+			!back.ScheduledAt.Equal(r.ScheduledAt) || back.JobParameter != param || back.Async != async {
+			t.Fatalf("decode(encode(%+v)) = %+v", r, back)
+		}
+	})
+}
