@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/ratelog"
 )
 
 // Who accounted for a version, as written in its seen node.
@@ -71,6 +73,7 @@ type ExternalWatch struct {
 	queue  []Event
 	signal chan struct{}
 	on     bool
+	full   *ratelog.Warning // an event dropped: once per 10 s at most (a registration of thousands of jobs)
 
 	runMu sync.Mutex
 	stop  chan struct{}
@@ -85,7 +88,8 @@ func NewExternalWatch(cfg ExternalWatchConfig) *ExternalWatch {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	w := &ExternalWatch{cfg: cfg, signal: make(chan struct{}, 1)}
+	w := &ExternalWatch{cfg: cfg, signal: make(chan struct{}, 1),
+		full: ratelog.New(cfg.Logger, nil, 10*time.Second, "external change dropped: too many waiting")}
 	cfg.Registry.OnEvent(w.onEvent)
 	return w
 }
@@ -118,7 +122,7 @@ func (w *ExternalWatch) onEvent(ev Event) {
 	}
 	if len(w.queue) >= maxQueued {
 		w.mu.Unlock()
-		w.cfg.Logger.Warn("external change dropped: too many waiting", "job", ev.Job)
+		w.full.Warn("job", ev.Job)
 		return
 	}
 	w.queue = append(w.queue, ev)

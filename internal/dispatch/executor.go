@@ -15,6 +15,7 @@ import (
 	"github.com/ejserver/ejserver/internal/async"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/ratelog"
 	"github.com/ejserver/ejserver/internal/schedule"
 	"github.com/ejserver/ejserver/internal/tracing"
 	"github.com/ejserver/ejserver/internal/webhook"
@@ -167,6 +168,8 @@ type Executor struct {
 	log    *slog.Logger
 	clk    clock.Clock
 	me     cluster.Identity
+	// unrecorded is recordEnd's warning, once per 10 s at most: a saturated history store makes it every item's
+	unrecorded *ratelog.Warning
 
 	mu      sync.Mutex
 	running map[itemKey]*itemRun
@@ -267,6 +270,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 		running: map[itemKey]*itemRun{}, jobCtx: map[string]*jobContext{}, status: map[string]*JobStatus{},
 		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{}, owed: map[itemKey][]time.Time{},
 	}
+	e.unrecorded = ratelog.New(e.log, e.clk, 10*time.Second, "item's end acknowledged before its history record was committed")
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
 	e.soft, e.softCancel = context.WithCancel(e.hard)
 	return e
@@ -679,8 +683,7 @@ func (e *Executor) recordEnd(rec ejserver.Execution) {
 	ctx, cancel := context.WithTimeout(e.hard, commitWait)
 	defer cancel()
 	if err := e.cfg.Recorder.EnqueueCommitted(ctx, rec); err != nil {
-		e.log.Warn("item's end acknowledged before its history record was committed", "job", rec.JobName,
-			"item", rec.ShardingItem, "execution_id", rec.ID, "err", err)
+		e.unrecorded.Warn("job", rec.JobName, "item", rec.ShardingItem, "execution_id", rec.ID, "err", err)
 	}
 }
 
