@@ -66,13 +66,19 @@ func collectRollupRows(rows *sql.Rows, err error, withID bool) ([]idRow, error) 
 	return out, rows.Err()
 }
 
-// storedRollupRows reads the rows of ids that are stored, by id.
-func (s *sqliteStore) storedRollupRows(ctx context.Context, tx *sql.Tx, ids []string) (map[string]rollup.Row, error) {
-	arg, err := json.Marshal(ids)
+// queryJSON runs the prepared statement named stmt with its one argument, arg encoded as JSON (the statement
+// reads it with json_each), in tx.
+func (s *sqliteStore) queryJSON(ctx context.Context, tx *sql.Tx, stmt string, arg any) (*sql.Rows, error) {
+	js, err := json.Marshal(arg)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"stored rows", 1}]).QueryContext(ctx, string(arg))
+	return tx.StmtContext(ctx, s.prepared[stmtKey{stmt, 1}]).QueryContext(ctx, string(js))
+}
+
+// storedRollupRows reads the rows of ids that are stored, by id.
+func (s *sqliteStore) storedRollupRows(ctx context.Context, tx *sql.Tx, ids []string) (map[string]rollup.Row, error) {
+	rows, err := s.queryJSON(ctx, tx, "stored rows", ids)
 	if err != nil {
 		return nil, err
 	}
@@ -214,11 +220,7 @@ func (s *sqliteStore) fireRows(ctx context.Context, tx *sql.Tx, keys []rollup.Fi
 	for i, k := range keys {
 		arg[i] = [3]any{k.Job, k.Minute, k.Scheduled}
 	}
-	js, err := json.Marshal(arg)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"fire rows", 1}]).QueryContext(ctx, string(js))
+	rows, err := s.queryJSON(ctx, tx, "fire rows", arg)
 	if err != nil {
 		return nil, err
 	}

@@ -51,11 +51,7 @@ func (c *Coordinator) holders(job string, candidates []Instance) (hold, later []
 	if !ok || len(candidates) < 2 {
 		return candidates, nil
 	}
-	ids := make([]string, len(candidates))
-	for i, in := range candidates {
-		ids[i] = in.ID
-	}
-	registered, err := c.reg.InstancesRegistered(job, ids)
+	registered, err := c.reg.InstancesRegistered(job, instanceIDs(candidates))
 	if err != nil {
 		c.log.Warn("could not read when the job's instances registered: resharding over all of them", "job", job, "err", err)
 		return candidates, nil
