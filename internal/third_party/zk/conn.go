@@ -10,6 +10,7 @@ Possible watcher events:
 */
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -798,18 +799,33 @@ func (c *Conn) sendLoop() error {
 	}
 }
 
+// recvBufferSize is the receive loop's read buffer (ejserver): the packets the server has sent by the time
+// the loop reads are taken in one read, not two reads (length, then body) per packet.
+const recvBufferSize = 64 << 10
+
 func (c *Conn) recvLoop(conn net.Conn) error {
 	sz := bufferSize
 	if c.maxBufferSize > 0 && sz > c.maxBufferSize {
 		sz = c.maxBufferSize
 	}
 	buf := make([]byte, sz)
-	for {
-		// package length
+	// ejserver: reads go through a buffer. A peer's persistent recursive watch brings a few events per item
+	// its cluster runs, and a multi's answer comes beside them: read one by one, each packet cost two read
+	// syscalls and two deadline changes. The deadline is set whenever the next read may wait on the socket
+	// (the buffer does not hold what is needed), so a wait is bounded as before; while packets are taken
+	// from the buffer the socket is not read and needs none.
+	r := bufio.NewReaderSize(conn, recvBufferSize)
+	setDeadline := func() {
 		if err := conn.SetReadDeadline(time.Now().Add(c.recvTimeout)); err != nil {
 			c.logger.Printf("failed to set connection deadline: %v", err)
 		}
-		_, err := io.ReadFull(conn, buf[:4])
+	}
+	for {
+		// package length
+		if r.Buffered() < 4 {
+			setDeadline()
+		}
+		_, err := io.ReadFull(r, buf[:4])
 		if err != nil {
 			return fmt.Errorf("failed to read from connection: %v", err)
 		}
@@ -822,8 +838,10 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 			buf = make([]byte, blen)
 		}
 
-		_, err = io.ReadFull(conn, buf[:blen])
-		conn.SetReadDeadline(time.Time{})
+		if r.Buffered() < blen {
+			setDeadline()
+		}
+		_, err = io.ReadFull(r, buf[:blen])
 		if err != nil {
 			return err
 		}
