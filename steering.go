@@ -39,8 +39,13 @@ type Pause struct {
 
 var calendarNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
-// EndTime is EndAt parsed (zero when unset or invalid: Validate refuses an invalid one).
+// EndTime is EndAt parsed (zero when unset or invalid: Validate refuses an invalid one). Every fire asks
+// (the steering's rules): an unset EndAt is not parsed, as time.Parse builds an error for "" (~7 µs of
+// CPU and an allocation per fire in a profile of steady-10k).
 func (c *JobConfig) EndTime() time.Time {
+	if c.EndAt == "" {
+		return time.Time{}
+	}
 	t, _ := time.Parse(time.RFC3339, c.EndAt)
 	return t
 }

@@ -64,3 +64,15 @@ func TestSteeringYAMLRoundTrip(t *testing.T) {
 		t.Fatalf("EndTime = %v", got.EndTime())
 	}
 }
+
+// A job without endAt, nearly every job, gets its end time without an allocation: every fire asks.
+func TestEndTimeUnsetAllocatesNothing(t *testing.T) {
+	var cfg JobConfig
+	if allocs := testing.AllocsPerRun(100, func() {
+		if !cfg.EndTime().IsZero() {
+			t.Fatal("an unset endAt has an end time")
+		}
+	}); allocs != 0 {
+		t.Fatalf("%.1f allocations", allocs)
+	}
+}
