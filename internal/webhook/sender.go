@@ -284,7 +284,7 @@ type Prepared struct {
 	d   Delivery
 	p   *prepared
 	err error // why it can't be sent
-	log *slog.Logger
+	log itemLog
 }
 
 // Delivery returns what was prepared.
@@ -292,7 +292,8 @@ func (pr *Prepared) Delivery() Delivery { return pr.d }
 
 // Prepare does the work of a Delivery that does not depend on when it is sent; Send sends it.
 func (s *Sender) Prepare(d Delivery) *Prepared {
-	pr := &Prepared{d: d, log: s.log.With("job", d.Payload.JobName, "item", d.Payload.ShardingItem, "execution_id", d.Payload.ExecutionID)}
+	pr := &Prepared{d: d}
+	pr.log = itemLog{log: s.log, p: &pr.d.Payload}
 	pr.p, pr.err = s.prepare(d)
 	if pr.err == nil {
 		first := d.Payload
@@ -326,7 +327,7 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 	d, prep, log := pr.d, pr.p, pr.log
 	if pr.err != nil {
 		res.FailureCause, res.Permanent = pr.err.Error(), true
-		log.Warn("webhook not sent", "err", pr.err)
+		log.warn("webhook not sent", "err", pr.err)
 		return res
 	}
 	first := max(d.FirstIteration, 1)
@@ -353,6 +354,7 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 // prepared holds what is the same for every request of a Delivery.
 type prepared struct {
 	url     *url.URL
+	target  string // url as a string, as resty takes it: made once, not at every request
 	method  string
 	header  http.Header // job headers, canonical keys; the contract headers are added per request
 	connect time.Duration
@@ -389,7 +391,7 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 	if err := s.cfg.Allow.CheckURL(u); err != nil {
 		return nil, err
 	}
-	p := &prepared{url: u, method: d.Webhook.Method, connect: d.Webhook.ConnectTimeout(), timeout: d.Webhook.Timeout()}
+	p := &prepared{url: u, target: u.String(), method: d.Webhook.Method, connect: d.Webhook.ConnectTimeout(), timeout: d.Webhook.Timeout()}
 	if p.method == "" {
 		p.method = http.MethodPost
 	}
@@ -438,7 +440,7 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 
 // deliverIteration sends one message (iteration it, 0 when not streaming) with retries, recording into res.
 // It reports whether the receiver answered 2xx with {"hasMore": true}.
-func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, it, from int, res *Result, log *slog.Logger) bool {
+func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, it, from int, res *Result, log itemLog) bool {
 	maxAttempts := max(d.Retry.MaxAttempts, 1)
 	var wait time.Duration
 	res.Success, res.Permanent = false, false
@@ -467,15 +469,15 @@ func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, 
 		res.Iteration, res.Attempt = it, n
 		res.StatusCode, res.ResponseExcerpt = a.status, a.excerpt
 		if a.ok {
-			log.Debug("webhook attempt succeeded", "attempt", n, "iteration", it, "status", a.status)
+			log.debug("webhook attempt succeeded", "attempt", n, "iteration", it, "status", a.status)
 			res.Success, res.FailureCause, res.Accepted = true, "", a.accepted
 			return a.more
 		}
 		res.FailureCause, res.Permanent = a.cause, a.permanent
 		if a.permanent {
-			log.Warn("webhook failed permanently", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
+			log.warn("webhook failed permanently", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
 		} else {
-			log.Debug("webhook attempt failed", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
+			log.debug("webhook attempt failed", "attempt", n, "iteration", it, "status", a.status, "err", a.cause)
 		}
 		if !a.retryable || n >= maxAttempts {
 			return false
@@ -659,7 +661,7 @@ func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int
 	// the request), ~4 KB each for a wide fire's item; net/http sends a *bytes.Reader with its length, as it
 	// did the copy
 	req.SetBody(bytes.NewReader(body))
-	resp, err := req.Execute(p.method, p.url.String())
+	resp, err := req.Execute(p.method, p.target)
 	if err != nil {
 		a := s.transportFailure(actx, ctx, p, err)
 		if handshook.Load() && closedAfterHandshake(err) {
