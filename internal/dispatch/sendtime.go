@@ -16,8 +16,9 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 		return true, false
 	}
 	reason := ""
+	growStack()
 	e.cfg.Activity.waiting(req.sendAt(), 1)
-	slept := onGrownStack(func() bool { return clock.Sleep(e.clk, wait, e.soft.Done()) })
+	slept := clock.Sleep(e.clk, wait, e.soft.Done())
 	if !slept {
 		reason = "the peer is shutting down"
 	} else if ok, why := e.awaitSession(&req, item, stageSend, req.sendAt()); !ok {
@@ -50,19 +51,6 @@ const sendStackFrame = 16 << 10
 func growStack() {
 	var frame [sendStackFrame]byte
 	useStack(frame[:])
-}
-
-// onGrownStack runs wait (an item's wait for its scheduled time) inside growStack's frame, so that the stack
-// is in use while the item waits: a collection shrinks the stack of a goroutine that uses less than a
-// quarter of it, and a peer collects about once a second (steady-10k), so a stack grown before a half-second
-// wait was often halved again by the time the request left, and regrown then, in the burst (runtime.newstack
-// under the request's allocations was ~14 µs of CPU per item, runtime.shrinkstack ~5 µs).
-//
-//go:noinline
-func onGrownStack(wait func() bool) bool {
-	var frame [sendStackFrame]byte
-	useStack(frame[:])
-	return wait()
 }
 
 //go:noinline
