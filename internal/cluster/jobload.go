@@ -242,7 +242,7 @@ func (r *Registry) addEntries(names []string) []string {
 	defer r.mu.Unlock()
 	for _, n := range names {
 		if r.jobs[n] == nil {
-			r.jobs[n] = &jobEntry{name: n, st: jobState{appeared: appeared}}
+			r.jobs[n] = &jobEntry{name: n, st: jobState{appeared: appeared}, lc: &r.leads}
 			added = append(added, n)
 		}
 	}
@@ -264,7 +264,7 @@ func (r *Registry) removeEntries(names []string) []Event {
 		if e.st.hasConfig && e.st.loaded {
 			evs = append(evs, Event{Kind: JobRemoved, Job: n, PrevConfig: e.st.cfg, Czxid: e.st.cfgCzxid})
 		}
-		e.st.hasConfig = false
+		e.st.hasConfig, e.detached = false, true
 		e.changedLocked()
 		e.mu.Unlock()
 	}

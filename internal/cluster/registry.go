@@ -92,6 +92,8 @@ type Registry struct {
 
 	mu   sync.RWMutex
 	jobs map[string]*jobEntry
+	// leads counts the entries that name this peer as their leader (leadcount.go)
+	leads leadCount
 
 	lmu       sync.Mutex
 	listeners []func(Event)
@@ -145,6 +147,11 @@ type jobEntry struct {
 	// changed is closed at the job's next change; made only when someone waits for one (Wait), so a job
 	// nobody waits on holds no channel and a change allocates none.
 	changed chan struct{}
+	// lc is the registry's leadership count; counted: this entry is in it; detached: the entry left the
+	// registry's map (a load still running on it must not count it again).
+	lc       *leadCount
+	counted  bool
+	detached bool
 }
 
 type jobState struct {
@@ -202,6 +209,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 		jobs: make(map[string]*jobEntry), stop: make(chan struct{}), waiters: make(map[string][]chan struct{}),
 		oneShotWatches: cfg.OneShotWatches,
 	}
+	r.leads.me = cfg.Identity.InstanceID
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.w.pending, r.w.urgent = r.pendingDelta, urgent
 	return r, nil
@@ -432,6 +440,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 func (e *jobEntry) changedLocked() {
 	e.snap = nil
 	e.gen++
+	e.recountLocked()
 	if e.changed != nil { // made by the first waiter (Wait) since the last change
 		close(e.changed)
 		e.changed = nil
@@ -450,7 +459,7 @@ func (r *Registry) ensureEntry(name string) *jobEntry {
 	defer r.mu.Unlock()
 	e := r.jobs[name]
 	if e == nil {
-		e = &jobEntry{name: name}
+		e = &jobEntry{name: name, lc: &r.leads}
 		r.jobs[name] = e
 	}
 	return e
