@@ -35,6 +35,9 @@ type jobRead struct {
 	failover             []int
 	items                []string
 	read                 map[int]*ItemState
+	// apiMark is the czxid of the API's creation mark (Paths.SeenCreate), read with a first load: equal to
+	// the config's, the job was created through the API (0: absent, or not read)
+	apiMark int64
 }
 
 // readJobBulk reads a job in two multiRead requests. It reports false, having read nothing usable, when the
@@ -53,8 +56,9 @@ func (r *Registry) readJobBulk(job string, first bool) (jobRead, bool, error) {
 		failoverItems
 		trigger
 		sharding
+		mark
 	)
-	res, err := r.s.multiRead([]zk.ReadOp{
+	fixed := []zk.ReadOp{
 		cfg:           {Path: r.p.Config(job)},
 		servers:       {Path: r.p.Servers(job), Children: true},
 		instances:     {Path: r.p.Instances(job), Children: true},
@@ -63,7 +67,13 @@ func (r *Registry) readJobBulk(job string, first bool) (jobRead, bool, error) {
 		failoverItems: {Path: r.p.FailoverItems(job), Children: true},
 		trigger:       {Path: r.p.Trigger(job, r.me.InstanceID)},
 		sharding:      {Path: r.p.Sharding(job), Children: true},
-	})
+	}
+	if first {
+		// the API's creation mark: a job it created is no change made outside it, and the external-change
+		// watch need not look it up (one exists per job and peer, queued behind a registration's thousands)
+		fixed = append(fixed, zk.ReadOp{Path: r.p.SeenCreate(job)})
+	}
+	res, err := r.s.multiRead(fixed)
 	if errors.Is(err, zk.ErrUnimplemented) {
 		if !r.noMultiRead.Swap(true) {
 			r.log.Warn("ZooKeeper does not speak multiRead (3.6+): reading every job's nodes one by one")
@@ -90,6 +100,9 @@ func (r *Registry) readJobBulk(job string, first bool) (jobRead, bool, error) {
 	}
 	if res[leader].Err == nil {
 		rd.leader = leaderOf(res[leader].Data, res[leader].Stat)
+	}
+	if first && res[mark].Err == nil {
+		rd.apiMark = res[mark].Stat.Czxid
 	}
 
 	// the children: each server's state, the instances of processes that are not live ejserver peers (a

@@ -346,7 +346,8 @@ func (r *Registry) loadJob(e *jobEntry) error {
 			r.kickItem(job, i)
 		}
 	}
-	ev := Event{Kind: JobAdded, Job: job, Config: cfg, Czxid: st.Czxid, Created: created}
+	ev := Event{Kind: JobAdded, Job: job, Config: cfg, Czxid: st.Czxid, Created: created,
+		ThroughAPI: rd.apiMark != 0 && rd.apiMark == st.Czxid}
 	if wasLoaded {
 		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: prev, Config: cfg, PrevVersion: prevVersion,
 			Version: st.Version, Czxid: st.Czxid}

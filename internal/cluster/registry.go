@@ -56,6 +56,9 @@ type Event struct {
 	// Created (JobAdded): the job appeared while this peer watched the namespace, or its config came back
 	// after being deleted: a creation, not a load at start-up or after a session renewal.
 	Created bool
+	// ThroughAPI (JobAdded): the load read the API's creation mark of this life of the config, made in the
+	// creating transaction: the job was created through the API (false: not, or not known).
+	ThroughAPI bool
 }
 
 // nodeVersion is a node's life (czxid) and data version as last read.
