@@ -21,7 +21,7 @@ func (r *Registry) onWatch(ev zk.Event) {
 	}
 	presence, forward := routeRecursive(r.p, ev, func(job string) bool { return r.entry(job) != nil })
 	if presence {
-		r.w.kick(refreshKey{kind: kindPresence, job: r.p.JobOf(ev.Path)})
+		r.rootChanged(r.p.JobOf(ev.Path), ev.Type)
 	}
 	if !forward {
 		return
@@ -273,24 +273,28 @@ func (r *Registry) removeEntries(names []string) []Event {
 
 // loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
 func (r *Registry) loadJob(e *jobEntry) error {
-	job := e.name
 	if err := r.armNamespace(); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	first := !e.st.loaded || !e.st.hasConfig
-	e.mu.Unlock()
+	first := e.firstLoad()
 	// the nodes are independent of each other: read them at once (go-zookeeper pipelines the requests on
 	// its connection), so a load costs two round trips (the lists, then the listed children) rather than
 	// eight; with thousands of jobs starting together, load latency is what bounds how soon every job can
 	// fire. A first load reads the items' nodes too, instead of queueing three refreshes per item behind
 	// every other job's: the job is announced with its owners known, so its first fire need not wait.
 	// Under the namespace's recursive watch the reads take two requests in all (bulkload.go).
-	rd, bulk, err := r.readJobBulk(job, first)
+	rd, bulk, err := r.readJobBulk(e.name, first)
 	if err != nil {
 		return err
 	}
+	return r.applyLoad(e, first, rd, bulk)
+}
+
+// applyLoad applies what a load read (rd, when bulk; otherwise it reads the job node by node first).
+func (r *Registry) applyLoad(e *jobEntry, first bool, rd jobRead, bulk bool) error {
+	job := e.name
 	if !bulk {
+		var err error
 		if rd, err = r.readJobOneByOne(job, first); err != nil {
 			return err
 		}
