@@ -22,8 +22,7 @@ func TestRefresherRunsLoadsInBatchesFirst(t *testing.T) {
 	var mu sync.Mutex
 	var order []string // "run KIND/JOB" or "batch N"
 	failOnce := map[string]bool{"j7": true}
-	var w *refresher
-	w = newRefresher(1, func(k refreshKey) error {
+	w := newRefresher(1, func(k refreshKey) error {
 		mu.Lock()
 		order = append(order, fmt.Sprintf("run %d/%s", k.kind, k.job))
 		mu.Unlock()
