@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
@@ -111,4 +112,43 @@ func TestJobsReadTogether(t *testing.T) {
 			t.Fatalf("%s: a first load read mark %d (config czxid %d) and %d items", name, rds[i].apiMark, rds[i].st.Czxid, len(rds[i].read))
 		}
 	}
+}
+
+// TestRefresherLoadedWhileOthersRun: a starting registry waits for the listings and the loads (startsWith),
+// not for the refresher to be idle: a registration still running does not hold it.
+func TestRefresherLoadedWhileOthersRun(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	stop := make(chan struct{})
+	release := make(chan struct{})
+	w := newRefresher(4, func(k refreshKey) error {
+		if k.kind == kindRegister {
+			<-release // a registration that takes its time
+		}
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	w.loadingOf = startsWith
+	w.batchOf = func(k refreshKey) bool { return k.kind == kindLoad }
+	w.batchMax = loadBatch
+	w.batch = func(keys []refreshKey) []error { return make([]error, len(keys)) }
+	w.kick(refreshKey{kind: kindRegister, job: "x"})
+	w.kick(refreshKey{kind: kindJobs})
+	for i := range 10 {
+		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprintf("j%d", i)})
+	}
+	if w.loaded() {
+		t.Fatal("loaded before the loads ran")
+	}
+	loaded := w.loadedCh()
+	w.start()
+	select {
+	case <-loaded:
+	case <-time.After(10 * time.Second):
+		t.Error("the loads done, the refresher still reports loading while a registration runs")
+	}
+	if !w.loaded() || w.idle() {
+		t.Errorf("loaded %v, idle %v: want loaded and not idle while the registration runs", w.loaded(), w.idle())
+	}
+	close(release)
+	close(stop)
+	w.wait()
 }

@@ -64,6 +64,9 @@ type refresher struct {
 	batch    func(keys []refreshKey) (errs []error)
 	batchOf  func(k refreshKey) bool
 	batchMax int
+	// loadingOf selects the keys a starting registry waits for (the listings and the loads): loading counts
+	// those queued or running, and loadedC is closed each time it drops to zero
+	loadingOf func(k refreshKey) bool
 
 	mu    sync.Mutex
 	state map[refreshKey]bool // present: queued or running; true: run again when done
@@ -75,14 +78,19 @@ type refresher struct {
 	batchQ []refreshKey // the keys batch runs, after first's and before queue's
 	signal chan struct{}
 	idleC  chan struct{}
-	wg     sync.WaitGroup
+	// loading and loadedC: see loadingOf
+	loading int
+	loadedC chan struct{}
+	wg      sync.WaitGroup
 }
 
 func newRefresher(workers int, run func(refreshKey) error, log *slog.Logger, clk clock.Clock, stop <-chan struct{}) *refresher {
 	return &refresher{
 		run: run, log: log, clk: clk, stop: stop, workers: workers,
 		state: make(map[refreshKey]bool), signal: make(chan struct{}, 1), idleC: make(chan struct{}),
+		loadedC: make(chan struct{}),
 		pending: func(refreshKey, int) {}, urgent: func(refreshKey) bool { return false },
+		loadingOf: func(refreshKey) bool { return false },
 	}
 }
 
@@ -107,6 +115,9 @@ func (w *refresher) kick(k refreshKey) {
 	}
 	w.state[k] = false
 	w.peak = max(w.peak, len(w.state))
+	if w.loadingOf(k) {
+		w.loading++
+	}
 	w.mu.Unlock()
 	w.pending(k, +1) // before the key is visible to workers, so the count never goes below zero
 	w.push(k)
@@ -132,6 +143,20 @@ func (w *refresher) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.state) == 0
+}
+
+// loaded reports whether no key loadingOf selects is queued or running.
+func (w *refresher) loaded() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.loading == 0
+}
+
+// loadedCh returns a channel closed the next time no key loadingOf selects is queued or running.
+func (w *refresher) loadedCh() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.loadedC
 }
 
 // idleCh returns a channel closed the next time the refresher has nothing queued or running.
@@ -220,6 +245,12 @@ func (w *refresher) done(k refreshKey) {
 		return
 	}
 	delete(w.state, k)
+	if w.loadingOf(k) {
+		if w.loading--; w.loading == 0 {
+			close(w.loadedC)
+			w.loadedC = make(chan struct{})
+		}
+	}
 	if len(w.state) == 0 {
 		if w.peak > stateKeep {
 			w.state, w.peak = make(map[refreshKey]bool), 0 // let the peak's buckets go

@@ -216,6 +216,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.w.pending, r.w.urgent = r.pendingDelta, urgent
 	r.w.batch, r.w.batchOf, r.w.batchMax = r.loadJobs, func(k refreshKey) bool { return k.kind == kindLoad }, loadBatch
+	r.w.loadingOf = startsWith
 	return r, nil
 }
 
@@ -270,11 +271,12 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.w.kick(refreshKey{kind: kindPeers})
 	r.w.kick(refreshKey{kind: kindJobs})
 	// Wait until the first listing and every job found in it is loaded, so a fresh peer fires its jobs
-	// from the first scheduled time.
+	// from the first scheduled time (startsWith): not for the refreshes that follow (registrations, the
+	// other peers' answers to them), which on a busy cluster are never all done at once.
 	deadline := r.clk.NewTimer(2 * r.s.Timeout())
 	defer deadline.Stop()
 	for {
-		if r.w.idle() {
+		if r.w.loaded() {
 			return nil
 		}
 		select {
@@ -283,7 +285,7 @@ func (r *Registry) Start(ctx context.Context) error {
 		case <-deadline.C():
 			r.log.Warn("registry still loading jobs in the background")
 			return nil
-		case <-r.w.idleCh():
+		case <-r.w.loadedCh():
 		}
 	}
 }
