@@ -57,11 +57,7 @@ func TestRefresherRunsLoadsInBatchesFirst(t *testing.T) {
 		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprintf("j%d", i)})
 	}
 	w.kick(refreshKey{kind: kindItemInstance, job: "y"})
-	done := w.idleCh()
-	w.start()
-	<-done
-	close(stop)
-	w.wait()
+	drainRefresher(w, stop)
 	mu.Lock()
 	defer mu.Unlock()
 	// one worker: the urgent key, 64 loads (j3 is kicked meanwhile and queued again, j7 fails and is
@@ -149,6 +145,16 @@ func TestRefresherLoadedWhileOthersRun(t *testing.T) {
 		t.Errorf("loaded %v, idle %v: want loaded and not idle while the registration runs", w.loaded(), w.idle())
 	}
 	close(release)
+	close(stop)
+	w.wait()
+}
+
+// drainRefresher starts w, waits until it has nothing queued or running, then stops it and waits for its
+// workers.
+func drainRefresher(w *refresher, stop chan struct{}) {
+	done := w.idleCh()
+	w.start()
+	<-done
 	close(stop)
 	w.wait()
 }
