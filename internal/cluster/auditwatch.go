@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -75,6 +76,9 @@ type ExternalWatch struct {
 	on     bool
 	full   *ratelog.Warning // an event dropped: once per 10 s at most (a registration of thousands of jobs)
 
+	// taken counts the events taken from the queue to be checked (each costs a request or more)
+	taken atomic.Int64
+
 	runMu sync.Mutex
 	stop  chan struct{}
 	done  chan struct{}
@@ -100,7 +104,7 @@ func interesting(ev Event) bool {
 	case JobUpdated:
 		return ev.Config != nil && ev.PrevConfig != nil && ev.Version > ev.PrevVersion
 	case JobAdded:
-		return ev.Created && ev.Config != nil && ev.Czxid != 0
+		return ev.Created && ev.Config != nil && ev.Czxid != 0 && !ev.ThroughAPI
 	case JobRemoved:
 		return ev.PrevConfig != nil && ev.Czxid != 0
 	case ServersChanged:
@@ -180,6 +184,7 @@ func (w *ExternalWatch) run(stop <-chan struct{}, done chan<- struct{}) {
 			ev := w.queue[0]
 			w.queue = w.queue[1:]
 			w.mu.Unlock()
+			w.taken.Add(1)
 			if err := w.handle(ev); err != nil {
 				w.cfg.Logger.Warn("external change not checked", "job", ev.Job, "err", err)
 			}
@@ -204,7 +209,8 @@ func (w *ExternalWatch) handle(ev Event) error {
 		}
 		w.cfg.OnChange(ch)
 	case JobAdded:
-		// the API marks its creations in the creating transaction: the mark shares the config's czxid
+		// the API marks its creations in the creating transaction: the mark shares the config's czxid (a
+		// bulk load reads it, Event.ThroughAPI: such a job is not queued; here the load did not read it)
 		ok, st, err := r.s.exists(r.p.SeenCreate(ev.Job))
 		if err != nil || ok && st.Czxid == ev.Czxid {
 			return err

@@ -18,6 +18,7 @@ func TestInteresting(t *testing.T) {
 		{"config read again", Event{Kind: JobUpdated, Config: cfg, PrevConfig: cfg, PrevVersion: 4, Version: 4}, false},
 		{"job loaded at start-up", Event{Kind: JobAdded, Config: cfg, Czxid: 9}, false},
 		{"job created", Event{Kind: JobAdded, Config: cfg, Czxid: 9, Created: true}, true},
+		{"job created through the API", Event{Kind: JobAdded, Config: cfg, Czxid: 9, Created: true, ThroughAPI: true}, false},
 		{"job removed", Event{Kind: JobRemoved, PrevConfig: cfg, Czxid: 9}, true},
 		{"job never loaded removed", Event{Kind: JobRemoved}, false},
 		{"server disabled", Event{Kind: ServersChanged, PrevState: ServerEnabled, State: ServerDisabled, PrevVersion: 0, Version: 1}, true},

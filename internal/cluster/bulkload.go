@@ -35,69 +35,146 @@ type jobRead struct {
 	failover             []int
 	items                []string
 	read                 map[int]*ItemState
+	// apiMark is the czxid of the API's creation mark (Paths.SeenCreate), read with a first load: equal to
+	// the config's, the job was created through the API (0: absent, or not read)
+	apiMark int64
 }
 
 // readJobBulk reads a job in two multiRead requests. It reports false, having read nothing usable, when the
 // bulk path does not apply: no recursive watch covers the job, the server does not speak multiRead, or the
 // config or a folder is missing.
 func (r *Registry) readJobBulk(job string, first bool) (jobRead, bool, error) {
-	if r.noMultiRead.Load() || !r.s.isCovered(r.p.Config(job)) {
-		return jobRead{}, false, nil
+	rds, bulk, err := r.readJobsBulk([]string{job}, []bool{first})
+	if err != nil || bulk == nil {
+		return jobRead{}, false, err
 	}
-	const (
-		cfg = iota
-		servers
-		instances
-		leader
-		necessary
-		failoverItems
-		trigger
-		sharding
-	)
-	res, err := r.s.multiRead([]zk.ReadOp{
-		cfg:           {Path: r.p.Config(job)},
-		servers:       {Path: r.p.Servers(job), Children: true},
-		instances:     {Path: r.p.Instances(job), Children: true},
-		leader:        {Path: r.p.LeaderInstance(job)},
-		necessary:     {Path: r.p.Necessary(job)},
-		failoverItems: {Path: r.p.FailoverItems(job), Children: true},
-		trigger:       {Path: r.p.Trigger(job, r.me.InstanceID)},
-		sharding:      {Path: r.p.Sharding(job), Children: true},
-	})
+	return rds[0], bulk[0], nil
+}
+
+// The reads of a job's fixed nodes and folders, in this order (fixedReads).
+const (
+	rdConfig = iota
+	rdServers
+	rdInstances
+	rdLeader
+	rdNecessary
+	rdFailoverItems
+	rdTrigger
+	rdSharding
+	rdMark // a first load only
+)
+
+// fixedReads are the reads of a job's first multiRead.
+func (r *Registry) fixedReads(job string, first bool) []zk.ReadOp {
+	ops := []zk.ReadOp{
+		rdConfig:        {Path: r.p.Config(job)},
+		rdServers:       {Path: r.p.Servers(job), Children: true},
+		rdInstances:     {Path: r.p.Instances(job), Children: true},
+		rdLeader:        {Path: r.p.LeaderInstance(job)},
+		rdNecessary:     {Path: r.p.Necessary(job)},
+		rdFailoverItems: {Path: r.p.FailoverItems(job), Children: true},
+		rdTrigger:       {Path: r.p.Trigger(job, r.me.InstanceID)},
+		rdSharding:      {Path: r.p.Sharding(job), Children: true},
+	}
+	if first {
+		// the API's creation mark: a job it created is no change made outside it, and the external-change
+		// watch need not look it up (one exists per job and peer, queued behind a registration's thousands)
+		ops = append(ops, zk.ReadOp{Path: r.p.SeenCreate(job)})
+	}
+	return ops
+}
+
+// readJobsBulk reads jobs together: the fixed nodes of all of them, then the listed children of all of them,
+// each phase in multiRead requests of up to bulkChunk reads sent at once, so a batch of loads costs about as
+// many requests as one job's. bulk[i] reports whether jobs[i] was read (see readJobBulk); bulk is nil, and
+// nothing was read, when the bulk path does not apply to any job.
+func (r *Registry) readJobsBulk(jobs []string, first []bool) (rds []jobRead, bulk []bool, err error) {
+	if r.noMultiRead.Load() || len(jobs) == 0 || !r.s.isCovered(r.p.Config(jobs[0])) {
+		return nil, nil, nil
+	}
+	var ops []zk.ReadOp
+	at := make([]int, len(jobs)+1)
+	for i, job := range jobs {
+		at[i] = len(ops)
+		ops = append(ops, r.fixedReads(job, first[i])...)
+	}
+	at[len(jobs)] = len(ops)
+	res, err := r.multiReadChunked(ops)
 	if errors.Is(err, zk.ErrUnimplemented) {
 		if !r.noMultiRead.Swap(true) {
 			r.log.Warn("ZooKeeper does not speak multiRead (3.6+): reading every job's nodes one by one")
 		}
-		return jobRead{}, false, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return jobRead{}, false, err
+		return nil, nil, err
 	}
-	for _, x := range res {
-		if x.Err != nil && !errors.Is(x.Err, zk.ErrNoNode) {
-			return jobRead{}, false, x.Err
-		}
-	}
-	for _, i := range []int{cfg, servers, instances, failoverItems, sharding} {
-		if res[i].Err != nil {
-			return jobRead{}, false, nil
-		}
-	}
-	rd := jobRead{
-		data: res[cfg].Data, st: res[cfg].Stat,
-		necessary: res[necessary].Err == nil, triggered: res[trigger].Err == nil,
-		failover: itemNumbers(res[failoverItems].Children), items: res[sharding].Children,
-	}
-	if res[leader].Err == nil {
-		rd.leader = leaderOf(res[leader].Data, res[leader].Stat)
-	}
-
-	// the children: each server's state, the instances of processes that are not live ejserver peers (a
-	// peer's IP is in its peer node), and on a first load each item's nodes
-	var ops []zk.ReadOp
+	rds, bulk = make([]jobRead, len(jobs)), make([]bool, len(jobs))
+	var children []zk.ReadOp
 	var apply []func(zk.ReadResult)
+	for i, job := range jobs {
+		var ok bool
+		ok, children, apply = r.fixedRead(job, first[i], res[at[i]:at[i+1]], &rds[i], children, apply)
+		bulk[i] = ok
+	}
+	out, err := r.multiReadChunked(children)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, x := range out {
+		apply[k](x)
+	}
+	return rds, bulk, nil
+}
+
+// multiReadChunked sends ops in multiRead requests of up to bulkChunk reads, at once, and returns their
+// results in order. An error other than NoNode in any result fails the whole.
+func (r *Registry) multiReadChunked(ops []zk.ReadOp) ([]zk.ReadResult, error) {
+	results := make([][]zk.ReadResult, (len(ops)+bulkChunk-1)/bulkChunk)
+	err := parallel.For(len(results), len(results), func(c int) error {
+		out, err := r.s.multiRead(ops[c*bulkChunk : min(len(ops), (c+1)*bulkChunk)])
+		for _, x := range out {
+			if x.Err != nil && !errors.Is(x.Err, zk.ErrNoNode) {
+				return x.Err
+			}
+		}
+		results[c] = out
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	all := make([]zk.ReadResult, 0, len(ops))
+	for _, out := range results {
+		all = append(all, out...)
+	}
+	return all, nil
+}
+
+// fixedRead fills rd from the results of a job's fixedReads and appends the reads of its listed children
+// (each server's state, the instances of processes that are not live ejserver peers, and on a first load
+// each item's nodes) with the functions that apply their results. It reports false when the bulk path does
+// not apply to the job: its config or one of its folders is missing.
+func (r *Registry) fixedRead(job string, first bool, res []zk.ReadResult, rd *jobRead, ops []zk.ReadOp,
+	apply []func(zk.ReadResult)) (bool, []zk.ReadOp, []func(zk.ReadResult)) {
+	for _, i := range []int{rdConfig, rdServers, rdInstances, rdFailoverItems, rdSharding} {
+		if res[i].Err != nil {
+			return false, ops, apply
+		}
+	}
+	*rd = jobRead{
+		data: res[rdConfig].Data, st: res[rdConfig].Stat,
+		necessary: res[rdNecessary].Err == nil, triggered: res[rdTrigger].Err == nil,
+		failover: itemNumbers(res[rdFailoverItems].Children), items: res[rdSharding].Children,
+	}
+	if res[rdLeader].Err == nil {
+		rd.leader = leaderOf(res[rdLeader].Data, res[rdLeader].Stat)
+	}
+	if first && res[rdMark].Err == nil {
+		rd.apiMark = res[rdMark].Stat.Czxid
+	}
 	rd.servers, rd.serverVers = map[string]string{}, map[string]nodeVersion{}
-	for _, ip := range res[servers].Children {
+	for _, ip := range res[rdServers].Children {
 		ops = append(ops, zk.ReadOp{Path: r.p.Server(job, ip)})
 		apply = append(apply, func(x zk.ReadResult) {
 			if x.Err == nil { // a server gone meanwhile is left out: the watch tells us again
@@ -107,7 +184,7 @@ func (r *Registry) readJobBulk(job string, first bool) (jobRead, bool, error) {
 		})
 	}
 	rd.instances = map[string]string{}
-	for _, id := range res[instances].Children {
+	for _, id := range res[rdInstances].Children {
 		if ip := r.peerIP(id); ip != "" {
 			rd.instances[id] = ip
 			continue
@@ -140,29 +217,7 @@ func (r *Registry) readJobBulk(job string, first bool) (jobRead, bool, error) {
 				})
 		}
 	}
-	results := make([][]zk.ReadResult, (len(ops)+bulkChunk-1)/bulkChunk)
-	err = parallel.For(len(results), len(results), func(c int) error {
-		chunk := ops[c*bulkChunk : min(len(ops), (c+1)*bulkChunk)]
-		out, err := r.s.multiRead(chunk)
-		for _, x := range out {
-			if x.Err != nil && !errors.Is(x.Err, zk.ErrNoNode) {
-				return x.Err
-			}
-		}
-		results[c] = out
-		return err
-	})
-	if err != nil {
-		return jobRead{}, false, err
-	}
-	k := 0
-	for _, out := range results {
-		for _, x := range out {
-			apply[k](x)
-			k++
-		}
-	}
-	return rd, true, nil
+	return true, ops, apply
 }
 
 // readJobOneByOne reads a job node by node, with a watch on each node no recursive watch covers; the reads

@@ -165,23 +165,10 @@ func (r *Registry) IsLeader(job string) bool {
 	return snap != nil && snap.IsLeader() && r.s.Lease()
 }
 
-// Leaderships counts the loaded jobs whose leader node names this peer (JobSnapshot.IsLeader), from the
-// cache: it builds no snapshot and sorts no names. The metrics scrape calls it: counted through Jobs and
-// Job, a scrape at 100,000 jobs sorted 100,000 names and built a snapshot of every job whose cached one a
-// change had dropped, and the harness scrapes every peer twice a second while it waits for them to be ready.
+// Leaderships counts the loaded jobs whose leader node names this peer (JobSnapshot.IsLeader). The metrics
+// scrape calls it: the count is kept as the jobs' entries change (leadcount.go), so a scrape visits no job.
 func (r *Registry) Leaderships() int {
-	me := r.me.InstanceID
-	n := 0
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, e := range r.jobs {
-		e.mu.Lock()
-		if e.st.loaded && e.st.hasConfig && e.st.leader != "" && e.st.leader == me {
-			n++
-		}
-		e.mu.Unlock()
-	}
-	return n
+	return int(r.leads.n.Load())
 }
 
 // leaderGuard returns a multi op that fails unless this session still holds the job's leader node, from

@@ -21,7 +21,7 @@ func (r *Registry) onWatch(ev zk.Event) {
 	}
 	presence, forward := routeRecursive(r.p, ev, func(job string) bool { return r.entry(job) != nil })
 	if presence {
-		r.w.kick(refreshKey{kind: kindPresence, job: r.p.JobOf(ev.Path)})
+		r.rootChanged(r.p.JobOf(ev.Path), ev.Type)
 	}
 	if !forward {
 		return
@@ -242,7 +242,7 @@ func (r *Registry) addEntries(names []string) []string {
 	defer r.mu.Unlock()
 	for _, n := range names {
 		if r.jobs[n] == nil {
-			r.jobs[n] = &jobEntry{name: n, st: jobState{appeared: appeared}}
+			r.jobs[n] = &jobEntry{name: n, st: jobState{appeared: appeared}, lc: &r.leads}
 			added = append(added, n)
 		}
 	}
@@ -264,7 +264,7 @@ func (r *Registry) removeEntries(names []string) []Event {
 		if e.st.hasConfig && e.st.loaded {
 			evs = append(evs, Event{Kind: JobRemoved, Job: n, PrevConfig: e.st.cfg, Czxid: e.st.cfgCzxid})
 		}
-		e.st.hasConfig = false
+		e.st.hasConfig, e.detached = false, true
 		e.changedLocked()
 		e.mu.Unlock()
 	}
@@ -273,24 +273,28 @@ func (r *Registry) removeEntries(names []string) []Event {
 
 // loadJob reads every node of a job with watches, registers this peer on it and campaigns for its lead.
 func (r *Registry) loadJob(e *jobEntry) error {
-	job := e.name
 	if err := r.armNamespace(); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	first := !e.st.loaded || !e.st.hasConfig
-	e.mu.Unlock()
+	first := e.firstLoad()
 	// the nodes are independent of each other: read them at once (go-zookeeper pipelines the requests on
 	// its connection), so a load costs two round trips (the lists, then the listed children) rather than
 	// eight; with thousands of jobs starting together, load latency is what bounds how soon every job can
 	// fire. A first load reads the items' nodes too, instead of queueing three refreshes per item behind
 	// every other job's: the job is announced with its owners known, so its first fire need not wait.
 	// Under the namespace's recursive watch the reads take two requests in all (bulkload.go).
-	rd, bulk, err := r.readJobBulk(job, first)
+	rd, bulk, err := r.readJobBulk(e.name, first)
 	if err != nil {
 		return err
 	}
+	return r.applyLoad(e, first, rd, bulk)
+}
+
+// applyLoad applies what a load read (rd, when bulk; otherwise it reads the job node by node first).
+func (r *Registry) applyLoad(e *jobEntry, first bool, rd jobRead, bulk bool) error {
+	job := e.name
 	if !bulk {
+		var err error
 		if rd, err = r.readJobOneByOne(job, first); err != nil {
 			return err
 		}
@@ -346,7 +350,8 @@ func (r *Registry) loadJob(e *jobEntry) error {
 			r.kickItem(job, i)
 		}
 	}
-	ev := Event{Kind: JobAdded, Job: job, Config: cfg, Czxid: st.Czxid, Created: created}
+	ev := Event{Kind: JobAdded, Job: job, Config: cfg, Czxid: st.Czxid, Created: created,
+		ThroughAPI: rd.apiMark != 0 && rd.apiMark == st.Czxid}
 	if wasLoaded {
 		ev = Event{Kind: JobUpdated, Job: job, PrevConfig: prev, Config: cfg, PrevVersion: prevVersion,
 			Version: st.Version, Czxid: st.Czxid}

@@ -59,6 +59,14 @@ type refresher struct {
 	pending func(k refreshKey, delta int)
 	// urgent keys are run before the others (see urgent in settled.go)
 	urgent func(k refreshKey) bool
+	// batch, when set, runs the keys batchOf selects up to batchMax at once, after the urgent keys and
+	// before the others; errs[i] is keys[i]'s outcome (loadbatch.go)
+	batch    func(keys []refreshKey) (errs []error)
+	batchOf  func(k refreshKey) bool
+	batchMax int
+	// loadingOf selects the keys a starting registry waits for (the listings and the loads): loading counts
+	// those queued or running, and loadedC is closed each time it drops to zero
+	loadingOf func(k refreshKey) bool
 
 	mu    sync.Mutex
 	state map[refreshKey]bool // present: queued or running; true: run again when done
@@ -67,16 +75,22 @@ type refresher struct {
 	peak   int
 	queue  []refreshKey
 	first  []refreshKey // the urgent keys, run before queue's
+	batchQ []refreshKey // the keys batch runs, after first's and before queue's
 	signal chan struct{}
 	idleC  chan struct{}
-	wg     sync.WaitGroup
+	// loading and loadedC: see loadingOf
+	loading int
+	loadedC chan struct{}
+	wg      sync.WaitGroup
 }
 
 func newRefresher(workers int, run func(refreshKey) error, log *slog.Logger, clk clock.Clock, stop <-chan struct{}) *refresher {
 	return &refresher{
 		run: run, log: log, clk: clk, stop: stop, workers: workers,
 		state: make(map[refreshKey]bool), signal: make(chan struct{}, 1), idleC: make(chan struct{}),
+		loadedC: make(chan struct{}),
 		pending: func(refreshKey, int) {}, urgent: func(refreshKey) bool { return false },
+		loadingOf: func(refreshKey) bool { return false },
 	}
 }
 
@@ -101,6 +115,9 @@ func (w *refresher) kick(k refreshKey) {
 	}
 	w.state[k] = false
 	w.peak = max(w.peak, len(w.state))
+	if w.loadingOf(k) {
+		w.loading++
+	}
 	w.mu.Unlock()
 	w.pending(k, +1) // before the key is visible to workers, so the count never goes below zero
 	w.push(k)
@@ -110,6 +127,8 @@ func (w *refresher) push(k refreshKey) {
 	w.mu.Lock()
 	if w.urgent(k) {
 		w.first = append(w.first, k)
+	} else if w.batch != nil && w.batchOf(k) {
+		w.batchQ = append(w.batchQ, k)
 	} else {
 		w.queue = append(w.queue, k)
 	}
@@ -126,6 +145,20 @@ func (w *refresher) idle() bool {
 	return len(w.state) == 0
 }
 
+// loaded reports whether no key loadingOf selects is queued or running.
+func (w *refresher) loaded() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.loading == 0
+}
+
+// loadedCh returns a channel closed the next time no key loadingOf selects is queued or running.
+func (w *refresher) loadedCh() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.loadedC
+}
+
 // idleCh returns a channel closed the next time the refresher has nothing queued or running.
 func (w *refresher) idleCh() <-chan struct{} {
 	w.mu.Lock()
@@ -137,7 +170,7 @@ func (w *refresher) worker() {
 	defer w.wg.Done()
 	for {
 		w.mu.Lock()
-		if len(w.queue) == 0 && len(w.first) == 0 {
+		if len(w.queue) == 0 && len(w.first) == 0 && len(w.batchQ) == 0 {
 			w.mu.Unlock()
 			select {
 			case <-w.stop:
@@ -147,12 +180,21 @@ func (w *refresher) worker() {
 			}
 		}
 		var k refreshKey
-		if len(w.first) > 0 {
+		var keys []refreshKey
+		switch {
+		case len(w.first) > 0:
 			k, w.first = w.first[0], w.first[1:]
-		} else {
+		case len(w.batchQ) > 0:
+			n := min(len(w.batchQ), max(w.batchMax, 1))
+			keys = append([]refreshKey(nil), w.batchQ[:n]...)
+			w.batchQ = w.batchQ[n:]
+			if len(w.batchQ) == 0 {
+				w.batchQ = nil // let a registration's backlog go
+			}
+		default:
 			k, w.queue = w.queue[0], w.queue[1:]
 		}
-		if len(w.queue)+len(w.first) > 0 {
+		if len(w.queue)+len(w.first)+len(w.batchQ) > 0 {
 			select {
 			case w.signal <- struct{}{}: // wake another worker for the rest
 			default:
@@ -160,36 +202,62 @@ func (w *refresher) worker() {
 		}
 		w.mu.Unlock()
 
-		err := w.run(k)
-		if err != nil {
-			if isTransient(err) {
-				w.log.Debug("registry read failed; retrying", "kind", k.kind, "job", k.job, "err", err)
-			} else {
-				w.log.Warn("registry read failed; retrying", "kind", k.kind, "job", k.job, "err", err)
+		if keys == nil {
+			keys = []refreshKey{k}
+		}
+		var errs []error
+		if len(keys) == 1 && (w.batch == nil || !w.batchOf(keys[0])) {
+			errs = []error{w.run(keys[0])}
+		} else {
+			errs = w.batch(keys)
+		}
+		var failed []refreshKey
+		for i, k := range keys {
+			if err := errs[i]; err != nil {
+				if isTransient(err) {
+					w.log.Debug("registry read failed; retrying", "kind", k.kind, "job", k.job, "err", err)
+				} else {
+					w.log.Warn("registry read failed; retrying", "kind", k.kind, "job", k.job, "err", err)
+				}
+				failed = append(failed, k)
+				continue
 			}
+			w.done(k)
+		}
+		if len(failed) > 0 {
 			if !clock.Sleep(w.clk, 500*time.Millisecond, w.stop) {
 				return
 			}
-			w.push(k)
-			continue
-		}
-		w.mu.Lock()
-		again := w.state[k]
-		if again {
-			w.state[k] = false
-			w.mu.Unlock()
-			w.push(k)
-			continue
-		}
-		delete(w.state, k)
-		if len(w.state) == 0 {
-			if w.peak > stateKeep {
-				w.state, w.peak = make(map[refreshKey]bool), 0 // let the peak's buckets go
+			for _, k := range failed {
+				w.push(k)
 			}
-			close(w.idleC)
-			w.idleC = make(chan struct{})
 		}
-		w.mu.Unlock()
-		w.pending(k, -1)
 	}
+}
+
+// done ends a key's run: it runs again if it was kicked meanwhile, and otherwise leaves the index.
+func (w *refresher) done(k refreshKey) {
+	w.mu.Lock()
+	if w.state[k] {
+		w.state[k] = false
+		w.mu.Unlock()
+		w.push(k)
+		return
+	}
+	delete(w.state, k)
+	if w.loadingOf(k) {
+		if w.loading--; w.loading == 0 {
+			close(w.loadedC)
+			w.loadedC = make(chan struct{})
+		}
+	}
+	if len(w.state) == 0 {
+		if w.peak > stateKeep {
+			w.state, w.peak = make(map[refreshKey]bool), 0 // let the peak's buckets go
+		}
+		close(w.idleC)
+		w.idleC = make(chan struct{})
+	}
+	w.mu.Unlock()
+	w.pending(k, -1)
 }

@@ -56,6 +56,9 @@ type Event struct {
 	// Created (JobAdded): the job appeared while this peer watched the namespace, or its config came back
 	// after being deleted: a creation, not a load at start-up or after a session renewal.
 	Created bool
+	// ThroughAPI (JobAdded): the load read the API's creation mark of this life of the config, made in the
+	// creating transaction: the job was created through the API (false: not, or not known).
+	ThroughAPI bool
 }
 
 // nodeVersion is a node's life (czxid) and data version as last read.
@@ -92,6 +95,8 @@ type Registry struct {
 
 	mu   sync.RWMutex
 	jobs map[string]*jobEntry
+	// leads counts the entries that name this peer as their leader (leadcount.go)
+	leads leadCount
 
 	lmu       sync.Mutex
 	listeners []func(Event)
@@ -145,6 +150,11 @@ type jobEntry struct {
 	// changed is closed at the job's next change; made only when someone waits for one (Wait), so a job
 	// nobody waits on holds no channel and a change allocates none.
 	changed chan struct{}
+	// lc is the registry's leadership count; counted: this entry is in it; detached: the entry left the
+	// registry's map (a load still running on it must not count it again).
+	lc       *leadCount
+	counted  bool
+	detached bool
 }
 
 type jobState struct {
@@ -202,8 +212,11 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 		jobs: make(map[string]*jobEntry), stop: make(chan struct{}), waiters: make(map[string][]chan struct{}),
 		oneShotWatches: cfg.OneShotWatches,
 	}
+	r.leads.me = cfg.Identity.InstanceID
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.w.pending, r.w.urgent = r.pendingDelta, urgent
+	r.w.batch, r.w.batchOf, r.w.batchMax = r.loadJobs, func(k refreshKey) bool { return k.kind == kindLoad }, loadBatch
+	r.w.loadingOf = startsWith
 	return r, nil
 }
 
@@ -258,11 +271,12 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.w.kick(refreshKey{kind: kindPeers})
 	r.w.kick(refreshKey{kind: kindJobs})
 	// Wait until the first listing and every job found in it is loaded, so a fresh peer fires its jobs
-	// from the first scheduled time.
+	// from the first scheduled time (startsWith): not for the refreshes that follow (registrations, the
+	// other peers' answers to them), which on a busy cluster are never all done at once.
 	deadline := r.clk.NewTimer(2 * r.s.Timeout())
 	defer deadline.Stop()
 	for {
-		if r.w.idle() {
+		if r.w.loaded() {
 			return nil
 		}
 		select {
@@ -271,7 +285,7 @@ func (r *Registry) Start(ctx context.Context) error {
 		case <-deadline.C():
 			r.log.Warn("registry still loading jobs in the background")
 			return nil
-		case <-r.w.idleCh():
+		case <-r.w.loadedCh():
 		}
 	}
 }
@@ -432,6 +446,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 func (e *jobEntry) changedLocked() {
 	e.snap = nil
 	e.gen++
+	e.recountLocked()
 	if e.changed != nil { // made by the first waiter (Wait) since the last change
 		close(e.changed)
 		e.changed = nil
@@ -450,7 +465,7 @@ func (r *Registry) ensureEntry(name string) *jobEntry {
 	defer r.mu.Unlock()
 	e := r.jobs[name]
 	if e == nil {
-		e = &jobEntry{name: name}
+		e = &jobEntry{name: name, lc: &r.leads}
 		r.jobs[name] = e
 	}
 	return e

@@ -91,11 +91,7 @@ func TestRefresherRunsUrgentKeysFirst(t *testing.T) {
 	}
 	owner := refreshKey{kind: kindItemInstance, job: "j9", item: 0}
 	w.kick(owner)
-	done := w.idleCh()
-	w.start()
-	<-done
-	close(stop)
-	w.wait()
+	drainRefresher(w, stop)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(order) != 6 || order[0] != owner {

@@ -1,0 +1,160 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+	"go.uber.org/goleak"
+)
+
+// TestRefresherRunsLoadsInBatchesFirst: the loads a registration queued are handed out up to batchMax at a
+// time, after the urgent keys and before the other keys queued before them; a key that fails in a batch is
+// run again, a key kicked while its batch runs runs once more, and the workers exit at stop.
+func TestRefresherRunsLoadsInBatchesFirst(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var order []string // "run KIND/JOB" or "batch N"
+	failOnce := map[string]bool{"j7": true}
+	w := newRefresher(1, func(k refreshKey) error {
+		mu.Lock()
+		order = append(order, fmt.Sprintf("run %d/%s", k.kind, k.job))
+		mu.Unlock()
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	w.urgent = func(k refreshKey) bool { return k.kind == kindItemInstance }
+	w.batchOf = func(k refreshKey) bool { return k.kind == kindLoad }
+	w.batchMax = 64
+	w.batch = func(keys []refreshKey) []error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, fmt.Sprintf("batch %d", len(keys)))
+		errs := make([]error, len(keys))
+		for i, k := range keys {
+			if k.kind != kindLoad {
+				t.Errorf("%v in a batch", k)
+			}
+			if k.job == "j3" && len(order) == 2 {
+				w.kick(k) // an event while its load runs: it is loaded once more
+			}
+			if failOnce[k.job] {
+				failOnce[k.job] = false
+				errs[i] = errors.New("read failed")
+			}
+		}
+		return errs
+	}
+	w.kick(refreshKey{kind: kindRegister, job: "x"})
+	const loads = 100
+	for i := range loads {
+		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprintf("j%d", i)})
+	}
+	w.kick(refreshKey{kind: kindItemInstance, job: "y"})
+	drainRefresher(w, stop)
+	mu.Lock()
+	defer mu.Unlock()
+	// one worker: the urgent key, 64 loads (j3 is kicked meanwhile and queued again, j7 fails and is
+	// queued again after a pause), the 36 others with j3 and j7, then the key queued before the loads
+	want := []string{fmt.Sprintf("run %d/y", kindItemInstance), "batch 64", "batch 38", fmt.Sprintf("run %d/x", kindRegister)}
+	if !reflect.DeepEqual(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+}
+
+// TestJobsReadTogether: jobs read in one batch read as each alone, in a few multiReads for all of them
+// (each alone is two).
+func TestJobsReadTogether(t *testing.T) {
+	ns := zktest.Namespace("loadbatch")
+	a := startPeerAt(t, zktest.Addr(t), ns, "10.0.0.1@-@1", "10.0.0.1", false)
+	const jobs = 60
+	var names []string
+	var first []bool
+	for i := range jobs {
+		name := fmt.Sprintf("job%02d", i)
+		if _, err := a.r.CreateJobSharded(testJob(name, 2), []string{"10.0.0.1@-@1", "10.0.0.1@-@1"}); err != nil {
+			t.Fatal(err)
+		}
+		names, first = append(names, name), append(first, i%2 == 0)
+	}
+	for _, name := range names {
+		waitJob(t, a, name, "registration", func(s *JobSnapshot) bool { return s.Registered && s.Settled })
+	}
+	base := a.s.reads.totals()
+	rds, bulk, err := a.r.readJobsBulk(names, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.s.reads.totals().minus(base)
+	// 60 x 8.5 fixed reads (3 chunks of bulkChunk), then 60 x (1 server + 3 x 2 items on a first load)
+	if got.requests() != got.multi || got.multi > 6 {
+		t.Errorf("%d requests (%d multiReads) for %d jobs, want at most 6 multiReads", got.requests(), got.multi, jobs)
+	}
+	for i, name := range names {
+		one, ok, err := a.r.readJobBulk(name, first[i])
+		if err != nil || !ok || !bulk[i] {
+			t.Fatalf("%s: bulk %v, %v alone (%v)", name, bulk[i], ok, err)
+		}
+		if !reflect.DeepEqual(one, rds[i]) {
+			t.Fatalf("%s read together:\n%+v\nalone:\n%+v", name, rds[i], one)
+		}
+		if first[i] && (rds[i].apiMark == 0 || rds[i].apiMark != rds[i].st.Czxid || len(rds[i].read) != 2) {
+			t.Fatalf("%s: a first load read mark %d (config czxid %d) and %d items", name, rds[i].apiMark, rds[i].st.Czxid, len(rds[i].read))
+		}
+	}
+}
+
+// TestRefresherLoadedWhileOthersRun: a starting registry waits for the listings and the loads (startsWith),
+// not for the refresher to be idle: a registration still running does not hold it.
+func TestRefresherLoadedWhileOthersRun(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	stop := make(chan struct{})
+	release := make(chan struct{})
+	w := newRefresher(4, func(k refreshKey) error {
+		if k.kind == kindRegister {
+			<-release // a registration that takes its time
+		}
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	w.loadingOf = startsWith
+	w.batchOf = func(k refreshKey) bool { return k.kind == kindLoad }
+	w.batchMax = loadBatch
+	w.batch = func(keys []refreshKey) []error { return make([]error, len(keys)) }
+	w.kick(refreshKey{kind: kindRegister, job: "x"})
+	w.kick(refreshKey{kind: kindJobs})
+	for i := range 10 {
+		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprintf("j%d", i)})
+	}
+	if w.loaded() {
+		t.Fatal("loaded before the loads ran")
+	}
+	loaded := w.loadedCh()
+	w.start()
+	select {
+	case <-loaded:
+	case <-time.After(10 * time.Second):
+		t.Error("the loads done, the refresher still reports loading while a registration runs")
+	}
+	if !w.loaded() || w.idle() {
+		t.Errorf("loaded %v, idle %v: want loaded and not idle while the registration runs", w.loaded(), w.idle())
+	}
+	close(release)
+	close(stop)
+	w.wait()
+}
+
+// drainRefresher starts w, waits until it has nothing queued or running, then stops it and waits for its
+// workers.
+func drainRefresher(w *refresher, stop chan struct{}) {
+	done := w.idleCh()
+	w.start()
+	<-done
+	close(stop)
+	w.wait()
+}
