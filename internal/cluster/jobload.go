@@ -224,6 +224,13 @@ func (r *Registry) refreshPresence(job string) error {
 		return err
 	}
 	if !ok {
+		// under the job's refreshMu, as its loads: a load that read the config before the deletion then
+		// either announced the job before this removal does, or finds its entry detached and announces
+		// nothing (applyLoad), never a JobAdded after the JobRemoved
+		if e := r.entry(job); e != nil {
+			e.refreshMu.Lock()
+			defer e.refreshMu.Unlock()
+		}
 		r.emit(r.removeEntries([]string{job}))
 		return nil
 	}
@@ -320,6 +327,12 @@ func (r *Registry) applyLoad(e *jobEntry, first bool, rd jobRead, bulk bool) err
 	nums := itemNumbers(items)
 
 	e.mu.Lock()
+	if e.detached {
+		// the job was removed after this load read it (refreshPresence): announcing it would add a job the
+		// registry no longer holds after its JobRemoved
+		e.mu.Unlock()
+		return nil
+	}
 	wasLoaded := e.st.loaded && e.st.hasConfig
 	// a creation: a job that appeared while this peer watched, or whose config came back after it went
 	created := !wasLoaded && (e.st.appeared || e.st.loaded)
