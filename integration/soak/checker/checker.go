@@ -207,11 +207,12 @@ func Check(run Run) Report {
 	c := &check{run: run, rep: Report{Excused: map[string]int{}, FaultsByKind: map[string]int{},
 		RecoveryByKind: map[string]Quantiles{}, Deliveries: len(run.Deliveries), HistoryRows: len(run.History)}}
 	c.index()
+	c.lateness()
+	c.inFlight = min(c.rep.LatenessCalm.Max, maxInFlight)
 	c.fires()
 	c.doubles()
 	c.overlaps()
 	c.history()
-	c.lateness()
 	c.recovery()
 	sort.SliceStable(c.rep.Violations, func(i, j int) bool { return c.rep.Violations[i].At.Before(c.rep.Violations[j].At) })
 	return c.rep
@@ -230,6 +231,46 @@ type check struct {
 	// incomplete: per fast job, the fire times with an item neither delivered nor excused by disabling
 	incomplete map[string][]time.Time
 	period     map[string]time.Duration
+	// inFlight: how long a fire may stay unsent on a working peer, the largest lateness seen outside faults
+	// (at most maxInFlight): a peer stopped that long after a fire's time may take it unsent (stoppedBefore)
+	inFlight time.Duration
+}
+
+// stoppedOwner reports whether the fire at t of item k was unsent when its owner stopped (stoppedBefore),
+// and the job's rules excuse a fire that fault took.
+func (c *check) stoppedOwner(j Job, k itemKey, t time.Time) bool {
+	f, ok := c.stoppedBefore(k, t)
+	return ok && j.faultExcuses(f, t)
+}
+
+// maxInFlight bounds the span before a peer's stop in which a fire it owned may have been still unsent.
+const maxInFlight = 2 * time.Second
+
+// stopsPeer reports whether a fault kind stops a peer without letting it finish what it holds.
+func stopsPeer(kind string) bool {
+	return kind == "kill-peer" || kind == "freeze-peer" || kind == "cut-peer"
+}
+
+// stoppedBefore returns the fault that stopped the item's owner within c.inFlight after t, before the
+// fire at t was sent: its owner is the instance that delivered the item's fire before (ElasticJob's rule:
+// an item that was not running when its instance went has no running node, so nothing fails it over; the
+// next fire after the resharding runs it).
+func (c *check) stoppedBefore(k itemKey, t time.Time) (Fault, bool) {
+	owner, last := "", time.Time{}
+	for _, d := range c.byItem[k] {
+		if d.ScheduledAt.Before(t) && !d.ScheduledAt.Before(last) && !offSchedule(d.Source) {
+			owner, last = d.Instance, d.ScheduledAt
+		}
+	}
+	if owner == "" {
+		return Fault{}, false
+	}
+	for _, f := range c.run.Faults {
+		if f.Excuses && stopsPeer(f.Kind) && !f.From.Before(t) && f.From.Sub(t) <= c.inFlight && slices.Contains(f.Instances, owner) {
+			return f, true
+		}
+	}
+	return Fault{}, false
 }
 
 func (c *check) index() {
@@ -368,6 +409,9 @@ func (c *check) fires() {
 					reason = "item still running (misfire rules)"
 				case faulted && j.faultExcuses(f, t):
 					reason = "fault: " + f.Kind
+					whole = false
+				case c.stoppedOwner(j, k, t):
+					reason = "fire unsent when its peer stopped"
 					whole = false
 				case resharded:
 					reason = "shardingTotalCount changed"

@@ -65,6 +65,15 @@ func remove(run *Run, id string) {
 	run.Deliveries, run.History = ds, hs
 }
 
+// inFlight drops item 1's fire at 10 s (peer2's), makes the largest lateness outside faults 0.5 s (item 1's
+// fire at 5 s) and freezes peer from at(from) to 12 s.
+func inFlight(run *Run, peer string, from float64) {
+	remove(run, "e-10-1")
+	d := &run.Deliveries[3]
+	d.Arrived, d.Answered, d.Ended = at(5.5), at(5.51), at(5.51)
+	run.Faults = []Fault{{Kind: "freeze-peer", Instances: []string{peer}, From: at(from), To: at(12), Excuses: true}}
+}
+
 // twice adds a second run of item 0's fire at 10 s by peer2, 1.3 s later (as the item's new owner after a
 // resharding would run it).
 func twice(run *Run) {
@@ -85,6 +94,15 @@ func TestCheckerReportsEachViolation(t *testing.T) {
 			remove(run, "e-10-1")
 			run.Faults = []Fault{{Kind: "kill-peer", Instances: []string{"peer2"}, From: at(8), To: at(9), Excuses: true}}
 		}, nil},
+		{"a fire unsent when its owner froze just after its time is excused", func(run *Run) {
+			inFlight(run, "peer2", 10.3)
+		}, nil},
+		{"a fire its owner had longer than the largest lateness before it froze is lost", func(run *Run) {
+			inFlight(run, "peer2", 10.6)
+		}, []string{"lost-fire"}},
+		{"a fire is not excused by another peer's freeze just after its time", func(run *Run) {
+			inFlight(run, "peer1", 10.3)
+		}, []string{"lost-fire"}},
 		{"a receiver's fault does not excuse a lost fire", func(run *Run) {
 			remove(run, "e-10-1")
 			run.Faults = []Fault{{Kind: "receiver-5xx", From: at(8), To: at(9)}}
