@@ -81,7 +81,6 @@ func FuzzHoldTraces(f *testing.F) {
 		}
 		write, keep := holdTraces(q, now, hold)
 		// every trace is in exactly one part, each part in queue order
-		var merged []string
 		wi, ki := 0, 0
 		for _, r := range q.recs {
 			switch {
@@ -92,7 +91,6 @@ func FuzzHoldTraces(f *testing.F) {
 			default:
 				t.Fatalf("trace %+v lost or out of order", r)
 			}
-			merged = append(merged, r.ID)
 		}
 		if wi != len(write.recs) || ki != len(keep.recs) {
 			t.Fatalf("%d + %d traces out of %d queued", len(write.recs), len(keep.recs), len(q.recs))
