@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -231,5 +232,39 @@ func TestWriterGathersAWave(t *testing.T) {
 				clk.Advance(10 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// Held records do not count toward a full batch: once the queue holds BatchSize records the writer keeps
+// back, the next record does not wake it (it did at every Enqueue, each wake-up a flush that yields to the
+// peer's bursts, and the waited-for records in the queue waited with it).
+func TestWriterHeldRecordsDoNotFillABatch(t *testing.T) {
+	clk := clock.NewFake(t0)
+	w := NewWriter(&fakeSink{}, WriterConfig{BatchSize: 4, StartHold: time.Second, Clock: clk, Logger: discardLogger()})
+	for i := range 5 {
+		w.EnqueueTrace(trace("held", fmt.Sprint("task-", i), ejserver.TaskStaging))
+		w.Enqueue(running(newExec("held", i, t0)))
+	}
+	if w.take() {
+		t.Fatal("took held records")
+	}
+	select {
+	case <-w.kick:
+	default:
+	}
+	w.EnqueueTrace(trace("held", "task-5", ejserver.TaskStaging))
+	w.Enqueue(running(newExec("held", 5, t0)))
+	select {
+	case <-w.kick:
+		t.Fatal("a record queued behind held ones woke the writer for a full batch")
+	default:
+	}
+	for i := 6; i < 10; i++ {
+		w.EnqueueTrace(trace("held", fmt.Sprint("task-", i), ejserver.TaskStaging))
+	}
+	select {
+	case <-w.kick:
+	default:
+		t.Fatal("BatchSize records queued since the last take did not wake the writer")
 	}
 }

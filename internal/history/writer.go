@@ -142,17 +142,20 @@ type Writer struct {
 	kick   chan struct{} // a full batch is waiting
 	urgent chan struct{} // a record someone waits for is queued
 
-	mu          sync.Mutex
-	execs       []ejserver.Execution // queued
-	execWaits   []chan error         // beside execs: the waiter of each record (nil: nobody waits)
-	execAt      []time.Time          // beside execs: when each record was queued (only with StartHold)
-	draining    bool                 // the final flush: hold nothing back
-	traces      []ejserver.StatusTrace
-	traceAt     []time.Time // beside traces: when each was queued (only with StartHold)
-	inflight    int         // records taken by the goroutine and not yet written or dropped
-	health      Health
-	unlogged    int64 // drops not logged yet
-	lastDropLog time.Time
+	mu        sync.Mutex
+	execs     []ejserver.Execution // queued
+	execWaits []chan error         // beside execs: the waiter of each record (nil: nobody waits)
+	execAt    []time.Time          // beside execs: when each record was queued (only with StartHold)
+	draining  bool                 // the final flush: hold nothing back
+	traces    []ejserver.StatusTrace
+	traceAt   []time.Time // beside traces: when each was queued (only with StartHold)
+	// heldExecs and heldTraces are the records the last take kept back, at the queues' heads: a full batch
+	// is BatchSize records queued since, so that held records do not make every Enqueue wake the writer.
+	heldExecs, heldTraces int
+	inflight              int // records taken by the goroutine and not yet written or dropped
+	health                Health
+	unlogged              int64 // drops not logged yet
+	lastDropLog           time.Time
 
 	written, dropped, failures atomic.Int64
 	waited                     atomic.Int64 // records queued with a waiter: gather's measure of a wave
@@ -201,7 +204,7 @@ func (w *Writer) enqueue(e ejserver.Execution, wait chan error) bool {
 	if w.cfg.StartHold > 0 {
 		w.execAt = append(w.execAt, w.cfg.Clock.Now())
 	}
-	full := len(w.execs) >= w.cfg.BatchSize
+	full := len(w.execs)-w.heldExecs >= w.cfg.BatchSize
 	w.mu.Unlock()
 	if full {
 		w.signal()
@@ -256,7 +259,7 @@ func (w *Writer) EnqueueTrace(t ejserver.StatusTrace) bool {
 	if w.cfg.StartHold > 0 {
 		w.traceAt = append(w.traceAt, w.cfg.Clock.Now())
 	}
-	full := len(w.traces) >= w.cfg.BatchSize
+	full := len(w.traces)-w.heldTraces >= w.cfg.BatchSize
 	w.mu.Unlock()
 	if full {
 		w.signal()
@@ -371,6 +374,7 @@ func (w *Writer) final(ctx context.Context) {
 	settle(w.execWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
 	settle(w.pendWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
 	w.execs, w.execWaits, w.execAt, w.traces, w.traceAt, w.inflight = nil, nil, nil, nil, nil, 0
+	w.heldExecs, w.heldTraces = 0, 0
 	w.pendExecs, w.pendWaits, w.pendTraces = nil, nil, nil
 	if left > 0 {
 		w.dropLocked(left)
@@ -485,6 +489,7 @@ func (w *Writer) take() bool {
 		w.traces, w.traceAt = now.recs, now.at
 	}
 	n := len(w.execs) + len(w.traces)
+	w.heldExecs, w.heldTraces = len(keep.recs), len(keepTraces.recs)
 	if n == 0 {
 		w.execs, w.execWaits, w.execAt = keep.recs, keep.waits, keep.at
 		w.traces, w.traceAt = keepTraces.recs, keepTraces.at
