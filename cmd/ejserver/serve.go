@@ -223,7 +223,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	// the history writer keeps out of the way of this peer's bursts of webhooks: it writes between them
 	activity := dispatch.NewActivity(clk)
 	writer := history.NewWriter(store, history.WriterConfig{Logger: log, StartHold: historyStartHold,
-		Yield: func() time.Duration { return activity.Busy(historyYieldGuard) }})
+		CommitWindow: historyCommitWindow, Yield: func() time.Duration { return activity.Busy(historyYieldGuard) }})
 	if err := writer.Start(context.Background()); err != nil {
 		return err
 	}
@@ -537,6 +537,12 @@ const historyYieldGuard = 100 * time.Millisecond
 // (about half of a busy peer's history CPU in steady-10k, docs/benchmarks.md). A longer item shows as
 // RUNNING in the history that much later.
 const historyStartHold = time.Second
+
+// historyCommitWindow is how long the history writer lets a wave of item ends gather into one transaction
+// while more keep arriving (5 ms at a time): each transaction rewrites the pages every one touches (the
+// B-trees' upper levels and last leaves, the stats rollup's cells), so a wave written as one is fewer pages
+// than as several. An item's end is acknowledged in ZooKeeper after its record's commit, up to this much later.
+const historyCommitWindow = 50 * time.Millisecond
 
 // scheduleOn keeps the scheduler in step with the registry: a job is scheduled when it is loaded, re-scheduled
 // when its config changes, and unscheduled at once when it is deleted or disabled.

@@ -42,12 +42,12 @@ func (e *Executor) accepted(snap *cluster.JobSnapshot, req fireRequest, item int
 		done := e.clk.Now()
 		rec.CompletedAt, rec.StatusCode, rec.Attempts = done, res.StatusCode, res.Attempts
 		rec.DurationMs, rec.FailureCause = done.Sub(rec.StartedAt).Milliseconds(), "accepted (202), but its lease could not be recorded: "+err.Error()
+		e.taskItemEnded(req.task, item, true, false) // before the record's commit, to join its transaction
 		e.recordEnd(rec)
 		if runningVersion >= 0 {
 			e.endItem(req.job, item, runningVersion, cluster.Completed{ExecutionID: rec.ID, InstanceID: e.me.InstanceID,
 				Source: req.source, StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done}, req.source == ejserver.SourceFailover)
 		}
-		e.taskItemEnded(req.task, item, true, false)
 		rec.Success = false
 		e.followEnded(req, rec)
 		return

@@ -645,6 +645,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if cause, ok := cancelled(); ok {
 		markCancelled(&rec, cause)
 	}
+	e.taskItemEnded(req.task, item, true, res.Success) // first: its trace joins the end record's commit
 	e.recordEnd(rec)
 	if (cfg.MonitorExecution || req.source == ejserver.SourceFailover) && !req.overlap {
 		e.endItem(req.job, item, runningVersion, cluster.Completed{
@@ -653,7 +654,6 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 			Latest: e.ended(req, item),
 		}, req.source == ejserver.SourceFailover)
 	}
-	e.taskItemEnded(req.task, item, true, res.Success)
 	e.followEnded(req, rec)
 	lateness := started.Sub(req.sendAt())
 	e.cfg.Observer.ItemDone(req.job, req.source, res.Success, lateness, res.Duration)

@@ -47,3 +47,38 @@ func (q *queued) add(from queued, i int) {
 	q.waits = append(q.waits, from.waits[i])
 	q.at = append(q.at, from.at[i])
 }
+
+// queuedTraces is the Writer's queue of status traces, each with the time it was queued.
+type queuedTraces struct {
+	recs []ejserver.StatusTrace
+	at   []time.Time
+}
+
+// holdTraces splits q (in queue order) into the traces to write now and those to keep queued a while
+// (WriterConfig.StartHold): a task's staging and running traces, queued less than hold before now, wait for
+// the trace of its end, so that a short task's three traces are written in one transaction (each of the
+// table's job- and task-ordered indexes gets one leaf page dirtied a task instead of one a transaction). A
+// task whose end is queued has all its traces written now, as have every end trace and every trace queued
+// hold before now or earlier. The order within each part is q's.
+func holdTraces(q queuedTraces, now time.Time, hold time.Duration) (write, keep queuedTraces) {
+	ended := make(map[[2]string]bool)
+	for _, t := range q.recs {
+		if !begun(t.State) {
+			ended[[2]string{t.JobName, t.TaskID}] = true
+		}
+	}
+	for i, t := range q.recs {
+		part := &write
+		if begun(t.State) && now.Sub(q.at[i]) < hold && !ended[[2]string{t.JobName, t.TaskID}] {
+			part = &keep
+		}
+		part.recs = append(part.recs, t)
+		part.at = append(part.at, q.at[i])
+	}
+	return write, keep
+}
+
+// begun says whether a trace's state is one of a task still running (staging or running).
+func begun(s ejserver.TaskState) bool {
+	return s == ejserver.TaskStaging || s == ejserver.TaskRunning
+}

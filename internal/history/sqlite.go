@@ -267,64 +267,70 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 	for i, r := range recs {
 		ids[i] = r.ID
 	}
-	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error {
-		// the rollup: the stored versions the upsert replaces go, the versions it writes (RETURNING) come
-		stored, err := s.storedRollupRows(ctx, tx, ids)
+	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error { return s.writeExecutions(ctx, tx, recs, ids) })
+}
+
+// writeExecutions upserts recs (merged, ids theirs in order) in tx, with the rollup's change.
+func (s *sqliteStore) writeExecutions(ctx context.Context, tx *sql.Tx, recs []ejserver.Execution, ids []string) error {
+	// the rollup: the stored versions the upsert replaces go, the versions it writes (RETURNING) come
+	stored, err := s.storedRollupRows(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	var removed, added []rollup.Row
+	args := make([]any, 0, executionColumnCount*min(len(recs), sqliteRowsPerStatement))
+	for rest := recs; len(rest) > 0; {
+		chunk := rest[:sqliteChunk(len(rest))]
+		rest = rest[len(chunk):]
+		args = args[:0]
+		for _, r := range chunk {
+			args = append(args, r.ID, r.JobName, r.TaskID, r.Hostname, r.IP, r.ShardingItem,
+				string(r.Source), r.FailureCause, r.Success, micros(r.StartedAt), nullMicros(r.CompletedAt),
+				r.StatusCode, r.Attempts, r.DurationMs, r.ResponseExcerpt, r.InstanceID, nullMicros(r.ScheduledAt),
+				r.ShardingTotalCount, r.Permanent,
+				r.Async, r.State, nullInt(r.Progress), r.Message, nullMicros(r.HeartbeatAt),
+				nullMicros(r.LeaseExpiresAt), r.Output, r.TraceID, r.ReplayOf)
+		}
+		rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"executions", len(chunk)}]).QueryContext(ctx, args...)
+		written, err := collectRollupRows(rows, err, true)
 		if err != nil {
 			return err
 		}
-		var removed, added []rollup.Row
-		args := make([]any, 0, executionColumnCount*min(len(recs), sqliteRowsPerStatement))
-		for rest := recs; len(rest) > 0; {
-			chunk := rest[:sqliteChunk(len(rest))]
-			rest = rest[len(chunk):]
-			args = args[:0]
-			for _, r := range chunk {
-				args = append(args, r.ID, r.JobName, r.TaskID, r.Hostname, r.IP, r.ShardingItem,
-					string(r.Source), r.FailureCause, r.Success, micros(r.StartedAt), nullMicros(r.CompletedAt),
-					r.StatusCode, r.Attempts, r.DurationMs, r.ResponseExcerpt, r.InstanceID, nullMicros(r.ScheduledAt),
-					r.ShardingTotalCount, r.Permanent,
-					r.Async, r.State, nullInt(r.Progress), r.Message, nullMicros(r.HeartbeatAt),
-					nullMicros(r.LeaseExpiresAt), r.Output, r.TraceID, r.ReplayOf)
-			}
-			rows, err := tx.StmtContext(ctx, s.prepared[stmtKey{"executions", len(chunk)}]).QueryContext(ctx, args...)
-			written, err := collectRollupRows(rows, err, true)
-			if err != nil {
-				return err
-			}
-			for _, w := range written {
-				added = append(added, w.Row)
-				if old, ok := stored[w.id]; ok {
-					removed = append(removed, old) // replaced (the upsert's condition held)
-				}
+		for _, w := range written {
+			added = append(added, w.Row)
+			if old, ok := stored[w.id]; ok {
+				removed = append(removed, old) // replaced (the upsert's condition held)
 			}
 		}
-		return s.rollup(ctx, tx, removed, added)
-	})
+	}
+	return s.rollup(ctx, tx, removed, added)
 }
 
 func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	return s.inTx(ctx, "write traces", func(tx *sql.Tx) error {
-		args := make([]any, 0, 11*min(len(recs), sqliteRowsPerStatement))
-		for rest := recs; len(rest) > 0; {
-			chunk := rest[:sqliteChunk(len(rest))]
-			rest = rest[len(chunk):]
-			args = args[:0]
-			for _, r := range chunk {
-				r = sanitizeTrace(r)
-				args = append(args, r.ID, r.JobName, r.OriginalTaskID, r.TaskID, r.InstanceID,
-					string(r.Source), r.ExecutionType, r.ShardingItems, string(r.State), r.Message,
-					micros(r.CreationTime))
-			}
-			if _, err := tx.StmtContext(ctx, s.prepared[stmtKey{"traces", len(chunk)}]).ExecContext(ctx, args...); err != nil {
-				return err
-			}
+	return s.inTx(ctx, "write traces", func(tx *sql.Tx) error { return s.writeTraces(ctx, tx, recs) })
+}
+
+// writeTraces inserts recs in tx.
+func (s *sqliteStore) writeTraces(ctx context.Context, tx *sql.Tx, recs []ejserver.StatusTrace) error {
+	args := make([]any, 0, 11*min(len(recs), sqliteRowsPerStatement))
+	for rest := recs; len(rest) > 0; {
+		chunk := rest[:sqliteChunk(len(rest))]
+		rest = rest[len(chunk):]
+		args = args[:0]
+		for _, r := range chunk {
+			r = sanitizeTrace(r)
+			args = append(args, r.ID, r.JobName, r.OriginalTaskID, r.TaskID, r.InstanceID,
+				string(r.Source), r.ExecutionType, r.ShardingItems, string(r.State), r.Message,
+				micros(r.CreationTime))
 		}
-		return nil
-	})
+		if _, err := tx.StmtContext(ctx, s.prepared[stmtKey{"traces", len(chunk)}]).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inTx runs fn in a write transaction and commits it.

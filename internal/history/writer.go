@@ -21,6 +21,13 @@ type Sink interface {
 	WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error
 }
 
+// BatchSink is a Sink that can write executions and status traces in one transaction (SQLite's store): the
+// Writer then commits once per batch instead of once per table.
+type BatchSink interface {
+	Sink
+	WriteBatch(ctx context.Context, execs []ejserver.Execution, traces []ejserver.StatusTrace) error
+}
+
 // WriterConfig configures a Writer. Zero fields take the defaults shown.
 type WriterConfig struct {
 	// QueueSize bounds the records held (queued, being written or waiting for a retry): 20000.
@@ -39,6 +46,11 @@ type WriterConfig struct {
 	// batch: 5ms. Records that arrive while a batch is being written join the next one, so under load the
 	// batches stay large (group commit) while an idle peer's waiter pays one transaction.
 	CommitDelay time.Duration
+	// CommitWindow bounds how long such a batch gathers while more waited-for records keep joining it: after
+	// CommitDelay the Writer waits another CommitDelay as long as one arrived during the last, until
+	// CommitWindow after the first (default: CommitDelay, one wait). A wave of item ends, which arrive over
+	// tens of milliseconds, is then one transaction rather than one every CommitDelay.
+	CommitWindow time.Duration
 	// DropLogInterval is the least time between two logs of dropped records: 10s.
 	DropLogInterval time.Duration
 	// StartHold is how long a running record nobody waits for (an item's start record, an accepted item's
@@ -46,6 +58,8 @@ type WriterConfig struct {
 	// is then written as one row instead of an insert and an update of that row, each with its indexes and
 	// the stats rollup's triggers. A held record is written StartHold (plus up to FlushInterval) after it was
 	// queued if nothing replaced it, and at once by Stop. 0 (the default) holds nothing.
+	// A task's staging and running traces are held as long, until the trace of its end is queued
+	// (holdTraces), so that the task's traces are written in one transaction.
 	StartHold time.Duration
 	// Yield, if set, is asked before each batch how long to hold off so the peer's own work goes first
 	// (dispatch.Activity.Busy: a burst of webhooks is leaving, or about to). A flush holds off at most
@@ -75,6 +89,7 @@ func (c WriterConfig) withDefaults() WriterConfig {
 	set(&c.WriteTimeout, 10*time.Second)
 	set(&c.StopTimeout, 5*time.Second)
 	set(&c.CommitDelay, 5*time.Millisecond)
+	set(&c.CommitWindow, c.CommitDelay)
 	set(&c.DropLogInterval, 10*time.Second)
 	set(&c.MaxYield, time.Second)
 	if c.Logger == nil {
@@ -127,18 +142,23 @@ type Writer struct {
 	kick   chan struct{} // a full batch is waiting
 	urgent chan struct{} // a record someone waits for is queued
 
-	mu          sync.Mutex
-	execs       []ejserver.Execution // queued
-	execWaits   []chan error         // beside execs: the waiter of each record (nil: nobody waits)
-	execAt      []time.Time          // beside execs: when each record was queued (only with StartHold)
-	draining    bool                 // the final flush: hold nothing back
-	traces      []ejserver.StatusTrace
-	inflight    int // records taken by the goroutine and not yet written or dropped
-	health      Health
-	unlogged    int64 // drops not logged yet
-	lastDropLog time.Time
+	mu        sync.Mutex
+	execs     []ejserver.Execution // queued
+	execWaits []chan error         // beside execs: the waiter of each record (nil: nobody waits)
+	execAt    []time.Time          // beside execs: when each record was queued (only with StartHold)
+	draining  bool                 // the final flush: hold nothing back
+	traces    []ejserver.StatusTrace
+	traceAt   []time.Time // beside traces: when each was queued (only with StartHold)
+	// heldExecs and heldTraces are the records the last take kept back, at the queues' heads: a full batch
+	// is BatchSize records queued since, so that held records do not make every Enqueue wake the writer.
+	heldExecs, heldTraces int
+	inflight              int // records taken by the goroutine and not yet written or dropped
+	health                Health
+	unlogged              int64 // drops not logged yet
+	lastDropLog           time.Time
 
 	written, dropped, failures atomic.Int64
+	waited                     atomic.Int64 // records queued with a waiter: gather's measure of a wave
 
 	runMu  sync.Mutex
 	cancel context.CancelFunc // ends the goroutine's context: Stop
@@ -178,10 +198,13 @@ func (w *Writer) enqueue(e ejserver.Execution, wait chan error) bool {
 	}
 	w.execs = append(w.execs, e)
 	w.execWaits = append(w.execWaits, wait)
+	if wait != nil {
+		w.waited.Add(1)
+	}
 	if w.cfg.StartHold > 0 {
 		w.execAt = append(w.execAt, w.cfg.Clock.Now())
 	}
-	full := len(w.execs) >= w.cfg.BatchSize
+	full := len(w.execs)-w.heldExecs >= w.cfg.BatchSize
 	w.mu.Unlock()
 	if full {
 		w.signal()
@@ -233,7 +256,10 @@ func (w *Writer) EnqueueTrace(t ejserver.StatusTrace) bool {
 		return false
 	}
 	w.traces = append(w.traces, t)
-	full := len(w.traces) >= w.cfg.BatchSize
+	if w.cfg.StartHold > 0 {
+		w.traceAt = append(w.traceAt, w.cfg.Clock.Now())
+	}
+	full := len(w.traces)-w.heldTraces >= w.cfg.BatchSize
 	w.mu.Unlock()
 	if full {
 		w.signal()
@@ -321,7 +347,7 @@ func (w *Writer) run(ctx context.Context, done chan struct{}) {
 		case <-urgent:
 			// someone waits for a commit: let the records arriving meanwhile join it, and don't hold off
 			timer.Stop()
-			clock.Sleep(w.cfg.Clock, w.cfg.CommitDelay, ctx.Done())
+			w.gather(ctx)
 			yield = false
 		case <-timer.C():
 		}
@@ -347,7 +373,8 @@ func (w *Writer) final(ctx context.Context) {
 	left := len(w.execs) + len(w.traces) + w.inflight
 	settle(w.execWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
 	settle(w.pendWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
-	w.execs, w.execWaits, w.execAt, w.traces, w.inflight = nil, nil, nil, nil, 0
+	w.execs, w.execWaits, w.execAt, w.traces, w.traceAt, w.inflight = nil, nil, nil, nil, nil, 0
+	w.heldExecs, w.heldTraces = 0, 0
 	w.pendExecs, w.pendWaits, w.pendTraces = nil, nil, nil
 	if left > 0 {
 		w.dropLocked(left)
@@ -372,6 +399,14 @@ func (w *Writer) flush(ctx context.Context, yield bool) error {
 	for {
 		if len(w.pendExecs) == 0 && len(w.pendTraces) == 0 && !w.take() {
 			return nil
+		}
+		for len(w.pendExecs) > 0 && len(w.pendTraces) > 0 {
+			hold()
+			if together, err := w.writeTogether(ctx); err != nil {
+				return err
+			} else if !together {
+				break // the store rejected the batch: the loops below retry its records one by one
+			}
 		}
 		for len(w.pendExecs) > 0 {
 			hold()
@@ -405,6 +440,21 @@ func (w *Writer) flush(ctx context.Context, yield bool) error {
 	}
 }
 
+// gather lets the records of a wave join a batch that someone waits for: it waits CommitDelay, and again as
+// long as a waited-for record arrived during the last wait, until CommitWindow after it began or ctx's end.
+func (w *Writer) gather(ctx context.Context) {
+	start := w.cfg.Clock.Now()
+	for {
+		before := w.waited.Load()
+		if !clock.Sleep(w.cfg.Clock, w.cfg.CommitDelay, ctx.Done()) {
+			return
+		}
+		if w.waited.Load() == before || w.cfg.Clock.Since(start)+w.cfg.CommitDelay > w.cfg.CommitWindow {
+			return
+		}
+	}
+}
+
 // holdOff waits while Yield asks, until MaxYield after since at the latest, or until ctx ends.
 func (w *Writer) holdOff(ctx context.Context, since time.Time) {
 	if w.cfg.Yield == nil {
@@ -432,16 +482,24 @@ func (w *Writer) take() bool {
 		w.execs, w.execWaits, w.execAt = now.recs, now.waits, now.at
 		w.written.Add(int64(replaced)) // written with the record that replaced them
 	}
+	var keepTraces queuedTraces
+	if w.cfg.StartHold > 0 && !w.draining && len(w.traces) > 0 {
+		var now queuedTraces
+		now, keepTraces = holdTraces(queuedTraces{w.traces, w.traceAt}, w.cfg.Clock.Now(), w.cfg.StartHold)
+		w.traces, w.traceAt = now.recs, now.at
+	}
 	n := len(w.execs) + len(w.traces)
+	w.heldExecs, w.heldTraces = len(keep.recs), len(keepTraces.recs)
 	if n == 0 {
 		w.execs, w.execWaits, w.execAt = keep.recs, keep.waits, keep.at
+		w.traces, w.traceAt = keepTraces.recs, keepTraces.at
 		return false
 	}
 	// Swap rather than copy: Enqueue appends to fresh slices meanwhile.
 	w.pendExecs, w.execs = w.execs, keep.recs
 	w.pendWaits, w.execWaits = w.execWaits, keep.waits
 	w.execAt = keep.at
-	w.pendTraces, w.traces = w.traces, nil
+	w.pendTraces, w.traces, w.traceAt = w.traces, keepTraces.recs, keepTraces.at
 	w.inflight += n
 	return true
 }
