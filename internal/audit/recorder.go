@@ -39,6 +39,7 @@ type Recorder struct {
 
 	mu     sync.Mutex
 	folder *Folder
+	batch  batcher
 
 	runMu sync.Mutex
 	stop  chan struct{}
@@ -101,10 +102,16 @@ func (r *Recorder) Record(ctx context.Context, e Entry) error {
 	return r.write(ctx, []Entry{e})
 }
 
+// write writes es in the next batch (batch.go) and returns that batch's error.
 func (r *Recorder) write(ctx context.Context, es []Entry) error {
 	if len(es) == 0 {
 		return nil
 	}
+	return r.batch.write(ctx, es, r.writeNow)
+}
+
+// writeNow writes one batch to the store.
+func (r *Recorder) writeNow(ctx context.Context, es []Entry) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.WriteTimeout)
 	defer cancel()
 	err := r.cfg.Store.WriteAudit(ctx, es)
