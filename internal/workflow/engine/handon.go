@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -47,11 +48,18 @@ func (d *duty) handOn() {
 		}
 		for _, w := range waits {
 			fk := job + "/" + dispatch.FireKey(w.Request.RequestedAt, "t"+w.Request.ID)
-			if _, ok := d.fires[fk]; !ok || snap.Online(w.Instance) {
+			if snap.Online(w.Instance) {
+				continue
+			}
+			if _, ok := d.fires[fk]; !ok {
+				d.e.log.Debug("workflow node: a vanished instance's trigger is not of a running node's fire", "job", job,
+					"fire", fk, "instance", w.Instance)
 				continue
 			}
 			key := fk + "@" + w.Instance
-			if !handOnReady(snap, w, waits) {
+			if why := handOnBlocked(snap, w, waits); why != "" {
+				d.e.log.Debug("workflow node: a vanished instance's trigger waits before its hand-on", "job", job,
+					"fire", fk, "instance", w.Instance, "reason", why)
 				continue
 			}
 			seen[key] = true
@@ -64,23 +72,29 @@ func (d *duty) handOn() {
 	d.orphans = seen
 }
 
-// handOnReady reports whether a dead instance's trigger can be handed on now: the job's sharding is settled
-// with every enabled item on an online instance, and no other trigger of the same fire waits for a live one.
-func handOnReady(snap *cluster.JobSnapshot, w cluster.WaitingTrigger, waits []cluster.WaitingTrigger) bool {
-	if snap.Necessary || !snap.Sharded() || !snap.Settled {
-		return false
+// handOnBlocked says why a dead instance's trigger cannot be handed on now ("": it can): the job's sharding
+// must be settled with every enabled item on an online instance, and no other trigger of the same fire may
+// wait for a live one.
+func handOnBlocked(snap *cluster.JobSnapshot, w cluster.WaitingTrigger, waits []cluster.WaitingTrigger) string {
+	switch {
+	case snap.Necessary:
+		return "resharding flagged"
+	case !snap.Sharded():
+		return "not sharded"
+	case !snap.Settled:
+		return "job's nodes being read"
 	}
 	for i := range snap.Config.ShardingTotalCount {
 		if it := snap.Item(i); !it.Disabled && !snap.Online(it.Owner) {
-			return false
+			return fmt.Sprintf("item %d's owner %q offline", i, it.Owner)
 		}
 	}
 	for _, o := range waits {
 		if o.Instance != w.Instance && o.Request.ID == w.Request.ID && snap.Online(o.Instance) {
-			return false
+			return "a live instance's trigger of the fire waits: " + o.Instance
 		}
 	}
-	return true
+	return ""
 }
 
 // handOnOne moves one dead instance's trigger to the owners of the fire's items that did not start.
