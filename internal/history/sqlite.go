@@ -260,6 +260,11 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 	if len(recs) == 0 {
 		return nil
 	}
+	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error { return s.writeExecutions(ctx, tx, recs) })
+}
+
+// writeExecutions upserts recs in tx, with the rollup's change.
+func (s *sqliteStore) writeExecutions(ctx context.Context, tx *sql.Tx, recs []ejserver.Execution) error {
 	// Merged, so that no statement names an id twice (SQLite would apply both, in order, which the
 	// merge reproduces) and rows are locked in id order as with PostgreSQL.
 	recs = mergeExecutions(recs)
@@ -267,11 +272,6 @@ func (s *sqliteStore) WriteExecutions(ctx context.Context, recs []ejserver.Execu
 	for i, r := range recs {
 		ids[i] = r.ID
 	}
-	return s.inTx(ctx, "write executions", func(tx *sql.Tx) error { return s.writeExecutions(ctx, tx, recs, ids) })
-}
-
-// writeExecutions upserts recs (merged, ids theirs in order) in tx, with the rollup's change.
-func (s *sqliteStore) writeExecutions(ctx context.Context, tx *sql.Tx, recs []ejserver.Execution, ids []string) error {
 	// the rollup: the stored versions the upsert replaces go, the versions it writes (RETURNING) come
 	stored, err := s.storedRollupRows(ctx, tx, ids)
 	if err != nil {

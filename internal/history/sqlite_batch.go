@@ -13,14 +13,9 @@ func (s *sqliteStore) WriteBatch(ctx context.Context, execs []ejserver.Execution
 	if len(execs) == 0 && len(traces) == 0 {
 		return nil
 	}
-	execs = mergeExecutions(execs)
-	ids := make([]string, len(execs))
-	for i, r := range execs {
-		ids[i] = r.ID
-	}
 	return s.inTx(ctx, "write history", func(tx *sql.Tx) error {
 		if len(execs) > 0 {
-			if err := s.writeExecutions(ctx, tx, execs, ids); err != nil {
+			if err := s.writeExecutions(ctx, tx, execs); err != nil {
 				return err
 			}
 		}
