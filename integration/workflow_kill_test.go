@@ -23,6 +23,9 @@ import (
 //     survivor drops it as stale (hc is not fired again) and hands on the dead peer's trigger of hc.
 //   - fired:hb: the step that fires hb is written, no instance took its triggers: the dead peer's is handed on.
 //   - run-ending: hc, the last node, ended; the run's close is not written: the survivor closes it.
+//   - trigger-read:ha: not the engine's peer but the first peer to read its trigger of ha dies, before it
+//     records its items' start (its trigger is consumed only with that record): the trigger still waits,
+//     and the engine hands it on.
 func TestWorkflowRunSurvivesTheEnginePeerKilledAtEachStage(t *testing.T) {
 	t.Parallel()
 	stages := []struct {
@@ -34,6 +37,7 @@ func TestWorkflowRunSurvivesTheEnginePeerKilledAtEachStage(t *testing.T) {
 		{"step-written:hb", true},
 		{"fired:hb", true},
 		{"run-ending", false},
+		{"trigger-read:ha", true},
 	}
 	for _, st := range stages {
 		t.Run(strings.ReplaceAll(st.at, ":", "-"), func(t *testing.T) {
@@ -71,7 +75,7 @@ func TestWorkflowRunSurvivesTheEnginePeerKilledAtEachStage(t *testing.T) {
 			}
 			got := waitRun(t, alive[0], "stages", run.ID, 45*time.Second)
 			if got.State != "SUCCEEDED" {
-				t.Fatalf("run %s after the engine's peer died at %s, want SUCCEEDED: %+v", got.State, st.at, got)
+				t.Fatalf("run %s after the peer died at %s, want SUCCEEDED: %+v", got.State, st.at, got)
 			}
 			for _, n := range got.Nodes {
 				if n.State != "SUCCEEDED" || n.Fire == "" {

@@ -353,8 +353,13 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	calendars := calendarstore.New(calendarstore.Config{Registry: reg, Logger: log, Clock: clk,
 		UsedBy: func(name string) []string { return svc.JobsUsingCalendar(name) }, UsedByWorkflows: wfService.UsingCalendar})
 	wfService.UseCalendars(calendars)
+	faults, err := killAt(log)
+	if err != nil {
+		srv.Close()
+		return err
+	}
 	exec := dispatch.NewExecutor(dispatch.ExecutorConfig{
-		FireLead: c.fireLead,
+		FireLead: c.fireLead, TriggerRead: faults.triggerRead,
 		Steering: calendars, Counters: reg,
 		Registry: reg, Sender: sender, Recorder: writer, Resharder: coord, Observer: mets, Logger: log, Clock: clk,
 		Activity: activity, Async: leases, Follower: alerting.svc, Lost: lost, Tracer: tracer,
@@ -428,12 +433,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		ConsoleURL: c.advertiseURL, Clock: clk, Logger: log})
 	wfAlerts.Start()
 	defer wfAlerts.Stop()
-	fault, err := killAt(log)
-	if err != nil {
-		return abort(err)
-	}
 	workflows := engine.NewEngine(engine.EngineConfig{Registry: reg, Recorder: workflowHistory{store}, Observer: mets,
-		Listener: wfAlerts, Calendars: calendars, Clock: clk, Logger: log, Fault: fault})
+		Listener: wfAlerts, Calendars: calendars, Clock: clk, Logger: log, Fault: faults.engine})
 	if err := workflows.Start(); err != nil {
 		return abort(err)
 	}

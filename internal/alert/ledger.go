@@ -43,12 +43,17 @@ type localFire struct {
 func fireID(job, key string) string { return job + "/" + key }
 
 // FireStarted records that this peer starts items of a fire (dispatch.Follower): in the ledger before the
-// items leave, so that every start is known before any end.
-func (s *Service) FireStarted(f dispatch.Fire, items []int) {
+// items leave, so that every start is known before any end. A fire's trigger claim (f.Claim) is consumed in
+// the same transaction: cluster.ErrTriggerTaken, nothing recorded, when it was handed on meanwhile (the items
+// must then not run here). Any other error is logged and the items run without their start record.
+func (s *Service) FireStarted(f dispatch.Fire, items []int) error {
 	start := startRecord{Instance: s.reg.Me().InstanceID, Items: items, ScheduledAt: f.ScheduledAt, Source: string(f.Source)}
 	rec, _ := json.Marshal(start)
 	p, snap := s.policy(f.Job)
-	name, err := s.reg.RecordFireStart(f.Job, f.Key, s.peer, f.Expected, items, rec, snap != nil && !snap.Config.Hooks.IsZero())
+	name, err := s.reg.RecordFireStart(f.Job, f.Key, s.peer, f.Expected, items, rec, snap != nil && !snap.Config.Hooks.IsZero(), f.Claim)
+	if errors.Is(err, cluster.ErrTriggerTaken) {
+		return err
+	}
 	if err != nil {
 		s.log.Warn("could not record a fire's start in its ledger", "job", f.Job, "fire", f.Key, "err", err)
 	}
@@ -64,6 +69,7 @@ func (s *Service) FireStarted(f dispatch.Fire, items []int) {
 	if snap != nil && snap.Config.Hooks.BeforeFire != "" {
 		s.enqueue(func() { s.maybeBegan(f, p) })
 	}
+	return nil
 }
 
 // local returns the fire's local state, made if new; s.mu is held.

@@ -22,7 +22,7 @@ import (
 type Registry interface {
 	Job(name string) *cluster.JobSnapshot
 	Me() cluster.Identity
-	RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool) (string, error)
+	RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool, claim *cluster.TriggerClaim) (string, error)
 	RecordFireEnd(job, fire, peer string, items []int, data []byte, guarantee bool) (string, error)
 	TallyFire(job, fire string) (cluster.FireTally, error)
 	FireRecordData(job, fire string, names []string) ([][]byte, error)

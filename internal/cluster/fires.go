@@ -73,10 +73,25 @@ type FireTally struct {
 // Has reports whether a fence node exists.
 func (t FireTally) Has(fence string) bool { return slices.Contains(t.Fences, fence) }
 
+// TriggerClaim is a trigger node this peer read (PeekTrigger) and has not consumed yet. A workflow node's fire
+// consumes it in the transaction that records the fire's start (RecordFireStart): a peer lost between reading
+// its trigger and recording its items' start (a kill -9, a session lost while its sharding settles) leaves the
+// trigger waiting, which the workflow engine hands on to the items' new owners, instead of items no peer
+// starts (they were LOST when the trigger was deleted as it was read).
+type TriggerClaim struct {
+	Job     string
+	Version int32
+}
+
+// ErrTriggerTaken: the claimed trigger node is gone or was rewritten (the workflow engine handed it on,
+// taking this peer for lost): its items are not this peer's to run.
+var ErrTriggerTaken = errors.New("the trigger was handed on or deleted meanwhile")
+
 // RecordFireStart records that this peer (peer: a short tag of it) started items of a fire, creating the fire's
-// node if it is the first, with ElasticJob's guarantee/started/{i} nodes when guarantee is set. It returns the
-// record's node name.
-func (r *Registry) RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool) (string, error) {
+// node if it is the first, with ElasticJob's guarantee/started/{i} nodes when guarantee is set, and deleting
+// the trigger node of a claim in the same transaction (ErrTriggerTaken, nothing recorded, when that node is
+// no longer the version claimed). It returns the record's node name.
+func (r *Registry) RecordFireStart(job, fire, peer string, expected int, items []int, data []byte, guarantee bool, claim *TriggerClaim) (string, error) {
 	if _, ok := r.firesMade.Load(job); !ok {
 		if err := r.s.ensurePath(r.p.firesOf(job)); err != nil {
 			return "", err
@@ -85,20 +100,25 @@ func (r *Registry) RecordFireStart(job, fire, peer string, expected int, items [
 	}
 	ops := []any{r.s.opCreate(r.p.fire(job, fire), nil, 0),
 		r.s.opCreate(r.p.fire(job, fire)+fmt.Sprintf("/s-%d-%d-%s-", len(items), expected, peer), data, zk.FlagSequence)}
-	return r.createLedger(job, ops, GuaranteeStarted, items, guarantee, true)
+	var tail []any
+	if claim != nil {
+		tail = append(tail, opDelete(r.p.Trigger(claim.Job, r.me.InstanceID), claim.Version))
+	}
+	return r.createLedger(job, ops, tail, GuaranteeStarted, items, guarantee, true)
 }
 
 // RecordFireEnd records that items of a fire ended on this peer, with ElasticJob's guarantee/completed/{i}
 // nodes when guarantee is set; ErrFireGone when the fire was closed already. It returns the record's node name.
 func (r *Registry) RecordFireEnd(job, fire, peer string, items []int, data []byte, guarantee bool) (string, error) {
 	ops := []any{r.s.opCreate(r.p.fire(job, fire)+fmt.Sprintf("/e-%d-%s-", len(items), peer), data, zk.FlagSequence)}
-	return r.createLedger(job, ops, GuaranteeCompleted, items, guarantee, false)
+	return r.createLedger(job, ops, nil, GuaranteeCompleted, items, guarantee, false)
 }
 
-// createLedger submits a record's ops with the guarantee nodes of items. A create of the fire's node (first)
-// that finds it, or a guarantee node left by an overlapping fire, is dropped from the group and the rest sent
-// again; a missing guarantee folder is made (unless the job went).
-func (r *Registry) createLedger(job string, ops []any, which string, items []int, guarantee, start bool) (string, error) {
+// createLedger submits a record's ops with the guarantee nodes of items, and tail (a claimed trigger's delete:
+// ErrTriggerTaken when it fails) last. A create of the fire's node (first) that finds it, or a guarantee node
+// left by an overlapping fire, is dropped from the group and the rest sent again; a missing guarantee folder
+// is made (unless the job went).
+func (r *Registry) createLedger(job string, ops, tail []any, which string, items []int, guarantee, start bool) (string, error) {
 	withFire := start
 	record := 0
 	if withFire {
@@ -111,13 +131,15 @@ func (r *Registry) createLedger(job string, ops []any, which string, items []int
 		}
 	}
 	for range len(ops) + 3 {
-		resps, err := r.b.submit(ops...)
+		resps, err := r.b.submit(slices.Concat(ops, tail)...)
 		var oe *OpError
 		switch {
 		case err == nil:
 			return path.Base(resps[record].String), nil
 		case !errors.As(err, &oe):
 			return "", err
+		case oe.Op >= len(ops) && (errors.Is(oe.Err, zk.ErrNoNode) || errors.Is(oe.Err, zk.ErrBadVersion)):
+			return "", ErrTriggerTaken
 		case withFire && oe.Op == 0 && errors.Is(oe.Err, zk.ErrNodeExists):
 			ops, withFire, record = ops[1:], false, 0 // another peer made the fire's node
 		case oe.Op > record && errors.Is(oe.Err, zk.ErrNodeExists):

@@ -245,21 +245,37 @@ func (r *Registry) EndStaleRunning(job string, item int, version int32, run Runn
 
 // TakeTrigger reads and deletes trigger/{me}, reporting whether there was one.
 func (r *Registry) TakeTrigger(job string) (TriggerRequest, bool, error) {
-	pth := r.p.Trigger(job, r.me.InstanceID)
-	data, st, err := r.s.get(pth)
+	req, claim, ok, err := r.PeekTrigger(job)
+	if !ok || err != nil {
+		return TriggerRequest{}, false, err
+	}
+	if gone, err := r.DropTrigger(job, claim); gone || err != nil {
+		return TriggerRequest{}, false, err
+	}
+	return req, true, nil
+}
+
+// PeekTrigger reads trigger/{me} without deleting it, reporting whether there was one: the claim names the
+// version read, for the start record that consumes it (RecordFireStart) or for DropTrigger.
+func (r *Registry) PeekTrigger(job string) (TriggerRequest, *TriggerClaim, bool, error) {
+	data, st, err := r.s.get(r.p.Trigger(job, r.me.InstanceID))
 	if errors.Is(err, zk.ErrNoNode) {
-		return TriggerRequest{}, false, nil
+		return TriggerRequest{}, nil, false, nil
 	}
 	if err != nil {
-		return TriggerRequest{}, false, err
+		return TriggerRequest{}, nil, false, err
 	}
-	if err := r.s.del(pth, st.Version); err != nil {
-		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
-			return TriggerRequest{}, false, nil
-		}
-		return TriggerRequest{}, false, err
+	return decodeTrigger(data), &TriggerClaim{Job: job, Version: st.Version}, true, nil
+}
+
+// DropTrigger deletes trigger/{me} if it is still the version claimed; gone reports that it was not (deleted,
+// or replaced: handed on to other instances meanwhile).
+func (r *Registry) DropTrigger(job string, c *TriggerClaim) (gone bool, err error) {
+	err = r.s.del(r.p.Trigger(job, r.me.InstanceID), c.Version)
+	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+		return true, nil
 	}
-	return decodeTrigger(data), true, nil
+	return false, err
 }
 
 // oneShot wakes the waiters of a path watched by WaitGone; it reports whether there were any.

@@ -20,10 +20,11 @@ type fires struct {
 }
 
 func (f *fires) Follows(*ejserver.JobConfig) bool { return false }
-func (f *fires) FireStarted(fr Fire, _ []int) {
+func (f *fires) FireStarted(fr Fire, _ []int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.keys = append(f.keys, fr.Key)
+	return nil
 }
 func (f *fires) ItemLeft(Fire, int, string, time.Time) {}
 func (f *fires) ItemEnded(Fire, ItemEnd)               {}

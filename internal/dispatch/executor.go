@@ -34,7 +34,8 @@ type Registry interface {
 	ClearStaleRunning(job string, item int, version int32) error
 	EndStaleRunning(job string, item int, version int32, run cluster.Running, now time.Time) error
 	LeaseLive(executionID string) (bool, error)
-	TakeTrigger(job string) (cluster.TriggerRequest, bool, error)
+	PeekTrigger(job string) (cluster.TriggerRequest, *cluster.TriggerClaim, bool, error)
+	DropTrigger(job string, c *cluster.TriggerClaim) (gone bool, err error)
 	CreateTriggers(job string, instances []string, req cluster.TriggerRequest) error
 	LastCompleted(job string, item int) (cluster.Completed, bool, error)
 	ClockOffset() (time.Duration, bool)
@@ -156,6 +157,8 @@ type ExecutorConfig struct {
 	// Steering and Counters, if set, apply calendars, pause, endAt and remainingFires (steer.go).
 	Steering Steering
 	Counters FireCounters
+	// TriggerRead, if set, is told of each trigger this peer read, before it runs it (a test's fault point).
+	TriggerRead func(job string, req cluster.TriggerRequest)
 }
 
 // Executor runs fires: for each item this peer owns it records the item as running in the registry,
@@ -183,6 +186,7 @@ type Executor struct {
 	latest   map[itemKey]time.Time // the latest scheduled fire of each item ended here (Completed.Latest)
 	owed     map[itemKey][]time.Time
 	closed   bool
+	triggers triggerGuard // triggerclaim.go
 
 	wg         sync.WaitGroup
 	soft       context.Context // cancelled when draining starts: start nothing new
@@ -230,6 +234,7 @@ type fireRequest struct {
 	param       *string                 // manual trigger's jobParameter override
 	items       []int                   // manual trigger's subset; nil = all of this peer's items
 	trigger     *cluster.TriggerRequest // the manual trigger this fire runs, if any
+	claim       *cluster.TriggerClaim   // its node, while this peer has not consumed it (triggerclaim.go)
 	workflow    json.RawMessage         // a workflow node's fire: its items' `workflow` object
 	taskID      string
 	task        *task             // the fire's task on this peer, for status traces
@@ -279,32 +284,6 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 // Fire starts a scheduled fire of job in the background.
 func (e *Executor) Fire(job string, scheduledAt time.Time, _ int) {
 	e.spawn(func() { e.fire(fireRequest{job: job, scheduledAt: scheduledAt, source: ejserver.SourceNormal}) })
-}
-
-// Trigger picks up this peer's trigger/{instanceId} node of job, if any, and runs the job once (MANUAL).
-func (e *Executor) Trigger(job string) {
-	e.spawn(func() {
-		req, ok, err := e.reg.TakeTrigger(job)
-		if err != nil {
-			e.log.Warn("could not read a manual trigger", "job", job, "err", err)
-			return
-		}
-		if !ok {
-			return
-		}
-		if req.Misfire {
-			// the catch-up of items whose accepted run ended after fires found them running
-			e.log.Info("misfire catch-up after an accepted item ended", "job", job, "items", req.Items)
-			e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: ejserver.SourceMisfire, items: req.Items})
-			return
-		}
-		source := ejserver.SourceManual
-		if len(req.Workflow) > 0 {
-			source = ejserver.SourceWorkflow // a workflow node's fire (its body carries the run)
-		}
-		e.log.Info("manual trigger", "job", job, "trigger", req.ID, "items", req.Items, "source", source)
-		e.fire(fireRequest{job: job, scheduledAt: e.clk.Now(), source: source, param: req.JobParameter, items: req.Items, trigger: &req, workflow: req.Workflow})
-	})
 }
 
 // RunFailover re-runs an item this peer claimed from a crashed peer, with the interrupted execution's id.
@@ -489,7 +468,10 @@ func (e *Executor) fire(req fireRequest) {
 	req.task = e.newTask(req.taskID, job, req.source, items)
 	req.params = parseItemParams(snap.Config)
 	defer e.startFire(&req, items)()
-	req.follow = e.followFire(snap, req, items)
+	if req.follow, err = e.followFire(snap, req, items); err != nil {
+		e.log.Info("fire not run: its trigger was handed on to other instances meanwhile", "job", job, "trigger", req.trigger.ID, "items", items)
+		return
+	}
 	e.cfg.Observer.Fired(job, req.source)
 	for _, item := range items {
 		e.startItem(snap, req, item)

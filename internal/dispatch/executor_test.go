@@ -29,13 +29,14 @@ type fakeRegistry struct {
 	offset   time.Duration
 	lease    bool
 	// expired: the session expired (no new one yet); epoch counts expiries; changed is closed by every set
-	expired   bool
-	epoch     int64
-	changed   chan struct{}
-	trigger   *cluster.TriggerRequest
-	completed map[int]cluster.Completed
-	handedOn  map[string]cluster.TriggerRequest // triggers created for other instances
-	late      map[string]bool                   // instances in ZooKeeper that the snapshot does not list yet
+	expired        bool
+	epoch          int64
+	changed        chan struct{}
+	trigger        *cluster.TriggerRequest
+	triggerVersion int32
+	completed      map[int]cluster.Completed
+	handedOn       map[string]cluster.TriggerRequest // triggers created for other instances
+	late           map[string]bool                   // instances in ZooKeeper that the snapshot does not list yet
 	// endFailures fails that many EndItem calls; endCalls counts them all
 	endFailures, endCalls int
 	// beginLost makes that many BeginItem calls land and answer an error all the same
@@ -153,17 +154,6 @@ func (f *fakeRegistry) ClearStaleRunning(_ string, item int, _ int32) error {
 	}
 	delete(f.running, item)
 	return nil
-}
-
-func (f *fakeRegistry) TakeTrigger(string) (cluster.TriggerRequest, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.trigger == nil {
-		return cluster.TriggerRequest{}, false, nil
-	}
-	t := *f.trigger
-	f.trigger = nil
-	return t, true, nil
 }
 
 func (f *fakeRegistry) CreateTriggers(_ string, instances []string, req cluster.TriggerRequest) error {

@@ -16,8 +16,10 @@ import (
 type Follower interface {
 	// Follows reports whether a job's fires are followed.
 	Follows(cfg *ejserver.JobConfig) bool
-	// FireStarted: this peer is about to run items of a fire; it records them cluster-wide before returning.
-	FireStarted(f Fire, items []int)
+	// FireStarted: this peer is about to run items of a fire; it records them cluster-wide before returning,
+	// consuming the fire's trigger claim if it has one: an error (cluster.ErrTriggerTaken) only when that
+	// claim failed, and then the items must not run here.
+	FireStarted(f Fire, items []int) error
 	// ItemLeft: an item's first request left at `at`.
 	ItemLeft(f Fire, item int, executionID string, at time.Time)
 	// ItemEnded: an item of the fire ended on this peer, or did not run (end.Outcome says which).
@@ -40,6 +42,8 @@ type Fire struct {
 	Expected int
 	// Joined: a failover run that joins the fire its item began in (the vanished peer recorded its start).
 	Joined bool
+	// Claim is the trigger node a workflow node's fire consumes with its start record (triggerclaim.go).
+	Claim *cluster.TriggerClaim
 }
 
 // The outcomes of ItemEnd.
@@ -88,12 +92,13 @@ func expectedItems(snap *cluster.JobSnapshot) int {
 	return n
 }
 
-// followFire starts following a fire this peer runs items of, if its job is followed.
-func (e *Executor) followFire(snap *cluster.JobSnapshot, req fireRequest, items []int) *Fire {
+// followFire starts following a fire this peer runs items of, if its job is followed; an error when the fire's
+// trigger claim was handed on meanwhile (the items must not run).
+func (e *Executor) followFire(snap *cluster.JobSnapshot, req fireRequest, items []int) (*Fire, error) {
 	if !e.follows(snap, req.workflow) {
-		return nil
+		return nil, nil
 	}
-	f := Fire{Job: req.job, ScheduledAt: req.scheduledAt, Source: req.source, Expected: expectedItems(snap)}
+	f := Fire{Job: req.job, ScheduledAt: req.scheduledAt, Source: req.source, Expected: expectedItems(snap), Claim: req.claim}
 	switch {
 	case req.source == ejserver.SourceNormal:
 		f.Key = FireKey(req.scheduledAt, "")
@@ -107,8 +112,10 @@ func (e *Executor) followFire(snap *cluster.JobSnapshot, req fireRequest, items 
 		// a catch-up, or an operator's trigger node for this instance alone: a fire of this peer's items
 		f.Key, f.Expected = FireKey(req.scheduledAt, "p"+req.taskID), len(items)
 	}
-	e.cfg.Follower.FireStarted(f, items)
-	return &f
+	if err := e.cfg.Follower.FireStarted(f, items); err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // followSingle follows a run that no fire() started (a catch-up after its item's run, a queued trigger):
@@ -119,7 +126,7 @@ func (e *Executor) followSingle(snap *cluster.JobSnapshot, req fireRequest, item
 	}
 	f := Fire{Job: req.job, Key: FireKey(req.scheduledAt, "c"+executionID), ScheduledAt: req.scheduledAt,
 		Source: req.source, Expected: 1}
-	e.cfg.Follower.FireStarted(f, []int{item})
+	_ = e.cfg.Follower.FireStarted(f, []int{item}) // no claim: it always records
 	return &f
 }
 
@@ -141,7 +148,7 @@ func (e *Executor) followFailover(snap *cluster.JobSnapshot, item int, run clust
 	default:
 		f = &Fire{Job: snap.Name, Key: FireKey(run.ScheduledAt, "c"+run.ExecutionID), ScheduledAt: run.ScheduledAt,
 			Source: ejserver.SourceFailover, Expected: 1}
-		e.cfg.Follower.FireStarted(*f, []int{item})
+		_ = e.cfg.Follower.FireStarted(*f, []int{item}) // no claim: it always records
 	}
 	e.cfg.Follower.FailedOver(*f, item, run.ExecutionID, run.InstanceID)
 	return f
