@@ -24,7 +24,8 @@ import (
 // continue it. On a fresh store the job-ordered B-trees are a few pages, so an item's leaf is mostly one the
 // batch's other items dirty too; at scale each item dirties its own leaf in each of them, as on a peer that has
 // run for a while. It reports the pages the commits write (WAL frames) per item and their bytes, the process's
-// CPU (user+sys) per item spent writing and checkpointing, and prints the frames per B-tree (dbstat).
+// CPU (user+sys) per item spent writing and checkpointing, and prints the frames per B-tree (dbstat). A
+// batch's jobs are -scale.spread apart in name order (appendItem).
 //
 //	go test -c -o /tmp/h.test ./internal/history && /tmp/h.test -test.run '^$' \
 //	    -test.bench BenchmarkSmallBatchesAtScale -test.benchtime 20000x -scale.fill 10000x60 \
@@ -97,7 +98,7 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 	traces := make([]ejserver.StatusTrace, 0, 3*(*scaleBatch))
 	b.ResetTimer()
 	for i := range b.N {
-		execsB, traces = appendItem(execsB, traces, jobs, i, start)
+		execsB, traces = appendItem(execsB, traces, jobs, i, *scaleSpread, start)
 		if len(execsB) == *scaleBatch || i == b.N-1 {
 			timed(func() error { return s.WriteBatch(ctx, execsB, traces) })
 			execsB, traces = execsB[:0], traces[:0]
@@ -118,13 +119,16 @@ var (
 	scaleBatch    = flag.Int("scale.batch", 16, "BenchmarkSmallBatchesAtScale: items a batch (a transaction)")
 	scalePageSize = flag.Int("scale.pagesize", sqlitePageSize, "BenchmarkSmallBatchesAtScale: the new file's page size")
 	scaleCache    = flag.String("scale.cache", "", "BenchmarkSmallBatchesAtScale: a directory keeping the filled files")
+	scaleSpread   = flag.Int("scale.spread", 7919, "BenchmarkSmallBatchesAtScale: item i is of job i*spread%jobs (coprime to jobs)")
 )
 
 // appendItem appends item i of a history of jobs jobs at 1,000 items a second from start (job i%jobs): an
-// ended execution and its task's three status traces.
-func appendItem(execs []ejserver.Execution, traces []ejserver.StatusTrace, jobs, i int, start time.Time) ([]ejserver.Execution, []ejserver.StatusTrace) {
+// ended execution and its task's three status traces. Item i is of job i*spread%jobs: with a spread coprime
+// to jobs every job has one item in jobs items, and a batch's jobs are apart in the job-ordered B-trees, as
+// the jobs of one wave are on a peer (steady-10k's job k fires at second k%10), not neighbours sharing a leaf.
+func appendItem(execs []ejserver.Execution, traces []ejserver.StatusTrace, jobs, i, spread int, start time.Time) ([]ejserver.Execution, []ejserver.StatusTrace) {
 	at := start.Add(time.Duration(i) * time.Millisecond)
-	e := newExec(fmt.Sprintf("job-%06d", i%jobs), 0, at)
+	e := newExec(fmt.Sprintf("job-%06d", i*spread%jobs), 0, at)
 	e.ScheduledAt = at.Add(-time.Duration(i%50) * time.Millisecond)
 	e.DurationMs = int64(20 + i%200)
 	e.CompletedAt = at.Add(time.Duration(e.DurationMs) * time.Millisecond)
@@ -164,7 +168,7 @@ func filledStore(b *testing.B, jobs, execs int) string {
 		ts []ejserver.StatusTrace
 	)
 	for i := range jobs * execs {
-		es, ts = appendItem(es, ts, jobs, i, t0)
+		es, ts = appendItem(es, ts, jobs, i, 1, t0)
 		if len(es) == 500 || i == jobs*execs-1 {
 			if err := st.(BatchSink).WriteBatch(ctx, es, ts); err != nil {
 				b.Fatal(err)
