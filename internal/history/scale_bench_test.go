@@ -31,7 +31,7 @@ import (
 //	    -test.bench BenchmarkSmallBatchesAtScale -test.benchtime 20000x -scale.fill 10000x60 \
 //	    -scale.cache /tmp/history-fill
 //
-// -scale.cache keeps the filled file (named by the fill, the schema's version and the page size) and copies it
+// -scale.cache keeps the filled file (named by the fill and the schema's version) and copies it
 // for each run: a fill of 10000x60 takes about a minute.
 func BenchmarkSmallBatchesAtScale(b *testing.B) {
 	var jobs, execs int
@@ -39,8 +39,6 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 		b.Fatalf("-scale.fill %q: want JOBSxEXECUTIONS, e.g. 10000x60", *scaleFill)
 	}
 	ctx := context.Background()
-	defer func(was int) { sqlitePageSize = was }(sqlitePageSize)
-	sqlitePageSize = *scalePageSize
 	path := filledStore(b, jobs, execs)
 	opened := time.Now()
 	st, err := Open(ctx, path, WithLogger(discardLogger()))
@@ -115,11 +113,10 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 }
 
 var (
-	scaleFill     = flag.String("scale.fill", "10000x60", "BenchmarkSmallBatchesAtScale: the history first written, JOBSxEXECUTIONS")
-	scaleBatch    = flag.Int("scale.batch", 16, "BenchmarkSmallBatchesAtScale: items a batch (a transaction)")
-	scalePageSize = flag.Int("scale.pagesize", sqlitePageSize, "BenchmarkSmallBatchesAtScale: the new file's page size")
-	scaleCache    = flag.String("scale.cache", "", "BenchmarkSmallBatchesAtScale: a directory keeping the filled files")
-	scaleSpread   = flag.Int("scale.spread", 7919, "BenchmarkSmallBatchesAtScale: item i is of job i*spread%jobs (coprime to jobs)")
+	scaleFill   = flag.String("scale.fill", "10000x60", "BenchmarkSmallBatchesAtScale: the history first written, JOBSxEXECUTIONS")
+	scaleBatch  = flag.Int("scale.batch", 16, "BenchmarkSmallBatchesAtScale: items a batch (a transaction)")
+	scaleCache  = flag.String("scale.cache", "", "BenchmarkSmallBatchesAtScale: a directory keeping the filled files")
+	scaleSpread = flag.Int("scale.spread", 7919, "BenchmarkSmallBatchesAtScale: item i is of job i*spread%jobs (coprime to jobs)")
 )
 
 // appendItem appends item i of a history of jobs jobs at 1,000 items a second from start (job i%jobs): an
@@ -152,7 +149,7 @@ func filledStore(b *testing.B, jobs, execs int) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cached = filepath.Join(*scaleCache, fmt.Sprintf("fill-%dx%d-v%d-p%d.db", jobs, execs, all[len(all)-1].version, sqlitePageSize))
+		cached = filepath.Join(*scaleCache, fmt.Sprintf("fill-%dx%d-v%d.db", jobs, execs, all[len(all)-1].version))
 		if err := copyFile(cached, path); err == nil {
 			return path
 		}

@@ -52,9 +52,6 @@ const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pra
 // few commits (17% of a peer's CPU in steady-10k's profile). The WAL file stays at about that size.
 const sqliteWriterCache = "&_pragma=cache_size(-32768)&_pragma=wal_autocheckpoint(10000)"
 
-// sqlitePageSize is the page size of a new file (set before the switch to WAL; an existing file keeps its own).
-var sqlitePageSize = 4096
-
 func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, error) {
 	if path == "" {
 		return nil, ejserver.Invalid("history", "give an SQLite file path or a postgres:// DSN")
@@ -65,8 +62,7 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	w, err := sql.Open("sqlite", path+"?"+fmt.Sprintf("_pragma=page_size(%d)&", sqlitePageSize)+sqliteParams+
-		"&_txlock=immediate"+sqliteWriterCache)
+	w, err := sql.Open("sqlite", path+"?"+sqliteParams+"&_txlock=immediate"+sqliteWriterCache)
 	if err != nil {
 		return nil, fmt.Errorf("history: open %s: %w", path, err)
 	}
