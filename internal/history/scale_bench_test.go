@@ -25,7 +25,9 @@ import (
 // batch's other items dirty too; at scale each item dirties its own leaf in each of them, as on a peer that has
 // run for a while. It reports the pages the commits write (WAL frames) per item and their bytes, the process's
 // CPU (user+sys) per item spent writing and checkpointing, and prints the frames per B-tree (dbstat). A
-// batch's jobs are -scale.spread apart in name order (appendItem).
+// batch's jobs are -scale.spread apart in name order (appendItem). It checkpoints every -scale.checkpoint
+// batches itself; checkpointed-pages/item are the pages those checkpoints copied back (a page written by
+// several commits between two checkpoints is copied once).
 //
 //	go test -c -o /tmp/h.test ./internal/history && /tmp/h.test -test.run '^$' \
 //	    -test.bench BenchmarkSmallBatchesAtScale -test.benchtime 20000x -scale.fill 10000x60 \
@@ -60,6 +62,7 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 	defer func() { _ = wal.Close() }()
 	var (
 		frames   int64
+		copied   int64
 		pageSize int64
 		byPage   = map[uint32]int64{}
 		cpu      time.Duration
@@ -82,12 +85,17 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 			return w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done)
 		})
 		frames += log
-		if err := walPages(wal, log, pageSize, byPage); err != nil {
+		interval := map[uint32]int64{}
+		if err := walPages(wal, log, pageSize, interval); err != nil {
 			b.Fatal(err)
+		}
+		copied += int64(len(interval)) // a checkpoint copies the last frame of each page
+		for pg, n := range interval {
+			byPage[pg] += n
 		}
 	}
 	checkpoint()
-	frames, cpu = 0, 0
+	frames, copied, cpu = 0, 0, 0
 	clear(byPage)
 
 	period := time.Duration(jobs) * time.Millisecond // 1,000 items a second
@@ -100,7 +108,7 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 		if len(execsB) == *scaleBatch || i == b.N-1 {
 			timed(func() error { return s.WriteBatch(ctx, execsB, traces) })
 			execsB, traces = execsB[:0], traces[:0]
-			if (i / *scaleBatch)%64 == 63 || i == b.N-1 {
+			if (i / *scaleBatch)%*scaleCheckpoint == *scaleCheckpoint-1 || i == b.N-1 {
 				checkpoint()
 			}
 		}
@@ -108,15 +116,17 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(frames)/float64(b.N), "pages/item")
 	b.ReportMetric(float64(frames*(pageSize+24))/1024/float64(b.N), "WAL-KB/item")
+	b.ReportMetric(float64(copied)/float64(b.N), "checkpointed-pages/item")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/item")
 	logPagesByBTree(b, w, byPage, frames)
 }
 
 var (
-	scaleFill   = flag.String("scale.fill", "10000x60", "BenchmarkSmallBatchesAtScale: the history first written, JOBSxEXECUTIONS")
-	scaleBatch  = flag.Int("scale.batch", 16, "BenchmarkSmallBatchesAtScale: items a batch (a transaction)")
-	scaleCache  = flag.String("scale.cache", "", "BenchmarkSmallBatchesAtScale: a directory keeping the filled files")
-	scaleSpread = flag.Int("scale.spread", 7919, "BenchmarkSmallBatchesAtScale: item i is of job i*spread%jobs (coprime to jobs)")
+	scaleFill       = flag.String("scale.fill", "10000x60", "BenchmarkSmallBatchesAtScale: the history first written, JOBSxEXECUTIONS")
+	scaleBatch      = flag.Int("scale.batch", 16, "BenchmarkSmallBatchesAtScale: items a batch (a transaction)")
+	scaleCache      = flag.String("scale.cache", "", "BenchmarkSmallBatchesAtScale: a directory keeping the filled files")
+	scaleCheckpoint = flag.Int("scale.checkpoint", 64, "BenchmarkSmallBatchesAtScale: batches between checkpoints")
+	scaleSpread     = flag.Int("scale.spread", 7919, "BenchmarkSmallBatchesAtScale: item i is of job i*spread%jobs (coprime to jobs)")
 )
 
 // appendItem appends item i of a history of jobs jobs at 1,000 items a second from start (job i%jobs): an
