@@ -129,8 +129,8 @@ func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []r
 		return err
 	}
 
-	// A removed largest value: the largest left, read off the cell's rows, then the peer's off its jobs'
-	// cells; only where the stored largest (the added ones in) is not above the removed one.
+	// A removed largest value: the largest left, read off the cell's rows, then the peer's off the minute's
+	// rows; only where the stored largest (the added ones in) is not above the removed one.
 	for _, k := range cells {
 		c := d.Cells[k]
 		if c.ReadDurMax() {
@@ -157,18 +157,12 @@ func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []r
 	for _, k := range peers {
 		c := d.PeerCells[k]
 		if c.ReadDurMax() {
-			if _, err := tx.ExecContext(ctx, `UPDATE EXECUTION_PEER_STATS_MINUTE SET dur_max = (SELECT MAX(c.dur_max)
-				FROM EXECUTION_STATS_MINUTE c INDEXED BY execution_stats_minute_peer_duration
-				WHERE c.minute = ?1 AND c.instance_id = ?2)
-				WHERE minute = ?1 AND instance_id = ?2 AND dur_max <= ?3`, k.Minute, k.Instance, c.RemovedDur.V); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlitePeerDurMax, k.Minute, k.Instance, c.RemovedDur.V); err != nil {
 				return err
 			}
 		}
 		if c.ReadLateMax() {
-			if _, err := tx.ExecContext(ctx, `UPDATE EXECUTION_PEER_STATS_MINUTE SET late_max = (SELECT MAX(c.late_max)
-				FROM EXECUTION_STATS_MINUTE c INDEXED BY execution_stats_minute_peer_lateness
-				WHERE c.minute = ?1 AND c.instance_id = ?2)
-				WHERE minute = ?1 AND instance_id = ?2 AND late_max <= ?3`, k.Minute, k.Instance, c.RemovedLate.V); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlitePeerLateMax, k.Minute, k.Instance, c.RemovedLate.V); err != nil {
 				return err
 			}
 		}
@@ -317,6 +311,21 @@ const rollupChunk = 64
 
 // The rollup's reads.
 const (
+	// sqlitePeerDurMax and sqlitePeerLateMax read a peer cell's largest duration and lateness again (?1 the
+	// minute, ?2 the peer, ?3 the removed value), off the minute's rows through the start-ordered covering
+	// index: migration 0013 dropped the indexes of the job cells' largest values that this read alone needed
+	// (every new cell and every larger value wrote a leaf of them), for a range scan of one minute's rows
+	// when a removal took a peer's largest value (a prune, an end shorter than the record it replaced).
+	sqlitePeerDurMax = `UPDATE EXECUTION_PEER_STATS_MINUTE SET dur_max = (SELECT MAX(e.duration_ms)
+		FROM JOB_EXECUTION_LOG e INDEXED BY job_execution_log_start
+		WHERE e.start_time >= ?1 * 60000000 AND e.start_time < (?1 + 1) * 60000000 AND e.instance_id = ?2
+		AND e.complete_time IS NOT NULL)
+		WHERE minute = ?1 AND instance_id = ?2 AND dur_max <= ?3`
+	sqlitePeerLateMax = `UPDATE EXECUTION_PEER_STATS_MINUTE SET late_max = (SELECT MAX((e.start_time - e.scheduled_at) / 1000)
+		FROM JOB_EXECUTION_LOG e INDEXED BY job_execution_log_start
+		WHERE e.start_time >= ?1 * 60000000 AND e.start_time < (?1 + 1) * 60000000 AND e.instance_id = ?2
+		AND e.scheduled_at IS NOT NULL)
+		WHERE minute = ?1 AND instance_id = ?2 AND late_max <= ?3`
 	sqliteStoredRows = `SELECT id, ` + rollupColumns + ` FROM JOB_EXECUTION_LOG WHERE id IN (SELECT value FROM json_each(?))`
 	sqliteFireRows   = `SELECT f.key, e.instance_id, COUNT(*) FROM json_each(?) f
 		JOIN JOB_EXECUTION_LOG e INDEXED BY job_execution_log_fire ON e.job_name = json_extract(f.value, '$[0]')
