@@ -46,16 +46,11 @@ const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pra
 // before its commit (written twice) and read back evicted ones (a pread each), 20-30% of the writer's CPU in
 // steady-10k's profile. The readers keep the default.
 //
-// It also checkpoints the WAL every 100,000 pages (400 MB) instead of SQLite's 1,000: a checkpoint copies
-// each page the WAL holds once however many commits wrote it. At 10,000 pages the pages every commit writes
-// (the B-trees' upper levels, the time-ordered indexes' last leaves, the rollup's peer cells) were copied
-// once per few commits instead of once per commit; at 100,000 a checkpoint also spans more than one fire of
-// each job (steady-10k's peers write ~3,000 pages a second, each job fires every 10 s), so the leaves a job's
-// items dirty (its rollup cells, the tails of its job-ordered indexes) are copied once for several items:
-// 5.4 pages copied an item instead of 11.6 with a history of 10,000 jobs (BenchmarkSmallBatchesAtScale,
-// -scale.checkpoint 1280 against 64). The WAL file stays at about that size; with synchronous=NORMAL a power
-// cut may lose the commits since the last checkpoint.
-const sqliteWriterCache = "&_pragma=cache_size(-32768)&_pragma=wal_autocheckpoint(100000)"
+// It also checkpoints the WAL every 10,000 pages (40 MB) instead of every 1,000: a checkpoint copies each
+// page the WAL holds once however many commits wrote it, and the pages every commit writes (the B-trees'
+// upper levels, the time-ordered indexes' last leaves, the rollup's peer cells) were copied back after every
+// few commits (17% of a peer's CPU in steady-10k's profile). The WAL file stays at about that size.
+const sqliteWriterCache = "&_pragma=cache_size(-32768)&_pragma=wal_autocheckpoint(10000)"
 
 func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, error) {
 	if path == "" {
