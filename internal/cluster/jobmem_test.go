@@ -117,12 +117,14 @@ func loadBenchJobs(tb testing.TB, r *Registry, n int) []string {
 // release.
 func runRegistration(tb testing.TB, r *Registry, names []string) (release func()) {
 	busy := refreshKey{kind: kindLeader, job: "busy"}
-	hold, running, stop := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	hold, running, stop, queued := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	w := newRefresher(2, func(k refreshKey) error {
 		if k == busy {
 			close(running)
 			<-hold
 		}
+		// a registration queues faster than ZooKeeper's round trips run the refreshes: its backlog piles up
+		<-queued
 		return nil
 	}, r.log, r.clk, stop)
 	r.w = w
@@ -134,6 +136,7 @@ func runRegistration(tb testing.TB, r *Registry, names []string) (release func()
 			w.kick(refreshKey{kind: kind, job: name})
 		}
 	}
+	close(queued)
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		w.mu.Lock()
