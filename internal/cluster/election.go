@@ -161,8 +161,15 @@ func (r *Registry) Abdicate(job string) { r.abdicate(job) }
 
 // IsLeader reports whether this peer leads the job and its session is sound enough to act on it.
 func (r *Registry) IsLeader(job string) bool {
-	snap := r.Job(job)
-	return snap != nil && snap.IsLeader() && r.s.Lease()
+	e := r.entry(job)
+	if e == nil {
+		return false
+	}
+	// from the entry, as Job(job).IsLeader() would say, without making a snapshot
+	e.mu.Lock()
+	lead := e.st.loaded && e.st.hasConfig && e.st.leader != "" && e.st.leader == r.me.InstanceID
+	e.mu.Unlock()
+	return lead && r.s.Lease()
 }
 
 // Leaderships counts the loaded jobs whose leader node names this peer (JobSnapshot.IsLeader). The metrics

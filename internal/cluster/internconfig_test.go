@@ -1,14 +1,15 @@
 package cluster
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 
 	"github.com/ejserver/ejserver"
 )
 
-// TestParsedConfigsShareTheirRepeatedStrings: two jobs' equal cron and URL are one copy; their names are
-// their own.
+// TestParsedConfigsShareTheirRepeatedStrings: two jobs' equal cron and URL are one copy, even with a GC
+// between their parses; their names are their own.
 func TestParsedConfigsShareTheirRepeatedStrings(t *testing.T) {
 	a, b := testJob("a", 1), testJob("b", 1)
 	da, err := ejserver.MarshalElasticJobYAML(a)
@@ -23,6 +24,8 @@ func TestParsedConfigsShareTheirRepeatedStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runtime.GC() // the values outlive a collection (unique's table alone holds them weakly)
+	runtime.GC()
 	cb, err := parseConfig("b", db)
 	if err != nil {
 		t.Fatal(err)

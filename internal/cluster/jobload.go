@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -166,9 +165,9 @@ func (r *Registry) pendingDelta(k refreshKey, d int) {
 	}
 	e.mu.Lock()
 	before, beforeItems := e.pending, e.pendingItems
-	e.pending = max(0, e.pending+d)
+	e.pending = max(0, e.pending+int32(d))
 	if decidesItems(k.kind) {
-		e.pendingItems = max(0, e.pendingItems+d)
+		e.pendingItems = max(0, e.pendingItems+int32(d))
 	}
 	if (before == 0) != (e.pending == 0) || (beforeItems == 0) != (e.pendingItems == 0) {
 		e.changedLocked()
@@ -269,7 +268,7 @@ func (r *Registry) removeEntries(names []string) []Event {
 		delete(r.jobs, n)
 		e.mu.Lock()
 		if e.st.hasConfig && e.st.loaded {
-			evs = append(evs, Event{Kind: JobRemoved, Job: n, PrevConfig: e.st.cfg, Czxid: e.st.cfgCzxid})
+			evs = append(evs, Event{Kind: JobRemoved, Job: n, PrevConfig: e.configLocked(), Czxid: e.st.cfgCzxid})
 		}
 		e.st.hasConfig, e.detached = false, true
 		e.changedLocked()
@@ -323,7 +322,7 @@ func (r *Registry) applyLoad(e *jobEntry, first bool, rd jobRead, bulk bool) err
 		r.w.kick(refreshKey{kind: kindPresence, job: job}) // the root too may be gone
 		return nil
 	}
-	cfg, cfgErr := parseConfig(job, data)
+	body, cfgErr := r.bodies.parse(data)
 	nums := itemNumbers(items)
 
 	e.mu.Lock()
@@ -336,10 +335,10 @@ func (r *Registry) applyLoad(e *jobEntry, first bool, rd jobRead, bulk bool) err
 	wasLoaded := e.st.loaded && e.st.hasConfig
 	// a creation: a job that appeared while this peer watched, or whose config came back after it went
 	created := !wasLoaded && (e.st.appeared || e.st.loaded)
-	prev, prevVersion := e.st.cfg, e.st.cfgVersion
+	prev, prevVersion := e.configLocked(), e.st.cfgVersion
 	e.st.hasConfig, e.st.loaded = true, true
-	e.st.cfg, e.st.cfgVersion, e.st.cfgCzxid, e.st.cfgErr = cfg, st.Version, st.Czxid, cfgErr
-	e.st.cfgChanged = time.UnixMilli(st.Mtime)
+	e.setConfigLocked(body, cfgErr, st)
+	cfg := e.configLocked()
 	e.st.servers, e.st.instances = r.shared.intern(servers), r.shared.intern(instances)
 	e.st.serverVers = nextServerVersions(e.st.servers, serverVers, nil)
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
@@ -405,7 +404,7 @@ func (r *Registry) dropConfig(e *jobEntry) {
 	e.mu.Lock()
 	was := e.st.hasConfig && e.st.loaded
 	e.st.hasConfig, e.st.registered = false, false
-	prev, czxid := e.st.cfg, e.st.cfgCzxid
+	prev, czxid := e.configLocked(), e.st.cfgCzxid
 	e.changedLocked()
 	e.mu.Unlock()
 	if was {
@@ -453,11 +452,10 @@ func (r *Registry) refreshConfig(e *jobEntry) error {
 		e.mu.Unlock()
 		return nil
 	}
-	prev, prevVersion := e.st.cfg, e.st.cfgVersion
-	e.st.cfg, e.st.cfgErr = parseConfig(e.name, data)
-	e.st.cfgVersion, e.st.cfgCzxid = st.Version, st.Czxid
-	e.st.cfgChanged = time.UnixMilli(st.Mtime)
-	cur := e.st.cfg
+	prev, prevVersion := e.configLocked(), e.st.cfgVersion
+	body, cfgErr := r.bodies.parse(data)
+	e.setConfigLocked(body, cfgErr, st)
+	cur := e.configLocked()
 	e.changedLocked()
 	e.mu.Unlock()
 	r.emit([]Event{{Kind: JobUpdated, Job: e.name, PrevConfig: prev, Config: cur, PrevVersion: prevVersion,

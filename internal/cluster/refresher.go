@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -35,8 +36,15 @@ const (
 	lastKind = kindPresence // the tests classify every kind up to here
 )
 
-// stateKeep is the size of the refresher's index under which it is kept when it empties (see peak).
+// stateKeep is the size of the refresher's index under which it is kept as it is (see peak).
 const stateKeep = 1024
+
+// stateShrink is how far below its peak the index falls before it is made anew: a Go map keeps the groups of
+// its largest size, so after a registration of 100,000 jobs (~600,000 keys: loads, registrations,
+// campaigns and items' reads) the index held ~50 MB while a few keys came and went, and it never empties
+// while refreshes keep coming. Copying the live keys when a quarter of the peak is left costs O(keys) once
+// per peak: amortised, O(1) a key.
+const stateShrink = 4
 
 // refreshKey identifies one refresh; equal keys coalesce.
 type refreshKey struct {
@@ -71,7 +79,7 @@ type refresher struct {
 	mu    sync.Mutex
 	state map[refreshKey]bool // present: queued or running; true: run again when done
 	// peak is state's largest size since it was last made: a Go map keeps the buckets of its peak, and a
-	// registration of 100,000 jobs queues hundreds of thousands of keys that stay idle afterwards.
+	// registration of 100,000 jobs queues hundreds of thousands of keys that stay idle afterwards (shrinkLocked).
 	peak   int
 	queue  []refreshKey
 	first  []refreshKey // the urgent keys, run before queue's
@@ -194,6 +202,14 @@ func (w *refresher) worker() {
 		default:
 			k, w.queue = w.queue[0], w.queue[1:]
 		}
+		// an emptied queue lets its array go: popping from the front keeps a registration's backlog
+		// (~600,000 keys at 100,000 jobs, 48 bytes each) until appends have walked past its end
+		if len(w.queue) == 0 {
+			w.queue = nil
+		}
+		if len(w.first) == 0 {
+			w.first = nil
+		}
 		if len(w.queue)+len(w.first)+len(w.batchQ) > 0 {
 			select {
 			case w.signal <- struct{}{}: // wake another worker for the rest
@@ -251,13 +267,23 @@ func (w *refresher) done(k refreshKey) {
 			w.loadedC = make(chan struct{})
 		}
 	}
+	w.shrinkLocked()
 	if len(w.state) == 0 {
-		if w.peak > stateKeep {
-			w.state, w.peak = make(map[refreshKey]bool), 0 // let the peak's buckets go
-		}
 		close(w.idleC)
 		w.idleC = make(chan struct{})
 	}
 	w.mu.Unlock()
 	w.pending(k, -1)
+}
+
+// shrinkLocked makes the index anew, with only its live keys, once it has fallen to a stateShrink-th of its
+// peak (an empty index after a peak above stateKeep included), letting the peak's groups go.
+func (w *refresher) shrinkLocked() {
+	if w.peak <= stateKeep || len(w.state) > w.peak/stateShrink {
+		return
+	}
+	// not maps.Clone: a clone keeps the original's capacity
+	state := make(map[refreshKey]bool, len(w.state))
+	maps.Copy(state, w.state)
+	w.state, w.peak = state, len(state)
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
 )
@@ -38,5 +40,60 @@ func TestRefresherLetsAPeakGo(t *testing.T) {
 				t.Fatalf("index made anew: %v, want %v", renewed, tt.renewed)
 			}
 		})
+	}
+}
+
+// TestRefresherLetsAPeakGoWhileBusy: the index is made anew when it falls well below its peak even though it
+// never empties (at 100,000 jobs, refreshes keep coming after a registration and the ~50 MB index of its
+// peak stayed), and an emptied queue lets its backlog's array go.
+func TestRefresherLetsAPeakGoWhileBusy(t *testing.T) {
+	stop := make(chan struct{})
+	busy := refreshKey{kind: kindLeader, job: "busy"}
+	hold, running, queued := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	w := newRefresher(2, func(k refreshKey) error {
+		if k == busy {
+			close(running)
+			<-hold
+		}
+		<-queued // the backlog piles up as in a registration
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	defer func() {
+		close(stop)
+		w.wait()
+	}()
+	defer close(hold)
+	w.start()
+	w.kick(busy)
+	<-running
+	const keys = 8 * stateKeep
+	for i := range keys {
+		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprintf("j%d", i)})
+	}
+	w.mu.Lock()
+	peak := w.peak
+	w.mu.Unlock()
+	if peak < keys {
+		t.Fatalf("peak %d, want at least %d", peak, keys)
+	}
+	close(queued)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w.mu.Lock()
+		left, peak, queue := len(w.state), w.peak, w.queue
+		w.mu.Unlock()
+		if left == 1 {
+			if peak > stateKeep {
+				t.Fatalf("the index keeps a peak of %d keys with 1 left", peak)
+			}
+			if queue != nil {
+				t.Fatalf("the emptied queue keeps an array of %d keys", cap(queue))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d keys left", left)
+		}
+		runtime.Gosched()
 	}
 }

@@ -123,6 +123,8 @@ type Registry struct {
 	watchedIn atomic.Int64
 	// shared holds the jobs' instances and servers maps, shared between jobs of equal content (intern.go).
 	shared stringMaps
+	// bodies holds the jobs' configs without their names, shared between jobs of one shape (configbody.go).
+	bodies configBodies
 
 	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
 	clockKnown  atomic.Bool
@@ -144,9 +146,9 @@ type jobEntry struct {
 	st      jobState
 	snap    *JobSnapshot
 	gen     uint64
-	pending int
+	pending int32
 	// pendingItems counts the queued or running refreshes that decide which items a fire runs (decidesItems).
-	pendingItems int
+	pendingItems int32
 	// changed is closed at the job's next change; made only when someone waits for one (Wait), so a job
 	// nobody waits on holds no channel and a change allocates none.
 	changed chan struct{}
@@ -157,34 +159,40 @@ type jobEntry struct {
 	detached bool
 }
 
+// jobState's fields are ordered so that a job's entry fits a 288-byte size class (every peer holds one per
+// job): the int32s paired, the flags together at the end.
 type jobState struct {
-	hasConfig bool
-	loaded    bool
-	// cfg is shared with the snapshots and events (parseConfig): replaced on a change, never written.
+	// body is the job's config without its name, shared with the jobs of the same shape (configBodies);
+	// cfg, made from it by configLocked at the first read after a change, is shared with the snapshots and
+	// events. Both are replaced on a change, never written.
+	body       *ejserver.JobConfig
 	cfg        *ejserver.JobConfig
 	cfgVersion int32
-	cfgCzxid   int64
-	cfgChanged time.Time // the config node's last write (ZooKeeper's mtime)
-	cfgErr     error
-	instances  map[string]string
-	servers    map[string]string
-	// serverVers are the servers/{ip} nodes' versions as last read (the audit trail counts missed ones).
-	serverVers serverVersions
-	// appeared: the job was listed after the namespace's first listing (created while this peer watched).
-	appeared bool
-	leader   string
 	// leaderOwner and leaderVersion describe leader/election/instance when this peer holds it: the session
 	// that created it and its data version, so leader writes are guarded without reading the node first.
-	leaderOwner   int64
 	leaderVersion int32
-	// processing: this peer created leader/sharding/processing and has not committed yet.
-	processing bool
-	necessary  bool
+	leaderOwner   int64
+	cfgCzxid      int64
+	cfgMtime      int64 // the config node's last write (ZooKeeper's mtime, in ms)
+	cfgErr        error
+	instances     map[string]string
+	servers       map[string]string
+	// serverVers are the servers/{ip} nodes' versions as last read (the audit trail counts missed ones).
+	serverVers serverVersions
+	leader     string
 	// ownersChangedAt is when this peer last saw an item's owner change (its clock; zero: not since it
 	// loaded the job).
 	ownersChangedAt time.Time
 	failover        []int
 	items           itemTable
+
+	hasConfig bool
+	loaded    bool
+	// appeared: the job was listed after the namespace's first listing (created while this peer watched).
+	appeared bool
+	// processing: this peer created leader/sharding/processing and has not committed yet.
+	processing bool
+	necessary  bool
 	// registered: our instance node exists in this session; pendingRegister: it existed under another
 	// session (a fast restart with the same id) and we register once it goes; removedByOperator: it
 	// disappeared while we held the session, so an operator removed it and we stay off the job.
@@ -434,7 +442,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 		items[i] = *it
 	}
 	e.snap = &JobSnapshot{
-		Name: e.name, Config: st.cfg, ConfigVersion: st.cfgVersion, ConfigChanged: st.cfgChanged, ConfigErr: st.cfgErr,
+		Name: e.name, Config: e.configLocked(), ConfigVersion: st.cfgVersion, ConfigChanged: time.UnixMilli(st.cfgMtime), ConfigErr: st.cfgErr,
 		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary, OwnersChangedAt: st.ownersChangedAt,
 		FailoverItems: st.failover, Items: items, Me: me.InstanceID, MyIP: me.ServerIP,
 		Registered: st.registered, Registering: !st.registered && !st.removedByOperator, Settled: e.pending == 0, ItemsSettled: e.pendingItems == 0, Generation: e.gen,

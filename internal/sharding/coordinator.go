@@ -569,8 +569,11 @@ func (c *Coordinator) reconcileLoop() {
 func (c *Coordinator) ReconcileOnce() {
 	now := c.clk.Now()
 	for _, job := range c.reg.Jobs() {
+		if !c.reg.IsLeader(job) {
+			continue // asked first: a snapshot of every job, every tick, is garbage at 100,000 jobs
+		}
 		snap := c.reg.Job(job)
-		if snap == nil || !c.reg.IsLeader(job) {
+		if snap == nil {
 			continue
 		}
 		interval := time.Duration(snap.Config.ReconcileIntervalMinutes) * time.Minute

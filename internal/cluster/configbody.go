@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver"
+)
+
+// configBodies shares one parsed config between the jobs whose config nodes differ only in their name (issue
+// 21, part mm): every peer holds every job's config, a JobConfig is 656 bytes before its strings, and a
+// namespace's jobs mostly repeat a few shapes (the same webhook, strategy and timeouts, a few crons). A body
+// is a config with no JobName, shared and never written; a job's entry makes its own named copy when it is
+// first read (jobEntry.configLocked). Equal bodies are found by the node's bytes without its top-level
+// jobName line, so a job's load parses YAML only for a shape not seen before. The named copy is held as long
+// as the job's cached snapshot: letting both go while a job is not read (a sweep) is what would save the
+// 704 bytes a job; see docs/benchmarks.md, part mm, for why that is not done yet.
+type configBodies struct {
+	mu    sync.Mutex
+	byKey map[string]*ejserver.JobConfig
+	max   int
+}
+
+// configBodiesMax bounds the table: past it the table starts over (the bodies handed out stay valid), so a
+// namespace whose jobs are all different costs a bounded table beside the bodies it would hold anyway.
+const configBodiesMax = 4096
+
+// parse returns the body of a config node: shared with the jobs whose nodes differ only in their jobName
+// line, or parsed now. A node that does not parse is never shared: it gets what parsed, and the error.
+func (t *configBodies) parse(data []byte) (*ejserver.JobConfig, error) {
+	key, keyed := bodyKey(data)
+	if keyed {
+		t.mu.Lock()
+		body := t.byKey[string(key)]
+		t.mu.Unlock()
+		if body != nil {
+			return body, nil
+		}
+	}
+	cfg, err := ejserver.ParseElasticJobYAML(data)
+	internConfig(&cfg)
+	if err != nil {
+		return &cfg, err // as parsed, its name included (such a job never fires)
+	}
+	cfg.JobName = ""
+	body := &cfg
+	if !keyed {
+		return body, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if got := t.byKey[string(key)]; got != nil {
+		return got, nil // another load parsed the same shape meanwhile
+	}
+	limit := t.max
+	if limit <= 0 {
+		limit = configBodiesMax
+	}
+	if t.byKey == nil || len(t.byKey) >= limit {
+		t.byKey = make(map[string]*ejserver.JobConfig)
+	}
+	t.byKey[string(key)] = body
+	return body, nil
+}
+
+// bodyKey is a config node without its top-level jobName line (the one line of a block mapping at column 0
+// that starts "jobName:"), and whether it had exactly one such line. Two nodes with equal keys hold the same
+// mapping apart from jobName, so they parse to the same config apart from its name (which the registry takes
+// from the node's path anyway). A node in another form (flow style, no or several such lines) is not keyed.
+func bodyKey(data []byte) ([]byte, bool) {
+	from, to := -1, -1
+	for i := 0; i < len(data); {
+		end := len(data)
+		if n := bytes.IndexByte(data[i:], '\n'); n >= 0 {
+			end = i + n + 1
+		}
+		if bytes.HasPrefix(data[i:end], []byte("jobName:")) {
+			if from >= 0 || end == len(data) && data[end-1] != '\n' {
+				return nil, false // a second one, or a last line without its newline
+			}
+			from, to = i, end
+		}
+		i = end
+	}
+	if from < 0 {
+		return nil, false
+	}
+	key := make([]byte, 0, len(data)-(to-from))
+	return append(append(key, data[:from]...), data[to:]...), true
+}
+
+// configLocked is the job's config (nil before its first load): its body with the job's name, made on the
+// first read after a change and shared by its snapshots and events until the next.
+func (e *jobEntry) configLocked() *ejserver.JobConfig {
+	if e.st.cfg == nil && e.st.body != nil {
+		c := *e.st.body
+		if e.st.cfgErr == nil {
+			c.JobName = e.name
+		}
+		e.st.cfg = &c
+	}
+	return e.st.cfg
+}
+
+// setConfigLocked replaces the job's config with body, parsed from its node's version st.
+func (e *jobEntry) setConfigLocked(body *ejserver.JobConfig, err error, st *zk.Stat) {
+	e.st.body, e.st.cfg, e.st.cfgErr = body, nil, err
+	e.st.cfgVersion, e.st.cfgCzxid, e.st.cfgMtime = st.Version, st.Czxid, st.Mtime
+}

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver"
+)
+
+func TestBodyKey(t *testing.T) {
+	tests := []struct {
+		name, data, key string
+		keyed           bool
+	}{
+		{"first line", "jobName: a\ncron: x\n", "cron: x\n", true},
+		{"middle line", "cron: x\njobName: \"a\"\nshardingTotalCount: 1\n", "cron: x\nshardingTotalCount: 1\n", true},
+		{"last line", "cron: x\njobName: a\n", "cron: x\n", true},
+		{"last line without its newline", "cron: x\njobName: a", "", false},
+		{"none", "cron: x\n", "", false},
+		{"two", "jobName: a\njobName: b\n", "", false},
+		{"indented: not the top level's", "props:\n  jobName: a\n", "", false},
+		{"flow style", "{jobName: a, cron: x}\n", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, keyed := bodyKey([]byte(tt.data))
+			if keyed != tt.keyed || string(key) != tt.key {
+				t.Fatalf("bodyKey(%q) = %q, %v; want %q, %v", tt.data, key, keyed, tt.key, tt.keyed)
+			}
+		})
+	}
+}
+
+func marshalJob(t testing.TB, cfg ejserver.JobConfig) []byte {
+	t.Helper()
+	data, err := ejserver.MarshalElasticJobYAML(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestConfigBodiesShareOnlyEqualShapes: jobs that differ only in their name share one body; another cron, a
+// secret or a header is another body; a node that does not parse is nobody's.
+func TestConfigBodiesShareOnlyEqualShapes(t *testing.T) {
+	var bodies configBodies
+	parse := func(cfg ejserver.JobConfig) *ejserver.JobConfig {
+		t.Helper()
+		body, err := bodies.parse(marshalJob(t, cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body.JobName != "" {
+			t.Fatalf("a body has the name %q", body.JobName)
+		}
+		return body
+	}
+	a, b := testJob("a", 1), testJob("b", 1)
+	if parse(a) != parse(b) {
+		t.Fatal("jobs that differ only in their name have two bodies")
+	}
+	other := testJob("c", 1)
+	other.Cron = "0/7 * * * * ?"
+	secret := testJob("d", 1)
+	secret.Webhook.Secret = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"
+	header := testJob("e", 1)
+	header.Webhook.Headers = map[string]string{"X-Team": "payments"}
+	for _, cfg := range []ejserver.JobConfig{other, secret, header} {
+		if parse(cfg) == parse(a) {
+			t.Fatalf("job %s shares job a's body", cfg.JobName)
+		}
+		want := cfg
+		want.JobName = ""
+		got := *parse(cfg)
+		got.JobName = ""
+		if got.Cron != want.Cron || got.Webhook.Secret != want.Webhook.Secret || !reflect.DeepEqual(got.Webhook.Headers, want.Webhook.Headers) {
+			t.Fatalf("job %s's body is not its config: %+v", cfg.JobName, got)
+		}
+	}
+	bad := []byte("jobName: bad\nshardingTotalCount: [\n")
+	b1, err1 := bodies.parse(bad)
+	b2, err2 := bodies.parse(bad)
+	if err1 == nil || err2 == nil || b1 == b2 {
+		t.Fatalf("a node that does not parse: errors %v, %v; shared: %v", err1, err2, b1 == b2)
+	}
+}
+
+// FuzzBodyKey: two nodes with the same key parse to the same config apart from the name (or both fail).
+func FuzzBodyKey(f *testing.F) {
+	a, b := testJob("a", 1), testJob("b", 2)
+	f.Add(marshalJob(f, a), marshalJob(f, b))
+	b.ShardingTotalCount = 1
+	f.Add(marshalJob(f, a), marshalJob(f, b))
+	f.Add([]byte("jobName: a\ncron: x\n"), []byte("cron: x\njobName: b\n"))
+	f.Add([]byte("jobName: a\n  b\ncron: x\n"), []byte("jobName: c\n  b\ncron: x\n"))
+	f.Fuzz(func(t *testing.T, x, y []byte) {
+		kx, okx := bodyKey(x)
+		ky, oky := bodyKey(y)
+		if !okx || !oky || string(kx) != string(ky) {
+			return
+		}
+		cx, errx := ejserver.ParseElasticJobYAML(x)
+		cy, erry := ejserver.ParseElasticJobYAML(y)
+		if (errx == nil) != (erry == nil) {
+			t.Fatalf("same key %q, errors %v and %v", kx, errx, erry)
+		}
+		if errx != nil {
+			return
+		}
+		cx.JobName, cy.JobName = "", ""
+		if !reflect.DeepEqual(cx, cy) {
+			t.Fatalf("same key %q, configs %+v and %+v", kx, cx, cy)
+		}
+	})
+}
+
+// TestAConfigChangeReplacesTheBody: a new version of one job's config changes that job only.
+func TestAConfigChangeReplacesTheBody(t *testing.T) {
+	r := benchRegistry()
+	loadBenchJobs(t, r, 2)
+	e := r.entry("steady-000000")
+	cfg := *r.Job(e.name).Config
+	cfg.Cron = "0/3 * * * * ?"
+	body, err := r.bodies.parse(marshalJob(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	e.setConfigLocked(body, nil, &zk.Stat{Version: 1})
+	e.changedLocked()
+	e.mu.Unlock()
+	if got := r.Job(e.name).Config; got.Cron != cfg.Cron || got.JobName != e.name {
+		t.Fatalf("changed job's config: %q %q", got.JobName, got.Cron)
+	}
+	if got := r.Job("steady-000001").Config.Cron; got != "1 * * * * ?" {
+		t.Fatalf("the other job's cron changed to %q", got)
+	}
+}

@@ -1,0 +1,54 @@
+package dispatch
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cronexpr"
+)
+
+// BenchmarkSchedulerMemory measures what the scheduler holds per job at 10,000 and 100,000 jobs (issue 21,
+// part mm): the live heap after a GC, in bytes per job, for the harness's steady-N jobs (one of 60 crons,
+// each parsed once and shared, as the peer's scheduleOn does).
+//
+//	go test -run '^$' -bench BenchmarkSchedulerMemory -benchtime 1x ./internal/dispatch/
+func BenchmarkSchedulerMemory(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			names := make([]string, n)
+			for k := range n {
+				names[k] = fmt.Sprintf("steady-%06d", k)
+			}
+			scheds := make([]Schedule, 60)
+			for s := range scheds {
+				sched, err := cronexpr.ParseShared(fmt.Sprintf("%d * * * * ?", s), time.UTC)
+				if err != nil {
+					b.Fatal(err)
+				}
+				scheds[s] = sched
+			}
+			for range b.N {
+				before := liveHeap()
+				s := NewScheduler(clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)), nil, func(string, time.Time, int) {})
+				for k, name := range names {
+					s.Set(name, scheds[k%60])
+				}
+				after := liveHeap()
+				b.ReportMetric(float64(after-before)/float64(n), "B/job")
+				runtime.KeepAlive(s)
+			}
+		})
+	}
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
