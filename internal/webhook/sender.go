@@ -15,7 +15,6 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -158,6 +157,7 @@ type Sender struct {
 	transport *http.Transport
 	client    *resty.Client
 	tls       *tlsClients // per webhook.tls setting
+	templates *templates  // per webhook setting
 	limit     *limiter
 	inFlight  atomic.Int64
 }
@@ -200,6 +200,7 @@ func New(cfg Config) *Sender {
 	}
 	s.client, s.transport = s.newClient(&tls.Config{MinVersion: tls.VersionTLS12})
 	s.tls = newTLSClients(cfg.MaxTLSClients, s.newClient)
+	s.templates = newTemplates(0)
 	return s
 }
 
@@ -351,90 +352,34 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 	}
 }
 
-// prepared holds what is the same for every request of a Delivery.
+// prepared holds what is the same for every request of a Delivery: its webhook's template, and what is
+// the item's own.
 type prepared struct {
-	url     *url.URL
-	target  string // url as a string, as resty takes it: made once, not at every request
-	method  string
-	header  http.Header // job headers, canonical keys; the contract headers are added per request
-	connect time.Duration
-	timeout time.Duration
-	keys    map[string][]byte // HMAC key of each secret
-	client  *resty.Client     // the Sender's, or the one of the job's webhook.tls
+	*template
+	client *resty.Client // the Sender's, or the one of the job's webhook.tls
+	sc     []string      // the shardingContext header's value
 	// firstBody is the body of the first attempt of the first iteration, built ahead, and firstCallback its
 	// callback URL and token.
 	firstBody     []byte
 	firstCallback [2]string
 }
 
-// signature returns the webhook-signature value at now ("" without a secret).
-func (p *prepared) signature(w ejserver.Webhook, now time.Time, id string, ts int64, body []byte) string {
-	secrets := w.Secrets(now)
-	switch len(secrets) {
-	case 0:
-		return ""
-	case 1:
-		return Sign(p.keys[secrets[0]], id, ts, body)
-	}
-	sigs := make([]string, len(secrets))
-	for i, secret := range secrets {
-		sigs[i] = Sign(p.keys[secret], id, ts, body)
-	}
-	return strings.Join(sigs, " ")
-}
-
 func (s *Sender) prepare(d Delivery) (*prepared, error) {
-	u, err := url.Parse(d.Webhook.URL)
+	t, err := s.templates.get(d.Webhook, s.makeTemplate)
 	if err != nil {
-		return nil, refused("the URL does not parse")
-	}
-	if err := s.cfg.Allow.CheckURL(u); err != nil {
 		return nil, err
 	}
-	p := &prepared{url: u, target: u.String(), method: d.Webhook.Method, connect: d.Webhook.ConnectTimeout(), timeout: d.Webhook.Timeout()}
-	if p.method == "" {
-		p.method = http.MethodPost
-	}
-	if p.connect <= 0 {
-		p.connect = ejserver.DefaultConnectTimeout * time.Millisecond
-	}
-	if p.timeout <= 0 {
-		p.timeout = ejserver.DefaultTimeoutMs * time.Millisecond
-	}
-	p.client = s.client
+	p := &prepared{template: t, client: s.client}
 	if t := d.Webhook.TLS; t != nil && !t.Empty() {
 		if p.client, err = s.tls.get(t); err != nil {
 			return nil, err // never holds a PEM
 		}
 	}
-	p.keys = make(map[string][]byte, 2)
-	for _, secret := range []string{d.Webhook.Secret, d.Webhook.PreviousSecret} {
-		if secret == "" {
-			continue
-		}
-		key, err := ParseSecret(secret)
-		if err != nil {
-			return nil, err // never holds the secret
-		}
-		p.keys[secret] = key
-	}
 	sc, err := shardingContextHeader(d.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("encode shardingContext: %w", err)
 	}
-	p.header = make(http.Header, len(d.Webhook.Headers)+8)
-	for k, v := range d.Webhook.Headers {
-		if ForbiddenHeader(k) {
-			continue // validation rejects these; a stored config that has one just loses it
-		}
-		if err := CheckHeaders(map[string]string{k: v}); err != nil {
-			return nil, err // HTTP would refuse to send it, at every attempt
-		}
-		p.header.Set(k, v)
-	}
-	p.header["Content-Type"] = []string{"application/json"}
-	p.header["User-Agent"] = []string{s.cfg.UserAgent}
-	p.header[HeaderShardingContext] = []string{sc}
+	p.sc = []string{sc}
 	return p, nil
 }
 
@@ -613,8 +558,9 @@ func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int
 	now := s.clock.Now()
 	ts := now.Unix()
 	sig := p.signature(d.Webhook, now, id, ts, body)
-	h := make(http.Header, len(p.header)+4) // a copy of the map, sharing the values: they are never appended to
+	h := make(http.Header, len(p.header)+5) // a copy of the map, sharing the values: they are never appended to
 	maps.Copy(h, p.header)
+	h[HeaderShardingContext] = p.sc
 	h[HeaderID] = []string{id}
 	h[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
 	if sig != "" {
