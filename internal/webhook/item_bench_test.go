@@ -49,7 +49,7 @@ func BenchmarkSendItem(b *testing.B) {
 // leanReceiver serves HTTP/1.1 on loopback with a hand-written loop (keep-alive, Content-Length bodies
 // only, every request answered 200 with an empty body): net/http's server would add its own allocations to
 // the benchmark's. It returns the URL; the listener and its connections close when the benchmark ends.
-func leanReceiver(b *testing.B) string {
+func leanReceiver(b testing.TB) string {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
