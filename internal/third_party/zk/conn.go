@@ -847,14 +847,14 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 		}
 
 		res := responseHeader{}
-		_, err = decodePacket(buf[:16], &res)
+		_, err = res.Decode(buf[:blen]) // ejserver: by hand (decodefast.go), not by reflection
 		if err != nil {
 			return err
 		}
 
 		if res.Xid == -1 {
 			res := &watcherEvent{}
-			_, err = decodePacket(buf[16:blen], res)
+			_, err = res.Decode(buf[16:blen])
 			if err != nil {
 				return err
 			}

@@ -411,6 +411,18 @@ type encoder interface {
 	Encode(buf []byte) (int, error)
 }
 
+// structInterface is what decodePacketValue and encodePacketValue ask whether it is a decoder or an
+// encoder: the struct's address (its method set holds the value's methods too), not the struct itself.
+//
+// ejserver: v1.0.4 asked rv.Interface(), then v.Interface(): each boxed a copy of the struct (an allocation)
+// for every struct it encoded or decoded, a Stat in each answer and a header in each packet included.
+func structInterface(rv, v reflect.Value) interface{} {
+	if v.CanAddr() {
+		return v.Addr().Interface()
+	}
+	return rv.Interface()
+}
+
 func decodePacket(buf []byte, st interface{}) (n int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -445,9 +457,7 @@ func decodePacketValue(buf []byte, v reflect.Value) (int, error) {
 	default:
 		return n, ErrUnhandledFieldType
 	case reflect.Struct:
-		if de, ok := rv.Interface().(decoder); ok {
-			return de.Decode(buf)
-		} else if de, ok := v.Interface().(decoder); ok {
+		if de, ok := structInterface(rv, v).(decoder); ok {
 			return de.Decode(buf)
 		} else {
 			for i := 0; i < v.NumField(); i++ {
@@ -531,9 +541,7 @@ func encodePacketValue(buf []byte, v reflect.Value) (int, error) {
 	default:
 		return n, ErrUnhandledFieldType
 	case reflect.Struct:
-		if en, ok := rv.Interface().(encoder); ok {
-			return en.Encode(buf)
-		} else if en, ok := v.Interface().(encoder); ok {
+		if en, ok := structInterface(rv, v).(encoder); ok {
 			return en.Encode(buf)
 		} else {
 			for i := 0; i < v.NumField(); i++ {
