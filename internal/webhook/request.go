@@ -18,17 +18,21 @@ import (
 	"github.com/ejserver/ejserver/internal/tracing"
 )
 
-// attemptState is one request's own state, in one allocation: its timers and the callbacks net/http calls
+// attemptState is one request's own state, in one allocation: its timer and the callbacks net/http calls
 // while the request is under way (what was five captured variables and a context value of its own).
 type attemptState struct {
-	s       *Sender
-	p       *prepared
-	sent    func()
-	cancel  context.CancelCauseFunc
-	trace   httptrace.ClientTrace
-	mu      sync.Mutex
-	connect Timer // from the start until a connection is ready
-	resp    Timer // from then until the body has been read
+	s      *Sender
+	p      *prepared
+	sent   func()
+	cancel context.CancelCauseFunc
+	trace  httptrace.ClientTrace
+	// timer is the connect timeout from the start until a connection is ready, then, reset, the response
+	// timeout until the body has been read: one timer per attempt, not two.
+	timer Timer
+	mu    sync.Mutex // orders gotConn's reset and stop
+	// responding: the timer has been reset to the response timeout; stopped: the attempt is over
+	responding atomic.Bool
+	stopped    bool
 	// handshook: a TLS handshake completed in this attempt
 	handshook atomic.Bool
 }
@@ -44,16 +48,23 @@ func connectTimeout(ctx context.Context) (t time.Duration, ok bool) {
 	return 0, false
 }
 
+// gotConn turns the connect timeout into the response timeout, unless the connect timeout has fired.
 func (a *attemptState) gotConn(httptrace.GotConnInfo) {
-	if a.connect.Stop() {
-		a.mu.Lock()
-		a.resp = a.s.clock.AfterFunc(a.p.timeout, a.responseTimeout)
-		a.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.stopped && a.timer.Stop() {
+		a.responding.Store(true)
+		a.timer.Reset(a.p.timeout)
 	}
 }
 
-func (a *attemptState) connectTimedOut() { a.cancel(errConnectTimeout) }
-func (a *attemptState) responseTimeout() { a.cancel(errResponseTimeout) }
+func (a *attemptState) timedOut() {
+	if a.responding.Load() {
+		a.cancel(errResponseTimeout)
+		return
+	}
+	a.cancel(errConnectTimeout)
+}
 
 func (a *attemptState) wroteRequest(httptrace.WroteRequestInfo) {
 	if a.sent != nil {
@@ -65,13 +76,11 @@ func (a *attemptState) tlsHandshakeDone(_ tls.ConnectionState, err error) {
 	a.handshook.Store(err == nil)
 }
 
-// stop stops the attempt's timers.
+// stop stops the attempt's timer.
 func (a *attemptState) stop() {
-	a.connect.Stop()
 	a.mu.Lock()
-	if a.resp != nil {
-		a.resp.Stop()
-	}
+	a.stopped = true
+	a.timer.Stop()
 	a.mu.Unlock()
 }
 
@@ -143,7 +152,7 @@ func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int
 	actx, cancel := context.WithCancelCause(context.WithValue(ctx, attemptKey{}, a))
 	defer cancel(nil)
 	a.cancel = cancel
-	a.connect = s.clock.AfterFunc(p.connect, a.connectTimedOut)
+	a.timer = s.clock.AfterFunc(p.connect, a.timedOut)
 	defer a.stop()
 	// each hook is an allocation (a method value): only those that have something to do
 	a.trace.GotConn = a.gotConn
