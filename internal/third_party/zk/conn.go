@@ -891,7 +891,10 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 					_, err = decodePacket(buf[16:blen], req.recvStruct)
 				}
 				if req.recvFunc != nil {
-					req.recvFunc(req, &res, err)
+					// ejserver: a copy for the callback, which may keep it: res itself stays on the stack (it
+					// escaped, one allocation per packet, when its address was passed here)
+					hdr := res
+					req.recvFunc(req, &hdr, err)
 				}
 				req.recvChan <- response{res.Zxid, err}
 				if req.opcode == opClose {
