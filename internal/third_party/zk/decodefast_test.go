@@ -110,7 +110,7 @@ type packetConn struct {
 	r *bytes.Reader
 }
 
-func (c packetConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
+func (c packetConn) Read(p []byte) (int, error)      { return c.r.Read(p) }
 func (c packetConn) SetReadDeadline(time.Time) error { return nil }
 
 // The receive loop's allocations for a watch event are the event's path alone: its reply header stays on
