@@ -349,53 +349,7 @@ func (r *multiRequest) Decode(buf []byte) (int, error) {
 	return total, nil
 }
 
-func (r *multiResponse) Decode(buf []byte) (int, error) {
-	var multiErr error
-
-	r.Ops = make([]multiResponseOp, 0)
-	r.DoneHeader = multiHeader{-1, true, -1}
-	total := 0
-	for {
-		header := &multiHeader{}
-		n, err := decodePacketValue(buf[total:], reflect.ValueOf(header))
-		if err != nil {
-			return total, err
-		}
-		total += n
-		if header.Done {
-			r.DoneHeader = *header
-			break
-		}
-
-		res := multiResponseOp{Header: *header}
-		var w reflect.Value
-		switch header.Type {
-		default:
-			return total, ErrAPIError
-		case opError:
-			w = reflect.ValueOf(&res.Err)
-		case opCreate:
-			w = reflect.ValueOf(&res.String)
-		case opSetData:
-			res.Stat = new(Stat)
-			w = reflect.ValueOf(res.Stat)
-		case opCheck, opDelete:
-		}
-		if w.IsValid() {
-			n, err := decodePacketValue(buf[total:], w)
-			if err != nil {
-				return total, err
-			}
-			total += n
-		}
-		r.Ops = append(r.Ops, res)
-		if multiErr == nil && res.Err != errOk {
-			// Use the first error as the error returned from Multi().
-			multiErr = res.Err.toError()
-		}
-	}
-	return total, multiErr
-}
+// ejserver: multiResponse.Decode is in decodefast.go, by hand.
 
 type watcherEvent struct {
 	Type  EventType
