@@ -128,6 +128,7 @@ type Manager struct {
 	log *slog.Logger
 	me  cluster.Identity
 
+	tokens      *lease.Minter // of cfg.Secret
 	resendSlots chan struct{}
 
 	mu      sync.Mutex
@@ -169,7 +170,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Resends = 64
 	}
 	return &Manager{cfg: cfg, reg: cfg.Registry, clk: cfg.Clock, log: cfg.Logger, me: cfg.Registry.Me(),
-		resendSlots: make(chan struct{}, cfg.Resends), stop: make(chan struct{})}, nil
+		tokens: lease.NewMinter(cfg.Secret), resendSlots: make(chan struct{}, cfg.Resends), stop: make(chan struct{})}, nil
 }
 
 // CallbackURL is the base of an execution's callbacks.
@@ -181,7 +182,7 @@ func (m *Manager) CallbackURL(executionID string) string {
 func (m *Manager) Callback(executionID string) func(iteration, attempt int) (string, string) {
 	base := m.CallbackURL(executionID)
 	return func(iteration, attempt int) (string, string) {
-		return base, lease.Token(m.cfg.Secret, executionID, iteration, attempt)
+		return base, m.tokens.Token(executionID, iteration, attempt)
 	}
 }
 

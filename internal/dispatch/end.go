@@ -21,7 +21,7 @@ const (
 // is safe to repeat: a running node already deleted, or rewritten by a failover, is left alone.
 func (e *Executor) endItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) {
 	e.retryWrite("the item's end", func() error { return e.reg.EndItem(job, item, runningVersion, done, clearFailover) },
-		"job", job, "item", item, "execution_id", done.ExecutionID)
+		func() []any { return []any{"job", job, "item", item, "execution_id", done.ExecutionID} })
 }
 
 // clearUnsent removes the running node created for an item that was then not sent, with endItem's retries:
@@ -30,13 +30,16 @@ func (e *Executor) endItem(job string, item int, runningVersion int32, done clus
 // until their peer died and a survivor re-POSTed, as a failover, requests that had never been sent).
 func (e *Executor) clearUnsent(job string, item int) {
 	e.retryWrite("the removal of an unsent item's running node", func() error { return e.reg.ClearStaleRunning(job, item, 0) },
-		"job", job, "item", item)
+		func() []any { return []any{"job", job, "item", item} })
 }
 
 // retryWrite runs a registry write until it lands, the executor is aborted, or endRetries tries ran out; its
-// back-off doubles from endBackoffMin to endBackoffMax. It reports whether the write landed.
-func (e *Executor) retryWrite(what string, write func() error, attrs ...any) bool {
+// back-off doubles from endBackoffMin to endBackoffMax. It reports whether the write landed. Its lines' attrs
+// are made only when a line is written: made for every item's end, they were a slice and two boxed strings
+// per item, which nearly never logs.
+func (e *Executor) retryWrite(what string, write func() error, lineAttrs func() []any) bool {
 	backoff := endBackoffMin
+	var attrs []any
 	for try := 1; ; try++ {
 		err := write()
 		if err == nil {
@@ -44,6 +47,9 @@ func (e *Executor) retryWrite(what string, write func() error, attrs ...any) boo
 				e.log.Info(what+" recorded in the registry after a retry", append(attrs, "tries", try)...)
 			}
 			return true
+		}
+		if attrs == nil {
+			attrs = lineAttrs()
 		}
 		if try == endRetries {
 			e.log.Error("could not record "+what+" in the registry; giving up", append(attrs, "tries", try, "err", err)...)

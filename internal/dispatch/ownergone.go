@@ -53,18 +53,41 @@ func itemOwner(s *cluster.JobSnapshot, i int, peers Peers) ownerState {
 // eachOwner calls visit with the state of every item a fire would look at, until visit returns false. Items
 // share a few owners: each owner's state is asked of the peers once per scan, not once per item (a fire of
 // 2,000 items would take 2,000 locks of the peers' cache otherwise).
+//
+// The first few owners are kept in an array on the stack, the rest in a map: a job's items are on at most as
+// many owners as there are peers, and a map made at every fire of every job was ~700 bytes a fire.
 func eachOwner(s *cluster.JobSnapshot, peers Peers, visit func(i int, st ownerState) bool) {
+	type seenOwner struct {
+		owner string
+		st    ownerState
+	}
+	var few [8]seenOwner
+	nfew := 0
 	var seen map[string]ownerState
 	for i := range min(len(s.Items), s.Config.ShardingTotalCount) {
 		st := ownerFine
 		if it := s.Items[i]; considered(it) {
-			var ok bool
-			if st, ok = seen[it.Owner]; !ok {
-				st = itemOwner(s, i, peers)
-				if seen == nil {
-					seen = map[string]ownerState{}
+			found := false
+			for _, o := range few[:nfew] {
+				if o.owner == it.Owner {
+					st, found = o.st, true
+					break
 				}
-				seen[it.Owner] = st
+			}
+			if !found && seen != nil {
+				st, found = seen[it.Owner]
+			}
+			if !found {
+				st = itemOwner(s, i, peers)
+				switch {
+				case nfew < len(few):
+					few[nfew] = seenOwner{it.Owner, st}
+					nfew++
+				case seen == nil:
+					seen = map[string]ownerState{it.Owner: st}
+				default:
+					seen[it.Owner] = st
+				}
 			}
 		}
 		if !visit(i, st) {

@@ -224,3 +224,49 @@ func TestExecutorWaitsForTheReshardingOfAGoneOwnersItems(t *testing.T) {
 	}
 	send.none(t)
 }
+
+// A fire's owner scan keeps the owners it asked about without a map while they are few (a map per fire of
+// every job before), and asks each owner once however many items it has, past the few too.
+func TestEachOwnerAsksEachOwnerOnce(t *testing.T) {
+	var items []cluster.ItemState
+	for i := range 40 {
+		items = append(items, owned(string(rune('a'+i%20))))
+	}
+	s := goneSnap(items...)
+	peers := &countingPeers{gone: map[string]bool{"c": true, "p": true}}
+	var states []ownerState
+	eachOwner(s, peers, func(_ int, st ownerState) bool { states = append(states, st); return true })
+	for i, st := range states {
+		if want := items[i].Owner == "c" || items[i].Owner == "p"; (st == ownerGone) != want {
+			t.Errorf("item %d (owner %s): state %v", i, items[i].Owner, st)
+		}
+	}
+	for owner, n := range peers.asked {
+		if n != 1 {
+			t.Errorf("owner %s asked %d times", owner, n)
+		}
+	}
+	if raceEnabled {
+		return
+	}
+	one := goneSnap(owned("b"))
+	if got := testing.AllocsPerRun(100, func() { anyOwner(one, peerSets{}, ownerGone, ownerLeaving) }); got != 0 {
+		t.Errorf("a one-item job's owner scan allocates %.0f times, want 0", got)
+	}
+}
+
+// countingPeers is a Peers that counts the questions about each instance.
+type countingPeers struct {
+	gone  map[string]bool
+	asked map[string]int
+}
+
+func (p *countingPeers) PeerGone(id string) bool {
+	if p.asked == nil {
+		p.asked = map[string]int{}
+	}
+	p.asked[id]++
+	return p.gone[id]
+}
+
+func (p *countingPeers) PeerLeft(string) bool { return false }

@@ -36,7 +36,8 @@ func (e *Executor) newTask(id, job string, source ejserver.Source, items []int) 
 	t := &task{id: id, job: job, source: source, failover: source == ejserver.SourceFailover,
 		items: slices.Clone(items), remaining: len(items)}
 	t.begun = [2]ejserver.StatusTrace{
-		e.statusTrace(t, ejserver.TaskStaging, fmt.Sprintf("Job '%s' execute begin.", t.job)),
+		// concatenated, not fmt.Sprintf: at every fire of every job, fmt's frames grew the fire's new stack
+		e.statusTrace(t, ejserver.TaskStaging, "Job '"+t.job+"' execute begin."),
 		e.statusTrace(t, ejserver.TaskRunning, ""),
 	}
 	return t

@@ -10,7 +10,12 @@
 // webhook-timestamp (Unix seconds of this attempt), webhook-signature when the job has a secret
 // ("v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>"; during a rotation's grace period one signature per
 // secret, space-separated, as Standard Webhooks libraries accept), ElasticJob's shardingContext header, the
-// job's own headers (never overriding these; see ForbiddenHeader) and User-Agent.
+// job's own headers (never overriding these; see ForbiddenHeader), User-Agent and Accept (application/json
+// unless the job sets its own).
+//
+// What every request to one webhook setting shares (the URL parsed and checked, the secrets decoded, the
+// static headers) is made once into a template the Sender keeps (template.go); a request is that template's
+// headers plus the item's and the attempt's, handed to the pooled transport directly (request.go).
 //
 // # Outcomes and retries
 //

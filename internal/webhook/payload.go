@@ -3,8 +3,8 @@ package webhook
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/ejserver/ejserver/receiver"
 )
@@ -29,38 +29,25 @@ func payloadBody(p Payload) ([]byte, error) {
 	if !p.DueAt.IsZero() {
 		p.DueAt = p.DueAt.UTC()
 	}
+	if b, ok := appendPayload(make([]byte, 0, payloadSize(p)), p); ok {
+		return b, nil
+	}
 	return json.Marshal(p)
-}
-
-// shardingContext is ElasticJob's ShardingContext as its HTTP job executor serialises it (Gson field order).
-type shardingContext struct {
-	JobName            string `json:"jobName"`
-	TaskID             string `json:"taskId"`
-	ShardingTotalCount int    `json:"shardingTotalCount"`
-	JobParameter       string `json:"jobParameter"`
-	ShardingItem       int    `json:"shardingItem"`
-	ShardingParameter  string `json:"shardingParameter"`
 }
 
 // shardingContextHeader returns the shardingContext header value: JSON, with every non-ASCII character
 // escaped (\uXXXX) so the header is plain ASCII whatever the parameters hold.
+// The fields are ElasticJob's ShardingContext's, in the order its HTTP job executor (Gson) writes them.
 func shardingContextHeader(p Payload) (string, error) {
-	// encoded straight into the string it becomes (json.Marshal's bytes were copied into one): a wide fire's
-	// task id makes this ~3 KB for every item
-	var b strings.Builder
-	if err := json.NewEncoder(&b).Encode(shardingContext{
-		JobName: p.JobName, TaskID: p.TaskID, ShardingTotalCount: p.ShardingTotalCount,
-		JobParameter: p.JobParameter, ShardingItem: p.ShardingItem, ShardingParameter: p.ShardingParameter,
-	}); err != nil {
-		return "", err
-	}
-	h := strings.TrimSuffix(b.String(), "\n") // Encode ends the value with a newline
-	for i := range len(h) {
-		if h[i] >= 0x7f {
-			return asciiJSON([]byte(h)), nil
+	// a wide fire's task id makes this ~3 KB for every item: one buffer of the size, then the string
+	b := appendShardingContext(make([]byte, 0, 160+len(p.JobName)+len(p.TaskID)+len(p.JobParameter)+len(p.ShardingParameter)), p)
+	for _, c := range b {
+		if c >= 0x7f {
+			return asciiJSON(b), nil
 		}
 	}
-	return h, nil
+	// the buffer becomes the string, as strings.Builder does it: b is not written to again
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 // asciiJSON rewrites JSON from encoding/json so that every rune from 0x7f (DEL, which HTTP forbids in a

@@ -6,22 +6,17 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/go-resty/resty/v2"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -155,9 +150,9 @@ type Sender struct {
 	clock     Clock
 	log       *slog.Logger
 	rand      Rand
-	transport *http.Transport
-	client    *resty.Client
-	tls       *tlsClients // per webhook.tls setting
+	transport *http.Transport // for jobs without webhook.tls
+	tls       *tlsClients     // per webhook.tls setting
+	templates *templates      // per webhook setting
 	limit     *limiter
 	inFlight  atomic.Int64
 }
@@ -198,14 +193,16 @@ func New(cfg Config) *Sender {
 	if s.rand == nil {
 		s.rand = globalRand{}
 	}
-	s.client, s.transport = s.newClient(&tls.Config{MinVersion: tls.VersionTLS12})
-	s.tls = newTLSClients(cfg.MaxTLSClients, s.newClient)
+	s.transport = s.newTransport(&tls.Config{MinVersion: tls.VersionTLS12})
+	s.tls = newTLSClients(cfg.MaxTLSClients, s.newTransport)
+	s.templates = newTemplates(0)
 	return s
 }
 
-// newClient is an HTTP client of the Sender with tlsCfg: its own transport (connection pool), the target
-// policy checked at each dial.
-func (s *Sender) newClient(tlsCfg *tls.Config) (*resty.Client, *http.Transport) {
+// newTransport is an HTTP transport (connection pool) of the Sender with tlsCfg, the target policy checked
+// at each dial. Requests go to it directly (request.go): redirects are never followed, a 3xx is the answer,
+// and a failure.
+func (s *Sender) newTransport(tlsCfg *tls.Config) *http.Transport {
 	t := &http.Transport{
 		DialContext:       s.dial,
 		ForceAttemptHTTP2: true,
@@ -225,17 +222,7 @@ func (s *Sender) newClient(tlsCfg *tls.Config) (*resty.Client, *http.Transport) 
 	if s.cfg.Proxy != nil {
 		t.Proxy = http.ProxyURL(s.cfg.Proxy)
 	}
-	hc := &http.Client{
-		Transport: t,
-		// Redirects are never followed: a 3xx is the answer, and a failure.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	client := resty.NewWithClient(hc).
-		SetDoNotParseResponse(true). // the body is read here, through io.LimitReader
-		SetRetryCount(0).            // retries are Deliver's, explicit
-		SetDisableWarn(true).
-		SetLogger(restyLogger{s.log})
-	return client, t
+	return t
 }
 
 // Close closes idle connections and abandons dials no request waits for. The Sender stays usable.
@@ -250,14 +237,12 @@ func (s *Sender) TLSClients() (kept, created int) { return s.tls.stats() }
 // InFlight returns the number of requests in flight now.
 func (s *Sender) InFlight() int { return int(s.inFlight.Load()) }
 
-type connectTimeoutKey struct{}
-
 // dial connects to a target, checking each resolved address against the target policy before the socket
 // connects (net.Dialer.Control), so DNS rebinding cannot reach a refused address. The transport detaches
 // dials from the request's cancellation, so the dial is bounded by the job's connect timeout itself.
 func (s *Sender) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{KeepAlive: 30 * time.Second, Resolver: s.cfg.Resolver}
-	if t, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok {
+	if t, ok := connectTimeout(ctx); ok {
 		d.Timeout = t
 	}
 	if s.cfg.Proxy != nil {
@@ -351,90 +336,34 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 	}
 }
 
-// prepared holds what is the same for every request of a Delivery.
+// prepared holds what is the same for every request of a Delivery: its webhook's template, and what is
+// the item's own.
 type prepared struct {
-	url     *url.URL
-	target  string // url as a string, as resty takes it: made once, not at every request
-	method  string
-	header  http.Header // job headers, canonical keys; the contract headers are added per request
-	connect time.Duration
-	timeout time.Duration
-	keys    map[string][]byte // HMAC key of each secret
-	client  *resty.Client     // the Sender's, or the one of the job's webhook.tls
+	*template
+	rt http.RoundTripper // the Sender's transport, or the one of the job's webhook.tls
+	sc [1]string         // the shardingContext header's value (h[HeaderShardingContext] = sc[:])
 	// firstBody is the body of the first attempt of the first iteration, built ahead, and firstCallback its
 	// callback URL and token.
 	firstBody     []byte
 	firstCallback [2]string
 }
 
-// signature returns the webhook-signature value at now ("" without a secret).
-func (p *prepared) signature(w ejserver.Webhook, now time.Time, id string, ts int64, body []byte) string {
-	secrets := w.Secrets(now)
-	switch len(secrets) {
-	case 0:
-		return ""
-	case 1:
-		return Sign(p.keys[secrets[0]], id, ts, body)
-	}
-	sigs := make([]string, len(secrets))
-	for i, secret := range secrets {
-		sigs[i] = Sign(p.keys[secret], id, ts, body)
-	}
-	return strings.Join(sigs, " ")
-}
-
 func (s *Sender) prepare(d Delivery) (*prepared, error) {
-	u, err := url.Parse(d.Webhook.URL)
+	t, err := s.templates.get(d.Webhook, s.makeTemplate)
 	if err != nil {
-		return nil, refused("the URL does not parse")
-	}
-	if err := s.cfg.Allow.CheckURL(u); err != nil {
 		return nil, err
 	}
-	p := &prepared{url: u, target: u.String(), method: d.Webhook.Method, connect: d.Webhook.ConnectTimeout(), timeout: d.Webhook.Timeout()}
-	if p.method == "" {
-		p.method = http.MethodPost
-	}
-	if p.connect <= 0 {
-		p.connect = ejserver.DefaultConnectTimeout * time.Millisecond
-	}
-	if p.timeout <= 0 {
-		p.timeout = ejserver.DefaultTimeoutMs * time.Millisecond
-	}
-	p.client = s.client
+	p := &prepared{template: t, rt: s.transport}
 	if t := d.Webhook.TLS; t != nil && !t.Empty() {
-		if p.client, err = s.tls.get(t); err != nil {
+		if p.rt, err = s.tls.get(t); err != nil {
 			return nil, err // never holds a PEM
 		}
-	}
-	p.keys = make(map[string][]byte, 2)
-	for _, secret := range []string{d.Webhook.Secret, d.Webhook.PreviousSecret} {
-		if secret == "" {
-			continue
-		}
-		key, err := ParseSecret(secret)
-		if err != nil {
-			return nil, err // never holds the secret
-		}
-		p.keys[secret] = key
 	}
 	sc, err := shardingContextHeader(d.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("encode shardingContext: %w", err)
 	}
-	p.header = make(http.Header, len(d.Webhook.Headers)+8)
-	for k, v := range d.Webhook.Headers {
-		if ForbiddenHeader(k) {
-			continue // validation rejects these; a stored config that has one just loses it
-		}
-		if err := CheckHeaders(map[string]string{k: v}); err != nil {
-			return nil, err // HTTP would refuse to send it, at every attempt
-		}
-		p.header.Set(k, v)
-	}
-	p.header["Content-Type"] = []string{"application/json"}
-	p.header["User-Agent"] = []string{s.cfg.UserAgent}
-	p.header[HeaderShardingContext] = []string{sc}
+	p.sc[0] = sc
 	return p, nil
 }
 
@@ -597,102 +526,6 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	return a
 }
 
-func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int) attemptResult {
-	payload := d.Payload
-	payload.Attempt, payload.Iteration = n, it
-	body, callback := p.firstBody, p.firstCallback
-	if n != max(d.FirstAttempt, 1) || it != iterationNumber(d, max(d.FirstIteration, 1)) || body == nil {
-		var err error
-		setCallback(d, &payload)
-		callback = [2]string{payload.CallbackURL, payload.CallbackToken}
-		if body, err = payloadBody(payload); err != nil {
-			return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
-		}
-	}
-	id := messageID(payload.ExecutionID, it)
-	now := s.clock.Now()
-	ts := now.Unix()
-	sig := p.signature(d.Webhook, now, id, ts, body)
-	h := make(http.Header, len(p.header)+4) // a copy of the map, sharing the values: they are never appended to
-	maps.Copy(h, p.header)
-	h[HeaderID] = []string{id}
-	h[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
-	if sig != "" {
-		h[HeaderSignature] = []string{sig}
-	}
-	if d.Callback != nil {
-		h[HeaderCallbackURL], h[HeaderCallbackToken] = []string{callback[0]}, []string{callback[1]}
-	}
-	tracing.Inject(ctx, h)
-
-	actx, cancel := context.WithCancelCause(context.WithValue(ctx, connectTimeoutKey{}, p.connect))
-	defer cancel(nil)
-	var mu sync.Mutex
-	var respTimer Timer
-	connectTimer := s.clock.AfterFunc(p.connect, func() { cancel(errConnectTimeout) })
-	defer func() {
-		connectTimer.Stop()
-		mu.Lock()
-		if respTimer != nil {
-			respTimer.Stop()
-		}
-		mu.Unlock()
-	}()
-	var handshook atomic.Bool // a TLS handshake completed in this attempt
-	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
-		TLSHandshakeDone: func(_ tls.ConnectionState, err error) { handshook.Store(err == nil) },
-		GotConn: func(httptrace.GotConnInfo) {
-			if connectTimer.Stop() {
-				mu.Lock()
-				respTimer = s.clock.AfterFunc(p.timeout, func() { cancel(errResponseTimeout) })
-				mu.Unlock()
-			}
-		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			if d.Sent != nil {
-				d.Sent()
-			}
-		},
-	})
-
-	req := p.client.R().SetContext(actx)
-	req.Header = h
-	// a reader, not the bytes: resty copies a []byte body twice per request (into its buffer, then again for
-	// the request), ~4 KB each for a wide fire's item; net/http sends a *bytes.Reader with its length, as it
-	// did the copy
-	req.SetBody(bytes.NewReader(body))
-	resp, err := req.Execute(p.method, p.target)
-	if err != nil {
-		a := s.transportFailure(actx, ctx, p, err)
-		if handshook.Load() && closedAfterHandshake(err) {
-			a.cause += closedAfterHandshakeHint
-		}
-		return a
-	}
-	raw := resp.RawBody()
-	defer raw.Close()
-	if testHookResponseHeaders != nil {
-		testHookResponseHeaders()
-	}
-	buf := bufPool.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 2*int(s.cfg.MaxResponseBytes) {
-			buf.Reset()
-			bufPool.Put(buf)
-		}
-	}()
-	buf.Reset()
-	_, readErr := buf.ReadFrom(io.LimitReader(raw, s.cfg.MaxResponseBytes))
-	a := attemptResult{status: resp.StatusCode(), excerpt: excerpt(buf.Bytes(), s.cfg.ExcerptBytes)}
-	if readErr != nil {
-		f := s.transportFailure(actx, ctx, p, readErr)
-		f.status, f.excerpt = a.status, a.excerpt
-		f.cause = fmt.Sprintf("HTTP %d, then reading the body: %s", a.status, f.cause)
-		return f
-	}
-	return classify(a, resp.Header(), buf.Bytes(), d.Streaming, now)
-}
-
 // classify decides on a response that arrived whole.
 func classify(a attemptResult, h http.Header, body []byte, streaming bool, now time.Time) attemptResult {
 	code := a.status
@@ -780,19 +613,6 @@ func unwrapURLError(err error) error {
 type globalRand struct{}
 
 func (globalRand) Int64N(n int64) int64 { return rand.Int64N(n) }
-
-// restyLogger sends resty's own messages to slog at debug level.
-type restyLogger struct{ log *slog.Logger }
-
-func (l restyLogger) Errorf(format string, v ...any) {
-	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
-}
-func (l restyLogger) Warnf(format string, v ...any) {
-	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
-}
-func (l restyLogger) Debugf(format string, v ...any) {
-	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
-}
 
 // Waiting returns the number of requests waiting for a slot (the global or their job's bound) now.
 func (s *Sender) Waiting() int { return int(s.limit.waiting.Load()) }

@@ -249,6 +249,9 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 	}
 	defer c.stop()
 	from, to := e.window(w, rec, &r)
+	// a heap profile at the window's start too: its alloc_space and alloc_objects are the base the end's are
+	// read against (go tool pprof -diff_base), so the allocations of the window alone divide by its items
+	c.heapProfiles(w.name + "-start")
 	m := startMeasure(c)
 	prof := c.profile(w.name, min(w.duration, 30*time.Second))
 	var restarted <-chan *RestartResult

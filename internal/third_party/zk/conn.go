@@ -847,14 +847,14 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 		}
 
 		res := responseHeader{}
-		_, err = decodePacket(buf[:16], &res)
+		_, err = res.Decode(buf[:blen]) // ejserver: by hand (decodefast.go), not by reflection
 		if err != nil {
 			return err
 		}
 
 		if res.Xid == -1 {
 			res := &watcherEvent{}
-			_, err = decodePacket(buf[16:blen], res)
+			_, err = res.Decode(buf[16:blen])
 			if err != nil {
 				return err
 			}
@@ -891,7 +891,10 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 					_, err = decodePacket(buf[16:blen], req.recvStruct)
 				}
 				if req.recvFunc != nil {
-					req.recvFunc(req, &res, err)
+					// ejserver: a copy for the callback, which may keep it: res itself stays on the stack (it
+					// escaped, one allocation per packet, when its address was passed here)
+					hdr := res
+					req.recvFunc(req, &hdr, err)
 				}
 				req.recvChan <- response{res.Zxid, err}
 				if req.opcode == opClose {
