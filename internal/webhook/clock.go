@@ -17,8 +17,6 @@ type Timer interface {
 	C() <-chan time.Time
 	// Stop prevents the timer from firing; it reports whether it did.
 	Stop() bool
-	// Reset makes a stopped or fired timer fire once more, d from now (an AfterFunc timer calls its f again).
-	Reset(d time.Duration)
 }
 
 // SystemClock returns the wall clock: the one place in this package that reads real time.
@@ -36,6 +34,5 @@ func (systemClock) AfterFunc(d time.Duration, f func()) Timer {
 
 type sysTimer struct{ t *time.Timer }
 
-func (s sysTimer) C() <-chan time.Time   { return s.t.C }
-func (s sysTimer) Stop() bool            { return s.t.Stop() }
-func (s sysTimer) Reset(d time.Duration) { s.t.Reset(d) }
+func (s sysTimer) C() <-chan time.Time { return s.t.C }
+func (s sysTimer) Stop() bool          { return s.t.Stop() }

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -104,21 +103,6 @@ func (t *fakeTimer) Stop() bool {
 	was := t.pending
 	t.pending = false
 	return was
-}
-
-func (t *fakeTimer) Reset(d time.Duration) {
-	c := t.clock
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t.at, t.pending = c.now.Add(d), true
-	if d <= 0 {
-		t.pending = false
-		c.fire(t)
-		return
-	}
-	if !slices.Contains(c.timers, t) {
-		c.timers = append(c.timers, t)
-	}
 }
 
 // deliverAdvancing runs Deliver, advancing the fake clock through every back-off sleep; it returns the

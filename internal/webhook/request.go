@@ -18,21 +18,17 @@ import (
 	"github.com/ejserver/ejserver/internal/tracing"
 )
 
-// attemptState is one request's own state, in one allocation: its timer and the callbacks net/http calls
+// attemptState is one request's own state, in one allocation: its timers and the callbacks net/http calls
 // while the request is under way (what was five captured variables and a context value of its own).
 type attemptState struct {
-	s      *Sender
-	p      *prepared
-	sent   func()
-	cancel context.CancelCauseFunc
-	trace  httptrace.ClientTrace
-	// timer is the connect timeout from the start until a connection is ready, then, reset, the response
-	// timeout until the body has been read: one timer per attempt, not two.
-	timer Timer
-	mu    sync.Mutex // orders gotConn's reset and stop
-	// responding: the timer has been reset to the response timeout; stopped: the attempt is over
-	responding atomic.Bool
-	stopped    bool
+	s       *Sender
+	p       *prepared
+	sent    func()
+	cancel  context.CancelCauseFunc
+	trace   httptrace.ClientTrace
+	mu      sync.Mutex
+	connect Timer // from the start until a connection is ready
+	resp    Timer // from then until the body has been read
 	// handshook: a TLS handshake completed in this attempt
 	handshook atomic.Bool
 }
@@ -48,23 +44,16 @@ func connectTimeout(ctx context.Context) (t time.Duration, ok bool) {
 	return 0, false
 }
 
-// gotConn turns the connect timeout into the response timeout, unless the connect timeout has fired.
 func (a *attemptState) gotConn(httptrace.GotConnInfo) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.stopped && a.timer.Stop() {
-		a.responding.Store(true)
-		a.timer.Reset(a.p.timeout)
+	if a.connect.Stop() {
+		a.mu.Lock()
+		a.resp = a.s.clock.AfterFunc(a.p.timeout, a.responseTimeout)
+		a.mu.Unlock()
 	}
 }
 
-func (a *attemptState) timedOut() {
-	if a.responding.Load() {
-		a.cancel(errResponseTimeout)
-		return
-	}
-	a.cancel(errConnectTimeout)
-}
+func (a *attemptState) connectTimedOut() { a.cancel(errConnectTimeout) }
+func (a *attemptState) responseTimeout() { a.cancel(errResponseTimeout) }
 
 func (a *attemptState) wroteRequest(httptrace.WroteRequestInfo) {
 	if a.sent != nil {
@@ -76,11 +65,13 @@ func (a *attemptState) tlsHandshakeDone(_ tls.ConnectionState, err error) {
 	a.handshook.Store(err == nil)
 }
 
-// stop stops the attempt's timer.
+// stop stops the attempt's timers.
 func (a *attemptState) stop() {
+	a.connect.Stop()
 	a.mu.Lock()
-	a.stopped = true
-	a.timer.Stop()
+	if a.resp != nil {
+		a.resp.Stop()
+	}
 	a.mu.Unlock()
 }
 
@@ -152,7 +143,7 @@ func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int
 	actx, cancel := context.WithCancelCause(context.WithValue(ctx, attemptKey{}, a))
 	defer cancel(nil)
 	a.cancel = cancel
-	a.timer = s.clock.AfterFunc(p.connect, a.timedOut)
+	a.connect = s.clock.AfterFunc(p.connect, a.connectTimedOut)
 	defer a.stop()
 	// each hook is an allocation (a method value): only those that have something to do
 	a.trace.GotConn = a.gotConn

@@ -5,9 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // What a receiver sees of a request, header by header, is the contract: it must not change with how the
@@ -92,35 +90,5 @@ func TestSendItemAllocations(t *testing.T) {
 	t.Logf("%.0f allocations per item", got)
 	if got > maxSendAllocs {
 		t.Errorf("an item's Prepare and Send allocate %.0f times, want at most %d", got, maxSendAllocs)
-	}
-}
-
-// afterFuncCounter is a Clock that counts the AfterFunc timers made.
-type afterFuncCounter struct {
-	Clock
-	n atomic.Int64
-}
-
-func (c *afterFuncCounter) AfterFunc(d time.Duration, f func()) Timer {
-	c.n.Add(1)
-	return c.Clock.AfterFunc(d, f)
-}
-
-// An attempt has one timer: the connect timeout, reset into the response timeout once a connection is
-// ready (two timers before); both timeouts still end the attempt with their own cause
-// (TestTimeouts).
-func TestAnAttemptHasOneTimer(t *testing.T) {
-	t.Parallel()
-	rec := newRecorder(t, status(http.StatusNoContent))
-	clk := &afterFuncCounter{Clock: SystemClock()}
-	s := New(Config{Clock: clk})
-	defer s.Close()
-	for range 3 {
-		if res := s.Deliver(context.Background(), testDelivery(rec.URL)); !res.Success {
-			t.Fatalf("delivery failed: %s", res.FailureCause)
-		}
-	}
-	if n := clk.n.Load(); n != 3 {
-		t.Errorf("%d timers for three attempts, want 3", n)
 	}
 }
