@@ -6,10 +6,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"sync"
@@ -17,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-resty/resty/v2"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -150,9 +154,10 @@ type Sender struct {
 	clock     Clock
 	log       *slog.Logger
 	rand      Rand
-	transport *http.Transport // for jobs without webhook.tls
-	tls       *tlsClients     // per webhook.tls setting
-	templates *templates      // per webhook setting
+	transport *http.Transport
+	client    *resty.Client
+	tls       *tlsClients // per webhook.tls setting
+	templates *templates  // per webhook setting
 	limit     *limiter
 	inFlight  atomic.Int64
 }
@@ -193,16 +198,15 @@ func New(cfg Config) *Sender {
 	if s.rand == nil {
 		s.rand = globalRand{}
 	}
-	s.transport = s.newTransport(&tls.Config{MinVersion: tls.VersionTLS12})
-	s.tls = newTLSClients(cfg.MaxTLSClients, s.newTransport)
+	s.client, s.transport = s.newClient(&tls.Config{MinVersion: tls.VersionTLS12})
+	s.tls = newTLSClients(cfg.MaxTLSClients, s.newClient)
 	s.templates = newTemplates(0)
 	return s
 }
 
-// newTransport is an HTTP transport (connection pool) of the Sender with tlsCfg, the target policy checked
-// at each dial. Requests go to it directly (request.go): redirects are never followed, a 3xx is the answer,
-// and a failure.
-func (s *Sender) newTransport(tlsCfg *tls.Config) *http.Transport {
+// newClient is an HTTP client of the Sender with tlsCfg: its own transport (connection pool), the target
+// policy checked at each dial.
+func (s *Sender) newClient(tlsCfg *tls.Config) (*resty.Client, *http.Transport) {
 	t := &http.Transport{
 		DialContext:       s.dial,
 		ForceAttemptHTTP2: true,
@@ -222,7 +226,17 @@ func (s *Sender) newTransport(tlsCfg *tls.Config) *http.Transport {
 	if s.cfg.Proxy != nil {
 		t.Proxy = http.ProxyURL(s.cfg.Proxy)
 	}
-	return t
+	hc := &http.Client{
+		Transport: t,
+		// Redirects are never followed: a 3xx is the answer, and a failure.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	client := resty.NewWithClient(hc).
+		SetDoNotParseResponse(true). // the body is read here, through io.LimitReader
+		SetRetryCount(0).            // retries are Deliver's, explicit
+		SetDisableWarn(true).
+		SetLogger(restyLogger{s.log})
+	return client, t
 }
 
 // Close closes idle connections and abandons dials no request waits for. The Sender stays usable.
@@ -237,12 +251,14 @@ func (s *Sender) TLSClients() (kept, created int) { return s.tls.stats() }
 // InFlight returns the number of requests in flight now.
 func (s *Sender) InFlight() int { return int(s.inFlight.Load()) }
 
+type connectTimeoutKey struct{}
+
 // dial connects to a target, checking each resolved address against the target policy before the socket
 // connects (net.Dialer.Control), so DNS rebinding cannot reach a refused address. The transport detaches
 // dials from the request's cancellation, so the dial is bounded by the job's connect timeout itself.
 func (s *Sender) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{KeepAlive: 30 * time.Second, Resolver: s.cfg.Resolver}
-	if t, ok := connectTimeout(ctx); ok {
+	if t, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok {
 		d.Timeout = t
 	}
 	if s.cfg.Proxy != nil {
@@ -340,8 +356,8 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 // the item's own.
 type prepared struct {
 	*template
-	rt http.RoundTripper // the Sender's transport, or the one of the job's webhook.tls
-	sc [1]string         // the shardingContext header's value (h[HeaderShardingContext] = sc[:])
+	client *resty.Client // the Sender's, or the one of the job's webhook.tls
+	sc     []string      // the shardingContext header's value
 	// firstBody is the body of the first attempt of the first iteration, built ahead, and firstCallback its
 	// callback URL and token.
 	firstBody     []byte
@@ -353,9 +369,9 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &prepared{template: t, rt: s.transport}
+	p := &prepared{template: t, client: s.client}
 	if t := d.Webhook.TLS; t != nil && !t.Empty() {
-		if p.rt, err = s.tls.get(t); err != nil {
+		if p.client, err = s.tls.get(t); err != nil {
 			return nil, err // never holds a PEM
 		}
 	}
@@ -363,7 +379,7 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode shardingContext: %w", err)
 	}
-	p.sc[0] = sc
+	p.sc = []string{sc}
 	return p, nil
 }
 
@@ -526,6 +542,103 @@ func (s *Sender) attempt(ctx context.Context, d Delivery, p *prepared, n, it int
 	return a
 }
 
+func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int) attemptResult {
+	payload := d.Payload
+	payload.Attempt, payload.Iteration = n, it
+	body, callback := p.firstBody, p.firstCallback
+	if n != max(d.FirstAttempt, 1) || it != iterationNumber(d, max(d.FirstIteration, 1)) || body == nil {
+		var err error
+		setCallback(d, &payload)
+		callback = [2]string{payload.CallbackURL, payload.CallbackToken}
+		if body, err = payloadBody(payload); err != nil {
+			return attemptResult{cause: "encode body: " + err.Error(), permanent: true}
+		}
+	}
+	id := messageID(payload.ExecutionID, it)
+	now := s.clock.Now()
+	ts := now.Unix()
+	sig := p.signature(d.Webhook, now, id, ts, body)
+	h := make(http.Header, len(p.header)+5) // a copy of the map, sharing the values: they are never appended to
+	maps.Copy(h, p.header)
+	h[HeaderShardingContext] = p.sc
+	h[HeaderID] = []string{id}
+	h[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
+	if sig != "" {
+		h[HeaderSignature] = []string{sig}
+	}
+	if d.Callback != nil {
+		h[HeaderCallbackURL], h[HeaderCallbackToken] = []string{callback[0]}, []string{callback[1]}
+	}
+	tracing.Inject(ctx, h)
+
+	actx, cancel := context.WithCancelCause(context.WithValue(ctx, connectTimeoutKey{}, p.connect))
+	defer cancel(nil)
+	var mu sync.Mutex
+	var respTimer Timer
+	connectTimer := s.clock.AfterFunc(p.connect, func() { cancel(errConnectTimeout) })
+	defer func() {
+		connectTimer.Stop()
+		mu.Lock()
+		if respTimer != nil {
+			respTimer.Stop()
+		}
+		mu.Unlock()
+	}()
+	var handshook atomic.Bool // a TLS handshake completed in this attempt
+	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) { handshook.Store(err == nil) },
+		GotConn: func(httptrace.GotConnInfo) {
+			if connectTimer.Stop() {
+				mu.Lock()
+				respTimer = s.clock.AfterFunc(p.timeout, func() { cancel(errResponseTimeout) })
+				mu.Unlock()
+			}
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			if d.Sent != nil {
+				d.Sent()
+			}
+		},
+	})
+
+	req := p.client.R().SetContext(actx)
+	req.Header = h
+	// a reader, not the bytes: resty copies a []byte body twice per request (into its buffer, then again for
+	// the request), ~4 KB each for a wide fire's item; net/http sends a *bytes.Reader with its length, as it
+	// did the copy
+	req.SetBody(bytes.NewReader(body))
+	resp, err := req.Execute(p.method, p.target)
+	if err != nil {
+		a := s.transportFailure(actx, ctx, p, err)
+		if handshook.Load() && closedAfterHandshake(err) {
+			a.cause += closedAfterHandshakeHint
+		}
+		return a
+	}
+	raw := resp.RawBody()
+	defer raw.Close()
+	if testHookResponseHeaders != nil {
+		testHookResponseHeaders()
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 2*int(s.cfg.MaxResponseBytes) {
+			buf.Reset()
+			bufPool.Put(buf)
+		}
+	}()
+	buf.Reset()
+	_, readErr := buf.ReadFrom(io.LimitReader(raw, s.cfg.MaxResponseBytes))
+	a := attemptResult{status: resp.StatusCode(), excerpt: excerpt(buf.Bytes(), s.cfg.ExcerptBytes)}
+	if readErr != nil {
+		f := s.transportFailure(actx, ctx, p, readErr)
+		f.status, f.excerpt = a.status, a.excerpt
+		f.cause = fmt.Sprintf("HTTP %d, then reading the body: %s", a.status, f.cause)
+		return f
+	}
+	return classify(a, resp.Header(), buf.Bytes(), d.Streaming, now)
+}
+
 // classify decides on a response that arrived whole.
 func classify(a attemptResult, h http.Header, body []byte, streaming bool, now time.Time) attemptResult {
 	code := a.status
@@ -613,6 +726,19 @@ func unwrapURLError(err error) error {
 type globalRand struct{}
 
 func (globalRand) Int64N(n int64) int64 { return rand.Int64N(n) }
+
+// restyLogger sends resty's own messages to slog at debug level.
+type restyLogger struct{ log *slog.Logger }
+
+func (l restyLogger) Errorf(format string, v ...any) {
+	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
+}
+func (l restyLogger) Warnf(format string, v ...any) {
+	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
+}
+func (l restyLogger) Debugf(format string, v ...any) {
+	l.log.Debug("resty: " + fmt.Sprintf(format, v...))
+}
 
 // Waiting returns the number of requests waiting for a slot (the global or their job's bound) now.
 func (s *Sender) Waiting() int { return int(s.limit.waiting.Load()) }

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +21,7 @@ const DefaultMaxTemplates = 4096
 type template struct {
 	w       ejserver.Webhook // the setting it was made from (its Headers cloned): a cached template matches it
 	url     *url.URL
+	target  string // url as a string, as resty takes it
 	method  string
 	header  http.Header // static headers, canonical keys; per-request ones are added to a copy
 	connect time.Duration
@@ -39,16 +39,7 @@ func (s *Sender) makeTemplate(w ejserver.Webhook) (*template, error) {
 	if err := s.cfg.Allow.CheckURL(u); err != nil {
 		return nil, err
 	}
-	// the URL requests go to, as http.NewRequest made it from the string resty was given (u.String()): parsed
-	// again, and a trailing ':' without a port dropped from the host
-	wire, err := url.Parse(u.String())
-	if err != nil {
-		return nil, refused("the URL does not parse")
-	}
-	if i := strings.LastIndexByte(wire.Host, ':'); i > strings.LastIndexByte(wire.Host, ']') {
-		wire.Host = strings.TrimSuffix(wire.Host, ":")
-	}
-	t := &template{url: wire, method: w.Method, connect: w.ConnectTimeout(), timeout: w.Timeout()}
+	t := &template{url: u, target: u.String(), method: w.Method, connect: w.ConnectTimeout(), timeout: w.Timeout()}
 	if t.method == "" {
 		t.method = http.MethodPost
 	}
@@ -80,9 +71,6 @@ func (s *Sender) makeTemplate(w ejserver.Webhook) (*template, error) {
 	}
 	t.header["Content-Type"] = []string{"application/json"}
 	t.header["User-Agent"] = []string{s.cfg.UserAgent}
-	if _, ok := t.header["Accept"]; !ok {
-		t.header["Accept"] = []string{"application/json"} // resty sent it, from Content-Type; receivers may expect it
-	}
 	t.w = w
 	t.w.Headers = maps.Clone(w.Headers)
 	return t, nil

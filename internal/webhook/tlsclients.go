@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/go-resty/resty/v2"
+
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/certs"
 )
@@ -25,7 +27,7 @@ const DefaultMaxTLSClients = 64
 // fingerprint, so the PEMs are parsed once per setting, not per delivery.
 type tlsClients struct {
 	max  int
-	make func(*tls.Config) *http.Transport
+	make func(*tls.Config) (*resty.Client, *http.Transport)
 
 	mu      sync.Mutex
 	byKey   map[[sha256.Size]byte]*list.Element
@@ -35,10 +37,11 @@ type tlsClients struct {
 
 type tlsClient struct {
 	key       [sha256.Size]byte
+	client    *resty.Client
 	transport *http.Transport
 }
 
-func newTLSClients(max int, make func(*tls.Config) *http.Transport) *tlsClients {
+func newTLSClients(max int, make func(*tls.Config) (*resty.Client, *http.Transport)) *tlsClients {
 	if max <= 0 {
 		max = DefaultMaxTLSClients
 	}
@@ -47,12 +50,12 @@ func newTLSClients(max int, make func(*tls.Config) *http.Transport) *tlsClients 
 
 // get returns the client for t's settings, making it on first use. Its error (a PEM that does not parse, a
 // key that does not match) never quotes the PEMs.
-func (c *tlsClients) get(t *ejserver.WebhookTLS) (*http.Transport, error) {
+func (c *tlsClients) get(t *ejserver.WebhookTLS) (*resty.Client, error) {
 	key := t.Fingerprint()
 	c.mu.Lock()
 	if el, ok := c.byKey[key]; ok {
 		c.lru.MoveToFront(el)
-		cl := el.Value.(*tlsClient).transport
+		cl := el.Value.(*tlsClient).client
 		c.mu.Unlock()
 		return cl, nil
 	}
@@ -61,22 +64,22 @@ func (c *tlsClients) get(t *ejserver.WebhookTLS) (*http.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	transport := c.make(cfg)
+	client, transport := c.make(cfg)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byKey[key]; ok { // made meanwhile by another delivery: use that one
 		transport.CloseIdleConnections()
 		c.lru.MoveToFront(el)
-		return el.Value.(*tlsClient).transport, nil
+		return el.Value.(*tlsClient).client, nil
 	}
-	c.byKey[key] = c.lru.PushFront(&tlsClient{key: key, transport: transport})
+	c.byKey[key] = c.lru.PushFront(&tlsClient{key: key, client: client, transport: transport})
 	c.created++
 	for c.lru.Len() > c.max {
 		old := c.lru.Remove(c.lru.Back()).(*tlsClient)
 		delete(c.byKey, old.key)
 		old.transport.CloseIdleConnections() // requests in flight on it finish; it is then unreferenced
 	}
-	return transport, nil
+	return client, nil
 }
 
 // closeIdle closes the idle connections of every kept transport.

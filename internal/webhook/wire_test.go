@@ -63,10 +63,10 @@ func TestRequestHeadersOnTheWire(t *testing.T) {
 }
 
 // maxSendAllocs bounds the allocations of one item's Prepare and Send (a URL-only job, as ejbench's), the
-// sender's and net/http's: 109 with resty and a template made per item, 102 with templates, 71 once the
-// sender hands its requests to the transport itself, 65 with the body and the shardingContext header
-// appended by hand, 63 with one timer per attempt.
-const maxSendAllocs = 68
+// sender's, resty's and net/http's: 109 with a template made per item, 102 with templates, 96 with the body
+// and the shardingContext header appended by hand. (Part rq's requests handed to the transport directly, 63,
+// were not kept: DESIGN.md names resty as the webhook client; resty's request is ~33 of them.)
+const maxSendAllocs = 100
 
 func TestSendItemAllocations(t *testing.T) {
 	if raceEnabled {
