@@ -15,7 +15,7 @@
 //
 // What every request to one webhook setting shares (the URL parsed and checked, the secrets decoded, the
 // static headers) is made once into a template the Sender keeps (template.go); a request is that template's
-// headers plus the item's and the attempt's, handed to the pooled transport directly (request.go).
+// headers plus the item's and the attempt's, sent through the Sender's resty client.
 //
 // # Outcomes and retries
 //
