@@ -3,20 +3,21 @@ package cluster
 import (
 	"bytes"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
 )
 
 // configBodies shares one parsed config between the jobs whose config nodes differ only in their name (issue
 // 21, part mm): every peer holds every job's config, a JobConfig is 656 bytes before its strings, and a
 // namespace's jobs mostly repeat a few shapes (the same webhook, strategy and timeouts, a few crons). A body
-// is a config with no JobName, shared and never written; a job's entry makes its own named copy when it is
-// first read (jobEntry.configLocked). Equal bodies are found by the node's bytes without its top-level
-// jobName line, so a job's load parses YAML only for a shape not seen before. The named copy is held as long
-// as the job's cached snapshot: letting both go while a job is not read (a sweep) is what would save the
-// 704 bytes a job; see docs/benchmarks.md, part mm, for why that is not done yet.
+// is a config with no JobName, shared and never written; a job's entry materialises its own named copy
+// while the job is read (jobEntry.configLocked) and lets it go when it turns cold (Registry.sweepCold).
+// Equal bodies are found by the node's bytes without its top-level jobName line, so a job's load parses
+// YAML only for a shape not seen before.
 type configBodies struct {
 	mu    sync.Mutex
 	byKey map[string]*ejserver.JobConfig
@@ -92,8 +93,9 @@ func bodyKey(data []byte) ([]byte, bool) {
 }
 
 // configLocked is the job's config (nil before its first load): its body with the job's name, made on the
-// first read after a change and shared by its snapshots and events until the next.
+// first read since the job last turned cold and shared by its snapshots and events until then.
 func (e *jobEntry) configLocked() *ejserver.JobConfig {
+	e.touched = true
 	if e.st.cfg == nil && e.st.body != nil {
 		c := *e.st.body
 		if e.st.cfgErr == nil {
@@ -108,4 +110,36 @@ func (e *jobEntry) configLocked() *ejserver.JobConfig {
 func (e *jobEntry) setConfigLocked(body *ejserver.JobConfig, err error, st *zk.Stat) {
 	e.st.body, e.st.cfg, e.st.cfgErr = body, nil, err
 	e.st.cfgVersion, e.st.cfgCzxid, e.st.cfgMtime = st.Version, st.Czxid, st.Mtime
+}
+
+// coldAfter is how often cached snapshots and named configs are swept: a job not read between two sweeps
+// (5-10 s after its last read) lets them go and makes them again at its next read, so a job that fires once
+// a minute holds them for seconds around its fire, not ~1 KB on every peer all the time; a job read more
+// often keeps them.
+const coldAfter = 5 * time.Second
+
+// sweepCold drops the cached snapshot and named config of every job not read since the previous sweep.
+func (r *Registry) sweepCold() {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, e := range r.jobs {
+		e.mu.Lock()
+		if e.touched {
+			e.touched = false
+		} else {
+			e.snap = nil
+			if e.st.body != nil {
+				e.st.cfg = nil
+			}
+		}
+		e.mu.Unlock()
+	}
+}
+
+// sweepLoop runs sweepCold every coldAfter until the registry stops.
+func (r *Registry) sweepLoop() {
+	defer r.wg.Done()
+	for clock.Sleep(r.clk, coldAfter, r.stop) {
+		r.sweepCold()
+	}
 }

@@ -116,6 +116,41 @@ func FuzzBodyKey(f *testing.F) {
 	})
 }
 
+// TestColdJobsLetTheirSnapshotAndConfigGo: a job not read between two sweeps holds neither its snapshot nor
+// its named config; its next read makes them again, equal to before; a job read meanwhile keeps both.
+func TestColdJobsLetTheirSnapshotAndConfigGo(t *testing.T) {
+	r := benchRegistry()
+	loadBenchJobs(t, r, 61) // jobs 0 and 60 have one cron
+	hot, cold := r.entry("steady-000000"), r.entry("steady-000060")
+	before := *r.Job(cold.name)
+	r.Job(hot.name)
+	if hot.st.body != cold.st.body {
+		t.Fatal("two jobs of one shape hold two bodies")
+	}
+	r.sweepCold() // both were read since the last sweep
+	r.Job(hot.name)
+	r.sweepCold()
+	held := func(e *jobEntry) bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.snap != nil || e.st.cfg != nil
+	}
+	if held(cold) {
+		t.Fatal("a job unread for a whole sweep keeps its snapshot or config")
+	}
+	if !held(hot) {
+		t.Fatal("a job read since the last sweep lost its snapshot")
+	}
+	after := r.Job(cold.name)
+	if after.Config.JobName != cold.name || !reflect.DeepEqual(*after.Config, *before.Config) {
+		t.Fatalf("config made again: %+v, want %+v", *after.Config, *before.Config)
+	}
+	before.Config, after.Config = nil, nil
+	if !reflect.DeepEqual(before, *after) {
+		t.Fatalf("snapshot made again: %+v, want %+v", *after, before)
+	}
+}
+
 // TestAConfigChangeReplacesTheBody: a new version of one job's config changes that job only.
 func TestAConfigChangeReplacesTheBody(t *testing.T) {
 	r := benchRegistry()

@@ -165,7 +165,7 @@ func (r *Registry) IsLeader(job string) bool {
 	if e == nil {
 		return false
 	}
-	// from the entry, as Job(job).IsLeader() would say, without making a snapshot
+	// from the entry, as Job(job).IsLeader() would say, without making a snapshot of a cold job (sweepCold)
 	e.mu.Lock()
 	lead := e.st.loaded && e.st.hasConfig && e.st.leader != "" && e.st.leader == r.me.InstanceID
 	e.mu.Unlock()

@@ -157,14 +157,16 @@ type jobEntry struct {
 	lc       *leadCount
 	counted  bool
 	detached bool
+	// touched: the snapshot or config was read since the last sweep (sweepCold)
+	touched bool
 }
 
 // jobState's fields are ordered so that a job's entry fits a 288-byte size class (every peer holds one per
 // job): the int32s paired, the flags together at the end.
 type jobState struct {
 	// body is the job's config without its name, shared with the jobs of the same shape (configBodies);
-	// cfg, made from it by configLocked at the first read after a change, is shared with the snapshots and
-	// events. Both are replaced on a change, never written.
+	// cfg, made from it by configLocked while the job is read and dropped when it turns cold (sweepCold), is
+	// shared with the snapshots and events. Both are replaced on a change, never written.
 	body       *ejserver.JobConfig
 	cfg        *ejserver.JobConfig
 	cfgVersion int32
@@ -274,8 +276,9 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.s.setCovered(r.covered)
 	r.s.OnEvent(r.onSession)
 	r.w.start()
-	r.wg.Add(1)
+	r.wg.Add(2)
 	go r.clockProbe()
+	go r.sweepLoop()
 	r.w.kick(refreshKey{kind: kindPeers})
 	r.w.kick(refreshKey{kind: kindJobs})
 	// Wait until the first listing and every job found in it is loaded, so a fresh peer fires its jobs
@@ -431,6 +434,7 @@ func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot
 
 func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 	if e.snap != nil && e.snap.Settled == (e.pending == 0) && e.snap.ItemsSettled == (e.pendingItems == 0) {
+		e.touched = true
 		return e.snap
 	}
 	st := &e.st
