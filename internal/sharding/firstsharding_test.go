@@ -95,12 +95,18 @@ func TestJobShardedAtCreationIsKeptByItsLeader(t *testing.T) {
 	waitFor(t, c, "j", "the third peer's items", func(s *cluster.JobSnapshot) bool {
 		return !s.Necessary && s.Sharded() && s.Settled && len(s.MyItems()) > 0
 	})
-	if got := count.of("j"); got != 1 {
-		t.Fatalf("%d reshardings, want 1 (the third peer's)", got)
-	}
 	waitFor(t, a, "j", "the new sharding", func(s *cluster.JobSnapshot) bool {
 		return !s.Necessary && s.Sharded() && s.Settled && slices.ContainsFunc(s.Items, func(it cluster.ItemState) bool { return it.Owner == me })
 	})
+	// the leader counts its resharding once its write returned, which the peers may read before that: wait
+	// for the count, then check it is the one
+	deadline := time.Now().Add(10 * time.Second)
+	for count.of("j") == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
+	}
+	if got := count.of("j"); got != 1 {
+		t.Fatalf("%d reshardings, want 1 (the third peer's)", got)
+	}
 }
 
 // A job sharded at its creation over a peer that is gone before it registered is resharded by the leader.
