@@ -81,6 +81,8 @@ func (t FireTally) Has(fence string) bool { return slices.Contains(t.Fences, fen
 type TriggerClaim struct {
 	Job     string
 	Version int32
+	// consumed: a start record deleted the node (RecordFireStart), so DropTrigger has nothing to do
+	consumed bool
 }
 
 // ErrTriggerTaken: the claimed trigger node is gone or was rewritten (the workflow engine handed it on,
@@ -104,7 +106,11 @@ func (r *Registry) RecordFireStart(job, fire, peer string, expected int, items [
 	if claim != nil {
 		tail = append(tail, opDelete(r.p.Trigger(claim.Job, r.me.InstanceID), claim.Version))
 	}
-	return r.createLedger(job, ops, tail, GuaranteeStarted, items, guarantee, true)
+	name, err := r.createLedger(job, ops, tail, GuaranteeStarted, items, guarantee, true)
+	if err == nil && claim != nil {
+		claim.consumed = true
+	}
+	return name, err
 }
 
 // RecordFireEnd records that items of a fire ended on this peer, with ElasticJob's guarantee/completed/{i}

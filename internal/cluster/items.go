@@ -243,18 +243,6 @@ func (r *Registry) EndStaleRunning(job string, item int, version int32, run Runn
 	return fmt.Errorf("record the lost run of item %d of job %q: too many conflicts", item, job)
 }
 
-// TakeTrigger reads and deletes trigger/{me}, reporting whether there was one.
-func (r *Registry) TakeTrigger(job string) (TriggerRequest, bool, error) {
-	req, claim, ok, err := r.PeekTrigger(job)
-	if !ok || err != nil {
-		return TriggerRequest{}, false, err
-	}
-	if gone, err := r.DropTrigger(job, claim); gone || err != nil {
-		return TriggerRequest{}, false, err
-	}
-	return req, true, nil
-}
-
 // PeekTrigger reads trigger/{me} without deleting it, reporting whether there was one: the claim names the
 // version read, for the start record that consumes it (RecordFireStart) or for DropTrigger.
 func (r *Registry) PeekTrigger(job string) (TriggerRequest, *TriggerClaim, bool, error) {
@@ -269,8 +257,12 @@ func (r *Registry) PeekTrigger(job string) (TriggerRequest, *TriggerClaim, bool,
 }
 
 // DropTrigger deletes trigger/{me} if it is still the version claimed; gone reports that it was not (deleted,
-// or replaced: handed on to other instances meanwhile).
+// or replaced: handed on to other instances meanwhile). A claim a start record consumed is gone without a
+// round trip.
 func (r *Registry) DropTrigger(job string, c *TriggerClaim) (gone bool, err error) {
+	if c.consumed {
+		return true, nil
+	}
 	err = r.s.del(r.p.Trigger(job, r.me.InstanceID), c.Version)
 	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
 		return true, nil
