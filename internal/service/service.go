@@ -26,6 +26,7 @@ type Registry interface {
 	Me() cluster.Identity
 	CreateJobSharded(cfg ejserver.JobConfig, owners []string) (int32, error)
 	LivePeers() ([]cluster.Identity, bool)
+	PeerLive(id string) bool
 	GetJob(job string) (ejserver.JobConfig, int32, error)
 	ReplaceJob(cfg ejserver.JobConfig, version int32) (int32, error)
 	DeleteJob(job string) error
@@ -522,7 +523,7 @@ func (s *Service) TriggerJob(ctx context.Context, name string, req TriggerReques
 	}
 	// a job created a moment ago may not have its instances registered yet: give them a moment
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	snap, _ := s.reg.Wait(wctx, name, func(j *cluster.JobSnapshot) bool { return len(j.Instances) > 0 })
+	snap, _ := s.reg.Wait(wctx, name, func(j *cluster.JobSnapshot) bool { return ownersListed(j, s.reg.PeerLive) })
 	cancel()
 	if snap == nil || len(snap.Instances) == 0 {
 		return TriggerResult{}, ejserver.Errorf(ejserver.ECONFLICT, "job %q has no online instance to run it", name)
