@@ -9,7 +9,7 @@ import (
 // still there.
 func (r *Registry) refreshInstances(e *jobEntry) error {
 	e.mu.Lock()
-	known := e.st.instances
+	known, direct := e.st.instances, e.direct
 	e.mu.Unlock()
 	cur, err := r.readInstances(e.name, known)
 	if err != nil {
@@ -32,7 +32,20 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 			return nil
 		}
 	}
+	r.applyInstances(e, cur, direct)
+	return nil
+}
+
+// applyInstances applies a listing of a job's instances read when the job's direct count was direct.
+func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uint32) {
+	_, mine := cur[r.me.InstanceID]
 	e.mu.Lock()
+	if e.direct != direct {
+		// a deletion applied from its event meanwhile (deletions.go): this list may predate it
+		e.mu.Unlock()
+		r.w.kick(refreshKey{kind: kindInstances, job: e.name})
+		return
+	}
 	prev := e.st.instances
 	var added, removed []string
 	for id := range cur {
@@ -76,7 +89,6 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 		slices.Sort(removed)
 		r.emit([]Event{{Kind: InstancesChanged, Job: e.name, Added: added, Removed: removed}})
 	}
-	return nil
 }
 
 // InstancesRegistered reads when each of ids registered on job: its instances/{id} node's creation time (the

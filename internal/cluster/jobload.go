@@ -22,7 +22,7 @@ func (r *Registry) onWatch(ev zk.Event) {
 	if presence {
 		r.rootChanged(r.p.JobOf(ev.Path), ev.Type)
 	}
-	if !forward {
+	if !forward || r.applyDeletion(ev) {
 		return
 	}
 	if k, ok := r.keyFor(ev.Path); ok {
@@ -93,6 +93,9 @@ func (r *Registry) refresh(k refreshKey) error {
 		return r.refreshPeers()
 	case kindPresence:
 		return r.refreshPresence(k.job)
+	case kindReport:
+		r.emitReported(k.job)
+		return nil
 	}
 	e := r.entry(k.job)
 	if e == nil {
@@ -282,7 +285,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	if err := r.armNamespace(); err != nil {
 		return err
 	}
-	first := e.firstLoad()
+	first, direct := e.firstLoad(), e.directCount()
 	// the nodes are independent of each other: read them at once (go-zookeeper pipelines the requests on
 	// its connection), so a load costs two round trips (the lists, then the listed children) rather than
 	// eight; with thousands of jobs starting together, load latency is what bounds how soon every job can
@@ -293,6 +296,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	if err != nil {
 		return err
 	}
+	rd.direct = direct
 	return r.applyLoad(e, first, rd, bulk)
 }
 
@@ -326,6 +330,12 @@ func (r *Registry) applyLoad(e *jobEntry, first bool, rd jobRead, bulk bool) err
 	nums := itemNumbers(items)
 
 	e.mu.Lock()
+	if e.direct != rd.direct {
+		// a deletion applied from its event meanwhile (deletions.go): what this load read may predate it
+		e.mu.Unlock()
+		r.w.kick(refreshKey{kind: kindLoad, job: job})
+		return nil
+	}
 	if e.detached {
 		// the job was removed after this load read it (refreshPresence): announcing it would add a job the
 		// registry no longer holds after its JobRemoved
@@ -556,11 +566,24 @@ func leaderOf(data []byte, st *zk.Stat) leaderNode {
 }
 
 func (r *Registry) refreshLeader(e *jobEntry) error {
+	direct := e.directCount()
 	node, err := r.readLeader(e.name)
 	if err != nil {
 		return err
 	}
+	r.applyLeader(e, node, direct)
+	return nil
+}
+
+// applyLeader applies a read of a job's leader node made when the job's direct count was direct.
+func (r *Registry) applyLeader(e *jobEntry, node leaderNode, direct uint32) {
 	e.mu.Lock()
+	if e.direct != direct {
+		// a deletion applied from its event meanwhile (deletions.go): this answer may predate it
+		e.mu.Unlock()
+		r.w.kick(refreshKey{kind: kindLeader, job: e.name})
+		return
+	}
 	prev := e.st.leader
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = node.id, node.owner, node.version
 	if prev != node.id {
@@ -573,7 +596,6 @@ func (r *Registry) refreshLeader(e *jobEntry) error {
 	if prev != node.id {
 		r.emit([]Event{{Kind: LeaderChanged, Job: e.name, Leader: node.id}})
 	}
-	return nil
 }
 
 func (r *Registry) readExists(pth string) (bool, error) {

@@ -44,6 +44,7 @@ func (r *Registry) loadJobs(keys []refreshKey) []error {
 	// each job's refreshes are serialised by its refreshMu (Registry.refresh); no two batches hold the same
 	// job (a key runs on one worker at a time) and no other holder of one waits for another's
 	names, first := make([]string, 0, len(keys)), make([]bool, 0, len(keys))
+	direct := make([]uint32, 0, len(keys))
 	var held []*jobEntry
 	for _, e := range es {
 		if e == nil {
@@ -52,6 +53,7 @@ func (r *Registry) loadJobs(keys []refreshKey) []error {
 		e.refreshMu.Lock()
 		held = append(held, e)
 		names, first = append(names, e.name), append(first, e.firstLoad())
+		direct = append(direct, e.directCount())
 	}
 	defer func() {
 		for _, e := range held {
@@ -72,6 +74,7 @@ func (r *Registry) loadJobs(keys []refreshKey) []error {
 		if bulk != nil {
 			rd, ok = rds[j], bulk[j]
 		}
+		rd.direct = direct[j]
 		errs[i] = r.applyLoad(e, first[j], rd, ok)
 		j++
 	}

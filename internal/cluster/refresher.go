@@ -32,8 +32,9 @@ const (
 	kindCampaign                             // try to become the job's leader
 	kindPeers                                // the namespace's live peers (livepeers.go)
 	kindPresence                             // whether a job's root exists (jobwatch.go)
+	kindReport                               // tell the listeners of deletions applied from events (deletions.go)
 
-	lastKind = kindPresence // the tests classify every kind up to here
+	lastKind = kindReport // the tests classify every kind up to here
 )
 
 // stateKeep is the size of the refresher's index under which it is kept as it is (see peak).
@@ -131,9 +132,33 @@ func (w *refresher) kick(k refreshKey) {
 	w.push(k)
 }
 
-func (w *refresher) push(k refreshKey) {
+// kickUrgent is kick for a key that runs before the queued others, whatever its kind (a lost leader's
+// campaign: deletions.go). A key already queued keeps its place.
+func (w *refresher) kickUrgent(k refreshKey) {
 	w.mu.Lock()
-	if w.urgent(k) {
+	if _, ok := w.state[k]; ok {
+		w.state[k] = true
+		w.mu.Unlock()
+		return
+	}
+	w.state[k] = false
+	w.peak = max(w.peak, len(w.state))
+	if w.loadingOf(k) {
+		w.loading++
+	}
+	w.mu.Unlock()
+	w.pending(k, +1)
+	w.pushFirst(k, true)
+}
+
+func (w *refresher) push(k refreshKey) {
+	w.pushFirst(k, false)
+}
+
+// pushFirst queues k: among the urgent keys when first or urgent(k), else by its kind.
+func (w *refresher) pushFirst(k refreshKey, first bool) {
+	w.mu.Lock()
+	if first || w.urgent(k) {
 		w.first = append(w.first, k)
 	} else if w.batch != nil && w.batchOf(k) {
 		w.batchQ = append(w.batchQ, k)

@@ -125,6 +125,8 @@ type Registry struct {
 	shared stringMaps
 	// bodies holds the jobs' configs without their names, shared between jobs of one shape (configbody.go).
 	bodies configBodies
+	// reported holds the events of deletions applied from their watch events, for the listeners (deletions.go).
+	reported reports
 
 	clockOffset atomic.Int64 // local minus ZooKeeper, in ns
 	clockKnown  atomic.Bool
@@ -159,6 +161,9 @@ type jobEntry struct {
 	detached bool
 	// touched: the snapshot or config was read since the last sweep (sweepCold)
 	touched bool
+	// direct counts the deletions applied from their events (deletions.go): a read that began before it
+	// changed may be stale.
+	direct uint32
 }
 
 // jobState's fields are ordered so that a job's entry fits a 288-byte size class (every peer holds one per

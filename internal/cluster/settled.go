@@ -24,4 +24,10 @@ func decidesItems(k refreshKind) bool {
 // job's items (a resharding's owners, a disabled item, a failover) is read before the loads and registrations
 // of other jobs that a burst of creations or a restart queued, so the job's fires, which wait for it
 // (ItemsSettled), are not held behind thousands of unrelated jobs. A load is not urgent: it is the bulk.
-func urgent(k refreshKey) bool { return k.kind != kindLoad && decidesItems(k.kind) }
+//
+// The live peers' listing and the reports of deletions applied from their events (deletions.go) are urgent
+// too: a stopped peer's items are held ("stopping") until its peer node is seen gone, and a leader reshards
+// for a lost instance once it hears of it; neither reads more than one node.
+func urgent(k refreshKey) bool {
+	return k.kind == kindPeers || k.kind == kindReport || (k.kind != kindLoad && decidesItems(k.kind))
+}

@@ -11,7 +11,7 @@ import (
 
 func TestDecidesItems(t *testing.T) {
 	want := map[refreshKind]bool{
-		kindJobs: false, kindPeer: false, kindPeers: false, kindPresence: false,
+		kindJobs: false, kindPeer: false, kindPeers: false, kindPresence: false, kindReport: false,
 		kindLoad: true, kindConfig: true, kindSharding: true,
 		kindItemInstance: true, kindItemDisabled: true, kindItemFailover: true,
 		kindNecessary: true, kindFailoverItems: true,
@@ -67,7 +67,7 @@ func TestItemsSettledCountsOnlyItemRefreshes(t *testing.T) {
 
 func TestUrgentRefreshes(t *testing.T) {
 	for k := refreshKind(1); k <= lastKind; k++ {
-		want := decidesItems(k) && k != kindLoad
+		want := (decidesItems(k) && k != kindLoad) || k == kindPeers || k == kindReport
 		if got := urgent(refreshKey{kind: k, job: "j"}); got != want {
 			t.Errorf("urgent(%d) = %v, want %v", k, got, want)
 		}
@@ -96,5 +96,32 @@ func TestRefresherRunsUrgentKeysFirst(t *testing.T) {
 	defer mu.Unlock()
 	if len(order) != 6 || order[0] != owner {
 		t.Fatalf("run order %v: want the owner read first, then the 5 loads", order)
+	}
+}
+
+// TestRefresherKicksUrgentKeysFirst: a lost leader's campaign (not urgent by its kind) kicked with kickUrgent
+// behind a backlog of instance listings runs before them (deletions.go).
+func TestRefresherKicksUrgentKeysFirst(t *testing.T) {
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var order []refreshKey
+	w := newRefresher(1, func(k refreshKey) error {
+		mu.Lock()
+		order = append(order, k)
+		mu.Unlock()
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	w.urgent = urgent
+	for i := range 5 {
+		w.kick(refreshKey{kind: kindInstances, job: fmt.Sprintf("j%d", i)})
+	}
+	campaign := refreshKey{kind: kindCampaign, job: "j9"}
+	w.kickUrgent(campaign)
+	w.kickUrgent(campaign) // kicked again while queued: as with kick, it is not queued twice
+	drainRefresher(w, stop)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) < 6 || order[0] != campaign {
+		t.Fatalf("run order %v: want the campaign first, then the 5 listings", order)
 	}
 }

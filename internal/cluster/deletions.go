@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"maps"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Deletions applied as their event comes (issue 21, a peer restarted at 30,000 jobs). When a peer's session
+// ends, ZooKeeper deletes its instances/{id} node in every job and its leader/election/instance node in every
+// job it led: each survivor receives one event per job (~30,000) and one per lost leadership (~10,000). A
+// deletion kicked the folder's listing or the leader's read, queued one by one behind each other, while the
+// fires held the stopped peer's items for up to ReshardWait (its instance still listed: "stopping"), and the
+// jobs it led waited for their next leader to be read, then campaigned for, behind them all: a restart at
+// 30,000 jobs skipped ~2,300 fires per survivor.
+//
+// Under the namespace's recursive watch a NodeDeleted event is exact (the node is gone, and no later event of
+// the path is lost), so the registry applies it to the job's state at once: another instance leaves the
+// job's instances, a deleted leader leaves the job leaderless and its campaign runs before the queued
+// refreshes. The listeners hear of it as they would of a read (InstancesChanged, LeaderChanged), from the
+// refresher's goroutine (kindReport), not the session's. A read that was in flight when the event came may
+// hold the node still (its answer preceded the event, its application may follow it): the job's direct
+// count (jobEntry.direct) tells it, and it reads again instead of applying a stale answer. One-shot watches
+// (the fallback) are not applied here: the refresh that re-reads the node also re-arms its watch.
+
+// applyDeletion applies a NodeDeleted event of another instance's node or of a job's leader node to a loaded
+// job, and reports whether it did (the event then needs no refresh).
+func (r *Registry) applyDeletion(ev zk.Event) bool {
+	if ev.Type != zk.EventNodeDeleted || !r.covered(ev.Path) {
+		return false
+	}
+	job := r.p.JobOf(ev.Path)
+	e := r.entry(job)
+	if job == "" || e == nil {
+		return false
+	}
+	rest := strings.TrimPrefix(ev.Path, r.p.Job(job))
+	if rest == "/leader/election/instance" {
+		return r.leaderDeleted(e)
+	}
+	if folder, id, ok := cutLast(rest); ok && folder == "/instances" && id != "" && id != r.me.InstanceID {
+		return r.instanceDeleted(e, id)
+	}
+	return false
+}
+
+// instanceDeleted removes instance id from a loaded job's instances. This peer's own node is not applied
+// here: its vanishing is an operator's removal or a lost registration, which refreshInstances tells apart.
+func (r *Registry) instanceDeleted(e *jobEntry, id string) bool {
+	e.mu.Lock()
+	if !e.st.loaded || !e.st.hasConfig {
+		e.mu.Unlock()
+		return false // its load lists the instances
+	}
+	if _, ok := e.st.instances[id]; !ok {
+		e.mu.Unlock()
+		return true
+	}
+	cur := maps.Clone(e.st.instances)
+	delete(cur, id)
+	e.st.instances = r.shared.intern(cur)
+	e.direct++
+	e.changedLocked()
+	e.mu.Unlock()
+	r.report(Event{Kind: InstancesChanged, Job: e.name, Removed: []string{id}})
+	return true
+}
+
+// leaderDeleted leaves a loaded job leaderless and campaigns for it ahead of the queued refreshes.
+func (r *Registry) leaderDeleted(e *jobEntry) bool {
+	e.mu.Lock()
+	if !e.st.loaded || !e.st.hasConfig {
+		e.mu.Unlock()
+		return false
+	}
+	prev := e.st.leader
+	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = "", 0, 0
+	e.direct++
+	if prev != "" {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	r.w.kickUrgent(refreshKey{kind: kindCampaign, job: e.name})
+	if prev != "" {
+		r.report(Event{Kind: LeaderChanged, Job: e.name})
+	}
+	return true
+}
+
+// reports holds the events of deletions applied on the session goroutine until the refresher's goroutine
+// tells the listeners (kindReport): a listener may block, the session's goroutine must not.
+type reports struct {
+	mu    sync.Mutex
+	byJob map[string][]Event
+}
+
+// report queues ev for the listeners.
+func (r *Registry) report(ev Event) {
+	r.reported.mu.Lock()
+	if r.reported.byJob == nil {
+		r.reported.byJob = map[string][]Event{}
+	}
+	r.reported.byJob[ev.Job] = append(r.reported.byJob[ev.Job], ev)
+	r.reported.mu.Unlock()
+	r.w.kick(refreshKey{kind: kindReport, job: ev.Job})
+}
+
+// emitReported tells the listeners the events reported for job, in their order.
+func (r *Registry) emitReported(job string) {
+	r.reported.mu.Lock()
+	evs := r.reported.byJob[job]
+	delete(r.reported.byJob, job)
+	r.reported.mu.Unlock()
+	r.emit(evs)
+}
+
+// directCount is the number of deletions applied to e from their events: a read taken before it changed
+// may be stale.
+func (e *jobEntry) directCount() uint32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.direct
+}
