@@ -25,10 +25,15 @@ import (
 // count (jobEntry.direct) tells it, and it reads again instead of applying a stale answer. One-shot watches
 // (the fallback) are not applied here: the refresh that re-reads the node also re-arms its watch.
 
-// applyDeletion applies a NodeDeleted event of another instance's node or of a job's leader node to a loaded
-// job, and reports whether it did (the event then needs no refresh).
+// The peer's return is applied the same way: its instances/{id} node created in every job is added to the
+// job's instances from the event when the live peers' listing already names it (its peer node, written before
+// it registers on any job, gives its server IP); otherwise the instances are listed, as before.
+
+// applyDeletion applies a NodeDeleted event of another instance's node or of a job's leader node, or a
+// NodeCreated event of another live peer's instance node, to a loaded job, and reports whether it did (the
+// event then needs no refresh).
 func (r *Registry) applyDeletion(ev zk.Event) bool {
-	if ev.Type != zk.EventNodeDeleted || !r.covered(ev.Path) {
+	if (ev.Type != zk.EventNodeDeleted && ev.Type != zk.EventNodeCreated) || !r.covered(ev.Path) {
 		return false
 	}
 	job := r.p.JobOf(ev.Path)
@@ -37,13 +42,45 @@ func (r *Registry) applyDeletion(ev zk.Event) bool {
 		return false
 	}
 	rest := strings.TrimPrefix(ev.Path, r.p.Job(job))
-	if rest == "/leader/election/instance" {
+	folder, id, ok := cutLast(rest)
+	switch {
+	case ev.Type == zk.EventNodeDeleted && rest == "/leader/election/instance":
 		return r.leaderDeleted(e)
-	}
-	if folder, id, ok := cutLast(rest); ok && folder == "/instances" && id != "" && id != r.me.InstanceID {
+	case !ok || folder != "/instances" || id == "" || id == r.me.InstanceID:
+		return false
+	case ev.Type == zk.EventNodeDeleted:
 		return r.instanceDeleted(e, id)
 	}
-	return false
+	return r.instanceCreated(e, id)
+}
+
+// instanceCreated adds live peer id's instance to a loaded job's instances, with the server IP its peer node
+// gave; it reports false (list the instances) when the live peers' listing does not name it yet.
+func (r *Registry) instanceCreated(e *jobEntry, id string) bool {
+	ip := r.peerIP(id)
+	if ip == "" {
+		return false
+	}
+	e.mu.Lock()
+	if !e.st.loaded || !e.st.hasConfig {
+		e.mu.Unlock()
+		return false
+	}
+	if _, ok := e.st.instances[id]; ok {
+		e.mu.Unlock()
+		return true
+	}
+	cur := maps.Clone(e.st.instances)
+	if cur == nil {
+		cur = map[string]string{}
+	}
+	cur[id] = ip
+	e.st.instances = r.shared.intern(cur)
+	e.direct++
+	e.changedLocked()
+	e.mu.Unlock()
+	r.report(Event{Kind: InstancesChanged, Job: e.name, Added: []string{id}})
+	return true
 }
 
 // instanceDeleted removes instance id from a loaded job's instances. This peer's own node is not applied

@@ -129,3 +129,35 @@ func TestAReadOlderThanADeletionIsReadAgain(t *testing.T) {
 		t.Fatal("this peer's own instance node was applied from its event")
 	}
 }
+
+// A live peer's instance node created in a job is applied as its event comes, with the server IP its peer
+// node gave, not once the job's instances are listed (here the job's refreshes are held, as a restarted
+// peer's registration on 30,000 jobs queued 30,000 listings on each other peer).
+func TestAnInstanceOfALivePeerIsAppliedAsItsEventComes(t *testing.T) {
+	ns := zktest.Namespace("created")
+	const aID, bID, bIP = "10.0.4.1@-@1", "10.0.4.2@-@2", "10.0.4.2"
+	b := startPeer(t, ns, bID, bIP)
+	if _, err := b.r.CreateJob(testJob("j", 2)); err != nil {
+		t.Fatal(err)
+	}
+	a := startPeer(t, ns, aID, "10.0.4.1")
+	waitJob(t, a, "j", "a sees b", func(s *JobSnapshot) bool { return s.Online(bID) && s.Online(aID) && s.Registered })
+	if !a.r.PeerLive(bID) {
+		t.Fatal("b's peer node is not listed")
+	}
+	// an operator removes b's instance node (b stays off the job) and puts it back while a's reads are held
+	if err := a.r.s.del(a.r.p.Instance("j", bID), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, a, "j", "b's instance gone", func(s *JobSnapshot) bool { return !s.Online(bID) })
+	e := a.r.entry("j")
+	e.refreshMu.Lock()
+	defer e.refreshMu.Unlock()
+	if err := a.r.s.create(a.r.p.Instance("j", bID), instanceData(Identity{InstanceID: bID, ServerIP: bIP}), zk.FlagEphemeral); err != nil {
+		t.Fatal(err)
+	}
+	snap := waitJob(t, a, "j", "b's instance back while the job's reads are held", func(s *JobSnapshot) bool { return s.Online(bID) })
+	if ip := snap.Instances[bID]; ip != bIP {
+		t.Fatalf("b's instance has server IP %q, want %q", ip, bIP)
+	}
+}
