@@ -21,8 +21,14 @@ type queued struct {
 // old: the store would keep the replacement anyway. Records that someone waits for, and end records, are
 // always written now. replaced counts the dropped records. The order within each part is q's.
 func holdStarts(q queued, now time.Time, hold time.Duration) (write, keep queued, replaced int) {
+	return holdStartsInto(q, now, hold, queued{}, queued{}, map[string]int{})
+}
+
+// holdStartsInto is holdStarts appending to write and keep (empty, their arrays reused: queueBufs) with last
+// as its index of q's executions (emptied first).
+func holdStartsInto(q queued, now time.Time, hold time.Duration, write, keep queued, last map[string]int) (_, _ queued, replaced int) {
 	// the last record queued of each execution that has more than one: what the store ends with
-	last := make(map[string]int)
+	clear(last)
 	for i, r := range q.recs {
 		last[r.ID] = i
 	}
@@ -61,7 +67,13 @@ type queuedTraces struct {
 // task whose end is queued has all its traces written now, as have every end trace and every trace queued
 // hold before now or earlier. The order within each part is q's.
 func holdTraces(q queuedTraces, now time.Time, hold time.Duration) (write, keep queuedTraces) {
-	ended := make(map[[2]string]bool)
+	return holdTracesInto(q, now, hold, queuedTraces{}, queuedTraces{}, map[[2]string]bool{})
+}
+
+// holdTracesInto is holdTraces appending to write and keep (empty, their arrays reused: queueBufs) with
+// ended as its set of q's ended tasks (emptied first).
+func holdTracesInto(q queuedTraces, now time.Time, hold time.Duration, write, keep queuedTraces, ended map[[2]string]bool) (_, _ queuedTraces) {
+	clear(ended)
 	for _, t := range q.recs {
 		if !begun(t.State) {
 			ended[[2]string{t.JobName, t.TaskID}] = true

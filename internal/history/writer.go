@@ -168,6 +168,11 @@ type Writer struct {
 	pendExecs  []ejserver.Execution
 	pendWaits  []chan error // beside pendExecs
 	pendTraces []ejserver.StatusTrace
+	// takenExecs and takenTraces are the arrays of the last take, whole (pend* advance through them); under
+	// mu, with bufs (the arrays kept for reuse).
+	takenExecs  queued
+	takenTraces queuedTraces
+	bufs        queueBufs
 }
 
 // NewWriter returns a Writer to sink; Start it to have it write.
@@ -376,6 +381,7 @@ func (w *Writer) final(ctx context.Context) {
 	w.execs, w.execWaits, w.execAt, w.traces, w.traceAt, w.inflight = nil, nil, nil, nil, nil, 0
 	w.heldExecs, w.heldTraces = 0, 0
 	w.pendExecs, w.pendWaits, w.pendTraces = nil, nil, nil
+	w.takenExecs, w.takenTraces = queued{}, queuedTraces{}
 	if left > 0 {
 		w.dropLocked(left)
 	}
@@ -471,31 +477,57 @@ func (w *Writer) holdOff(ctx context.Context, since time.Time) {
 // take moves the queue to the goroutine's pending lists, but for the running records StartHold keeps back
 // (and those already replaced, which it drops: their replacement is written instead); it reports whether it
 // moved anything.
+//
+// It is called once the batch taken last is written: that batch's arrays, and the queue's once split, serve
+// again (queueBufs).
 func (w *Writer) take() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.bufs.putExecs(w.takenExecs)
+	w.bufs.putTraces(w.takenTraces)
+	w.takenExecs, w.takenTraces = queued{}, queuedTraces{}
+	hold := w.cfg.StartHold > 0 && !w.draining
 	var keep queued
-	if w.cfg.StartHold > 0 && !w.draining && len(w.execs) > 0 {
-		now := queued{w.execs, w.execWaits, w.execAt}
-		var replaced int
-		now, keep, replaced = holdStarts(now, w.cfg.Clock.Now(), w.cfg.StartHold)
-		w.execs, w.execWaits, w.execAt = now.recs, now.waits, now.at
+	if hold && len(w.execs) > 0 {
+		q := queued{w.execs, w.execWaits, w.execAt}
+		last := w.bufs.lastIndex()
+		if len(q.recs) > bufKeepMax {
+			last = map[string]int{} // a backlog's index is not kept
+		}
+		now, kept, replaced := holdStartsInto(q, w.cfg.Clock.Now(), w.cfg.StartHold, w.bufs.getExecs(), w.bufs.getExecs(), last)
+		w.bufs.putExecs(q) // its records are copied to now and kept
+		w.execs, w.execWaits, w.execAt, keep = now.recs, now.waits, now.at, kept
 		w.written.Add(int64(replaced)) // written with the record that replaced them
 	}
+	if keep.recs == nil {
+		keep = w.bufs.getExecs()
+	}
 	var keepTraces queuedTraces
-	if w.cfg.StartHold > 0 && !w.draining && len(w.traces) > 0 {
-		var now queuedTraces
-		now, keepTraces = holdTraces(queuedTraces{w.traces, w.traceAt}, w.cfg.Clock.Now(), w.cfg.StartHold)
-		w.traces, w.traceAt = now.recs, now.at
+	if hold && len(w.traces) > 0 {
+		q := queuedTraces{w.traces, w.traceAt}
+		ended := w.bufs.endedSet()
+		if len(q.recs) > bufKeepMax {
+			ended = map[[2]string]bool{}
+		}
+		now, kept := holdTracesInto(q, w.cfg.Clock.Now(), w.cfg.StartHold, w.bufs.getTraces(), w.bufs.getTraces(), ended)
+		w.bufs.putTraces(q)
+		w.traces, w.traceAt, keepTraces = now.recs, now.at, kept
+	}
+	if keepTraces.recs == nil {
+		keepTraces = w.bufs.getTraces()
 	}
 	n := len(w.execs) + len(w.traces)
 	w.heldExecs, w.heldTraces = len(keep.recs), len(keepTraces.recs)
 	if n == 0 {
+		w.bufs.putExecs(queued{w.execs, w.execWaits, w.execAt})
+		w.bufs.putTraces(queuedTraces{w.traces, w.traceAt})
 		w.execs, w.execWaits, w.execAt = keep.recs, keep.waits, keep.at
 		w.traces, w.traceAt = keepTraces.recs, keepTraces.at
 		return false
 	}
-	// Swap rather than copy: Enqueue appends to fresh slices meanwhile.
+	// Swap rather than copy: Enqueue appends to the kept (or emptied) arrays meanwhile.
+	w.takenExecs = queued{w.execs, w.execWaits, w.execAt}
+	w.takenTraces = queuedTraces{w.traces, w.traceAt}
 	w.pendExecs, w.execs = w.execs, keep.recs
 	w.pendWaits, w.execWaits = w.execWaits, keep.waits
 	w.execAt = keep.at
