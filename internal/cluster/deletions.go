@@ -49,59 +49,44 @@ func (r *Registry) applyDeletion(ev zk.Event) bool {
 	case !ok || folder != "/instances" || id == "" || id == r.me.InstanceID:
 		return false
 	case ev.Type == zk.EventNodeDeleted:
-		return r.instanceDeleted(e, id)
+		return r.instanceChanged(e, id, "")
 	}
-	return r.instanceCreated(e, id)
-}
-
-// instanceCreated adds live peer id's instance to a loaded job's instances, with the server IP its peer node
-// gave; it reports false (list the instances) when the live peers' listing does not name it yet.
-func (r *Registry) instanceCreated(e *jobEntry, id string) bool {
+	// created: applied when the live peers' listing names the peer (its server IP); otherwise listed
 	ip := r.peerIP(id)
-	if ip == "" {
-		return false
-	}
-	e.mu.Lock()
-	if !e.st.loaded || !e.st.hasConfig {
-		e.mu.Unlock()
-		return false
-	}
-	if _, ok := e.st.instances[id]; ok {
-		e.mu.Unlock()
-		return true
-	}
-	cur := maps.Clone(e.st.instances)
-	if cur == nil {
-		cur = map[string]string{}
-	}
-	cur[id] = ip
-	e.st.instances = r.shared.intern(cur)
-	e.direct++
-	e.changedLocked()
-	e.mu.Unlock()
-	r.report(Event{Kind: InstancesChanged, Job: e.name, Added: []string{id}})
-	return true
+	return ip != "" && r.instanceChanged(e, id, ip)
 }
 
-// instanceDeleted removes instance id from a loaded job's instances. This peer's own node is not applied
-// here: its vanishing is an operator's removal or a lost registration, which refreshInstances tells apart.
-func (r *Registry) instanceDeleted(e *jobEntry, id string) bool {
+// instanceChanged applies another instance's node to a loaded job's instances: added with server IP ip, or
+// removed when ip is "". It reports false when the job is not loaded (its load lists the instances). This
+// peer's own node is never applied here: its vanishing is an operator's removal or a lost registration, which
+// refreshInstances tells apart.
+func (r *Registry) instanceChanged(e *jobEntry, id, ip string) bool {
 	e.mu.Lock()
 	if !e.st.loaded || !e.st.hasConfig {
 		e.mu.Unlock()
-		return false // its load lists the instances
+		return false
 	}
-	if _, ok := e.st.instances[id]; !ok {
+	if _, ok := e.st.instances[id]; ok == (ip != "") {
 		e.mu.Unlock()
-		return true
+		return true // already so
 	}
 	cur := maps.Clone(e.st.instances)
-	delete(cur, id)
+	ev := Event{Kind: InstancesChanged, Job: e.name}
+	if ip == "" {
+		delete(cur, id)
+		ev.Removed = []string{id}
+	} else {
+		if cur == nil {
+			cur = map[string]string{}
+		}
+		cur[id] = ip
+		ev.Added = []string{id}
+	}
 	e.st.instances = r.shared.intern(cur)
 	e.direct++
 	e.changedLocked()
 	e.mu.Unlock()
-	r.report(Event{Kind: InstancesChanged, Job: e.name, Removed: []string{id}})
+	r.report(ev)
 	return true
 }
 

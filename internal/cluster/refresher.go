@@ -115,7 +115,13 @@ func (w *refresher) wait() {
 	w.wg.Wait()
 }
 
-func (w *refresher) kick(k refreshKey) {
+func (w *refresher) kick(k refreshKey) { w.kickFirst(k, false) }
+
+// kickUrgent is kick for a key that runs before the queued others, whatever its kind (a lost leader's
+// campaign: deletions.go). A key already queued keeps its place.
+func (w *refresher) kickUrgent(k refreshKey) { w.kickFirst(k, true) }
+
+func (w *refresher) kickFirst(k refreshKey, first bool) {
 	w.mu.Lock()
 	if _, ok := w.state[k]; ok {
 		w.state[k] = true
@@ -129,26 +135,7 @@ func (w *refresher) kick(k refreshKey) {
 	}
 	w.mu.Unlock()
 	w.pending(k, +1) // before the key is visible to workers, so the count never goes below zero
-	w.push(k)
-}
-
-// kickUrgent is kick for a key that runs before the queued others, whatever its kind (a lost leader's
-// campaign: deletions.go). A key already queued keeps its place.
-func (w *refresher) kickUrgent(k refreshKey) {
-	w.mu.Lock()
-	if _, ok := w.state[k]; ok {
-		w.state[k] = true
-		w.mu.Unlock()
-		return
-	}
-	w.state[k] = false
-	w.peak = max(w.peak, len(w.state))
-	if w.loadingOf(k) {
-		w.loading++
-	}
-	w.mu.Unlock()
-	w.pending(k, +1)
-	w.pushFirst(k, true)
+	w.pushFirst(k, first)
 }
 
 func (w *refresher) push(k refreshKey) {

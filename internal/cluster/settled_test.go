@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 
@@ -76,25 +77,14 @@ func TestUrgentRefreshes(t *testing.T) {
 
 // TestRefresherRunsUrgentKeysFirst: a resharding's owner read kicked behind a backlog of loads runs before them.
 func TestRefresherRunsUrgentKeysFirst(t *testing.T) {
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	var order []refreshKey
-	w := newRefresher(1, func(k refreshKey) error {
-		mu.Lock()
-		order = append(order, k)
-		mu.Unlock()
-		return nil
-	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
-	w.urgent = urgent
+	w, stop, order := recordingRefresher()
 	for i := range 5 {
 		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprintf("j%d", i)})
 	}
 	owner := refreshKey{kind: kindItemInstance, job: "j9", item: 0}
 	w.kick(owner)
 	drainRefresher(w, stop)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(order) != 6 || order[0] != owner {
+	if order := order(); len(order) != 6 || order[0] != owner {
 		t.Fatalf("run order %v: want the owner read first, then the 5 loads", order)
 	}
 }
@@ -102,16 +92,7 @@ func TestRefresherRunsUrgentKeysFirst(t *testing.T) {
 // TestRefresherKicksUrgentKeysFirst: a lost leader's campaign (not urgent by its kind) kicked with kickUrgent
 // behind a backlog of instance listings runs before them (deletions.go).
 func TestRefresherKicksUrgentKeysFirst(t *testing.T) {
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	var order []refreshKey
-	w := newRefresher(1, func(k refreshKey) error {
-		mu.Lock()
-		order = append(order, k)
-		mu.Unlock()
-		return nil
-	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
-	w.urgent = urgent
+	w, stop, order := recordingRefresher()
 	for i := range 5 {
 		w.kick(refreshKey{kind: kindInstances, job: fmt.Sprintf("j%d", i)})
 	}
@@ -119,9 +100,26 @@ func TestRefresherKicksUrgentKeysFirst(t *testing.T) {
 	w.kickUrgent(campaign)
 	w.kickUrgent(campaign) // kicked again while queued: as with kick, it is not queued twice
 	drainRefresher(w, stop)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(order) < 6 || order[0] != campaign {
+	if order := order(); len(order) < 6 || order[0] != campaign {
 		t.Fatalf("run order %v: want the campaign first, then the 5 listings", order)
+	}
+}
+
+// recordingRefresher is a one-worker refresher with the registry's urgent keys whose runs order reports.
+func recordingRefresher() (w *refresher, stop chan struct{}, order func() []refreshKey) {
+	stop = make(chan struct{})
+	var mu sync.Mutex
+	var ran []refreshKey
+	w = newRefresher(1, func(k refreshKey) error {
+		mu.Lock()
+		ran = append(ran, k)
+		mu.Unlock()
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	w.urgent = urgent
+	return w, stop, func() []refreshKey {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ran)
 	}
 }

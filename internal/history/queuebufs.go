@@ -7,8 +7,8 @@ package history
 // its records are written (or copied on) and cleared, so that nothing it held stays reachable; a few are
 // kept, and none larger than bufKeepMax records (a backlog's arrays go when it is written).
 type queueBufs struct {
-	execs  []queued
-	traces []queuedTraces
+	execs  bufPool[queued]
+	traces bufPool[queuedTraces]
 	// last and ended are the hold's indexes, emptied by each take
 	last  map[string]int
 	ended map[[2]string]bool
@@ -22,43 +22,50 @@ const (
 	bufKeepMax = 4096
 )
 
-func (b *queueBufs) getExecs() queued {
-	if n := len(b.execs); n > 0 {
-		q := b.execs[n-1]
-		b.execs = b.execs[:n-1]
-		return q
-	}
-	return queued{}
+// reusable is a queue whose arrays can serve again: size is their capacity, emptied clears them (nothing
+// they held stays reachable) and returns them at length 0.
+type reusable[Q any] interface {
+	size() int
+	emptied() Q
 }
 
-// putExecs keeps q's arrays, cleared, unless enough are kept already or they are too large.
-func (b *queueBufs) putExecs(q queued) {
-	if cap(q.recs) == 0 || cap(q.recs) > bufKeepMax || len(b.execs) >= bufKeep {
+// bufPool keeps up to bufKeep emptied queues of one kind.
+type bufPool[Q reusable[Q]] struct {
+	free []Q
+}
+
+// get returns a kept queue, or an empty one (its arrays grow on first use).
+func (p *bufPool[Q]) get() Q {
+	var q Q
+	if n := len(p.free); n > 0 {
+		q, p.free = p.free[n-1], p.free[:n-1]
+	}
+	return q
+}
+
+// put keeps q's arrays, emptied, unless enough are kept already or they are too large.
+func (p *bufPool[Q]) put(q Q) {
+	if q.size() == 0 || q.size() > bufKeepMax || len(p.free) >= bufKeep {
 		return
 	}
+	p.free = append(p.free, q.emptied())
+}
+
+func (q queued) size() int { return cap(q.recs) }
+
+func (q queued) emptied() queued {
 	clear(q.recs)
 	clear(q.waits)
 	clear(q.at)
-	b.execs = append(b.execs, queued{q.recs[:0], q.waits[:0], q.at[:0]})
+	return queued{q.recs[:0], q.waits[:0], q.at[:0]}
 }
 
-func (b *queueBufs) getTraces() queuedTraces {
-	if n := len(b.traces); n > 0 {
-		q := b.traces[n-1]
-		b.traces = b.traces[:n-1]
-		return q
-	}
-	return queuedTraces{}
-}
+func (q queuedTraces) size() int { return cap(q.recs) }
 
-// putTraces keeps q's arrays, cleared, unless enough are kept already or they are too large.
-func (b *queueBufs) putTraces(q queuedTraces) {
-	if cap(q.recs) == 0 || cap(q.recs) > bufKeepMax || len(b.traces) >= bufKeep {
-		return
-	}
+func (q queuedTraces) emptied() queuedTraces {
 	clear(q.recs)
 	clear(q.at)
-	b.traces = append(b.traces, queuedTraces{q.recs[:0], q.at[:0]})
+	return queuedTraces{q.recs[:0], q.at[:0]}
 }
 
 func (b *queueBufs) lastIndex() map[string]int {

@@ -483,8 +483,8 @@ func (w *Writer) holdOff(ctx context.Context, since time.Time) {
 func (w *Writer) take() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.bufs.putExecs(w.takenExecs)
-	w.bufs.putTraces(w.takenTraces)
+	w.bufs.execs.put(w.takenExecs)
+	w.bufs.traces.put(w.takenTraces)
 	w.takenExecs, w.takenTraces = queued{}, queuedTraces{}
 	hold := w.cfg.StartHold > 0 && !w.draining
 	var keep queued
@@ -494,13 +494,13 @@ func (w *Writer) take() bool {
 		if len(q.recs) > bufKeepMax {
 			last = map[string]int{} // a backlog's index is not kept
 		}
-		now, kept, replaced := holdStartsInto(q, w.cfg.Clock.Now(), w.cfg.StartHold, w.bufs.getExecs(), w.bufs.getExecs(), last)
-		w.bufs.putExecs(q) // its records are copied to now and kept
+		now, kept, replaced := holdStartsInto(q, w.cfg.Clock.Now(), w.cfg.StartHold, w.bufs.execs.get(), w.bufs.execs.get(), last)
+		w.bufs.execs.put(q) // its records are copied to now and kept
 		w.execs, w.execWaits, w.execAt, keep = now.recs, now.waits, now.at, kept
 		w.written.Add(int64(replaced)) // written with the record that replaced them
 	}
 	if keep.recs == nil {
-		keep = w.bufs.getExecs()
+		keep = w.bufs.execs.get()
 	}
 	var keepTraces queuedTraces
 	if hold && len(w.traces) > 0 {
@@ -509,18 +509,18 @@ func (w *Writer) take() bool {
 		if len(q.recs) > bufKeepMax {
 			ended = map[[2]string]bool{}
 		}
-		now, kept := holdTracesInto(q, w.cfg.Clock.Now(), w.cfg.StartHold, w.bufs.getTraces(), w.bufs.getTraces(), ended)
-		w.bufs.putTraces(q)
+		now, kept := holdTracesInto(q, w.cfg.Clock.Now(), w.cfg.StartHold, w.bufs.traces.get(), w.bufs.traces.get(), ended)
+		w.bufs.traces.put(q)
 		w.traces, w.traceAt, keepTraces = now.recs, now.at, kept
 	}
 	if keepTraces.recs == nil {
-		keepTraces = w.bufs.getTraces()
+		keepTraces = w.bufs.traces.get()
 	}
 	n := len(w.execs) + len(w.traces)
 	w.heldExecs, w.heldTraces = len(keep.recs), len(keepTraces.recs)
 	if n == 0 {
-		w.bufs.putExecs(queued{w.execs, w.execWaits, w.execAt})
-		w.bufs.putTraces(queuedTraces{w.traces, w.traceAt})
+		w.bufs.execs.put(queued{w.execs, w.execWaits, w.execAt})
+		w.bufs.traces.put(queuedTraces{w.traces, w.traceAt})
 		w.execs, w.execWaits, w.execAt = keep.recs, keep.waits, keep.at
 		w.traces, w.traceAt = keepTraces.recs, keepTraces.at
 		return false
