@@ -35,8 +35,8 @@ type jobRead struct {
 	failover             []int
 	items                []string
 	read                 map[int]*ItemState
-	// direct is the job's count of deletions applied from events when the read began (deletions.go)
-	direct uint32
+	// direct is the job's counts of changes applied from events when the read began (deletions.go)
+	direct directCounts
 	// apiMark is the czxid of the API's creation mark (Paths.SeenCreate), read with a first load: equal to
 	// the config's, the job was created through the API (0: absent, or not read)
 	apiMark int64

@@ -22,7 +22,7 @@ import (
 // refreshes. The listeners hear of it as they would of a read (InstancesChanged, LeaderChanged), from the
 // refresher's goroutine (kindReport), not the session's. A read that was in flight when the event came may
 // hold the node still (its answer preceded the event, its application may follow it): the job's direct
-// count (jobEntry.direct) tells it, and it reads again instead of applying a stale answer. One-shot watches
+// counts (jobEntry.direct, one for its instances, one for its leader) tell it, and it reads again instead of applying a stale answer. One-shot watches
 // (the fallback) are not applied here: the refresh that re-reads the node also re-arms its watch.
 
 // The peer's return is applied the same way: its instances/{id} node created in every job is added to the
@@ -83,7 +83,7 @@ func (r *Registry) instanceChanged(e *jobEntry, id, ip string) bool {
 		ev.Added = []string{id}
 	}
 	e.st.instances = r.shared.intern(cur)
-	e.direct++
+	e.direct.instances++
 	e.changedLocked()
 	e.mu.Unlock()
 	r.report(ev)
@@ -99,7 +99,7 @@ func (r *Registry) leaderDeleted(e *jobEntry) bool {
 	}
 	prev := e.st.leader
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = "", 0, 0
-	e.direct++
+	e.direct.leader++
 	if prev != "" {
 		e.changedLocked()
 	}
@@ -138,9 +138,15 @@ func (r *Registry) emitReported(job string) {
 	r.emit(evs)
 }
 
-// directCount is the number of deletions applied to e from their events: a read taken before it changed
-// may be stale.
-func (e *jobEntry) directCount() uint32 {
+// directCounts count the changes applied to a job from their events, of its instances and of its leader
+// (they wrap: a read compares them for equality only).
+type directCounts struct {
+	instances, leader uint16
+}
+
+// directCount is e's counts of changes applied from their events: a read taken before they changed may be
+// stale.
+func (e *jobEntry) directCount() directCounts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.direct

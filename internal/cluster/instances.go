@@ -9,7 +9,7 @@ import (
 // still there.
 func (r *Registry) refreshInstances(e *jobEntry) error {
 	e.mu.Lock()
-	known, direct := e.st.instances, e.direct
+	known, direct := e.st.instances, e.direct.instances
 	e.mu.Unlock()
 	cur, err := r.readInstances(e.name, known)
 	if err != nil {
@@ -36,11 +36,12 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 	return nil
 }
 
-// applyInstances applies a listing of a job's instances read when the job's direct count was direct.
-func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uint32) {
+// applyInstances applies a listing of a job's instances read when the job's direct count of instance
+// changes was direct.
+func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uint16) {
 	_, mine := cur[r.me.InstanceID]
 	e.mu.Lock()
-	if e.direct != direct {
+	if e.direct.instances != direct {
 		// a deletion applied from its event meanwhile (deletions.go): this list may predate it
 		e.mu.Unlock()
 		r.w.kick(refreshKey{kind: kindInstances, job: e.name})

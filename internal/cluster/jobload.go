@@ -566,7 +566,7 @@ func leaderOf(data []byte, st *zk.Stat) leaderNode {
 }
 
 func (r *Registry) refreshLeader(e *jobEntry) error {
-	direct := e.directCount()
+	direct := e.directCount().leader
 	node, err := r.readLeader(e.name)
 	if err != nil {
 		return err
@@ -575,10 +575,11 @@ func (r *Registry) refreshLeader(e *jobEntry) error {
 	return nil
 }
 
-// applyLeader applies a read of a job's leader node made when the job's direct count was direct.
-func (r *Registry) applyLeader(e *jobEntry, node leaderNode, direct uint32) {
+// applyLeader applies a read of a job's leader node made when the job's direct count of leader changes
+// was direct.
+func (r *Registry) applyLeader(e *jobEntry, node leaderNode, direct uint16) {
 	e.mu.Lock()
-	if e.direct != direct {
+	if e.direct.leader != direct {
 		// a deletion applied from its event meanwhile (deletions.go): this answer may predate it
 		e.mu.Unlock()
 		r.w.kick(refreshKey{kind: kindLeader, job: e.name})

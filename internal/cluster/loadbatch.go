@@ -44,7 +44,7 @@ func (r *Registry) loadJobs(keys []refreshKey) []error {
 	// each job's refreshes are serialised by its refreshMu (Registry.refresh); no two batches hold the same
 	// job (a key runs on one worker at a time) and no other holder of one waits for another's
 	names, first := make([]string, 0, len(keys)), make([]bool, 0, len(keys))
-	direct := make([]uint32, 0, len(keys))
+	direct := make([]directCounts, 0, len(keys))
 	var held []*jobEntry
 	for _, e := range es {
 		if e == nil {

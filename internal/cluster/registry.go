@@ -161,9 +161,9 @@ type jobEntry struct {
 	detached bool
 	// touched: the snapshot or config was read since the last sweep (sweepCold)
 	touched bool
-	// direct counts the deletions applied from their events (deletions.go): a read that began before it
-	// changed may be stale.
-	direct uint32
+	// direct counts the changes applied from their events (deletions.go): a read that began before its
+	// count changed may be stale.
+	direct directCounts
 }
 
 // jobState's fields are ordered so that a job's entry fits a 288-byte size class (every peer holds one per
