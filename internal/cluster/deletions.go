@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -71,22 +72,19 @@ func (r *Registry) instanceChanged(e *jobEntry, id, ip string) bool {
 		return true // already so
 	}
 	cur := maps.Clone(e.st.instances)
-	ev := Event{Kind: InstancesChanged, Job: e.name}
 	if ip == "" {
 		delete(cur, id)
-		ev.Removed = []string{id}
 	} else {
 		if cur == nil {
 			cur = map[string]string{}
 		}
 		cur[id] = ip
-		ev.Added = []string{id}
 	}
 	e.st.instances = r.shared.intern(cur)
 	e.direct.instances++
 	e.changedLocked()
 	e.mu.Unlock()
-	r.report(ev)
+	r.report(e.name, id, ip != "")
 	return true
 }
 
@@ -106,36 +104,90 @@ func (r *Registry) leaderDeleted(e *jobEntry) bool {
 	e.mu.Unlock()
 	r.w.kickUrgent(refreshKey{kind: kindCampaign, job: e.name})
 	if prev != "" {
-		r.report(Event{Kind: LeaderChanged, Job: e.name})
+		r.report(e.name, "", false)
 	}
 	return true
 }
 
-// reports holds the events of deletions applied on the session goroutine until the refresher's goroutine
-// tells the listeners (kindReport): a listener may block, the session's goroutine must not.
+// reports holds, per job, the changes applied on the session goroutine until the refresher's goroutine tells
+// the listeners (kindReport): a listener may block, the session's goroutine must not. A job's changes are
+// merged while they wait (an instance that left and came back is no change), so a refresher that falls behind
+// (a restart at 100,000 jobs) holds one small delta per job, not one event per change.
 type reports struct {
 	mu    sync.Mutex
-	byJob map[string][]Event
+	byJob map[string]*reportDelta
+	peak  int // byJob's largest size since it was made (a map keeps the groups of its peak)
 }
 
-// report queues ev for the listeners.
-func (r *Registry) report(ev Event) {
+// reportDelta is a job's changes not told yet.
+type reportDelta struct {
+	added, removed []string
+	leaderLost     bool
+}
+
+// report queues a job's change for the listeners: instance id added (added) or removed, or, with id "", its
+// leader lost.
+func (r *Registry) report(job, id string, added bool) {
 	r.reported.mu.Lock()
 	if r.reported.byJob == nil {
-		r.reported.byJob = map[string][]Event{}
+		r.reported.byJob = map[string]*reportDelta{}
 	}
-	r.reported.byJob[ev.Job] = append(r.reported.byJob[ev.Job], ev)
+	d := r.reported.byJob[job]
+	if d == nil {
+		d = &reportDelta{}
+		r.reported.byJob[job] = d
+		r.reported.peak = max(r.reported.peak, len(r.reported.byJob))
+	}
+	d.merge(id, added)
 	r.reported.mu.Unlock()
-	r.w.kick(refreshKey{kind: kindReport, job: ev.Job})
+	r.w.kick(refreshKey{kind: kindReport, job: job})
 }
 
-// emitReported tells the listeners the events reported for job, in their order.
+// merge adds a change to d: an instance's removal cancels its addition not told yet, and the other way round.
+func (d *reportDelta) merge(id string, added bool) {
+	if id == "" {
+		d.leaderLost = true
+		return
+	}
+	from, to := &d.removed, &d.added
+	if !added {
+		from, to = &d.added, &d.removed
+	}
+	if k := slices.Index(*from, id); k >= 0 {
+		*from = slices.Delete(*from, k, k+1)
+		return
+	}
+	if !slices.Contains(*to, id) {
+		*to = append(*to, id)
+	}
+}
+
+// events are the listeners' events of d, in the order a read would have given them.
+func (d *reportDelta) events(job string) []Event {
+	var evs []Event
+	if len(d.added) > 0 || len(d.removed) > 0 {
+		slices.Sort(d.added)
+		slices.Sort(d.removed)
+		evs = append(evs, Event{Kind: InstancesChanged, Job: job, Added: d.added, Removed: d.removed})
+	}
+	if d.leaderLost {
+		evs = append(evs, Event{Kind: LeaderChanged, Job: job})
+	}
+	return evs
+}
+
+// emitReported tells the listeners the changes reported for job.
 func (r *Registry) emitReported(job string) {
 	r.reported.mu.Lock()
-	evs := r.reported.byJob[job]
+	d := r.reported.byJob[job]
 	delete(r.reported.byJob, job)
+	if len(r.reported.byJob) == 0 && r.reported.peak > stateKeep {
+		r.reported.byJob, r.reported.peak = nil, 0 // let a burst's groups go
+	}
 	r.reported.mu.Unlock()
-	r.emit(evs)
+	if d != nil {
+		r.emit(d.events(job))
+	}
 }
 
 // directCounts count the changes applied to a job from their events, of its instances and of its leader

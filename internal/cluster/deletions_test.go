@@ -161,3 +161,43 @@ func TestAnInstanceOfALivePeerIsAppliedAsItsEventComes(t *testing.T) {
 		t.Fatalf("b's instance has server IP %q, want %q", ip, bIP)
 	}
 }
+
+// A job's changes waiting for the listeners are merged: one delta per job, whatever the number of changes.
+func TestReportDeltaMerges(t *testing.T) {
+	type change struct {
+		id    string
+		added bool
+	}
+	tests := []struct {
+		name    string
+		changes []change
+		want    []Event
+	}{
+		{"one removal", []change{{"b", false}}, []Event{{Kind: InstancesChanged, Job: "j", Removed: []string{"b"}}}},
+		{"removed then back", []change{{"b", false}, {"b", true}}, nil},
+		{"added then gone", []change{{"c", true}, {"c", false}}, nil},
+		{"removed twice", []change{{"b", false}, {"b", false}}, []Event{{Kind: InstancesChanged, Job: "j", Removed: []string{"b"}}}},
+		{"several, sorted", []change{{"c", false}, {"a", true}, {"b", false}},
+			[]Event{{Kind: InstancesChanged, Job: "j", Added: []string{"a"}, Removed: []string{"b", "c"}}}},
+		{"leader lost after a removal", []change{{"b", false}, {"", false}},
+			[]Event{{Kind: InstancesChanged, Job: "j", Removed: []string{"b"}}, {Kind: LeaderChanged, Job: "j"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d reportDelta
+			for _, c := range tt.changes {
+				d.merge(c.id, c.added)
+			}
+			got := d.events("j")
+			if len(got) != len(tt.want) {
+				t.Fatalf("events %+v, want %+v", got, tt.want)
+			}
+			for i := range got {
+				g, w := got[i], tt.want[i]
+				if g.Kind != w.Kind || g.Job != w.Job || !slices.Equal(g.Added, w.Added) || !slices.Equal(g.Removed, w.Removed) {
+					t.Fatalf("event %d: %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
