@@ -60,11 +60,17 @@ func testTraces(n int, job string) []ejserver.StatusTrace {
 func TestWriterWritesBothTablesInOneTransaction(t *testing.T) {
 	clk := clock.NewFake(t0)
 	sink := &batchSink{fakeSink: &fakeSink{}}
-	w := startWriter(t, sink, WriterConfig{BatchSize: 4, FlushInterval: time.Second, Clock: clk})
+	// everything is queued before the writer starts: a started writer woken by the fourth execution (a full
+	// batch) could take the executions before the traces were queued (failed ~1 run in 25 under -race)
+	w := NewWriter(sink, WriterConfig{BatchSize: 4, FlushInterval: time.Second, Clock: clk, Logger: discardLogger()})
 	enqueueAll(w, execs(6, "both"))
 	for _, tr := range testTraces(3, "both") {
 		w.EnqueueTrace(tr)
 	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
 	eventually(t, "the records", func() bool { return w.Stats().Written == 9 }, func() { clk.Advance(time.Second) })
 	got := sink.together()
 	if len(got) == 0 || got[0] != [2]int{4, 3} {
