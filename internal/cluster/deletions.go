@@ -23,17 +23,18 @@ import (
 // refreshes. The listeners hear of it as they would of a read (InstancesChanged, LeaderChanged), from the
 // refresher's goroutine (kindReport), not the session's. A read that was in flight when the event came may
 // hold the node still (its answer preceded the event, its application may follow it): the job's direct
-// counts (jobEntry.direct, one for its instances, one for its leader) tell it, and it reads again instead of applying a stale answer. One-shot watches
-// (the fallback) are not applied here: the refresh that re-reads the node also re-arms its watch.
+// counts (jobEntry.direct, one for its instances, one for its leader) tell it, and it reads again instead of
+// applying a stale answer. One-shot watches (the fallback) are not applied here: the refresh that re-reads
+// the node also re-arms its watch.
 
 // The peer's return is applied the same way: its instances/{id} node created in every job is added to the
 // job's instances from the event when the live peers' listing already names it (its peer node, written before
 // it registers on any job, gives its server IP); otherwise the instances are listed, as before.
 
-// applyDeletion applies a NodeDeleted event of another instance's node or of a job's leader node, or a
+// applyFromEvent applies a NodeDeleted event of another instance's node or of a job's leader node, or a
 // NodeCreated event of another live peer's instance node, to a loaded job, and reports whether it did (the
 // event then needs no refresh).
-func (r *Registry) applyDeletion(ev zk.Event) bool {
+func (r *Registry) applyFromEvent(ev zk.Event) bool {
 	if (ev.Type != zk.EventNodeDeleted && ev.Type != zk.EventNodeCreated) || !r.covered(ev.Path) {
 		return false
 	}

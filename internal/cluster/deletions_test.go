@@ -125,7 +125,7 @@ func TestAReadOlderThanADeletionIsReadAgain(t *testing.T) {
 
 	// this peer's own instance node is not applied from its event: refreshInstances tells an operator's
 	// removal from a lost registration
-	if a.r.applyDeletion(zk.Event{Type: zk.EventNodeDeleted, Path: a.r.p.Instance("j", aID)}) {
+	if a.r.applyFromEvent(zk.Event{Type: zk.EventNodeDeleted, Path: a.r.p.Instance("j", aID)}) {
 		t.Fatal("this peer's own instance node was applied from its event")
 	}
 }

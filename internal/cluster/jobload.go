@@ -22,7 +22,7 @@ func (r *Registry) onWatch(ev zk.Event) {
 	if presence {
 		r.rootChanged(r.p.JobOf(ev.Path), ev.Type)
 	}
-	if !forward || r.applyDeletion(ev) {
+	if !forward || r.applyFromEvent(ev) {
 		return
 	}
 	if k, ok := r.keyFor(ev.Path); ok {
