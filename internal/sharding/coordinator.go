@@ -176,6 +176,8 @@ func (c *Coordinator) onEvent(ev cluster.Event) {
 		if snap := c.reg.Job(ev.Job); snap != nil && snap.IsLeader() {
 			c.queueCheck(ev.Job) // a new leader reshards before its first fire, unless the sharding is right
 			c.queueReshard(ev.Job)
+		} else if snap != nil && snap.Leader != "" {
+			c.wakeIfQueued(ev.Job) // another peer leads it: a job kept queued while its leader was away leaves
 		}
 	case cluster.NecessaryChanged, cluster.JobAdded:
 		if snap := c.reg.Job(ev.Job); snap != nil && snap.Necessary && snap.IsLeader() {
@@ -215,6 +217,19 @@ func (c *Coordinator) queueRemoved(job string) {
 	select {
 	case c.flags <- job:
 	default:
+	}
+}
+
+// wakeIfQueued wakes the flag loop when job is queued.
+func (c *Coordinator) wakeIfQueued(job string) {
+	c.mu.Lock()
+	_, ok := c.queued[job]
+	c.mu.Unlock()
+	if ok {
+		select {
+		case c.flags <- job:
+		default:
+		}
 	}
 }
 
@@ -326,11 +341,15 @@ func (c *Coordinator) flagLoop() {
 				jobs = append(jobs, job)
 			}
 		}
+		var leaderless []string
 		for _, job := range jobs {
 			if !c.reg.IsLeader(job) || (assessable[job] && c.recheckPending(job)) {
 				// an instance that left a job resharded at a held fire: that resharding was over the instances
 				// that remained (a fire finds an owner that left since gone and reshards), and the ones it left
 				// out are looked at when the recheck is due
+				if assessable[job] && c.leaderAway(job) {
+					leaderless = append(leaderless, job)
+				}
 				continue
 			}
 			snap := c.reg.Job(job)
@@ -350,7 +369,32 @@ func (c *Coordinator) flagLoop() {
 				c.log.Info("resharding flagged: the cluster changed", "job", job)
 			}
 		}
+		c.keepQueued(leaderless)
 	}
+}
+
+// leaderAway reports whether job has no leader now, or one whose instance has left the job (an operator
+// removed the leader's own instance node: it steps down).
+func (c *Coordinator) leaderAway(job string) bool {
+	snap := c.reg.Job(job)
+	return snap != nil && (snap.Leader == "" || !snap.Online(snap.Leader))
+}
+
+// keepQueued queues again, without waking the loop, the jobs an instance left while their leader was away (see
+// leaderAway): the peer that becomes the leader must still flag them (an operator's removal of a live peer's
+// instance is not a peer still registering, which a new leader's own check would take it for); its
+// LeaderChanged wakes the loop. Another peer's leadership drops them there.
+func (c *Coordinator) keepQueued(jobs []string) {
+	if len(jobs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for _, job := range jobs {
+		if _, ok := c.queued[job]; !ok {
+			c.queued[job] = true
+		}
+	}
+	c.mu.Unlock()
 }
 
 // flagWanted says whether a queued job is to be flagged for resharding: always, unless only an instance left
