@@ -3,7 +3,6 @@ package cluster
 import (
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -34,22 +33,34 @@ import (
 // applyFromEvent applies a NodeDeleted event of another instance's node or of a job's leader node, or a
 // NodeCreated event of another live peer's instance node, to a loaded job, and reports whether it did (the
 // event then needs no refresh).
+//
+// It runs on the session goroutine for every event (most are items' running and completed nodes), so the
+// path is looked at before anything takes a lock.
 func (r *Registry) applyFromEvent(ev zk.Event) bool {
-	if (ev.Type != zk.EventNodeDeleted && ev.Type != zk.EventNodeCreated) || !r.covered(ev.Path) {
+	if ev.Type != zk.EventNodeDeleted && ev.Type != zk.EventNodeCreated {
 		return false
 	}
 	job := r.p.JobOf(ev.Path)
-	e := r.entry(job)
-	if job == "" || e == nil {
+	if job == "" {
 		return false
 	}
-	rest := strings.TrimPrefix(ev.Path, r.p.Job(job))
-	folder, id, ok := cutLast(rest)
+	rest := ev.Path[len(r.p.Root())+1+len(job):] // JobOf found Root()/job at the path's start
+	folder, id, _ := cutLast(rest)
+	leader := rest == "/leader/election/instance"
 	switch {
-	case ev.Type == zk.EventNodeDeleted && rest == "/leader/election/instance":
-		return r.leaderDeleted(e)
-	case !ok || folder != "/instances" || id == "" || id == r.me.InstanceID:
+	case leader && ev.Type != zk.EventNodeDeleted:
 		return false
+	case !leader && (folder != "/instances" || id == "" || id == r.me.InstanceID):
+		return false
+	case !r.recursiveArmed():
+		return false
+	}
+	e := r.entry(job)
+	switch {
+	case e == nil:
+		return false
+	case leader:
+		return r.leaderDeleted(e)
 	case ev.Type == zk.EventNodeDeleted:
 		return r.instanceChanged(e, id, "")
 	}
@@ -189,6 +200,19 @@ func (r *Registry) emitReported(job string) {
 	if d != nil {
 		r.emit(d.events(job))
 	}
+}
+
+// lockUnlessStale locks e to apply what a refresh of kind k read, unless stale reports (under the lock) that a
+// change was applied from its event since the read began: the answer may predate it, so e is left unlocked
+// and the refresh runs again.
+func (r *Registry) lockUnlessStale(e *jobEntry, k refreshKind, stale func() bool) bool {
+	e.mu.Lock()
+	if !stale() {
+		return true
+	}
+	e.mu.Unlock()
+	r.w.kick(refreshKey{kind: k, job: e.name})
+	return false
 }
 
 // directCounts count the changes applied to a job from their events, of its instances and of its leader

@@ -20,6 +20,7 @@ func TestDeletionsAreAppliedAsTheirEventsCome(t *testing.T) {
 	const aID, bID = "10.0.2.1@-@1", "10.0.2.2@-@2"
 	var mu sync.Mutex
 	var heard []Event
+	heardOne := make(chan struct{}, 1) // told at each event heard
 	b := startPeer(t, ns, bID, "10.0.2.2")
 	if _, err := b.r.CreateJob(testJob("j", 2)); err != nil {
 		t.Fatal(err)
@@ -31,6 +32,10 @@ func TestDeletionsAreAppliedAsTheirEventsCome(t *testing.T) {
 				mu.Lock()
 				heard = append(heard, ev)
 				mu.Unlock()
+				select {
+				case heardOne <- struct{}{}:
+				default:
+				}
 			}
 		})
 	})
@@ -54,7 +59,7 @@ func TestDeletionsAreAppliedAsTheirEventsCome(t *testing.T) {
 	if !snap.Online(aID) {
 		t.Fatalf("a's own instance went with b's: %v", snap.Instances)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.After(5 * time.Second)
 	for {
 		mu.Lock()
 		got := slices.Clone(heard)
@@ -64,10 +69,11 @@ func TestDeletionsAreAppliedAsTheirEventsCome(t *testing.T) {
 		if removed && leaderless {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-heardOne:
+		case <-deadline:
 			t.Fatalf("the listeners heard %+v, want b's removal and the lost leader", got)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	e.refreshMu.Unlock()
 	held = false

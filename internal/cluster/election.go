@@ -201,3 +201,53 @@ var ErrNotLeader = errors.New("not the job's leader")
 
 // Lease reports whether the session is sound enough to start work on (see Session.Lease).
 func (r *Registry) Lease() bool { return r.s.Lease() }
+
+// leaderNode is leader/election/instance as read: the leader's id, the node's owning session and version.
+type leaderNode struct {
+	id      string
+	owner   int64
+	version int32
+}
+
+func (r *Registry) readLeader(job string) (leaderNode, error) {
+	data, st, ok, err := r.readNode(r.p.LeaderInstance(job))
+	if !ok {
+		return leaderNode{}, err
+	}
+	return leaderOf(data, st), nil
+}
+
+// leaderOf is the leader named by leader/election/instance's data and stat.
+func leaderOf(data []byte, st *zk.Stat) leaderNode {
+	return leaderNode{id: strings.TrimSpace(string(data)), owner: st.EphemeralOwner, version: st.Version}
+}
+
+func (r *Registry) refreshLeader(e *jobEntry) error {
+	direct := e.directCount().leader
+	node, err := r.readLeader(e.name)
+	if err != nil {
+		return err
+	}
+	r.applyLeader(e, node, direct)
+	return nil
+}
+
+// applyLeader applies a read of a job's leader node made when the job's direct count of leader changes
+// was direct.
+func (r *Registry) applyLeader(e *jobEntry, node leaderNode, direct uint16) {
+	if !r.lockUnlessStale(e, kindLeader, func() bool { return e.direct.leader != direct }) {
+		return
+	}
+	prev := e.st.leader
+	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = node.id, node.owner, node.version
+	if prev != node.id {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	if node.id == "" {
+		r.w.kick(refreshKey{kind: kindCampaign, job: e.name})
+	}
+	if prev != node.id {
+		r.emit([]Event{{Kind: LeaderChanged, Job: e.name, Leader: node.id}})
+	}
+}

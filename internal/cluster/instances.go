@@ -40,11 +40,7 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 // changes was direct.
 func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uint16) {
 	_, mine := cur[r.me.InstanceID]
-	e.mu.Lock()
-	if e.direct.instances != direct {
-		// a deletion applied from its event meanwhile (deletions.go): this list may predate it
-		e.mu.Unlock()
-		r.w.kick(refreshKey{kind: kindInstances, job: e.name})
+	if !r.lockUnlessStale(e, kindInstances, func() bool { return e.direct.instances != direct }) {
 		return
 	}
 	prev := e.st.instances

@@ -285,7 +285,7 @@ func (r *Registry) loadJob(e *jobEntry) error {
 	if err := r.armNamespace(); err != nil {
 		return err
 	}
-	first, direct := e.firstLoad(), e.directCount()
+	first, direct := e.loadStart()
 	// the nodes are independent of each other: read them at once (go-zookeeper pipelines the requests on
 	// its connection), so a load costs two round trips (the lists, then the listed children) rather than
 	// eight; with thousands of jobs starting together, load latency is what bounds how soon every job can
@@ -329,11 +329,7 @@ func (r *Registry) applyLoad(e *jobEntry, first bool, rd jobRead, bulk bool) err
 	body, cfgErr := r.bodies.parse(data)
 	nums := itemNumbers(items)
 
-	e.mu.Lock()
-	if e.direct != rd.direct {
-		// a deletion applied from its event meanwhile (deletions.go): what this load read may predate it
-		e.mu.Unlock()
-		r.w.kick(refreshKey{kind: kindLoad, job: job})
+	if !r.lockUnlessStale(e, kindLoad, func() bool { return e.direct != rd.direct }) {
 		return nil
 	}
 	if e.detached {
@@ -543,60 +539,6 @@ func (r *Registry) readChildren(job, pth string, known map[string]string, read f
 		}
 	}
 	return out, nil
-}
-
-// leaderNode is leader/election/instance as read: the leader's id, the node's owning session and version.
-type leaderNode struct {
-	id      string
-	owner   int64
-	version int32
-}
-
-func (r *Registry) readLeader(job string) (leaderNode, error) {
-	data, st, ok, err := r.readNode(r.p.LeaderInstance(job))
-	if !ok {
-		return leaderNode{}, err
-	}
-	return leaderOf(data, st), nil
-}
-
-// leaderOf is the leader named by leader/election/instance's data and stat.
-func leaderOf(data []byte, st *zk.Stat) leaderNode {
-	return leaderNode{id: strings.TrimSpace(string(data)), owner: st.EphemeralOwner, version: st.Version}
-}
-
-func (r *Registry) refreshLeader(e *jobEntry) error {
-	direct := e.directCount().leader
-	node, err := r.readLeader(e.name)
-	if err != nil {
-		return err
-	}
-	r.applyLeader(e, node, direct)
-	return nil
-}
-
-// applyLeader applies a read of a job's leader node made when the job's direct count of leader changes
-// was direct.
-func (r *Registry) applyLeader(e *jobEntry, node leaderNode, direct uint16) {
-	e.mu.Lock()
-	if e.direct.leader != direct {
-		// a deletion applied from its event meanwhile (deletions.go): this answer may predate it
-		e.mu.Unlock()
-		r.w.kick(refreshKey{kind: kindLeader, job: e.name})
-		return
-	}
-	prev := e.st.leader
-	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = node.id, node.owner, node.version
-	if prev != node.id {
-		e.changedLocked()
-	}
-	e.mu.Unlock()
-	if node.id == "" {
-		r.w.kick(refreshKey{kind: kindCampaign, job: e.name})
-	}
-	if prev != node.id {
-		r.emit([]Event{{Kind: LeaderChanged, Job: e.name, Leader: node.id}})
-	}
 }
 
 func (r *Registry) readExists(pth string) (bool, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/testutil"
 )
 
 // BenchmarkJobMemory measures, without ZooKeeper, what a peer keeps per job in the registry at 10,000 and
@@ -42,15 +43,6 @@ func BenchmarkJobMemory(b *testing.B) {
 // fires); index, what the refresher keeps after a registration's peak while refreshes keep coming.
 type jobMemory struct {
 	entries, snapshots, cold, index float64
-}
-
-// liveHeap is the heap in use after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 func perJob(after, before uint64, n int) float64 {
@@ -159,24 +151,24 @@ func runRegistration(tb testing.TB, r *Registry, names []string) (release func()
 
 func measureJobMemory(tb testing.TB, n int) jobMemory {
 	var m jobMemory
-	base := liveHeap()
+	base := testutil.LiveHeap()
 	r := benchRegistry()
 	names := loadBenchJobs(tb, r, n)
-	withEntries := liveHeap()
+	withEntries := testutil.LiveHeap()
 	m.entries = perJob(withEntries, base, n)
 	for _, name := range names {
 		if r.Job(name) == nil {
 			tb.Fatalf("job %s not loaded", name)
 		}
 	}
-	withSnaps := liveHeap()
+	withSnaps := testutil.LiveHeap()
 	m.snapshots = perJob(withSnaps, withEntries, n)
 	r.sweepCold()
 	r.sweepCold()
-	withSnaps = liveHeap()
+	withSnaps = testutil.LiveHeap()
 	m.cold = perJob(withSnaps, base, n)
 	release := runRegistration(tb, r, names)
-	m.index = perJob(liveHeap(), withSnaps, n)
+	m.index = perJob(testutil.LiveHeap(), withSnaps, n)
 	release()
 	runtime.KeepAlive(r)
 	return m

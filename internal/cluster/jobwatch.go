@@ -57,6 +57,11 @@ func (r *Registry) covered(pth string) bool {
 	if pth != r.p.Root() && r.p.JobOf(pth) == "" {
 		return false
 	}
+	return r.recursiveArmed()
+}
+
+// recursiveArmed reports whether the namespace's recursive watch is armed for the current session.
+func (r *Registry) recursiveArmed() bool {
 	id := r.watchedIn.Load()
 	return id != 0 && id == r.s.ID()
 }

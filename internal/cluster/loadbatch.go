@@ -17,11 +17,13 @@ import "github.com/go-zookeeper/zk"
 // the second, a few multiRead requests of at most bulkChunk reads.
 const loadBatch = 64
 
-// firstLoad reports whether the job has not been loaded yet (or its config came back).
-func (e *jobEntry) firstLoad() bool {
+// loadStart reports, as a load of the job begins, whether it is a first load (the job has not been loaded
+// yet, or its config came back), and the job's direct counts (applyLoad: a change applied from its event
+// meanwhile makes what the load read stale).
+func (e *jobEntry) loadStart() (first bool, direct directCounts) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return !e.st.loaded || !e.st.hasConfig
+	return !e.st.loaded || !e.st.hasConfig, e.direct
 }
 
 // loadJobs loads the jobs of keys (kindLoad) together; errs[i] is keys[i]'s outcome. A job whose entry is
@@ -52,8 +54,8 @@ func (r *Registry) loadJobs(keys []refreshKey) []error {
 		}
 		e.refreshMu.Lock()
 		held = append(held, e)
-		names, first = append(names, e.name), append(first, e.firstLoad())
-		direct = append(direct, e.directCount())
+		f, d := e.loadStart()
+		names, first, direct = append(names, e.name), append(first, f), append(direct, d)
 	}
 	defer func() {
 		for _, e := range held {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cronexpr"
+	"github.com/ejserver/ejserver/internal/testutil"
 )
 
 // BenchmarkSchedulerMemory measures what the scheduler holds per job at 10,000 and 100,000 jobs (issue 21,
@@ -32,23 +33,15 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 				scheds[s] = sched
 			}
 			for range b.N {
-				before := liveHeap()
+				before := testutil.LiveHeap()
 				s := NewScheduler(clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)), nil, func(string, time.Time, int) {})
 				for k, name := range names {
 					s.Set(name, scheds[k%60])
 				}
-				after := liveHeap()
+				after := testutil.LiveHeap()
 				b.ReportMetric(float64(after-before)/float64(n), "B/job")
 				runtime.KeepAlive(s)
 			}
 		})
 	}
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }

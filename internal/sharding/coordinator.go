@@ -199,6 +199,11 @@ func (c *Coordinator) queueFlag(job string) {
 	c.mu.Lock()
 	c.queued[job] = false
 	c.mu.Unlock()
+	c.wake(job)
+}
+
+// wake tells the flag loop that job is queued.
+func (c *Coordinator) wake(job string) {
 	select {
 	case c.flags <- job:
 	default:
@@ -209,14 +214,19 @@ func (c *Coordinator) queueFlag(job string) {
 // gives the instances that remain (flagWanted), as when a fire found the instance gone and its leader
 // resharded at once (dispatch's ensureSharded) before this event was handled.
 func (c *Coordinator) queueRemoved(job string) {
+	c.markRemoved(job)
+	c.wake(job)
+}
+
+// markRemoved queues jobs an instance left (queueRemoved), without waking the loop; a job queued to be flagged
+// anyway stays so.
+func (c *Coordinator) markRemoved(jobs ...string) {
 	c.mu.Lock()
-	if _, ok := c.queued[job]; !ok {
-		c.queued[job] = true
-	}
-	c.mu.Unlock()
-	select {
-	case c.flags <- job:
-	default:
+	defer c.mu.Unlock()
+	for _, job := range jobs {
+		if _, ok := c.queued[job]; !ok {
+			c.queued[job] = true
+		}
 	}
 }
 
@@ -226,10 +236,7 @@ func (c *Coordinator) wakeIfQueued(job string) {
 	_, ok := c.queued[job]
 	c.mu.Unlock()
 	if ok {
-		select {
-		case c.flags <- job:
-		default:
-		}
+		c.wake(job)
 	}
 }
 
@@ -237,10 +244,7 @@ func (c *Coordinator) queueCheck(job string) {
 	c.mu.Lock()
 	c.checked[job] = true
 	c.mu.Unlock()
-	select {
-	case c.flags <- job:
-	default:
-	}
+	c.wake(job)
 }
 
 func (c *Coordinator) queueReshard(job string) {
@@ -369,7 +373,11 @@ func (c *Coordinator) flagLoop() {
 				c.log.Info("resharding flagged: the cluster changed", "job", job)
 			}
 		}
-		c.keepQueued(leaderless)
+		// a job an instance left while its leader was away (see leaderAway) stays queued, without waking the
+		// loop, for the peer that becomes the leader: an operator's removal of a live peer's instance is not a
+		// peer still registering, which a new leader's own check would take it for; its LeaderChanged wakes
+		// the loop, and another peer's leadership drops the job there
+		c.markRemoved(leaderless...)
 	}
 }
 
@@ -378,23 +386,6 @@ func (c *Coordinator) flagLoop() {
 func (c *Coordinator) leaderAway(job string) bool {
 	snap := c.reg.Job(job)
 	return snap != nil && (snap.Leader == "" || !snap.Online(snap.Leader))
-}
-
-// keepQueued queues again, without waking the loop, the jobs an instance left while their leader was away (see
-// leaderAway): the peer that becomes the leader must still flag them (an operator's removal of a live peer's
-// instance is not a peer still registering, which a new leader's own check would take it for); its
-// LeaderChanged wakes the loop. Another peer's leadership drops them there.
-func (c *Coordinator) keepQueued(jobs []string) {
-	if len(jobs) == 0 {
-		return
-	}
-	c.mu.Lock()
-	for _, job := range jobs {
-		if _, ok := c.queued[job]; !ok {
-			c.queued[job] = true
-		}
-	}
-	c.mu.Unlock()
 }
 
 // flagWanted says whether a queued job is to be flagged for resharding: always, unless only an instance left
