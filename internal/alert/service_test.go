@@ -18,6 +18,7 @@ import (
 	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/notify"
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -148,13 +149,7 @@ func newPeersClock(t *testing.T, n int, cfg ejserver.JobConfig, clk *clock.Fake)
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 15s for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
+	testutil.Eventually(t, what, 15*time.Second, cond)
 }
 
 func delivered(peers []*peer) []notify.Notification {

@@ -18,6 +18,7 @@ import (
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/lease"
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
@@ -342,11 +343,5 @@ func TestWatcherDutyMoves(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, what, 15*time.Second, cond)
 }

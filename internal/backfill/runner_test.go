@@ -16,6 +16,7 @@ import (
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 	"github.com/ejserver/ejserver/internal/webhook"
 	"github.com/go-zookeeper/zk"
@@ -182,13 +183,7 @@ func read(t *testing.T, p *peer, job, id string) Backfill {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
-	}
+	testutil.Eventually(t, what, 30*time.Second, cond)
 }
 
 // One owner at a time; the owner crashes mid-fire; the other peer claims the backfill, resumes after the

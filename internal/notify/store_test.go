@@ -9,6 +9,7 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -60,13 +61,7 @@ func newStoreWith(t *testing.T, reg *cluster.Registry, gone func(string)) *Store
 // eventually polls cond until it holds or 10 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
+	testutil.Eventually(t, what, 10*time.Second, cond)
 }
 
 // TestStoreAcrossPeers: channels written through one peer's store reach the other peer's watched cache
