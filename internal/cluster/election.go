@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -110,16 +111,31 @@ func (r *Registry) Reregister(job string) {
 
 // campaign creates leader/election/instance if the job has no leader and this peer may lead it: it is
 // registered, its server is not disabled and its session is sound. The first to create the node leads.
-func (r *Registry) campaign(e *jobEntry) error {
+//
+// A peer that is not the job's preferred candidate (preferredLeader) puts its campaign off by campaignDelay
+// (late: the put-off campaign, which runs whoever is preferred then): when a peer leaves, the others would
+// otherwise all race for each of its leaderships, one create each and all but one failing. The creates go
+// through the batcher, so the elections of many jobs share multis; a failed create sends its multi's other
+// groups again, which the preferred candidate keeps rare.
+func (r *Registry) campaign(e *jobEntry, late bool) error {
 	job := e.name
 	e.mu.Lock()
 	ok := e.st.hasConfig && e.st.registered && e.st.leader == "" && e.st.servers[r.me.ServerIP] != ServerDisabled
+	first := ok && !late && preferredLeader(job, r.me.InstanceID, e.st.instances, e.st.servers) == r.me.InstanceID
 	e.mu.Unlock()
 	if !ok || !r.s.Healthy() {
 		return nil
 	}
+	if !first && !late {
+		r.kickLater(refreshKey{kind: kindCampaignLate, job: job})
+		return nil
+	}
 	session := r.s.ID()
-	err := r.s.create(r.p.LeaderInstance(job), []byte(r.me.InstanceID), zk.FlagEphemeral)
+	_, err := r.b.submit(r.s.opCreate(r.p.LeaderInstance(job), []byte(r.me.InstanceID), zk.FlagEphemeral))
+	var oe *OpError
+	if errors.As(err, &oe) {
+		err = oe.Err
+	}
 	switch {
 	case err == nil:
 		e.mu.Lock()
@@ -141,6 +157,46 @@ func (r *Registry) campaign(e *jobEntry) error {
 		return err
 	}
 	return nil
+}
+
+// campaignDelay is how long a peer that is not a leaderless job's preferred candidate waits before it
+// campaigns: the preferred one's create, batched with others, lands well within it.
+const campaignDelay = 2 * time.Second
+
+// preferredLeader is the instance that campaigns first for a leaderless job: of its instances on servers not
+// disabled and me (registered, whether listed yet or not), the one whose hash with the job's name is least.
+// Peers that list the same instances name the same one, and the jobs' leaderships spread over the instances
+// evenly.
+func preferredLeader(job, me string, instances, servers map[string]string) string {
+	best, bestHash := me, leaderHash(job, me)
+	for id, ip := range instances {
+		if servers[ip] == ServerDisabled {
+			continue
+		}
+		if h := leaderHash(job, id); h < bestHash || (h == bestHash && id < best) {
+			best, bestHash = id, h
+		}
+	}
+	return best
+}
+
+// leaderHash is FNV-1a over job, a zero byte and id, mixed by MurmurHash3's finalizer: FNV-1a alone ranks ids
+// that differ in their last bytes (a@-@1, b@-@2) unevenly.
+func leaderHash(job, id string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := range len(job) {
+		h = (h ^ uint64(job[i])) * prime
+	}
+	h *= prime // the separator, a zero byte
+	for i := range len(id) {
+		h = (h ^ uint64(id[i])) * prime
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	return h ^ h>>33
 }
 
 // abdicate gives up the job's leadership if this session holds it.

@@ -130,7 +130,9 @@ func (r *Registry) refresh(k refreshKey) error {
 	case kindRegister:
 		return r.register(e)
 	case kindCampaign:
-		return r.campaign(e)
+		return r.campaign(e, false)
+	case kindCampaignLate:
+		return r.campaign(e, true)
 	case kindInstances:
 		return r.refreshInstances(e)
 	case kindServers:

@@ -33,8 +33,9 @@ const (
 	kindPeers                                // the namespace's live peers (livepeers.go)
 	kindPresence                             // whether a job's root exists (jobwatch.go)
 	kindReport                               // tell the listeners of deletions applied from events (deletions.go)
+	kindCampaignLate                         // campaign, put off for the job's preferred candidate (election.go)
 
-	lastKind = kindReport // the tests classify every kind up to here
+	lastKind = kindCampaignLate // the tests classify every kind up to here
 )
 
 // stateKeep is the size of the refresher's index under which it is kept as it is (see peak).

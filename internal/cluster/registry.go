@@ -92,6 +92,8 @@ type Registry struct {
 	clk clock.Clock
 	b   *batcher
 	w   *refresher
+	// later holds the campaigns put off for a job's preferred candidate (election.go)
+	later laterQueue
 
 	mu   sync.RWMutex
 	jobs map[string]*jobEntry
@@ -229,6 +231,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	}
 	r.leads.me = cfg.Identity.InstanceID
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
+	r.later.wake = make(chan struct{}, 1)
 	r.w.pending, r.w.urgent = r.pendingDelta, urgent
 	r.w.batch, r.w.batchOf, r.w.batchMax = r.loadJobs, func(k refreshKey) bool { return k.kind == kindLoad }, loadBatch
 	r.w.loadingOf = startsWith
@@ -281,9 +284,10 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.s.setCovered(r.covered)
 	r.s.OnEvent(r.onSession)
 	r.w.start()
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go r.clockProbe()
 	go r.sweepLoop()
+	go r.laterLoop()
 	r.w.kick(refreshKey{kind: kindPeers})
 	r.w.kick(refreshKey{kind: kindJobs})
 	// Wait until the first listing and every job found in it is loaded, so a fresh peer fires its jobs

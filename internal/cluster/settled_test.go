@@ -17,7 +17,7 @@ func TestDecidesItems(t *testing.T) {
 		kindItemInstance: true, kindItemDisabled: true, kindItemFailover: true,
 		kindNecessary: true, kindFailoverItems: true,
 		kindInstances: false, kindServers: false, kindServer: false, kindLeader: false,
-		kindTrigger: false, kindRegister: false, kindCampaign: false,
+		kindTrigger: false, kindRegister: false, kindCampaign: false, kindCampaignLate: false,
 	}
 	for k := refreshKind(1); k <= lastKind; k++ {
 		w, ok := want[k]
