@@ -57,7 +57,12 @@ const (
 	// Coming: the owners are what the strategy gives once the live peers that have not registered on the job
 	// yet (still loading it) have: nothing to do now; their registration makes the leader look again.
 	Coming
-	// Reshard: the owners are not what the strategy gives: flag resharding.
+	// Rebalance: every item's owner is an available instance, but not the one the strategy gives (an
+	// instance joined, or one that owned nothing left): the sharding can be fired as it is, and the leader
+	// reshards when it has no urgent resharding to do (the coordinator's rebalance queue), not at once.
+	Rebalance
+	// Reshard: an item has no owner, or one that is not available (gone, or on a disabled server): flag
+	// resharding now, the job's fires wait for it.
 	Reshard
 )
 
@@ -67,6 +72,8 @@ func (v Verdict) String() string {
 		return "keep"
 	case Coming:
 		return "coming"
+	case Rebalance:
+		return "rebalance"
 	case Reshard:
 		return "reshard"
 	}
@@ -109,5 +116,10 @@ func Assess(a Assessment) Verdict {
 	if len(all) > len(a.Available) && slices.Equal(assign(a.Strategy, all, a.Job, total), a.Owners) {
 		return Coming
 	}
-	return Reshard
+	for _, owner := range a.Owners {
+		if !slices.ContainsFunc(a.Available, func(in Instance) bool { return in.ID == owner }) {
+			return Reshard
+		}
+	}
+	return Rebalance
 }

@@ -65,12 +65,15 @@ func TestAssess(t *testing.T) {
 		{"one still registering", over(4, a, b, c), []Instance{a, b}, []Instance{c}, Coming},
 		{"registered and also listed as coming", over(4, a, b, c), []Instance{a, b, c}, []Instance{c}, Keep},
 		{"an owner left (not a live peer)", over(4, a, b, c), []Instance{a, b}, nil, Reshard},
-		{"a peer joined", over(4, a, b), []Instance{a, b, c}, nil, Reshard},
+		{"a peer joined", over(4, a, b), []Instance{a, b, c}, nil, Rebalance},
+		{"a peer joined, an owner left", over(4, a, b), []Instance{a, c}, nil, Reshard},
+		{"an owner's server disabled (not available)", over(4, a, b), []Instance{a}, []Instance{c}, Reshard},
 		{"a live peer that is not an owner is coming", over(4, a, b), []Instance{a, b}, []Instance{c}, Keep},
 		{"an item without an owner", []string{"a@-@1", ""}, []Instance{a}, nil, Reshard},
 		{"not sharded at all", make([]string, 3), []Instance{a}, nil, Reshard},
 		{"no item", nil, []Instance{a}, nil, Reshard},
-		{"balanced otherwise than the strategy", []string{"b@-@2", "a@-@1"}, []Instance{a, b}, nil, Reshard},
+		{"balanced otherwise than the strategy", []string{"b@-@2", "a@-@1"}, []Instance{a, b}, nil, Rebalance},
+		{"all on one instance, another available", over(2, a), []Instance{a, c}, nil, Rebalance},
 		{"no available instance", over(2, a), nil, nil, Reshard},
 		{"only coming instances", over(2, a), nil, []Instance{a}, Coming},
 	}
@@ -121,8 +124,8 @@ func FuzzAssess(f *testing.F) {
 		}
 		joined := append(slices.Clone(in), Instance{ID: "new@-@9", ServerIP: "10.9.9.9"})
 		if slices.Contains(assign(strategy, joined, job, int(total)), "new@-@9") {
-			if got := Assess(Assessment{Job: job, Owners: owners, Strategy: strategy, Available: joined}); got != Reshard {
-				t.Fatalf("a joined instance that gets an item: %s", got)
+			if got := Assess(Assessment{Job: job, Owners: owners, Strategy: strategy, Available: joined}); got != Rebalance {
+				t.Fatalf("a joined instance that gets an item: %s (every owner is still available: rebalance)", got)
 			}
 		}
 		if n > 1 && slices.Contains(owners, in[0].ID) {

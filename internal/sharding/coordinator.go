@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
@@ -91,6 +92,12 @@ type Coordinator struct {
 	holds    map[string]map[time.Time]int
 	rechecks map[string]time.Time
 	recheck  chan struct{}
+	// rebalance holds the jobs to reshard when no urgent resharding is under way (rebalance.go); rebalancing
+	// the ones whose flag that queue set; urgent counts the fires' reshardings and the eager loop's batches.
+	rebalance     map[string]bool
+	rebalancing   map[string]bool
+	rebalanceWake chan struct{}
+	urgent        atomic.Int32
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -126,6 +133,7 @@ func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
 		inflight:      map[string]*reshardCall{},
 		lastReconcile: map[string]time.Time{}, offlineSince: map[string]time.Time{}, stop: make(chan struct{}),
 		holds: map[string]map[time.Time]int{}, rechecks: map[string]time.Time{}, recheck: make(chan struct{}, 1),
+		rebalance: map[string]bool{}, rebalancing: map[string]bool{}, rebalanceWake: make(chan struct{}, 1),
 	}
 }
 
@@ -138,7 +146,8 @@ func (c *Coordinator) Start(context.Context) error {
 	}
 	c.run = true
 	c.reg.OnEvent(c.onEvent)
-	c.wg.Add(4)
+	c.wg.Add(5)
+	go c.rebalanceLoop()
 	go c.flagLoop()
 	go c.reconcileLoop()
 	go c.eagerLoop()
@@ -180,7 +189,7 @@ func (c *Coordinator) onEvent(ev cluster.Event) {
 			c.wakeIfQueued(ev.Job) // another peer leads it: a job kept queued while its leader was away leaves
 		}
 	case cluster.NecessaryChanged, cluster.JobAdded:
-		if snap := c.reg.Job(ev.Job); snap != nil && snap.Necessary && snap.IsLeader() {
+		if snap := c.reg.Job(ev.Job); snap != nil && snap.Necessary && snap.IsLeader() && !c.isRebalancing(ev.Job) {
 			c.queueReshard(ev.Job)
 		}
 	case cluster.JobUpdated:
@@ -240,6 +249,13 @@ func (c *Coordinator) wakeIfQueued(job string) {
 	}
 }
 
+// isRebalancing reports whether the rebalance queue is resharding job (it set the job's flag itself).
+func (c *Coordinator) isRebalancing(job string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rebalancing[job]
+}
+
 func (c *Coordinator) queueCheck(job string) {
 	c.mu.Lock()
 	c.checked[job] = true
@@ -247,12 +263,15 @@ func (c *Coordinator) queueCheck(job string) {
 	c.wake(job)
 }
 
-func (c *Coordinator) queueReshard(job string) {
+func (c *Coordinator) queueReshard(job string) { c.queueOn(c.toReshard, c.eager, job) }
+
+// queueOn adds job to set (a map of the coordinator's, under its lock) and wakes the loop behind ch.
+func (c *Coordinator) queueOn(set map[string]bool, ch chan struct{}, job string) {
 	c.mu.Lock()
-	c.toReshard[job] = true
+	set[job] = true
 	c.mu.Unlock()
 	select {
-	case c.eager <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -263,27 +282,42 @@ const eagerDebounce = 500 * time.Millisecond
 // eagerWorkers bounds the jobs resharded at once.
 const eagerWorkers = 16
 
+// takeQueued waits for ch, lets a burst settle (eagerDebounce) and takes the jobs queued in set. An urgent
+// take counts in urgent before the jobs leave set, so urgentBusy never sees them in neither; the caller
+// takes it back off once they are done. ok is false when the coordinator stops.
+func (c *Coordinator) takeQueued(ch chan struct{}, set map[string]bool, urgent bool) (jobs []string, ok bool) {
+	select {
+	case <-c.stop:
+		return nil, false
+	case <-ch:
+	}
+	if !clock.Sleep(c.clk, eagerDebounce, c.stop) {
+		return nil, false
+	}
+	if urgent {
+		c.urgent.Add(1)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	jobs = slices.Sorted(maps.Keys(set))
+	clear(set)
+	return jobs, true
+}
+
 // eagerLoop reshards the jobs this peer leads as soon as they need it and no item of theirs runs, so fires
 // don't wait for a resharding. A job whose items run is left to its next fire, which waits for them.
 func (c *Coordinator) eagerLoop() {
 	defer c.wg.Done()
 	for {
-		select {
-		case <-c.stop:
-			return
-		case <-c.eager:
-		}
-		if !clock.Sleep(c.clk, eagerDebounce, c.stop) {
+		jobs, ok := c.takeQueued(c.eager, c.toReshard, true)
+		if !ok {
 			return
 		}
-		c.mu.Lock()
-		jobs := slices.Sorted(maps.Keys(c.toReshard))
-		clear(c.toReshard)
-		c.mu.Unlock()
 		_ = parallel.For(len(jobs), eagerWorkers, func(i int) error {
 			c.eagerReshard(jobs[i])
 			return nil
 		})
+		c.urgent.Add(-1)
 	}
 }
 
@@ -292,6 +326,12 @@ func (c *Coordinator) eagerReshard(job string) {
 	if snap == nil || !snap.Necessary || !c.reg.IsLeader(job) {
 		return
 	}
+	c.reshardNow(job)
+}
+
+// reshardNow reshards job unless items of it run: the job then stays flagged, and its next fire reshards it
+// once they end, as ElasticJob's leader does.
+func (c *Coordinator) reshardNow(job string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go func() {
@@ -341,8 +381,15 @@ func (c *Coordinator) flagLoop() {
 			if !c.reg.IsLeader(job) || c.recheckPending(job) {
 				continue // a job resharded at a held fire is looked at when its recheck is due
 			}
-			if snap := c.reg.Job(job); snap != nil && !snap.Necessary && c.assess(snap, peers) == Reshard {
+			snap := c.reg.Job(job)
+			if snap == nil || snap.Necessary {
+				continue
+			}
+			switch c.assess(snap, peers) {
+			case Reshard:
 				jobs = append(jobs, job)
+			case Rebalance:
+				c.queueRebalance(job)
 			}
 		}
 		var leaderless []string
@@ -357,7 +404,14 @@ func (c *Coordinator) flagLoop() {
 				continue
 			}
 			snap := c.reg.Job(job)
-			if snap == nil || snap.Necessary || !c.flagWanted(snap, assessable[job]) {
+			if snap == nil || snap.Necessary {
+				continue
+			}
+			switch c.flagWanted(snap, assessable[job]) {
+			case Keep:
+				continue
+			case Rebalance:
+				c.queueRebalance(job)
 				continue
 			}
 			created, err := c.reg.SetNecessary(job)
@@ -388,12 +442,16 @@ func (c *Coordinator) leaderAway(job string) bool {
 	return snap != nil && (snap.Leader == "" || !snap.Online(snap.Leader))
 }
 
-// flagWanted says whether a queued job is to be flagged for resharding: always, unless only an instance left
-// it (assessable) and its settled sharding is what the strategy gives its available instances (Keep): a
-// second resharding would write the same owners. A live peer not registered on the job counts for nothing
-// here (no Coming): an operator's removal of a live peer's instance must move its items.
-func (c *Coordinator) flagWanted(snap *cluster.JobSnapshot, assessable bool) bool {
-	return !assessable || !snap.ItemsSettled || c.assess(snap, nil) != Keep
+// flagWanted says whether a queued job is to be flagged for resharding (Reshard): always, unless only an
+// instance left it (assessable) and its settled sharding is what the strategy gives its available instances
+// (Keep: a second resharding would write the same owners), or every owner is still available (Rebalance: the
+// instance that left owned nothing). A live peer not registered on the job counts for nothing here (no
+// Coming): an operator's removal of a live peer's instance must move its items.
+func (c *Coordinator) flagWanted(snap *cluster.JobSnapshot, assessable bool) Verdict {
+	if !assessable || !snap.ItemsSettled {
+		return Reshard
+	}
+	return c.assess(snap, nil) // never Coming: no peer counts as coming here
 }
 
 // assess looks at a job's committed sharding (Assess) with the job's available instances and the live peers
@@ -453,6 +511,8 @@ func (c *Coordinator) reshardOnce(ctx context.Context, job string, wait bool) er
 // the ephemeral processing node, compute the assignment and commit it with necessary's deletion. Concurrent
 // calls for one job share one run.
 func (c *Coordinator) Reshard(ctx context.Context, job string) error {
+	c.urgent.Add(1)
+	defer c.urgent.Add(-1)
 	err := c.reshardOnce(ctx, job, true)
 	if errors.Is(err, errItemsRunning) { // it shared an eager attempt, which doesn't wait: wait now
 		err = c.reshardOnce(ctx, job, true)
@@ -480,7 +540,7 @@ func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error 
 		if len(candidates) == 0 {
 			return fmt.Errorf("no available instance: every server of the job is disabled or offline")
 		}
-		candidates, later := c.holders(job, candidates)
+		candidates, later := c.holders(job, candidates, ownerGone(snap))
 		Sort(candidates)
 		strategy, err := StrategyFor(snap.Config.JobShardingStrategyType)
 		if err != nil {
@@ -512,7 +572,7 @@ func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error 
 		// an instance that joined or left while we computed must not be forgotten (one left out for a held
 		// fire is looked at again when recheckLater says)
 		if now := c.reg.Job(job); now != nil && !sameInstances(now, slices.Concat(candidates, later)) {
-			c.queueFlag(job)
+			c.queueCheck(job) // flagged if an owner left, rebalanced if only an instance joined
 		}
 		return nil
 	}
@@ -558,6 +618,16 @@ func (c *Coordinator) idle(ctx context.Context, job string, wait bool) (*cluster
 		return nil, nil, fmt.Errorf("items still running: %w", err)
 	}
 	return c.idle(ctx, job, wait)
+}
+
+// ownerGone reports whether an item of the job has an owner that is not one of its instances now.
+func ownerGone(snap *cluster.JobSnapshot) bool {
+	for _, it := range snap.Items {
+		if it.Exists && it.Owner != "" && !snap.Online(it.Owner) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasItems(snap *cluster.JobSnapshot) bool {

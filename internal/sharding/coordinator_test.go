@@ -97,11 +97,13 @@ func TestResharding(t *testing.T) {
 	newJob(t, a, "j", 5)
 	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
 	b := startNode(t, ns, "10.1.0.2", clock.Real{})
-	waitFor(t, a, "j", "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 && s.Necessary })
+	waitFor(t, a, "j", "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 })
 	if err := a.c.Reshard(context.Background(), "j"); err != nil {
 		t.Fatal(err)
 	}
-	snap := waitFor(t, b, "j", "sharded", func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.Settled })
+	snap := waitFor(t, b, "j", "sharded", func(s *cluster.JobSnapshot) bool {
+		return !s.Necessary && s.Sharded() && s.Settled && len(s.MyItems()) > 0
+	})
 	if got := snap.MyItems(); fmt.Sprint(got) != "[2 3]" { // 5 over 2: [0 1 4] and [2 3]
 		t.Fatalf("b's items %v", got)
 	}

@@ -46,8 +46,16 @@ func (c *Coordinator) heldFire(job string) (time.Time, bool) {
 // holders narrows a resharding's candidates while a fire of the job is held here (Holders). It returns the
 // instances left out, to be given items at a resharding RecheckAt flags (recheckLater). A failed read of the
 // instances' registration leaves the candidates as they are.
-func (c *Coordinator) holders(job string, candidates []Instance) (hold, later []Instance) {
+//
+// When no fire is held here but an item's owner is gone (ownerGone), other peers may hold a fire of the job
+// (their executors wait for the resharding), and this peer cannot know which: a peer newly elected leader
+// (a restarted peer's new process, say) reshards so. It then takes the earliest fire that can still be held
+// anywhere (unheldFire): the instances registered too late to hold that one are left out for now.
+func (c *Coordinator) holders(job string, candidates []Instance, ownerGone bool) (hold, later []Instance) {
 	fire, ok := c.heldFire(job)
+	if !ok && ownerGone {
+		fire, ok = unheldFire(c.clk.Now(), c.cfg.FireLead, c.cfg.ReshardWait), true
+	}
 	if !ok || len(candidates) < 2 {
 		return candidates, nil
 	}
@@ -65,6 +73,11 @@ func (c *Coordinator) holders(job string, candidates []Instance) (hold, later []
 	}
 	return hold, later
 }
+
+// unheldFire is the earliest fire another peer can still hold at now: a peer hands a fire off lead before its
+// time and holds it at most wait (the executor's ReshardWait) from then. The instances that hold it hold every
+// later one too (Holders: an instance that holds a fire holds the fires after it).
+func unheldFire(now time.Time, lead, wait time.Duration) time.Time { return now.Add(lead - wait) }
 
 func instanceIDs(ins []Instance) []string {
 	ids := make([]string, len(ins))

@@ -222,16 +222,7 @@ func TestAStoppingPeersItemsAreHeldUntilResharded(t *testing.T) {
 // not a job's: Wait does not wake on it).
 func pollPeer(t *testing.T, yes func(id string) bool, id string) {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(15 * time.Second)
-	for !yes(id) {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("peer %s: still no", id)
-		}
-	}
+	poll(t, "peer "+id, func() bool { return yes(id) })
 }
 
 func shardingSettled(s *cluster.JobSnapshot) bool {
@@ -262,17 +253,17 @@ func TestAJobReshardedAtAFireIsNotFlaggedAgain(t *testing.T) {
 	waitFor(t, a, "j", "b owns an item", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(1).Owner == bID })
 	b.stop()
 	snap := waitFor(t, a, "j", "b gone", func(s *cluster.JobSnapshot) bool { return !s.Online(bID) && shardingSettled(s) })
-	if !a.c.flagWanted(snap, true) {
-		t.Fatal("a job whose item the instance that left still owns is not flagged")
+	if v := a.c.flagWanted(snap, true); v != Reshard {
+		t.Fatalf("a job whose item the instance that left still owns is not flagged: %s", v)
 	}
 	if err := a.c.Reshard(context.Background(), "j"); err != nil { // as a fire does when it finds b gone
 		t.Fatal(err)
 	}
 	snap = waitFor(t, a, "j", "resharded", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(1).Owner != bID })
-	if a.c.flagWanted(snap, true) {
-		t.Fatal("a job resharded already is flagged again for the instance that left")
+	if v := a.c.flagWanted(snap, true); v != Keep {
+		t.Fatalf("a job resharded already is %s again for the instance that left", v)
 	}
-	if !a.c.flagWanted(snap, false) {
+	if a.c.flagWanted(snap, false) != Reshard {
 		t.Fatal("a job queued for another cause than an instance leaving is not flagged")
 	}
 }

@@ -1,0 +1,97 @@
+package sharding
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/parallel"
+)
+
+// A job whose sharding is valid but not what its strategy gives (Rebalance: an instance joined it, every owner
+// still available) is not flagged at once: its fires run on the sharding it has, and the leader reshards it
+// from the rebalance queue, a few jobs at a time, while no urgent resharding (an owner gone, a fire waiting)
+// is under way. A peer that joins a cluster of 100,000 jobs makes every job's leader look again; flagged at
+// once, every one of those jobs would make its next fire wait for a resharding queued behind the others.
+
+// rebalanceWorkers bounds the jobs the rebalance queue reshards at once; an urgent resharding waits for none
+// of them (each waits for the urgent work to end before it starts, waitUrgent).
+const rebalanceWorkers = 8
+
+// urgentPause is how often a rebalance waiting for urgent reshardings looks again.
+const urgentPause = 100 * time.Millisecond
+
+// queueRebalance puts job on the rebalance queue.
+func (c *Coordinator) queueRebalance(job string) { c.queueOn(c.rebalance, c.rebalanceWake, job) }
+
+// urgentBusy reports whether reshardings that fires wait for are under way or queued: a fire's resharding
+// (Reshard), the eager loop's batch, or jobs flagged for it. Jobs the rebalance queue flagged itself do not
+// count.
+func (c *Coordinator) urgentBusy() bool {
+	if c.urgent.Load() > 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for job := range c.toReshard {
+		if !c.rebalancing[job] {
+			return true
+		}
+	}
+	return false
+}
+
+// rebalanceLoop reshards the jobs on the rebalance queue.
+func (c *Coordinator) rebalanceLoop() {
+	defer c.wg.Done()
+	for {
+		jobs, ok := c.takeQueued(c.rebalanceWake, c.rebalance, false) // a burst of instances joining settles first
+		if !ok {
+			return
+		}
+		_ = parallel.For(len(jobs), rebalanceWorkers, func(i int) error {
+			for c.urgentBusy() {
+				if !clock.Sleep(c.clk, urgentPause, c.stop) {
+					return errStopped
+				}
+			}
+			c.rebalanceOne(jobs[i])
+			return nil
+		})
+	}
+}
+
+var errStopped = errors.New("coordinator stopped")
+
+// rebalanceOne reshards job if it still wants a rebalance: this peer leads it, no resharding is flagged or
+// held back for a recheck, and its sharding is still valid but not the strategy's. A job that now needs more
+// (an owner gone) is flagged by the flag loop instead.
+func (c *Coordinator) rebalanceOne(job string) {
+	snap := c.reg.Job(job)
+	if snap == nil || snap.Necessary || !snap.ItemsSettled || !c.reg.IsLeader(job) || c.recheckPending(job) {
+		return
+	}
+	peers, _ := c.reg.LivePeers()
+	switch c.assess(snap, peers) {
+	case Rebalance:
+	case Reshard:
+		c.queueCheck(job)
+		return
+	default:
+		return
+	}
+	c.mu.Lock()
+	c.rebalancing[job] = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.rebalancing, job)
+		c.mu.Unlock()
+	}()
+	if _, err := c.reg.SetNecessary(job); err != nil {
+		c.log.Warn("could not flag a rebalance", "job", job, "err", err)
+		c.queueCheck(job) // looked at again by the flag loop, which flags it or queues it here
+		return
+	}
+	c.reshardNow(job)
+}
