@@ -95,8 +95,14 @@ func (r *Registry) instanceChanged(e *jobEntry, id, ip string) bool {
 	e.st.instances = r.shared.intern(cur)
 	e.direct.instances++
 	e.changedLocked()
+	leaderless := e.st.leader == ""
 	e.mu.Unlock()
 	r.report(e.name, id, ip != "")
+	if leaderless && ip == "" {
+		// a stopped leader's node and its instance node go in one transaction, whose events may come leader
+		// first: a campaign then put off for the stopped instance (still listed, and preferred) runs now
+		r.w.kickUrgent(refreshKey{kind: kindCampaign, job: e.name})
+	}
 	return true
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
@@ -49,8 +50,11 @@ func TestTheNextLeaderIsThePreferredSurvivor(t *testing.T) {
 		}
 		jobs = append(jobs, job)
 	}
-	a := startPeer(t, ns, "10.0.7.1@-@1", "10.0.7.1")
-	b := startPeer(t, ns, "10.0.7.2@-@2", "10.0.7.2")
+	// the others' campaigns put off for longer than the test: a preferred survivor slowed down (-race, a busy
+	// machine) must not lose its job to one that campaigned after the usual 2 s
+	putOff := func(r *Registry) { r.later.delay = time.Minute }
+	a := startPeerWith(t, ns, "10.0.7.1@-@1", "10.0.7.1", putOff)
+	b := startPeerWith(t, ns, "10.0.7.2@-@2", "10.0.7.2", putOff)
 	for _, job := range jobs {
 		waitJob(t, a, job, "x leads, b registered", func(s *JobSnapshot) bool {
 			return s.Leader == "10.0.7.9@-@9" && s.Online("10.0.7.2@-@2") && s.Registered

@@ -11,9 +11,10 @@ import (
 // delay, so the queue is in due order: one goroutine (laterLoop, owned by the registry) kicks them as they
 // fall due.
 type laterQueue struct {
-	mu   sync.Mutex
-	keys []laterKey
-	wake chan struct{}
+	delay time.Duration
+	mu    sync.Mutex
+	keys  []laterKey
+	wake  chan struct{}
 }
 
 type laterKey struct {
@@ -21,11 +22,11 @@ type laterKey struct {
 	k   refreshKey
 }
 
-// kickLater kicks k campaignDelay from now.
+// kickLater kicks k the queue's delay (campaignDelay) from now.
 func (r *Registry) kickLater(k refreshKey) {
 	q := &r.later
 	q.mu.Lock()
-	q.keys = append(q.keys, laterKey{due: r.clk.Now().Add(campaignDelay), k: k})
+	q.keys = append(q.keys, laterKey{due: r.clk.Now().Add(q.delay), k: k})
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:

@@ -12,7 +12,11 @@ import (
 // SetNecessary creates leader/sharding/necessary: reshard before the next fire. It reports whether this
 // call created it.
 func (r *Registry) SetNecessary(job string) (bool, error) {
-	err := r.s.create(r.p.Necessary(job), nil, 0)
+	_, err := r.b.submit(r.s.opCreate(r.p.Necessary(job), nil, 0))
+	var oe *OpError
+	if errors.As(err, &oe) {
+		err = oe.Err
+	}
 	switch {
 	case err == nil:
 		return true, nil

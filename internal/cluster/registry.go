@@ -231,7 +231,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	}
 	r.leads.me = cfg.Identity.InstanceID
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
-	r.later.wake = make(chan struct{}, 1)
+	r.later.wake, r.later.delay = make(chan struct{}, 1), campaignDelay
 	r.w.pending, r.w.urgent = r.pendingDelta, urgent
 	r.w.batch, r.w.batchOf, r.w.batchMax = r.loadJobs, func(k refreshKey) bool { return k.kind == kindLoad }, loadBatch
 	r.w.loadingOf = startsWith

@@ -279,8 +279,9 @@ func (c *Coordinator) queueOn(set map[string]bool, ch chan struct{}, job string)
 // eagerDebounce lets a burst of changes (peers registering one after another) settle into one resharding.
 const eagerDebounce = 500 * time.Millisecond
 
-// eagerWorkers bounds the jobs resharded at once.
-const eagerWorkers = 16
+// eagerWorkers bounds the jobs resharded at once: a resharding is three round trips (its running items read,
+// processing created, the commit), the last two batched with the others'.
+const eagerWorkers = 64
 
 // takeQueued waits for ch, lets a burst settle (eagerDebounce) and takes the jobs queued in set. An urgent
 // take counts in urgent before the jobs leave set, so urgentBusy never sees them in neither; the caller
@@ -392,7 +393,7 @@ func (c *Coordinator) flagLoop() {
 				c.queueRebalance(job)
 			}
 		}
-		var leaderless []string
+		var leaderless, flag []string
 		for _, job := range jobs {
 			if !c.reg.IsLeader(job) || (assessable[job] && c.recheckPending(job)) {
 				// an instance that left a job resharded at a held fire: that resharding was over the instances
@@ -414,18 +415,10 @@ func (c *Coordinator) flagLoop() {
 				c.queueRebalance(job)
 				continue
 			}
-			created, err := c.reg.SetNecessary(job)
-			if err != nil {
-				c.log.Warn("could not flag resharding", "job", job, "err", err)
-				c.queueFlag(job)
-				if !clock.Sleep(c.clk, time.Second, c.stop) {
-					return
-				}
-				continue
-			}
-			if created {
-				c.log.Info("resharding flagged: the cluster changed", "job", job)
-			}
+			flag = append(flag, job)
+		}
+		if !c.flagAll(flag) && !clock.Sleep(c.clk, time.Second, c.stop) {
+			return
 		}
 		// a job an instance left while its leader was away (see leaderAway) stays queued, without waking the
 		// loop, for the peer that becomes the leader: an operator's removal of a live peer's instance is not a
@@ -433,6 +426,30 @@ func (c *Coordinator) flagLoop() {
 		// the loop, and another peer's leadership drops the job there
 		c.markRemoved(leaderless...)
 	}
+}
+
+// flagWorkers bounds the flags set at once: their creates share the registry's multis.
+const flagWorkers = 64
+
+// flagAll sets leader/sharding/necessary for jobs, many at once (a peer leaving flags thousands of jobs; one at
+// a time, at ZooKeeper's round trip, that took minutes). A job that could not be flagged is queued again; ok is
+// false then.
+func (c *Coordinator) flagAll(jobs []string) (ok bool) {
+	var failed atomic.Bool
+	_ = parallel.For(len(jobs), flagWorkers, func(i int) error {
+		created, err := c.reg.SetNecessary(jobs[i])
+		if err != nil {
+			c.log.Warn("could not flag resharding", "job", jobs[i], "err", err)
+			c.queueFlag(jobs[i])
+			failed.Store(true)
+			return nil
+		}
+		if created {
+			c.log.Info("resharding flagged: the cluster changed", "job", jobs[i])
+		}
+		return nil
+	})
+	return !failed.Load()
 }
 
 // leaderAway reports whether job has no leader now, or one whose instance has left the job (an operator
