@@ -100,9 +100,12 @@ type Coordinator struct {
 	urgent        atomic.Int32
 
 	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
-	run  bool
+	// base is cancelled when the coordinator stops: the reshardings it starts on its own run within it
+	base       context.Context
+	cancelBase context.CancelFunc
+	wg         sync.WaitGroup
+	once       sync.Once
+	run        bool
 }
 
 type reshardCall struct {
@@ -127,7 +130,9 @@ func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
 	if cfg.ReshardWait <= 0 {
 		cfg.ReshardWait = 30 * time.Second
 	}
+	base, cancelBase := context.WithCancel(context.Background())
 	return &Coordinator{
+		base: base, cancelBase: cancelBase,
 		cfg: cfg, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock,
 		flags: make(chan string, 1), eager: make(chan struct{}, 1), queued: map[string]bool{}, checked: map[string]bool{}, toReshard: map[string]bool{},
 		inflight:      map[string]*reshardCall{},
@@ -157,7 +162,7 @@ func (c *Coordinator) Start(context.Context) error {
 
 // Stop ends the loops and waits for them. Safe twice and before Start.
 func (c *Coordinator) Stop() {
-	c.once.Do(func() { close(c.stop) })
+	c.once.Do(func() { close(c.stop); c.cancelBase() })
 	c.wg.Wait()
 }
 
@@ -333,16 +338,9 @@ func (c *Coordinator) eagerReshard(job string) {
 // reshardNow reshards job unless items of it run: the job then stays flagged, and its next fire reshards it
 // once they end, as ElasticJob's leader does.
 func (c *Coordinator) reshardNow(job string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(c.base, 30*time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	err := c.reshardOnce(ctx, job, false)
+	err := c.reshardOnce(ctx, job, reshardEager)
 	switch {
 	case err == nil, errors.Is(err, errItemsRunning), errors.Is(err, cluster.ErrNotLeader):
 	default:
@@ -367,57 +365,31 @@ func (c *Coordinator) flagLoop() {
 		assessable, checked := c.queued, c.checked
 		c.queued, c.checked = map[string]bool{}, map[string]bool{}
 		c.mu.Unlock()
-		jobs := slices.Collect(maps.Keys(assessable))
+		var leaderless, flag []string
+		for job, only := range assessable {
+			if !c.reg.IsLeader(job) || (only && c.recheckPending(job)) {
+				// an instance that left a job resharded at a held fire: that resharding was over the instances
+				// that remained (a fire finds an owner that left since gone and reshards), and the ones it left
+				// out are looked at when the recheck is due
+				if only && c.leaderAway(job) {
+					leaderless = append(leaderless, job)
+				}
+				continue
+			}
+			flag = append(flag, job)
+		}
 		var checks []string
 		for job := range checked {
-			if _, queued := assessable[job]; !queued {
-				checks = append(checks, job)
+			if _, queued := assessable[job]; !queued && c.reg.IsLeader(job) && !c.recheckPending(job) {
+				checks = append(checks, job) // a job resharded at a held fire is looked at when its recheck is due
 			}
 		}
 		var peers []cluster.Identity
 		if len(checks) > 0 {
 			peers, _ = c.reg.LivePeers()
 		}
-		for _, job := range checks {
-			if !c.reg.IsLeader(job) || c.recheckPending(job) {
-				continue // a job resharded at a held fire is looked at when its recheck is due
-			}
-			snap := c.reg.Job(job)
-			if snap == nil || snap.Necessary {
-				continue
-			}
-			switch c.assess(snap, peers) {
-			case Reshard:
-				jobs = append(jobs, job)
-			case Rebalance:
-				c.queueRebalance(job)
-			}
-		}
-		var leaderless, flag []string
-		for _, job := range jobs {
-			if !c.reg.IsLeader(job) || (assessable[job] && c.recheckPending(job)) {
-				// an instance that left a job resharded at a held fire: that resharding was over the instances
-				// that remained (a fire finds an owner that left since gone and reshards), and the ones it left
-				// out are looked at when the recheck is due
-				if assessable[job] && c.leaderAway(job) {
-					leaderless = append(leaderless, job)
-				}
-				continue
-			}
-			snap := c.reg.Job(job)
-			if snap == nil || snap.Necessary {
-				continue
-			}
-			switch c.flagWanted(snap, assessable[job]) {
-			case Keep:
-				continue
-			case Rebalance:
-				c.queueRebalance(job)
-				continue
-			}
-			flag = append(flag, job)
-		}
-		if !c.flagAll(flag) && !clock.Sleep(c.clk, time.Second, c.stop) {
+		unsettled, ok := c.flagAll(flag, assessable, checks, peers)
+		if !ok && !clock.Sleep(c.clk, time.Second, c.stop) {
 			return
 		}
 		// a job an instance left while its leader was away (see leaderAway) stays queued, without waking the
@@ -425,31 +397,15 @@ func (c *Coordinator) flagLoop() {
 		// peer still registering, which a new leader's own check would take it for; its LeaderChanged wakes
 		// the loop, and another peer's leadership drops the job there
 		c.markRemoved(leaderless...)
+		if len(unsettled) > 0 {
+			// judged again once their sharding nodes are read: the loop looks at them after a pause
+			c.markRemoved(unsettled...)
+			if !clock.Sleep(c.clk, settlePause, c.stop) {
+				return
+			}
+			c.wake("")
+		}
 	}
-}
-
-// flagWorkers bounds the flags set at once: their creates share the registry's multis.
-const flagWorkers = 64
-
-// flagAll sets leader/sharding/necessary for jobs, many at once (a peer leaving flags thousands of jobs; one at
-// a time, at ZooKeeper's round trip, that took minutes). A job that could not be flagged is queued again; ok is
-// false then.
-func (c *Coordinator) flagAll(jobs []string) (ok bool) {
-	var failed atomic.Bool
-	_ = parallel.For(len(jobs), flagWorkers, func(i int) error {
-		created, err := c.reg.SetNecessary(jobs[i])
-		if err != nil {
-			c.log.Warn("could not flag resharding", "job", jobs[i], "err", err)
-			c.queueFlag(jobs[i])
-			failed.Store(true)
-			return nil
-		}
-		if created {
-			c.log.Info("resharding flagged: the cluster changed", "job", jobs[i])
-		}
-		return nil
-	})
-	return !failed.Load()
 }
 
 // leaderAway reports whether job has no leader now, or one whose instance has left the job (an operator
@@ -501,8 +457,8 @@ func (c *Coordinator) assess(snap *cluster.JobSnapshot, peers []cluster.Identity
 var errItemsRunning = errors.New("items are running")
 
 // reshardOnce runs the protocol once per job at a time: a call while another runs waits for it and shares
-// its outcome. Without wait, it returns errItemsRunning instead of waiting for running items (the eager path).
-func (c *Coordinator) reshardOnce(ctx context.Context, job string, wait bool) error {
+// its outcome. Except in reshardWait, it returns errItemsRunning instead of waiting for running items.
+func (c *Coordinator) reshardOnce(ctx context.Context, job string, m reshardMode) error {
 	c.mu.Lock()
 	if call := c.inflight[job]; call != nil {
 		c.mu.Unlock()
@@ -516,7 +472,7 @@ func (c *Coordinator) reshardOnce(ctx context.Context, job string, wait bool) er
 	call := &reshardCall{done: make(chan struct{})}
 	c.inflight[job] = call
 	c.mu.Unlock()
-	call.err = c.reshard(ctx, job, wait)
+	call.err = c.reshard(ctx, job, m)
 	c.mu.Lock()
 	delete(c.inflight, job)
 	c.mu.Unlock()
@@ -530,20 +486,20 @@ func (c *Coordinator) reshardOnce(ctx context.Context, job string, wait bool) er
 func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 	c.urgent.Add(1)
 	defer c.urgent.Add(-1)
-	err := c.reshardOnce(ctx, job, true)
-	if errors.Is(err, errItemsRunning) { // it shared an eager attempt, which doesn't wait: wait now
-		err = c.reshardOnce(ctx, job, true)
+	err := c.reshardOnce(ctx, job, reshardWait)
+	if errors.Is(err, errItemsRunning) { // it shared an eager or direct attempt, which doesn't wait: wait now
+		err = c.reshardOnce(ctx, job, reshardWait)
 	}
 	return err
 }
 
-func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error {
+func (c *Coordinator) reshard(ctx context.Context, job string, m reshardMode) error {
 	start := c.clk.Now()
 	if !c.reg.IsLeader(job) {
 		return cluster.ErrNotLeader
 	}
 	for {
-		snap, async, err := c.idle(ctx, job, wait)
+		snap, async, err := c.idle(ctx, job, m)
 		if err != nil {
 			return err
 		}
@@ -564,14 +520,17 @@ func (c *Coordinator) reshard(ctx context.Context, job string, wait bool) error 
 			return err
 		}
 		owners := Owners(strategy(candidates, job, total), total)
-		if err := c.reg.BeginResharding(job); err != nil {
-			return fmt.Errorf("create processing: %w", err)
+		if m != reshardDirect {
+			if err := c.reg.BeginResharding(job); err != nil {
+				return fmt.Errorf("create processing: %w", err)
+			}
 		}
 		err = c.reg.CommitSharding(job, owners, async)
 		if errors.Is(err, cluster.ErrItemRunning) {
 			// an item began between the look for running items and the commit (its peer read the old
-			// sharding): the commit's fence refused, so wait for that run as for any other, then commit again
-			if !wait {
+			// sharding), or runs (a direct resharding does not look): the commit's fence refused, so wait for
+			// that run as for any other, then commit again
+			if m != reshardWait {
 				return errItemsRunning
 			}
 			c.log.Info("resharding met an item that began meanwhile: waits for it", "job", job, "err", err)
@@ -602,13 +561,14 @@ const fenceRetryPause = 20 * time.Millisecond
 // idle waits until no item of job runs, as ElasticJob's leader does before resharding (a job that has no
 // item yet can have nothing running), and returns the job then and the items whose running node belongs to
 // an accepted (async) item: those are not waited for (their work is at the receiver, their end may come to
-// any peer, and their lease may last for hours). Without wait it returns errItemsRunning instead of waiting.
-func (c *Coordinator) idle(ctx context.Context, job string, wait bool) (*cluster.JobSnapshot, map[int]bool, error) {
+// any peer, and their lease may last for hours). Except in reshardWait it returns errItemsRunning instead of
+// waiting; a direct resharding does not look (the commit's fence refuses if an item runs).
+func (c *Coordinator) idle(ctx context.Context, job string, m reshardMode) (*cluster.JobSnapshot, map[int]bool, error) {
 	snap := c.reg.Job(job)
 	if snap == nil {
 		return nil, nil, fmt.Errorf("job %q is gone", job)
 	}
-	if !hasItems(snap) {
+	if !hasItems(snap) || m == reshardDirect {
 		return snap, nil, nil
 	}
 	running, err := c.reg.RunningItems(job, max(snap.Config.ShardingTotalCount, len(snap.Items)))
@@ -627,14 +587,14 @@ func (c *Coordinator) idle(ctx context.Context, job string, wait bool) (*cluster
 	if len(paths) == 0 {
 		return snap, async, nil
 	}
-	if !wait {
+	if m != reshardWait {
 		return nil, nil, errItemsRunning
 	}
 	c.log.Info("resharding waits for running items", "job", job, "running", len(paths))
 	if err := c.reg.WaitGone(ctx, paths); err != nil {
 		return nil, nil, fmt.Errorf("items still running: %w", err)
 	}
-	return c.idle(ctx, job, wait)
+	return c.idle(ctx, job, m)
 }
 
 // ownerGone reports whether an item of the job has an owner that is not one of its instances now.
@@ -675,8 +635,8 @@ func sameInstances(snap *cluster.JobSnapshot, used []Instance) bool {
 }
 
 // reconcileLoop is ElasticJob's self-repair, done by one loop for every job this peer leads: every
-// reconcileIntervalMinutes a job whose item belongs to an offline instance is flagged for resharding, and
-// servers/{ip} nodes of IPs that have been offline for ServerGC are removed.
+// reconcileIntervalMinutes a job whose item belongs to an offline instance is resharded (flagged when an item
+// of it runs: direct.go), and servers/{ip} nodes of IPs that have been offline for ServerGC are removed.
 func (c *Coordinator) reconcileLoop() {
 	defer c.wg.Done()
 	for {

@@ -135,7 +135,7 @@ func TestLeaderDyingMidReshardingLeavesNoStuckFlag(t *testing.T) {
 	}
 }
 
-func TestReconcileFlagsOfflineOwnersAndCollectsServers(t *testing.T) {
+func TestReconcileReshardsOfflineOwnersAndCollectsServers(t *testing.T) {
 	ns := zktest.Namespace("recon")
 	clk := clock.NewFake(time.Now())
 	a := startNode(t, ns, "10.3.0.1", clk)
@@ -157,7 +157,10 @@ func TestReconcileFlagsOfflineOwnersAndCollectsServers(t *testing.T) {
 	})
 	clk.Advance(10 * time.Minute) // reconcileIntervalMinutes defaults to 10
 	a.c.ReconcileOnce()
-	waitFor(t, a, "j", "necessary flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary })
+	// resharded by a direct commit (no item runs: nothing to flag for a fire)
+	waitFor(t, a, "j", "resharded away from the offline owner", func(s *cluster.JobSnapshot) bool {
+		return !s.Necessary && s.Item(1).Owner == "10.3.0.1@-@1"
+	})
 	// the offline server's node goes after ServerGC (first seen offline now, then an hour later)
 	clk.Advance(61 * time.Minute)
 	a.c.ReconcileOnce()

@@ -266,4 +266,13 @@ func TestAJobReshardedAtAFireIsNotFlaggedAgain(t *testing.T) {
 	if a.c.flagWanted(snap, false) != Reshard {
 		t.Fatal("a job queued for another cause than an instance leaving is not flagged")
 	}
+	// queued when b left (its item still b's), judged when its flag is set: the fire's resharding made it
+	// right meanwhile, so no flag (judged at the queueing, a restart's flags landed just after the fires'
+	// reshardings, and each fire waited for a second one behind thousands of jobs)
+	if _, ok := a.c.flagAll([]string{"j"}, map[string]bool{"j": true}, nil, nil); !ok {
+		t.Fatal("flagAll failed")
+	}
+	if created, err := a.r.SetNecessary("j"); err != nil || !created {
+		t.Fatalf("flagAll flagged a job its fire had resharded already (this create: %v, %v)", created, err)
+	}
 }

@@ -11,7 +11,7 @@ import (
 // A job whose sharding is valid but not what its strategy gives (Rebalance: an instance joined it, every owner
 // still available) is not flagged at once: its fires run on the sharding it has, and the leader reshards it
 // from the rebalance queue, a few jobs at a time, while no urgent resharding (an owner gone, a fire waiting)
-// is under way. A peer that joins a cluster of 100,000 jobs makes every job's leader look again; flagged at
+// is under way, by a direct commit (direct.go: flagged only when an item runs). A peer that joins a cluster of 100,000 jobs makes every job's leader look again; flagged at
 // once, every one of those jobs would make its next fire wait for a resharding queued behind the others.
 
 // rebalanceWorkers bounds the jobs the rebalance queue reshards at once; an urgent resharding waits for none
@@ -80,6 +80,10 @@ func (c *Coordinator) rebalanceOne(job string) {
 	default:
 		return
 	}
+	if c.reshardDirectly(job) {
+		return
+	}
+	// an item runs: flagged, and resharded once it ends (its fires go on with the sharding they have)
 	c.mu.Lock()
 	c.rebalancing[job] = true
 	c.mu.Unlock()

@@ -1,0 +1,139 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/parallel"
+)
+
+// A job whose cluster changed (an instance left or joined it, its leader changed) is judged by its leader
+// (flagAll) and, when its sharding must change, resharded at once by a direct commit: no necessary flag
+// first, no processing node, no read of its running items. The commit carries the leader's guard and fences
+// every existing item against a run (CommitSharding), so a job with an item running is refused as a whole and
+// only then flagged, for the eager loop or its next fire to reshard once the item ends, as ElasticJob's leader
+// does. A peer that leaves thousands of jobs made each cost a flag, a half-second debounce, a read of its
+// running items, the processing node and the commit, four round trips, while the fires of those jobs waited;
+// the direct commit is one, shared with the other jobs' commits in the registry's multis.
+
+// reshardMode is how a resharding treats running items.
+type reshardMode int
+
+const (
+	// reshardWait waits until no item runs (a fire's resharding: Reshard).
+	reshardWait reshardMode = iota
+	// reshardEager reads the running items and leaves a job with one running flagged for its next fire.
+	reshardEager
+	// reshardDirect reads nothing and creates no processing node: the commit's fence refuses if an item runs.
+	reshardDirect
+)
+
+// directWait bounds a direct resharding: a commit through the batcher, which a saturated ZooKeeper may hold.
+const directWait = 30 * time.Second
+
+// settlePause is how long the flag loop waits before it looks again at jobs an instance left whose sharding
+// nodes were still being read (a leader's own commit is read back through its watch events).
+const settlePause = 200 * time.Millisecond
+
+// flagWorkers bounds the jobs judged and resharded or flagged at once: their commits and creates share the
+// registry's multis.
+const flagWorkers = 64
+
+// flagAll judges the queued jobs (flag: queued by queueFlag or queueRemoved, only[job] for the latter; checks:
+// queued by queueCheck, assessed with the live peers) and reshards those that need it (reshardOrFlag), many at
+// once. Each job is judged just before, from a snapshot taken then: judged seconds earlier, a job its fire
+// resharded meanwhile (an owner gone) was flagged again, and the fire, which reshards once, waited for the
+// second resharding behind thousands of others. A job resharded here at that moment is left to that
+// resharding (it looks again at instances that changed while it computed). A job that could be neither
+// resharded nor flagged is queued again (ok false); unsettled lists the jobs only an instance left whose
+// sharding nodes were being read: judged from those, an own commit not read back yet looked like an owner
+// still gone.
+func (c *Coordinator) flagAll(flag []string, only map[string]bool, checks []string, peers []cluster.Identity) (unsettled []string, ok bool) {
+	if len(flag)+len(checks) == 0 {
+		return nil, true
+	}
+	c.urgent.Add(1) // the rebalance queue waits for these
+	defer c.urgent.Add(-1)
+	var failed atomic.Bool
+	var mu sync.Mutex
+	_ = parallel.For(len(flag)+len(checks), flagWorkers, func(i int) error {
+		check := i >= len(flag)
+		var job string
+		if check {
+			job = checks[i-len(flag)]
+		} else {
+			job = flag[i]
+		}
+		snap := c.reg.Job(job)
+		if snap == nil || snap.Necessary || !c.reg.IsLeader(job) || c.reshardInFlight(job) {
+			return nil
+		}
+		var v Verdict
+		switch {
+		case check:
+			v = c.assess(snap, peers)
+		case only[job] && !snap.ItemsSettled:
+			mu.Lock()
+			unsettled = append(unsettled, job)
+			mu.Unlock()
+			return nil
+		default:
+			v = c.flagWanted(snap, only[job])
+		}
+		switch v {
+		case Rebalance:
+			c.queueRebalance(job)
+		case Reshard:
+			if !c.reshardOrFlag(job) {
+				failed.Store(true)
+			}
+		}
+		return nil
+	})
+	return unsettled, !failed.Load()
+}
+
+// reshardOrFlag reshards job by a direct commit, or, when that cannot be done now (an item runs, the commit
+// failed), sets leader/sharding/necessary: the eager loop or the job's next fire reshards it then. ok is false
+// when the job could be neither resharded nor flagged; it is queued again.
+func (c *Coordinator) reshardOrFlag(job string) (ok bool) {
+	if c.reshardDirectly(job) {
+		return true
+	}
+	created, err := c.reg.SetNecessary(job)
+	if err != nil {
+		c.log.Warn("could not flag resharding", "job", job, "err", err)
+		c.queueFlag(job)
+		return false
+	}
+	if created {
+		c.log.Info("resharding flagged: the cluster changed", "job", job)
+	}
+	return true
+}
+
+// reshardDirectly reshards job by a direct commit (reshardDirect). It reports whether that is all the job
+// needs: resharded, or not led here (any more); false when an item runs or the commit failed.
+func (c *Coordinator) reshardDirectly(job string) bool {
+	ctx, cancel := context.WithTimeout(c.base, directWait)
+	err := c.reshardOnce(ctx, job, reshardDirect)
+	cancel()
+	switch {
+	case err == nil, errors.Is(err, cluster.ErrNotLeader):
+		return true
+	case !errors.Is(err, errItemsRunning):
+		c.log.Info("direct resharding failed: flagged instead", "job", job, "err", err)
+	}
+	return false
+}
+
+// reshardInFlight reports whether a resharding of job runs here now.
+func (c *Coordinator) reshardInFlight(job string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight[job] != nil
+}

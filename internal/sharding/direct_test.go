@@ -1,0 +1,106 @@
+package sharding
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+)
+
+// flagCounting counts the leader's necessary flags.
+type flagCounting struct {
+	*cluster.Registry
+	flags atomic.Int32
+}
+
+func (r *flagCounting) SetNecessary(job string) (bool, error) {
+	r.flags.Add(1)
+	return r.Registry.SetNecessary(job)
+}
+
+// startCounting starts a node whose coordinator counts its flags.
+func startCounting(t *testing.T, ns, ip string) (*node, *flagCounting) {
+	t.Helper()
+	n := newNode(t, ns, ip, clock.Real{})
+	reg := &flagCounting{Registry: n.r}
+	n.c = NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, ServerGC: time.Hour, ReconcileTick: time.Hour})
+	if err := n.c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	startRegistry(t, n)
+	t.Cleanup(n.stop)
+	return n, reg
+}
+
+// twoOwners makes a the leader of a 2-item job j whose item 1 b owns, and returns b's instance id.
+func twoOwners(t *testing.T, a, b *node) string {
+	t.Helper()
+	newJob(t, a, "j", 2)
+	bID := b.r.Me().InstanceID
+	waitFor(t, a, "j", "a leads, b registered", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Online(bID) })
+	if err := a.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "b owns item 1", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(1).Owner == bID })
+	return bID
+}
+
+// A job an instance left, with no item running, is resharded by the leader's direct commit: no necessary flag
+// (which makes every peer's fire wait), no processing node, one round trip. Before, the leader flagged it,
+// and its eager loop read the running items, created processing and committed: four round trips per job
+// while a stopped peer's thousands of jobs waited.
+func TestAJobAnInstanceLeftIsReshardedWithoutAFlag(t *testing.T) {
+	ns := zktest.Namespace("direct")
+	a, reg := startCounting(t, ns, "10.9.4.1")
+	b := startNode(t, ns, "10.9.4.2", clock.Real{})
+	bID := twoOwners(t, a, b)
+	flags := reg.flags.Load()
+	b.stop()
+	waitFor(t, a, "j", "item 1 resharded to a", func(s *cluster.JobSnapshot) bool {
+		return shardingSettled(s) && !s.Online(bID) && s.Item(1).Owner == s.Me
+	})
+	if n := reg.flags.Load() - flags; n != 0 {
+		t.Fatalf("the leader flagged the job %d times: it resharded no item running without a direct commit", n)
+	}
+}
+
+// A job an instance left while an item of it runs cannot be resharded now (the commit's fence refuses): the
+// leader flags it, and the resharding waits for the run to end (here the fire's; ElasticJob's leader never
+// reshards while an item runs).
+func TestAJobWithAnItemRunningIsFlaggedNotResharded(t *testing.T) {
+	ns := zktest.Namespace("directrun")
+	a, reg := startCounting(t, ns, "10.9.5.1")
+	b := startNode(t, ns, "10.9.5.2", clock.Real{})
+	bID := twoOwners(t, a, b)
+	snap := a.r.Job("j")
+	run := cluster.Running{InstanceID: snap.Me, ExecutionID: "e1", TaskID: "t1", Source: ejserver.SourceNormal, ScheduledAt: time.Unix(100, 0)}
+	if err := a.r.BeginItem("j", 0, snap.Item(0).OwnerVersion, run, false); err != nil {
+		t.Fatal(err)
+	}
+	b.stop()
+	waitFor(t, a, "j", "flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary && !s.Online(bID) })
+	if reg.flags.Load() == 0 {
+		t.Fatal("flagged by another than the leader's coordinator")
+	}
+	if owner := a.r.Job("j").Item(1).Owner; owner != bID {
+		t.Fatalf("item 1 resharded to %s while item 0 ran", owner)
+	}
+	_, v, _, err := a.r.ReadRunning("j", 0)
+	if err == nil {
+		err = a.r.EndItem("j", 0, v, cluster.Completed{ExecutionID: "e1", Success: true, ScheduledAt: run.ScheduledAt}, false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.c.Reshard(context.Background(), "j"); err != nil { // the job's next fire
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "resharded once the item ended", func(s *cluster.JobSnapshot) bool {
+		return shardingSettled(s) && s.Item(1).Owner == s.Me
+	})
+}
