@@ -137,15 +137,27 @@ type reports struct {
 	peak  int // byJob's largest size since it was made (a map keeps the groups of its peak)
 }
 
-// reportDelta is a job's changes not told yet.
+// reportDelta is a job's changes not told yet: instances added and removed, and whether its leader changed
+// (leader: the leader then, "" when it was lost).
 type reportDelta struct {
 	added, removed []string
-	leaderLost     bool
+	leader         string
+	leaderChanged  bool
 }
 
 // report queues a job's change for the listeners: instance id added (added) or removed, or, with id "", its
 // leader lost.
 func (r *Registry) report(job, id string, added bool) {
+	r.reportWith(job, func(d *reportDelta) { d.merge(id, added) })
+}
+
+// reportLeader queues a job's new leader for the listeners (this peer won its campaign: election.go).
+func (r *Registry) reportLeader(job, leader string) {
+	r.reportWith(job, func(d *reportDelta) { d.leader, d.leaderChanged = leader, true })
+}
+
+// reportWith applies change to job's delta not told yet and has the refresher tell it.
+func (r *Registry) reportWith(job string, change func(d *reportDelta)) {
 	r.reported.mu.Lock()
 	if r.reported.byJob == nil {
 		r.reported.byJob = map[string]*reportDelta{}
@@ -156,7 +168,7 @@ func (r *Registry) report(job, id string, added bool) {
 		r.reported.byJob[job] = d
 		r.reported.peak = max(r.reported.peak, len(r.reported.byJob))
 	}
-	d.merge(id, added)
+	change(d)
 	r.reported.mu.Unlock()
 	r.w.kick(refreshKey{kind: kindReport, job: job})
 }
@@ -164,7 +176,7 @@ func (r *Registry) report(job, id string, added bool) {
 // merge adds a change to d: an instance's removal cancels its addition not told yet, and the other way round.
 func (d *reportDelta) merge(id string, added bool) {
 	if id == "" {
-		d.leaderLost = true
+		d.leader, d.leaderChanged = "", true
 		return
 	}
 	from, to := &d.removed, &d.added
@@ -188,8 +200,8 @@ func (d *reportDelta) events(job string) []Event {
 		slices.Sort(d.removed)
 		evs = append(evs, Event{Kind: InstancesChanged, Job: job, Added: d.added, Removed: d.removed})
 	}
-	if d.leaderLost {
-		evs = append(evs, Event{Kind: LeaderChanged, Job: job})
+	if d.leaderChanged {
+		evs = append(evs, Event{Kind: LeaderChanged, Job: job, Leader: d.leader})
 	}
 	return evs
 }

@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -97,5 +100,49 @@ func TestAnotherPeerCampaignsWhenThePreferredOneDoesNot(t *testing.T) {
 	snap := waitJob(t, b, job, "b leads", func(s *JobSnapshot) bool { return s.IsLeader() })
 	if !snap.Online("10.0.8.1@-@1") {
 		t.Fatal("a's instance node went: the test did not keep the preferred candidate listed")
+	}
+}
+
+// A campaign does not wait for its create: a stopped peer's many leaderships are campaigned for together, their
+// creates on their way at once, not one per refresh worker (32) at a time. The creates are held here until
+// every campaign has sent its own; a campaign that waited for its outcome would hold a worker, and no more than
+// 32 could be on their way.
+func TestCampaignsDoNotWaitForTheirCreates(t *testing.T) {
+	ns := zktest.Namespace("campaigns")
+	x := startPeer(t, ns, "10.0.9.9@-@9", "10.0.9.9")
+	const n = 80
+	for i := range n {
+		if _, err := x.r.CreateJob(testJob(fmt.Sprintf("j%d", i), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
+	var gated atomic.Bool
+	b := startPeerWith(t, ns, "10.0.9.1@-@1", "10.0.9.1", func(r *Registry) {
+		create := r.campaigns.create
+		r.campaigns.create = func(p string, data []byte) error {
+			if gated.Load() {
+				<-held
+			}
+			return create(p, data)
+		}
+	})
+	t.Cleanup(release) // before b's registry stops: it waits for the creates
+	for i := range n {
+		waitJob(t, b, fmt.Sprintf("j%d", i), "x leads, b registered", func(s *JobSnapshot) bool {
+			return s.Leader == "10.0.9.9@-@9" && s.Registered
+		})
+	}
+	gated.Store(true)
+	x.close()
+	testutil.Eventually(t, "every campaign's create sent", 15*time.Second, func() bool {
+		b.r.campaigns.mu.Lock()
+		defer b.r.campaigns.mu.Unlock()
+		return len(b.r.campaigns.jobs) == n
+	})
+	release()
+	for i := range n {
+		waitJob(t, b, fmt.Sprintf("j%d", i), "b leads", func(s *JobSnapshot) bool { return s.IsLeader() })
 	}
 }

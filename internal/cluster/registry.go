@@ -92,8 +92,10 @@ type Registry struct {
 	clk clock.Clock
 	b   *batcher
 	w   *refresher
-	// later holds the campaigns put off for a job's preferred candidate (election.go)
-	later laterQueue
+	// later holds the campaigns put off for a job's preferred candidate, campaigns the jobs whose campaign's
+	// create is on its way (election.go)
+	later     laterQueue
+	campaigns campaignSet
 
 	mu   sync.RWMutex
 	jobs map[string]*jobEntry
@@ -232,6 +234,8 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r.leads.me = cfg.Identity.InstanceID
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.later.wake, r.later.delay = make(chan struct{}, 1), campaignDelay
+	r.campaigns.slots = make(chan struct{}, campaignsInFlight)
+	r.campaigns.create = func(p string, data []byte) error { return s.create(p, data, zk.FlagEphemeral) }
 	r.w.pending, r.w.urgent = r.pendingDelta, urgent
 	r.w.batch, r.w.batchOf, r.w.batchMax = r.loadJobs, func(k refreshKey) bool { return k.kind == kindLoad }, loadBatch
 	r.w.loadingOf = startsWith
