@@ -143,7 +143,7 @@ func (r *Registry) campaign(e *jobEntry, late bool) error {
 	select {
 	case r.campaigns.slots <- struct{}{}:
 	case <-r.stop:
-		r.campaigns.end(job)
+		_ = r.campaigns.end(job)
 		return nil
 	}
 	session := r.s.ID()
@@ -152,8 +152,10 @@ func (r *Registry) campaign(e *jobEntry, late bool) error {
 		defer r.wg.Done()
 		err := r.campaigns.create(r.p.LeaderInstance(job), []byte(r.me.InstanceID))
 		<-r.campaigns.slots
-		r.campaigns.end(job)
 		r.campaigned(e, session, err)
+		if r.campaigns.end(job) {
+			r.w.kick(refreshKey{kind: kindCampaign, job: job}) // kicked while this one was on its way
+		}
 	}()
 	return nil
 }
@@ -190,37 +192,43 @@ func (r *Registry) campaigned(e *jobEntry, session int64, err error) {
 }
 
 // campaignSet holds the jobs whose campaign's create is on its way, so that a job kicked again meanwhile sends
-// no second create, and the slots that bound them (campaignsInFlight).
+// no second create (it campaigns again once the first has its outcome: a leader lost meanwhile), and the
+// slots that bound them (campaignsInFlight).
 type campaignSet struct {
-	mu    sync.Mutex
-	jobs  map[string]struct{}
+	mu sync.Mutex
+	// jobs: true when the job's campaign was kicked again while its create was on its way
+	jobs  map[string]bool
 	slots chan struct{}
 	// create creates an ephemeral node (the session's; a test may hold it)
 	create func(path string, data []byte) error
 }
 
-// begin adds job; false if it is in already.
+// begin adds job; false if it is in already (it is marked to campaign again then).
 func (c *campaignSet) begin(job string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.jobs[job]; ok {
+		c.jobs[job] = true
 		return false
 	}
 	if c.jobs == nil {
-		c.jobs = map[string]struct{}{}
+		c.jobs = map[string]bool{}
 	}
-	c.jobs[job] = struct{}{}
+	c.jobs[job] = false
 	return true
 }
 
-// end removes job; the map goes when it empties (a burst's groups with it).
-func (c *campaignSet) end(job string) {
+// end removes job and reports whether it was kicked again meanwhile; the map goes when it empties (a burst's
+// groups with it).
+func (c *campaignSet) end(job string) (again bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	again = c.jobs[job]
 	delete(c.jobs, job)
 	if len(c.jobs) == 0 {
 		c.jobs = nil
 	}
+	return again
 }
 
 // campaignDelay is how long a peer that is not a leaderless job's preferred candidate waits before it

@@ -146,3 +146,24 @@ func TestCampaignsDoNotWaitForTheirCreates(t *testing.T) {
 		waitJob(t, b, fmt.Sprintf("j%d", i), "b leads", func(s *JobSnapshot) bool { return s.IsLeader() })
 	}
 }
+
+// A campaign kicked while the job's create is on its way sends no second create, and campaigns again once the
+// first has its outcome (its leader may be gone by then); one not kicked meanwhile does not.
+func TestCampaignSetCampaignsAgainWhenKickedMeanwhile(t *testing.T) {
+	var c campaignSet
+	if !c.begin("j") {
+		t.Fatal("a first campaign refused")
+	}
+	if c.begin("j") {
+		t.Fatal("a second create sent while the first is on its way")
+	}
+	if !c.end("j") {
+		t.Fatal("a campaign kicked meanwhile is not run again")
+	}
+	if !c.begin("j") || c.end("j") {
+		t.Fatal("a campaign not kicked meanwhile is run again")
+	}
+	if c.jobs != nil {
+		t.Fatal("the emptied set keeps its map")
+	}
+}
