@@ -343,7 +343,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets,
-		FireLead: c.fireLead}) // ReshardWait: the default, as the executor's
+		FireLead: c.fireLead, // ReshardWait: the default, as the executor's
+		Firing:   func(job string) bool { return sched.Firing(job, fireGuard) }})
 	// executions that vanished peers left running, and that nobody runs again, are recorded as lost
 	lost := failover.NewLost(failover.LostConfig{History: store, Recorder: writer, Me: me, Clock: clk, Logger: log})
 	// Calendars (issue 24): a watched cache of the cluster's calendars that the executor's steering reads;
@@ -523,6 +524,11 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	_ = srv.Shutdown(shutdownCtx)
 	return nil
 }
+
+// fireGuard is how long before a fire's hand-off and after its scheduled time a resharding not made by a fire
+// is put off (dispatch.Scheduler.Firing): it covers a fire's items being decided and begun on every peer, round
+// trips to a loaded ZooKeeper included.
+const fireGuard = 3 * time.Second
 
 // leaveWait bounds how long a stopping peer waits to see its peer node go (Registry.Leave) before it stops
 // firing all the same.

@@ -43,6 +43,7 @@ type entry struct {
 	sched Schedule
 	next  time.Time // the scheduled time of the next fire
 	at    time.Time // when it is handed off: next minus the lead
+	prev  int64     // the scheduled time of the last fire handed off (Unix ns; 0: none yet)
 	index int
 }
 
@@ -127,6 +128,22 @@ func (s *Scheduler) Next(job string) time.Time {
 	return time.Time{}
 }
 
+// Firing reports whether a fire of job may be deciding which items it runs, or beginning them, on any peer
+// now (the peers share the job's schedule and hand its fires off alike): from guard before its hand-off until
+// guard after its scheduled time. A resharding that is not a fire's commits outside these windows
+// (sharding.CoordinatorConfig.Firing): committed inside one, an item could move after the peer gaining it had
+// decided its items of the fire and before the peer losing it began it, and neither would run it.
+func (s *Scheduler) Firing(job string, guard time.Duration) bool {
+	now := s.clk.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[job]
+	if e == nil {
+		return false
+	}
+	return !now.Before(e.at.Add(-guard)) || (e.prev != 0 && now.UnixNano() < e.prev+int64(guard))
+}
+
 // Schedule returns the job's schedule, or nil when it is not scheduled.
 func (s *Scheduler) Schedule(job string) Schedule {
 	s.mu.Lock()
@@ -202,6 +219,7 @@ func (s *Scheduler) loop() {
 				next = e.sched.Next(next)
 			}
 			due = append(due, fireCall{e.job, at, missed})
+			e.prev = at.UnixNano()
 			if next.IsZero() {
 				heap.Pop(&s.h)
 				delete(s.entries, e.job)

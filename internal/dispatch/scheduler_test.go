@@ -192,3 +192,51 @@ func TestHandOffLeadFallsBetweenWholeSeconds(t *testing.T) {
 		}
 	}
 }
+
+// Firing covers a fire from guard before its hand-off to guard after its scheduled time, the next fire's
+// window and the last one's: a resharding that is not a fire's waits outside them.
+func TestSchedulerFiringCoversAFireFromItsHandOff(t *testing.T) {
+	s, clk, log := newTestScheduler(t)
+	s.SetMaxLead(time.Second) // a 60 s period: hand-offs half a second ahead
+	created := clk.TimerCreated()
+	s.Start()
+	<-created
+	const guard = 3 * time.Second
+	if s.Firing("a", guard) {
+		t.Fatal("an unscheduled job is firing")
+	}
+	s.Set("a", every(time.Minute)) // next fire 1020, handed off at 1019.5; the clock is at 1000
+	for _, tc := range []struct {
+		at     time.Duration // since 1000 s
+		firing bool
+	}{
+		{0, false},
+		{16400 * time.Millisecond, false}, // 3.1 s before the hand-off
+		{16600 * time.Millisecond, true},  // 2.9 s before
+		{19 * time.Second, true},
+	} {
+		clk.Advance(time.Unix(1000, 0).Add(tc.at).Sub(clk.Now())) // before the hand-off: nothing fires
+		if got := s.Firing("a", guard); got != tc.firing {
+			t.Fatalf("at 1000+%s: firing %v, want %v", tc.at, got, tc.firing)
+		}
+	}
+	advance(t, clk, 500*time.Millisecond) // 1019.5: the fire of 1020 is handed off
+	if got := log.wait(t, 1); got[0] != "a@1020/0" {
+		t.Fatalf("fires %v", got)
+	}
+	for _, tc := range []struct {
+		at     time.Duration // since 1020 s, the last fire's scheduled time
+		firing bool
+	}{
+		{0, true},
+		{2900 * time.Millisecond, true},
+		{3100 * time.Millisecond, false}, // the last fire's begins landed; the next is at 1080
+		{56 * time.Second, false},
+		{56600 * time.Millisecond, true}, // 2.9 s before the next hand-off
+	} {
+		clk.Advance(time.Unix(1020, 0).Add(tc.at).Sub(clk.Now())) // before the next hand-off
+		if got := s.Firing("a", guard); got != tc.firing {
+			t.Fatalf("at 1020+%s: firing %v, want %v", tc.at, got, tc.firing)
+		}
+	}
+}

@@ -55,6 +55,9 @@ type CoordinatorConfig struct {
 	// ReconcileTick is how often the reconcile loop looks at the jobs this peer leads (default 1 min); each
 	// job is reconciled every reconcileIntervalMinutes.
 	ReconcileTick time.Duration
+	// Firing, if set, reports whether a fire of the job may be deciding or beginning its items on some peer
+	// now (dispatch.Scheduler.Firing): a resharding not made by a fire waits until it is not (direct.go).
+	Firing func(job string) bool
 	// FireLead and ReshardWait are the executors' (dispatch.ExecutorConfig): how long before its time a fire is
 	// handed off, and how long a fire waits for its job's sharding (default 30 s). A resharding at a held fire
 	// uses them to tell which instances hold the fire (Holders, RecheckAt).
@@ -335,14 +338,14 @@ func (c *Coordinator) eagerReshard(job string) {
 	c.reshardNow(job)
 }
 
-// reshardNow reshards job unless items of it run: the job then stays flagged, and its next fire reshards it
-// once they end, as ElasticJob's leader does.
+// reshardNow reshards job unless items of it run or a fire of it is near (errFiring): the job then stays
+// flagged, and its next fire reshards it once they end, as ElasticJob's leader does.
 func (c *Coordinator) reshardNow(job string) {
 	ctx, cancel := context.WithTimeout(c.base, 30*time.Second)
 	defer cancel()
 	err := c.reshardOnce(ctx, job, reshardEager)
 	switch {
-	case err == nil, errors.Is(err, errItemsRunning), errors.Is(err, cluster.ErrNotLeader):
+	case err == nil, errors.Is(err, errItemsRunning), errors.Is(err, errFiring), errors.Is(err, cluster.ErrNotLeader):
 	default:
 		c.log.Info("resharding deferred to the next fire", "job", job, "err", err)
 	}
@@ -520,6 +523,9 @@ func (c *Coordinator) reshard(ctx context.Context, job string, m reshardMode) er
 			return err
 		}
 		owners := Owners(strategy(candidates, job, total), total)
+		if m != reshardWait && c.cfg.Firing != nil && c.cfg.Firing(job) {
+			return errFiring
+		}
 		if m != reshardDirect {
 			if err := c.reg.BeginResharding(job); err != nil {
 				return fmt.Errorf("create processing: %w", err)

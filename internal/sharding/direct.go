@@ -20,6 +20,15 @@ import (
 // running items, the processing node and the commit, four round trips, while the fires of those jobs waited;
 // the direct commit is one, shared with the other jobs' commits in the registry's multis.
 
+// A resharding that is not a fire's commits only while no fire of the job is being decided (Firing): a commit
+// between the hand-off of a fire and its items' begins could move an item after the peer gaining it had
+// decided its items of the fire and before the peer losing it began it (its begin, fenced by the owner's
+// version, then fails), and neither would run it. Near a fire the job is flagged instead, and the fire
+// reshards it (its peers wait for that, and the resharding gives the items only to instances that hold it).
+
+// errFiring: a fire of the job is near; the resharding is left to it.
+var errFiring = errors.New("a fire of the job is near")
+
 // reshardMode is how a resharding treats running items.
 type reshardMode int
 
@@ -125,7 +134,7 @@ func (c *Coordinator) reshardDirectly(job string) bool {
 	switch {
 	case err == nil, errors.Is(err, cluster.ErrNotLeader):
 		return true
-	case !errors.Is(err, errItemsRunning):
+	case !errors.Is(err, errItemsRunning) && !errors.Is(err, errFiring):
 		c.log.Info("direct resharding failed: flagged instead", "job", job, "err", err)
 	}
 	return false

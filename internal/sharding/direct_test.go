@@ -23,12 +23,13 @@ func (r *flagCounting) SetNecessary(job string) (bool, error) {
 	return r.Registry.SetNecessary(job)
 }
 
-// startCounting starts a node whose coordinator counts its flags.
-func startCounting(t *testing.T, ns, ip string) (*node, *flagCounting) {
+// startCounting starts a node whose coordinator counts its flags; firing, if not nil, is its Firing.
+func startCounting(t *testing.T, ns, ip string, firing func(string) bool) (*node, *flagCounting) {
 	t.Helper()
 	n := newNode(t, ns, ip, clock.Real{})
 	reg := &flagCounting{Registry: n.r}
-	n.c = NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, ServerGC: time.Hour, ReconcileTick: time.Hour})
+	n.c = NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, ServerGC: time.Hour, ReconcileTick: time.Hour,
+		Firing: firing})
 	if err := n.c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func twoOwners(t *testing.T, a, b *node) string {
 // while a stopped peer's thousands of jobs waited.
 func TestAJobAnInstanceLeftIsReshardedWithoutAFlag(t *testing.T) {
 	ns := zktest.Namespace("direct")
-	a, reg := startCounting(t, ns, "10.9.4.1")
+	a, reg := startCounting(t, ns, "10.9.4.1", nil)
 	b := startNode(t, ns, "10.9.4.2", clock.Real{})
 	bID := twoOwners(t, a, b)
 	flags := reg.flags.Load()
@@ -74,7 +75,7 @@ func TestAJobAnInstanceLeftIsReshardedWithoutAFlag(t *testing.T) {
 // reshards while an item runs).
 func TestAJobWithAnItemRunningIsFlaggedNotResharded(t *testing.T) {
 	ns := zktest.Namespace("directrun")
-	a, reg := startCounting(t, ns, "10.9.5.1")
+	a, reg := startCounting(t, ns, "10.9.5.1", nil)
 	b := startNode(t, ns, "10.9.5.2", clock.Real{})
 	bID := twoOwners(t, a, b)
 	snap := a.r.Job("j")
@@ -101,6 +102,34 @@ func TestAJobWithAnItemRunningIsFlaggedNotResharded(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, a, "j", "resharded once the item ended", func(s *cluster.JobSnapshot) bool {
+		return shardingSettled(s) && s.Item(1).Owner == s.Me
+	})
+}
+
+// Near a fire of the job (Firing) the leader does not reshard a job an instance left by itself: committed
+// between the fire's hand-off and its items' begins, the move of an item could leave it to neither peer. The
+// job is flagged and left to the fire, whose resharding its peers wait for (here, a.c.Reshard).
+func TestAReshardingNearAFireIsLeftToTheFire(t *testing.T) {
+	ns := zktest.Namespace("directnear")
+	var firing atomic.Bool
+	firing.Store(true)
+	a, reg := startCounting(t, ns, "10.9.6.1", func(string) bool { return firing.Load() })
+	b := startNode(t, ns, "10.9.6.2", clock.Real{})
+	firing.Store(false)
+	bID := twoOwners(t, a, b)
+	firing.Store(true)
+	b.stop()
+	waitFor(t, a, "j", "flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary && !s.Online(bID) })
+	if reg.flags.Load() == 0 {
+		t.Fatal("flagged by another than the leader's coordinator")
+	}
+	if owner := a.r.Job("j").Item(1).Owner; owner != bID {
+		t.Fatalf("item 1 resharded to %s near a fire", owner)
+	}
+	if err := a.c.Reshard(context.Background(), "j"); err != nil { // the fire
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "resharded by the fire", func(s *cluster.JobSnapshot) bool {
 		return shardingSettled(s) && s.Item(1).Owner == s.Me
 	})
 }

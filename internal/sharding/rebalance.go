@@ -80,6 +80,10 @@ func (c *Coordinator) rebalanceOne(job string) {
 	default:
 		return
 	}
+	if c.cfg.Firing != nil && c.cfg.Firing(job) {
+		c.queueRebalance(job) // after the fire: its sharding is valid meanwhile
+		return
+	}
 	if c.reshardDirectly(job) {
 		return
 	}
