@@ -62,11 +62,6 @@ const flagWorkers = 64
 // sharding nodes were being read: judged from those, an own commit not read back yet looked like an owner
 // still gone.
 func (c *Coordinator) flagAll(flag []string, only map[string]bool, checks []string, peers []cluster.Identity) (unsettled []string, ok bool) {
-	if len(flag)+len(checks) == 0 {
-		return nil, true
-	}
-	c.urgent.Add(1) // the rebalance queue waits for these
-	defer c.urgent.Add(-1)
 	var failed atomic.Bool
 	var mu sync.Mutex
 	_ = parallel.For(len(flag)+len(checks), flagWorkers, func(i int) error {
@@ -110,6 +105,8 @@ func (c *Coordinator) flagAll(flag []string, only map[string]bool, checks []stri
 // failed), sets leader/sharding/necessary: the eager loop or the job's next fire reshards it then. ok is false
 // when the job could be neither resharded nor flagged; it is queued again.
 func (c *Coordinator) reshardOrFlag(job string) (ok bool) {
+	c.urgent.Add(1) // the rebalance queue waits for these, not for the judging of jobs that need none
+	defer c.urgent.Add(-1)
 	if c.reshardDirectly(job) {
 		return true
 	}
