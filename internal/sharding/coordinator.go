@@ -114,6 +114,8 @@ type Coordinator struct {
 type reshardCall struct {
 	done chan struct{}
 	err  error
+	// sharers counts the calls waiting for this one's outcome (under the coordinator's lock)
+	sharers int
 }
 
 // NewCoordinator returns a coordinator; Start subscribes it to the registry.
@@ -464,6 +466,7 @@ var errItemsRunning = errors.New("items are running")
 func (c *Coordinator) reshardOnce(ctx context.Context, job string, m reshardMode) error {
 	c.mu.Lock()
 	if call := c.inflight[job]; call != nil {
+		call.sharers++
 		c.mu.Unlock()
 		select {
 		case <-call.done:
@@ -490,7 +493,9 @@ func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 	c.urgent.Add(1)
 	defer c.urgent.Add(-1)
 	err := c.reshardOnce(ctx, job, reshardWait)
-	if errors.Is(err, errItemsRunning) { // it shared an eager or direct attempt, which doesn't wait: wait now
+	if errors.Is(err, errItemsRunning) || errors.Is(err, errFiring) {
+		// it shared an eager or direct attempt, which neither waits for running items nor commits near a fire
+		// (this one is that fire's): run its own now
 		err = c.reshardOnce(ctx, job, reshardWait)
 	}
 	return err

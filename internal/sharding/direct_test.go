@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -132,4 +134,64 @@ func TestAReshardingNearAFireIsLeftToTheFire(t *testing.T) {
 	waitFor(t, a, "j", "resharded by the fire", func(s *cluster.JobSnapshot) bool {
 		return shardingSettled(s) && s.Item(1).Owner == s.Me
 	})
+}
+
+// blockedRunning holds the first read of a job's running items once armed until release is closed.
+type blockedRunning struct {
+	*cluster.Registry
+	armed   atomic.Bool
+	reading chan struct{} // closed when that read starts
+	release chan struct{}
+	once    sync.Once
+}
+
+func (r *blockedRunning) RunningItems(job string, n int) (map[int]cluster.Running, error) {
+	first := false
+	if r.armed.Load() {
+		r.once.Do(func() { first = true; close(r.reading) })
+	}
+	if first {
+		<-r.release
+	}
+	return r.Registry.RunningItems(job, n)
+}
+
+// A fire's resharding that shares an eager attempt refused near the fire (errFiring) runs its own: the fire
+// is the one the guard leaves the resharding to. It returned the shared refusal, and the fire was skipped
+// ("resharding as leader: a fire of the job is near"), its peers waiting 30 s for a resharding nobody made.
+func TestAFiresReshardingSharingARefusedEagerOneRunsItsOwn(t *testing.T) {
+	ns := zktest.Namespace("directshare")
+	n := newNode(t, ns, "10.9.7.1", clock.Real{})
+	reg := &blockedRunning{Registry: n.r, reading: make(chan struct{}), release: make(chan struct{})}
+	n.c = NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, ServerGC: time.Hour, ReconcileTick: time.Hour,
+		Firing: func(string) bool { return true }}) // not started: nothing reshards on its own
+	startRegistry(t, n)
+	t.Cleanup(n.stop)
+	newJob(t, n, "j", 2)
+	waitFor(t, n, "j", "leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	if err := n.c.Reshard(context.Background(), "j"); err != nil { // items to look at for running ones
+		t.Fatal(err)
+	}
+	if _, err := n.r.SetNecessary("j"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, n, "j", "sharded, flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary && s.Sharded() })
+	reg.armed.Store(true)
+	eager := make(chan struct{})
+	go func() { defer close(eager); n.c.reshardNow("j") }() // the eager loop's attempt
+	<-reg.reading
+	fire := make(chan error, 1)
+	go func() { fire <- n.c.Reshard(context.Background(), "j") }()
+	testutil.Eventually(t, "the fire's resharding sharing the eager one", 5*time.Second, func() bool {
+		n.c.mu.Lock()
+		defer n.c.mu.Unlock()
+		call := n.c.inflight["j"]
+		return call != nil && call.sharers == 1
+	})
+	close(reg.release)
+	<-eager
+	if err := <-fire; err != nil {
+		t.Fatalf("the fire's resharding: %v", err)
+	}
+	waitFor(t, n, "j", "resharded", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) })
 }
