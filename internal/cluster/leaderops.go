@@ -10,7 +10,9 @@ import (
 )
 
 // SetNecessary creates leader/sharding/necessary: reshard before the next fire. It reports whether this
-// call created it.
+// call created it. A flag created or found is applied to this peer's cache at once (as a commit's removal of
+// it is): a resharding that commits before the flag's watch event comes back then removes it in the same
+// transaction. Left out, the flag outlived that resharding, and the fire that made it waited 30 s for another.
 func (r *Registry) SetNecessary(job string) (bool, error) {
 	_, err := r.b.submit(r.s.opCreate(r.p.Necessary(job), nil, 0))
 	var oe *OpError
@@ -19,11 +21,33 @@ func (r *Registry) SetNecessary(job string) (bool, error) {
 	}
 	switch {
 	case err == nil:
+		r.necessaryKnown(job)
 		return true, nil
-	case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zk.ErrNodeExists):
+		r.necessaryKnown(job)
+		return false, nil
+	case errors.Is(err, zk.ErrNoNode):
 		return false, nil
 	}
 	return false, err
+}
+
+// necessaryKnown records in the cache that job's necessary flag exists, and tells the listeners if that is new.
+func (r *Registry) necessaryKnown(job string) {
+	e := r.entry(job)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	changed := !e.st.necessary
+	e.st.necessary = true
+	if changed {
+		e.changedLocked()
+	}
+	e.mu.Unlock()
+	if changed {
+		r.emit([]Event{{Kind: NecessaryChanged, Job: job}})
+	}
 }
 
 // BeginResharding creates the ephemeral leader/sharding/processing node (it dies with the leader). Many jobs

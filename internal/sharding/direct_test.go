@@ -195,3 +195,31 @@ func TestAFiresReshardingSharingARefusedEagerOneRunsItsOwn(t *testing.T) {
 	}
 	waitFor(t, n, "j", "resharded", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) })
 }
+
+// A flag the leader sets is in its cache at once, so a resharding that commits before the flag's watch event
+// is read back removes it in the same transaction. It outlived such a resharding (a fire's, right after a
+// direct one was refused near the fire), and every peer's fire waited 30 s for another.
+func TestAFlagSetIsRemovedByTheNextCommit(t *testing.T) {
+	ns := zktest.Namespace("flagcache")
+	n := newNode(t, ns, "10.9.8.1", clock.Real{}) // its coordinator is not started: nothing reshards on its own
+	startRegistry(t, n)
+	t.Cleanup(n.stop)
+	newJob(t, n, "j", 2)
+	waitFor(t, n, "j", "leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	if err := n.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, n, "j", "sharded", shardingSettled)
+	if created, err := n.r.SetNecessary("j"); err != nil || !created {
+		t.Fatalf("flag: %v, %v", created, err)
+	}
+	if !n.r.Job("j").Necessary {
+		t.Fatal("a flag this peer set is not in its cache once set")
+	}
+	if err := n.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	if created, err := n.r.SetNecessary("j"); err != nil || !created {
+		t.Fatalf("the resharding left the flag (this create: %v, %v)", created, err)
+	}
+}
