@@ -347,7 +347,8 @@ func (c *Coordinator) reshardNow(job string) {
 	defer cancel()
 	err := c.reshardOnce(ctx, job, reshardEager)
 	switch {
-	case err == nil, errors.Is(err, errItemsRunning), errors.Is(err, errFiring), errors.Is(err, cluster.ErrNotLeader):
+	case err == nil, errors.Is(err, errItemsRunning), errors.Is(err, errFiring), errors.Is(err, errFlagged),
+		errors.Is(err, cluster.ErrNotLeader):
 	default:
 		c.log.Info("resharding deferred to the next fire", "job", job, "err", err)
 	}
@@ -464,6 +465,12 @@ var errItemsRunning = errors.New("items are running")
 // reshardOnce runs the protocol once per job at a time: a call while another runs waits for it and shares
 // its outcome. Except in reshardWait, it returns errItemsRunning instead of waiting for running items.
 func (c *Coordinator) reshardOnce(ctx context.Context, job string, m reshardMode) error {
+	return c.single(ctx, job, func() error { return c.reshard(ctx, job, m) })
+}
+
+// single runs fn for job unless a call for job runs already, whose outcome it then shares: the job's
+// reshardings, and the setting of its flag (flagOnce), run one at a time.
+func (c *Coordinator) single(ctx context.Context, job string, fn func() error) error {
 	c.mu.Lock()
 	if call := c.inflight[job]; call != nil {
 		call.sharers++
@@ -478,7 +485,7 @@ func (c *Coordinator) reshardOnce(ctx context.Context, job string, m reshardMode
 	call := &reshardCall{done: make(chan struct{})}
 	c.inflight[job] = call
 	c.mu.Unlock()
-	call.err = c.reshard(ctx, job, m)
+	call.err = fn()
 	c.mu.Lock()
 	delete(c.inflight, job)
 	c.mu.Unlock()
@@ -493,9 +500,9 @@ func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 	c.urgent.Add(1)
 	defer c.urgent.Add(-1)
 	err := c.reshardOnce(ctx, job, reshardWait)
-	if errors.Is(err, errItemsRunning) || errors.Is(err, errFiring) {
+	if errors.Is(err, errItemsRunning) || errors.Is(err, errFiring) || errors.Is(err, errFlagged) {
 		// it shared an eager or direct attempt, which neither waits for running items nor commits near a fire
-		// (this one is that fire's): run its own now
+		// (this one is that fire's), or the flagging of the job: run its own now
 		err = c.reshardOnce(ctx, job, reshardWait)
 	}
 	return err

@@ -92,7 +92,11 @@ func (c *Coordinator) flagAll(flag []string, only map[string]bool, checks []stri
 		case Rebalance:
 			c.queueRebalance(job)
 		case Reshard:
-			if !c.reshardOrFlag(job) {
+			judge := func(s *cluster.JobSnapshot) bool { return c.flagWanted(s, only[job]) == Reshard }
+			if check {
+				judge = func(s *cluster.JobSnapshot) bool { return c.assess(s, peers) == Reshard }
+			}
+			if !c.reshardOrFlag(job, judge) {
 				failed.Store(true)
 			}
 		}
@@ -101,25 +105,52 @@ func (c *Coordinator) flagAll(flag []string, only map[string]bool, checks []stri
 	return unsettled, !failed.Load()
 }
 
-// reshardOrFlag reshards job by a direct commit, or, when that cannot be done now (an item runs, the commit
-// failed), sets leader/sharding/necessary: the eager loop or the job's next fire reshards it then. ok is false
-// when the job could be neither resharded nor flagged; it is queued again.
-func (c *Coordinator) reshardOrFlag(job string) (ok bool) {
+// reshardOrFlag reshards job by a direct commit, or, when that cannot be done now (an item runs, a fire of
+// the job is near, the commit failed), sets leader/sharding/necessary: the eager loop or the job's next fire
+// reshards it then. ok is false when the job could be neither resharded nor flagged; it is queued again.
+// judge says whether a snapshot of the job still needs a resharding (flagOnce).
+func (c *Coordinator) reshardOrFlag(job string, judge func(*cluster.JobSnapshot) bool) (ok bool) {
 	c.urgent.Add(1) // the rebalance queue waits for these, not for the judging of jobs that need none
 	defer c.urgent.Add(-1)
 	if c.reshardDirectly(job) {
 		return true
 	}
-	created, err := c.reg.SetNecessary(job)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(c.base, directWait)
+	defer cancel()
+	err := c.flagOnce(ctx, job, judge)
+	if err != nil && !errors.Is(err, errFlagged) {
 		c.log.Warn("could not flag resharding", "job", job, "err", err)
 		c.queueFlag(job)
 		return false
 	}
-	if created {
-		c.log.Info("resharding flagged: the cluster changed", "job", job)
-	}
 	return true
+}
+
+// errFlagged: the job was flagged, not resharded (flagOnce); a fire's resharding that shared the call runs
+// its own.
+var errFlagged = errors.New("flagged for resharding")
+
+// flagOnce sets job's flag as the job's single flight (single): no resharding of it runs here meanwhile, and it
+// is judged again first (judge, on a snapshot taken then), so that a resharding a fire made since the job
+// was refused a direct one (near that fire) is not followed by a flag it no longer needs. Set while a fire's
+// resharding ran, a flag could land after that resharding had built its commit without the flag's removal,
+// and every peer's next fire waited 30 s for another. A fire's resharding that shares this call runs its own
+// afterwards (errFlagged), which removes the flag.
+func (c *Coordinator) flagOnce(ctx context.Context, job string, judge func(*cluster.JobSnapshot) bool) error {
+	return c.single(ctx, job, func() error {
+		snap := c.reg.Job(job)
+		if snap == nil || snap.Necessary || !snap.IsLeader() || !judge(snap) {
+			return nil
+		}
+		created, err := c.reg.SetNecessary(job)
+		if err != nil {
+			return err
+		}
+		if created {
+			c.log.Info("resharding flagged: the cluster changed", "job", job)
+		}
+		return errFlagged
+	})
 }
 
 // reshardDirectly reshards job by a direct commit (reshardDirect). It reports whether that is all the job
@@ -131,7 +162,7 @@ func (c *Coordinator) reshardDirectly(job string) bool {
 	switch {
 	case err == nil, errors.Is(err, cluster.ErrNotLeader):
 		return true
-	case !errors.Is(err, errItemsRunning) && !errors.Is(err, errFiring):
+	case !errors.Is(err, errItemsRunning) && !errors.Is(err, errFiring) && !errors.Is(err, errFlagged):
 		c.log.Info("direct resharding failed: flagged instead", "job", job, "err", err)
 	}
 	return false

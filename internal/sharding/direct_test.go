@@ -156,15 +156,14 @@ func (r *blockedRunning) RunningItems(job string, n int) (map[int]cluster.Runnin
 	return r.Registry.RunningItems(job, n)
 }
 
-// A fire's resharding that shares an eager attempt refused near the fire (errFiring) runs its own: the fire
-// is the one the guard leaves the resharding to. It returned the shared refusal, and the fire was skipped
-// ("resharding as leader: a fire of the job is near"), its peers waiting 30 s for a resharding nobody made.
-func TestAFiresReshardingSharingARefusedEagerOneRunsItsOwn(t *testing.T) {
-	ns := zktest.Namespace("directshare")
-	n := newNode(t, ns, "10.9.7.1", clock.Real{})
+// startBlocked starts a node whose registry's first read of running items once armed is held
+// (blockedRunning), its coordinator not started (nothing reshards on its own), leading a sharded 2-item job j.
+func startBlocked(t *testing.T, ns, ip string, firing func(string) bool) (*node, *blockedRunning) {
+	t.Helper()
+	n := newNode(t, ns, ip, clock.Real{})
 	reg := &blockedRunning{Registry: n.r, reading: make(chan struct{}), release: make(chan struct{})}
 	n.c = NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, ServerGC: time.Hour, ReconcileTick: time.Hour,
-		Firing: func(string) bool { return true }}) // not started: nothing reshards on its own
+		Firing: firing})
 	startRegistry(t, n)
 	t.Cleanup(n.stop)
 	newJob(t, n, "j", 2)
@@ -172,22 +171,37 @@ func TestAFiresReshardingSharingARefusedEagerOneRunsItsOwn(t *testing.T) {
 	if err := n.c.Reshard(context.Background(), "j"); err != nil { // items to look at for running ones
 		t.Fatal(err)
 	}
+	waitFor(t, n, "j", "sharded", shardingSettled)
+	return n, reg
+}
+
+// sharedBy waits until the call running for j is shared by another.
+func sharedBy(t *testing.T, c *Coordinator, what string) {
+	t.Helper()
+	testutil.Eventually(t, what, 5*time.Second, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		call := c.inflight["j"]
+		return call != nil && call.sharers == 1
+	})
+}
+
+// A fire's resharding that shares an eager attempt refused near the fire (errFiring) runs its own: the fire
+// is the one the guard leaves the resharding to. It returned the shared refusal, and the fire was skipped
+// ("resharding as leader: a fire of the job is near"), its peers waiting 30 s for a resharding nobody made.
+func TestAFiresReshardingSharingARefusedEagerOneRunsItsOwn(t *testing.T) {
+	n, reg := startBlocked(t, zktest.Namespace("directshare"), "10.9.7.1", func(string) bool { return true })
 	if _, err := n.r.SetNecessary("j"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, n, "j", "sharded, flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary && s.Sharded() })
+	waitFor(t, n, "j", "flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary })
 	reg.armed.Store(true)
 	eager := make(chan struct{})
 	go func() { defer close(eager); n.c.reshardNow("j") }() // the eager loop's attempt
 	<-reg.reading
 	fire := make(chan error, 1)
 	go func() { fire <- n.c.Reshard(context.Background(), "j") }()
-	testutil.Eventually(t, "the fire's resharding sharing the eager one", 5*time.Second, func() bool {
-		n.c.mu.Lock()
-		defer n.c.mu.Unlock()
-		call := n.c.inflight["j"]
-		return call != nil && call.sharers == 1
-	})
+	sharedBy(t, n.c, "the fire's resharding sharing the eager one")
 	close(reg.release)
 	<-eager
 	if err := <-fire; err != nil {
@@ -221,5 +235,31 @@ func TestAFlagSetIsRemovedByTheNextCommit(t *testing.T) {
 	}
 	if created, err := n.r.SetNecessary("j"); err != nil || !created {
 		t.Fatalf("the resharding left the flag (this create: %v, %v)", created, err)
+	}
+}
+
+// A flag is not set while a resharding of the job runs here: the flagging shares that resharding, and a job
+// it resharded needs no flag. Set meanwhile, the flag could land after the resharding had built its commit
+// without the flag's removal, and every peer's next fire waited 30 s for another resharding.
+func TestNoFlagIsSetWhileAReshardingRuns(t *testing.T) {
+	n, reg := startBlocked(t, zktest.Namespace("flagshare"), "10.9.9.1", nil)
+	reg.armed.Store(true)
+	fire := make(chan error, 1)
+	go func() { fire <- n.c.Reshard(context.Background(), "j") }() // a fire's resharding, held at its read
+	<-reg.reading
+	flagged := make(chan error, 1)
+	go func() {
+		flagged <- n.c.flagOnce(context.Background(), "j", func(*cluster.JobSnapshot) bool { return true })
+	}()
+	sharedBy(t, n.c, "the flagging sharing the fire's resharding")
+	close(reg.release)
+	if err := <-fire; err != nil {
+		t.Fatalf("the fire's resharding: %v", err)
+	}
+	if err := <-flagged; err != nil {
+		t.Fatalf("the flagging: %v", err)
+	}
+	if created, err := n.r.SetNecessary("j"); err != nil || !created {
+		t.Fatalf("a flag was set while the fire's resharding ran (this create: %v, %v)", created, err)
 	}
 }
