@@ -500,9 +500,9 @@ func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 	c.urgent.Add(1)
 	defer c.urgent.Add(-1)
 	err := c.reshardOnce(ctx, job, reshardWait)
-	if errors.Is(err, errItemsRunning) || errors.Is(err, errFiring) || errors.Is(err, errFlagged) {
+	for (errors.Is(err, errItemsRunning) || errors.Is(err, errFiring) || errors.Is(err, errFlagged)) && ctx.Err() == nil {
 		// it shared an eager or direct attempt, which neither waits for running items nor commits near a fire
-		// (this one is that fire's), or the flagging of the job: run its own now
+		// (this one is that fire's), or the flagging of the job (the next may be under way already): run its own
 		err = c.reshardOnce(ctx, job, reshardWait)
 	}
 	return err
