@@ -263,3 +263,26 @@ func TestNoFlagIsSetWhileAReshardingRuns(t *testing.T) {
 		t.Fatalf("a flag was set while the fire's resharding ran (this create: %v, %v)", created, err)
 	}
 }
+
+// A job whose fire is always near (one firing every few seconds) is still rebalanced when an instance joins it:
+// flagged, and resharded by its fire. Put back on the rebalance queue to wait for a quiet moment, it waited
+// forever, and the instance that joined never got an item.
+func TestAJobAlwaysFiringIsRebalancedByItsFire(t *testing.T) {
+	ns := zktest.Namespace("directfast")
+	a, _ := startCounting(t, ns, "10.9.10.1", func(string) bool { return true })
+	newJob(t, a, "j", 4)
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	if err := a.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "sharded on a", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && len(s.MyItems()) == 4 })
+	b := startNode(t, ns, "10.9.10.2", clock.Real{})
+	bID := b.r.Me().InstanceID
+	waitFor(t, a, "j", "flagged for the rebalance", func(s *cluster.JobSnapshot) bool { return s.Online(bID) && s.Necessary })
+	if err := a.c.Reshard(context.Background(), "j"); err != nil { // the fire
+		t.Fatal(err)
+	}
+	waitFor(t, a, "j", "b owns items", func(s *cluster.JobSnapshot) bool {
+		return shardingSettled(s) && s.Item(2).Owner == bID && s.Item(3).Owner == bID
+	})
+}

@@ -1,10 +1,12 @@
 package sharding
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/parallel"
 )
 
@@ -67,10 +69,15 @@ var errStopped = errors.New("coordinator stopped")
 
 // rebalanceOne reshards job if it still wants a rebalance: this peer leads it, no resharding is flagged or
 // held back for a recheck, and its sharding is still valid but not the strategy's. A job that now needs more
-// (an owner gone) is flagged by the flag loop instead.
+// (an owner gone) is flagged by the flag loop instead; one whose sharding nodes are being read is looked at
+// again later.
 func (c *Coordinator) rebalanceOne(job string) {
 	snap := c.reg.Job(job)
-	if snap == nil || snap.Necessary || !snap.ItemsSettled || !c.reg.IsLeader(job) || c.recheckPending(job) {
+	if snap == nil || snap.Necessary || !c.reg.IsLeader(job) || c.recheckPending(job) {
+		return
+	}
+	if !snap.ItemsSettled {
+		c.queueRebalance(job)
 		return
 	}
 	peers, _ := c.reg.LivePeers()
@@ -82,14 +89,11 @@ func (c *Coordinator) rebalanceOne(job string) {
 	default:
 		return
 	}
-	if c.cfg.Firing != nil && c.cfg.Firing(job) {
-		c.queueRebalance(job) // after the fire: its sharding is valid meanwhile
-		return
-	}
 	if c.reshardDirectly(job) {
 		return
 	}
-	// an item runs: flagged, and resharded once it ends (its fires go on with the sharding they have)
+	// an item runs, or a fire of the job is near (a job firing every few seconds always is): flagged, and
+	// resharded once the item ends or by the fire (its fires go on with the sharding they have meanwhile)
 	c.mu.Lock()
 	c.rebalancing[job] = true
 	c.mu.Unlock()
@@ -98,7 +102,10 @@ func (c *Coordinator) rebalanceOne(job string) {
 		delete(c.rebalancing, job)
 		c.mu.Unlock()
 	}()
-	if _, err := c.reg.SetNecessary(job); err != nil {
+	ctx, cancel := context.WithTimeout(c.base, directWait)
+	defer cancel()
+	err := c.flagOnce(ctx, job, func(s *cluster.JobSnapshot) bool { return c.assess(s, peers) == Rebalance })
+	if err != nil && !errors.Is(err, errFlagged) {
 		c.log.Warn("could not flag a rebalance", "job", job, "err", err)
 		c.queueCheck(job) // looked at again by the flag loop, which flags it or queues it here
 		return
