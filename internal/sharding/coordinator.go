@@ -58,6 +58,9 @@ type CoordinatorConfig struct {
 	// Firing, if set, reports whether a fire of the job may be deciding or beginning its items on some peer
 	// now (dispatch.Scheduler.Firing): a resharding not made by a fire waits until it is not (direct.go).
 	Firing func(job string) bool
+	// CommitSettle is how long after resharding a job a resharding that is not a fire's waits (default
+	// commitSettle; negative: not at all).
+	CommitSettle time.Duration
 	// FireLead and ReshardWait are the executors' (dispatch.ExecutorConfig): how long before its time a fire is
 	// handed off, and how long a fire waits for its job's sharding (default 30 s). A resharding at a held fire
 	// uses them to tell which instances hold the fire (Holders, RecheckAt).
@@ -101,6 +104,8 @@ type Coordinator struct {
 	rebalancing   map[string]bool
 	rebalanceWake chan struct{}
 	urgent        atomic.Int32
+	// commits holds when this peer last resharded each job, for commitSettle (direct.go)
+	commits recentCommits
 
 	stop chan struct{}
 	// base is cancelled when the coordinator stops: the reshardings it starts on its own run within it
@@ -134,6 +139,9 @@ func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
 	}
 	if cfg.ReshardWait <= 0 {
 		cfg.ReshardWait = 30 * time.Second
+	}
+	if cfg.CommitSettle == 0 {
+		cfg.CommitSettle = commitSettle
 	}
 	base, cancelBase := context.WithCancel(context.Background())
 	return &Coordinator{
@@ -535,7 +543,7 @@ func (c *Coordinator) reshard(ctx context.Context, job string, m reshardMode) er
 			return err
 		}
 		owners := Owners(strategy(candidates, job, total), total)
-		if m != reshardWait && c.cfg.Firing != nil && c.cfg.Firing(job) {
+		if m != reshardWait && c.nearAFire(job) {
 			return errFiring
 		}
 		if m != reshardDirect {
@@ -562,6 +570,7 @@ func (c *Coordinator) reshard(ctx context.Context, job string, m reshardMode) er
 		}
 		took := c.clk.Since(start)
 		c.cfg.Observer.Resharded(job, total, took)
+		c.commits.add(job, c.clk.Now())
 		c.log.Info("resharded", "job", job, "items", total, "instances", len(candidates), "took_ms", took.Milliseconds())
 		// an instance that joined or left while we computed must not be forgotten (one left out for a held
 		// fire is looked at again when recheckLater says)

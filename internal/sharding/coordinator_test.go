@@ -51,7 +51,8 @@ func newNode(t *testing.T, ns, ip string, clk clock.Clock) *node {
 		s.Close()
 		t.Fatal(err)
 	}
-	c := NewCoordinator(CoordinatorConfig{Registry: r, Logger: quiet, Clock: clk, ServerGC: time.Hour, ReconcileTick: time.Hour})
+	c := NewCoordinator(CoordinatorConfig{Registry: r, Logger: quiet, Clock: clk, ServerGC: time.Hour, ReconcileTick: time.Hour,
+		CommitSettle: noSettle})
 	return &node{s: s, r: r, c: c}
 }
 
@@ -242,7 +243,7 @@ func startNodeB(b *testing.B, ns, ip string) *node {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := NewCoordinator(CoordinatorConfig{Registry: r, Logger: quiet, ReconcileTick: time.Hour})
+	c := NewCoordinator(CoordinatorConfig{Registry: r, Logger: quiet, ReconcileTick: time.Hour, CommitSettle: noSettle})
 	if err := r.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -310,7 +311,8 @@ func TestReshardWaitsForAnItemThatBeganDuringItsCommit(t *testing.T) {
 	}
 	waitFor(t, a, "j", "necessary", func(s *cluster.JobSnapshot) bool { return s.Necessary })
 	reg := &beginsDuringCommit{Registry: a.r, t: t, ended: make(chan struct{})}
-	c := NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, Clock: clock.Real{}, ServerGC: time.Hour, ReconcileTick: time.Hour})
+	c := NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, Clock: clock.Real{}, ServerGC: time.Hour, ReconcileTick: time.Hour,
+		CommitSettle: noSettle})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := c.Reshard(ctx, "j"); err != nil {

@@ -26,8 +26,63 @@ import (
 // version, then fails), and neither would run it. Near a fire the job is flagged instead, and the fire
 // reshards it (its peers wait for that, and the resharding gives the items only to instances that hold it).
 
-// errFiring: a fire of the job is near; the resharding is left to it.
+// errFiring: a fire of the job is near, or one held for its last resharding may not have begun its items
+// yet; the resharding is left to the fire.
 var errFiring = errors.New("a fire of the job is near")
+
+// commitSettle is how long after a resharding of a job a resharding that is not a fire's waits: a fire held
+// for the first (its scheduled time passed while its peers waited) decides its items once it is committed and
+// begins them a round trip later, which a loaded ZooKeeper made 5 s; a second commit in between moved an item
+// the fire's peer had decided on, and neither ran it (a restart at 30,000 jobs: the new leader's fire
+// resharded a job, its reconcile flagged it, and the flag's resharding 4 s later gave the item to the
+// restarted peer).
+const commitSettle = 10 * time.Second
+
+// nearAFire reports whether a resharding that is not a fire's must wait: a fire of the job is near (Firing),
+// or the job was resharded here within CommitSettle.
+func (c *Coordinator) nearAFire(job string) bool {
+	if c.cfg.Firing != nil && c.cfg.Firing(job) {
+		return true
+	}
+	return c.cfg.CommitSettle > 0 && c.commits.since(job, c.clk.Now(), c.cfg.CommitSettle)
+}
+
+// recentCommits holds when this peer last resharded each job, for commitSettle: an entry older than that is
+// as good as none, and they are swept once a commitSettle after the map grows past a few jobs, so a restart's
+// thousands of reshardings leave nothing behind.
+type recentCommits struct {
+	mu    sync.Mutex
+	at    map[string]time.Time
+	swept time.Time
+}
+
+func (r *recentCommits) add(job string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at == nil {
+		r.at = map[string]time.Time{}
+	}
+	r.at[job] = now
+	if len(r.at) > 64 && now.Sub(r.swept) > commitSettle {
+		for j, t := range r.at {
+			if now.Sub(t) > commitSettle {
+				delete(r.at, j)
+			}
+		}
+		r.swept = now
+		if len(r.at) == 0 {
+			r.at = nil
+		}
+	}
+}
+
+// since reports whether job was resharded within d before now.
+func (r *recentCommits) since(job string, now time.Time, d time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.at[job]
+	return ok && now.Sub(t) < d
+}
 
 // reshardMode is how a resharding treats running items.
 type reshardMode int

@@ -58,7 +58,8 @@ func TestJobShardedAtCreationIsKeptByItsLeader(t *testing.T) {
 	start := func(ip string) *node {
 		n := startNode(t, ns, ip, clock.Real{})
 		n.c.Stop() // a coordinator that counts its reshardings instead
-		n.c = NewCoordinator(CoordinatorConfig{Registry: n.r, Logger: quiet, Observer: count, ServerGC: time.Hour, ReconcileTick: time.Hour})
+		n.c = NewCoordinator(CoordinatorConfig{Registry: n.r, Logger: quiet, Observer: count, ServerGC: time.Hour, ReconcileTick: time.Hour,
+			CommitSettle: noSettle})
 		if err := n.c.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
