@@ -83,6 +83,10 @@ func waitFor(t *testing.T, n *node, job, what string, cond func(*cluster.JobSnap
 	return snap
 }
 
+// leads: this peer leads the job and its own instance is in its cache (Registered says its create succeeded;
+// the instance's watch event may come later, and a resharding before it finds no available instance).
+func leads(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered && s.Online(s.Me) }
+
 func newJob(t *testing.T, n *node, name string, total int) {
 	t.Helper()
 	cfg := ejserver.DefaultJobConfig()
@@ -96,7 +100,7 @@ func TestResharding(t *testing.T) {
 	ns := zktest.Namespace("coord")
 	a := startNode(t, ns, "10.1.0.1", clock.Real{})
 	newJob(t, a, "j", 5)
-	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
 	b := startNode(t, ns, "10.1.0.2", clock.Real{})
 	waitFor(t, a, "j", "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 })
 	if err := a.c.Reshard(context.Background(), "j"); err != nil {
@@ -119,7 +123,7 @@ func TestLeaderDyingMidReshardingLeavesNoStuckFlag(t *testing.T) {
 	ns := zktest.Namespace("stuck")
 	a := startNode(t, ns, "10.2.0.1", clock.Real{})
 	newJob(t, a, "j", 4)
-	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered && s.Necessary })
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) && s.Necessary })
 	b := startNode(t, ns, "10.2.0.2", clock.Real{})
 	waitFor(t, b, "j", "b registered", func(s *cluster.JobSnapshot) bool { return s.Registered && s.Leader != "" })
 	if err := a.r.BeginResharding("j"); err != nil {

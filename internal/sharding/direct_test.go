@@ -44,17 +44,21 @@ func startCounting(t *testing.T, ns, ip string, firing func(string) bool) (*node
 	return n, reg
 }
 
-// twoOwners makes a the leader of a 2-item job j whose item 1 b owns, and returns b's instance id.
-func twoOwners(t *testing.T, a, b *node) string {
+// twoOwners makes a the leader of a 2-item job j, then starts b (at bIP, in a's namespace ns) and gives it
+// item 1; it returns b and b's instance id. b starts once a leads: started together, either may win the
+// job's election.
+func twoOwners(t *testing.T, a *node, ns, bIP string) (*node, string) {
 	t.Helper()
 	newJob(t, a, "j", 2)
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
+	b := startNode(t, ns, bIP, clock.Real{})
 	bID := b.r.Me().InstanceID
-	waitFor(t, a, "j", "a leads, b registered", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Online(bID) })
+	waitFor(t, a, "j", "b registered", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Online(bID) })
 	if err := a.c.Reshard(context.Background(), "j"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, a, "j", "b owns item 1", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && s.Item(1).Owner == bID })
-	return bID
+	return b, bID
 }
 
 // A job an instance left, with no item running, is resharded by the leader's direct commit: no necessary flag
@@ -64,8 +68,7 @@ func twoOwners(t *testing.T, a, b *node) string {
 func TestAJobAnInstanceLeftIsReshardedWithoutAFlag(t *testing.T) {
 	ns := zktest.Namespace("direct")
 	a, reg := startCounting(t, ns, "10.9.4.1", nil)
-	b := startNode(t, ns, "10.9.4.2", clock.Real{})
-	bID := twoOwners(t, a, b)
+	b, bID := twoOwners(t, a, ns, "10.9.4.2")
 	flags := reg.flags.Load()
 	b.stop()
 	waitFor(t, a, "j", "item 1 resharded to a", func(s *cluster.JobSnapshot) bool {
@@ -82,8 +85,7 @@ func TestAJobAnInstanceLeftIsReshardedWithoutAFlag(t *testing.T) {
 func TestAJobWithAnItemRunningIsFlaggedNotResharded(t *testing.T) {
 	ns := zktest.Namespace("directrun")
 	a, reg := startCounting(t, ns, "10.9.5.1", nil)
-	b := startNode(t, ns, "10.9.5.2", clock.Real{})
-	bID := twoOwners(t, a, b)
+	b, bID := twoOwners(t, a, ns, "10.9.5.2")
 	snap := a.r.Job("j")
 	run := cluster.Running{InstanceID: snap.Me, ExecutionID: "e1", TaskID: "t1", Source: ejserver.SourceNormal, ScheduledAt: time.Unix(100, 0)}
 	if err := a.r.BeginItem("j", 0, snap.Item(0).OwnerVersion, run, false); err != nil {
@@ -118,11 +120,8 @@ func TestAJobWithAnItemRunningIsFlaggedNotResharded(t *testing.T) {
 func TestAReshardingNearAFireIsLeftToTheFire(t *testing.T) {
 	ns := zktest.Namespace("directnear")
 	var firing atomic.Bool
-	firing.Store(true)
 	a, reg := startCounting(t, ns, "10.9.6.1", func(string) bool { return firing.Load() })
-	b := startNode(t, ns, "10.9.6.2", clock.Real{})
-	firing.Store(false)
-	bID := twoOwners(t, a, b)
+	b, bID := twoOwners(t, a, ns, "10.9.6.2")
 	firing.Store(true)
 	b.stop()
 	waitFor(t, a, "j", "flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary && !s.Online(bID) })
@@ -171,7 +170,7 @@ func startBlocked(t *testing.T, ns, ip string, firing func(string) bool) (*node,
 	startRegistry(t, n)
 	t.Cleanup(n.stop)
 	newJob(t, n, "j", 2)
-	waitFor(t, n, "j", "leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	waitFor(t, n, "j", "leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
 	if err := n.c.Reshard(context.Background(), "j"); err != nil { // items to look at for running ones
 		t.Fatal(err)
 	}
@@ -223,7 +222,7 @@ func TestAFlagSetIsRemovedByTheNextCommit(t *testing.T) {
 	startRegistry(t, n)
 	t.Cleanup(n.stop)
 	newJob(t, n, "j", 2)
-	waitFor(t, n, "j", "leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	waitFor(t, n, "j", "leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
 	if err := n.c.Reshard(context.Background(), "j"); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +274,7 @@ func TestAJobAlwaysFiringIsRebalancedByItsFire(t *testing.T) {
 	ns := zktest.Namespace("directfast")
 	a, _ := startCounting(t, ns, "10.9.10.1", func(string) bool { return true })
 	newJob(t, a, "j", 4)
-	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
 	if err := a.c.Reshard(context.Background(), "j"); err != nil {
 		t.Fatal(err)
 	}
@@ -305,8 +304,7 @@ func TestAReshardingRightAfterAnotherIsLeftToAFire(t *testing.T) {
 	}
 	startRegistry(t, a)
 	t.Cleanup(a.stop)
-	b := startNode(t, ns, "10.9.13.2", clock.Real{})
-	bID := twoOwners(t, a, b) // (a is the job's preferred leader with these ids) its last step is a resharding
+	b, bID := twoOwners(t, a, ns, "10.9.13.2") // its last step is a resharding
 	b.stop()
 	waitFor(t, a, "j", "flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary && !s.Online(bID) })
 	if owner := a.r.Job("j").Item(1).Owner; owner != bID {

@@ -62,7 +62,7 @@ func TestALeftOutInstanceGetsItemsAtItsRecheckOnly(t *testing.T) {
 	a := startNode(t, ns, "10.9.1.1", clock.Real{})
 	for _, job := range []string{"j", "k1", "k2"} {
 		newJob(t, a, job, 2)
-		waitFor(t, a, job, "a leads, sharded", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered && shardingSettled(s) })
+		waitFor(t, a, job, "a leads, sharded", func(s *cluster.JobSnapshot) bool { return leads(s) && shardingSettled(s) })
 	}
 	a.c.recheckLater("j", time.Now().Add(time.Hour)) // as a resharding at a held fire that left b out does
 	b := startNode(t, ns, "10.9.1.2", clock.Real{})

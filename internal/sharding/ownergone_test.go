@@ -136,7 +136,7 @@ func threePeers(t *testing.T, ns, url string) (a, b, x *firePeer, ownsOne func(*
 	if _, err := a.r.CreateJob(cfg); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, a.node, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	waitFor(t, a.node, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
 	b = startFirePeer(t, ns, "10.9.0.2")
 	x = startFirePeer(t, ns, "10.9.0.3")
 	waitFor(t, a.node, "j", "b and x registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 3 })
@@ -242,7 +242,7 @@ func TestAJobReshardedAtAFireIsNotFlaggedAgain(t *testing.T) {
 	if _, err := a.r.CreateJob(cfg); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
 	b := newNode(t, ns, "10.8.0.2", clock.Real{})
 	startRegistry(t, b)
 	waitFor(t, a, "j", "b registered", func(s *cluster.JobSnapshot) bool { return len(s.Instances) == 2 })

@@ -19,7 +19,7 @@ func TestAJoinedInstanceWaitsForUrgentReshardings(t *testing.T) {
 	ns := zktest.Namespace("rebalance")
 	a := startNode(t, ns, "10.9.3.1", clock.Real{})
 	newJob(t, a, "j", 4)
-	waitFor(t, a, "j", "a leads, sharded", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered && shardingSettled(s) })
+	waitFor(t, a, "j", "a leads, sharded", func(s *cluster.JobSnapshot) bool { return leads(s) && shardingSettled(s) })
 	a.c.urgent.Add(1) // as a fire's resharding under way
 	b := startNode(t, ns, "10.9.3.2", clock.Real{})
 	bID := b.r.Me().InstanceID
@@ -52,7 +52,7 @@ func TestAReshardingWithoutAHeldFireLeavesOutAnInstanceJustRegistered(t *testing
 	t.Cleanup(a.stop)
 	a.c.cfg.ReshardWait = time.Second
 	newJob(t, a, "j", 2)
-	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return s.IsLeader() && s.Registered })
+	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
 	x := startNode(t, ns, "10.9.2.2", clock.Real{})
 	xID := x.r.Me().InstanceID
 	waitFor(t, a, "j", "x registered", func(s *cluster.JobSnapshot) bool { return s.Online(xID) })
