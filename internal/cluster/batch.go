@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -56,6 +57,9 @@ type batcher struct {
 	wake    chan struct{}
 	closed  bool
 	wg      sync.WaitGroup
+	// refused counts the groups failed by one of their own ops: each made every group batched with it wait
+	// for one more multi.
+	refused atomic.Int64
 }
 
 func newBatcher(s *Session) *batcher {
@@ -191,6 +195,7 @@ func (b *batcher) send(batch []*group) {
 			if bad < i+len(g.ops) {
 				k := bad - i
 				g.err = &OpError{Op: k, Path: opPath(g.ops[k]), Err: opIdx}
+				b.refused.Add(1)
 				g.finish()
 				batch = append(batch[:gi:gi], batch[gi+1:]...)
 				break

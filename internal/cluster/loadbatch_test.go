@@ -84,7 +84,8 @@ func TestJobsReadTogether(t *testing.T) {
 		names, first = append(names, name), append(first, i%2 == 0)
 	}
 	for _, name := range names {
-		waitJob(t, a, name, "registration", func(s *JobSnapshot) bool { return s.Registered && s.Settled })
+		// and its leadership: a campaign runs on its own goroutine, and its reads would be counted below
+		waitJob(t, a, name, "registration", func(s *JobSnapshot) bool { return s.Registered && s.Settled && s.IsLeader() })
 	}
 	base := a.s.reads.totals()
 	rds, bulk, err := a.r.readJobsBulk(names, first)
