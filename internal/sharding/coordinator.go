@@ -58,8 +58,8 @@ type CoordinatorConfig struct {
 	// Firing, if set, reports whether a fire of the job may be deciding or beginning its items on some peer
 	// now (dispatch.Scheduler.Firing): a resharding not made by a fire waits until it is not (direct.go).
 	Firing func(job string) bool
-	// CommitSettle is how long after resharding a job a resharding that is not a fire's waits (default
-	// commitSettle; negative: not at all).
+	// CommitSettle is how long after the job's owners last changed (as this peer saw them) a resharding that
+	// is not a fire's waits (default commitSettle; negative: not at all).
 	CommitSettle time.Duration
 	// FireLead and ReshardWait are the executors' (dispatch.ExecutorConfig): how long before its time a fire is
 	// handed off, and how long a fire waits for its job's sharding (default 30 s). A resharding at a held fire
@@ -104,8 +104,6 @@ type Coordinator struct {
 	rebalancing   map[string]bool
 	rebalanceWake chan struct{}
 	urgent        atomic.Int32
-	// commits holds when this peer last resharded each job, for commitSettle (direct.go)
-	commits recentCommits
 
 	stop chan struct{}
 	// base is cancelled when the coordinator stops: the reshardings it starts on its own run within it
@@ -543,7 +541,7 @@ func (c *Coordinator) reshard(ctx context.Context, job string, m reshardMode) er
 			return err
 		}
 		owners := Owners(strategy(candidates, job, total), total)
-		if m != reshardWait && c.nearAFire(job) {
+		if m != reshardWait && c.nearAFire(snap) {
 			return errFiring
 		}
 		if m != reshardDirect {
@@ -570,7 +568,6 @@ func (c *Coordinator) reshard(ctx context.Context, job string, m reshardMode) er
 		}
 		took := c.clk.Since(start)
 		c.cfg.Observer.Resharded(job, total, took)
-		c.commits.add(job, c.clk.Now())
 		c.log.Info("resharded", "job", job, "items", total, "instances", len(candidates), "took_ms", took.Milliseconds())
 		// an instance that joined or left while we computed must not be forgotten (one left out for a held
 		// fire is looked at again when recheckLater says)

@@ -39,49 +39,13 @@ var errFiring = errors.New("a fire of the job is near")
 const commitSettle = 10 * time.Second
 
 // nearAFire reports whether a resharding that is not a fire's must wait: a fire of the job is near (Firing),
-// or the job was resharded here within CommitSettle.
-func (c *Coordinator) nearAFire(job string) bool {
-	if c.cfg.Firing != nil && c.cfg.Firing(job) {
+// or this peer saw the job's owners change within CommitSettle (snap.OwnersChangedAt: its own commit, applied
+// to its cache as it is made, or another leader's, read; the registry and the coordinator share a peer's clock).
+func (c *Coordinator) nearAFire(snap *cluster.JobSnapshot) bool {
+	if c.cfg.Firing != nil && c.cfg.Firing(snap.Name) {
 		return true
 	}
-	return c.cfg.CommitSettle > 0 && c.commits.since(job, c.clk.Now(), c.cfg.CommitSettle)
-}
-
-// recentCommits holds when this peer last resharded each job, for commitSettle: an entry older than that is
-// as good as none, and they are swept once a commitSettle after the map grows past a few jobs, so a restart's
-// thousands of reshardings leave nothing behind.
-type recentCommits struct {
-	mu    sync.Mutex
-	at    map[string]time.Time
-	swept time.Time
-}
-
-func (r *recentCommits) add(job string, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.at == nil {
-		r.at = map[string]time.Time{}
-	}
-	r.at[job] = now
-	if len(r.at) > 64 && now.Sub(r.swept) > commitSettle {
-		for j, t := range r.at {
-			if now.Sub(t) > commitSettle {
-				delete(r.at, j)
-			}
-		}
-		r.swept = now
-		if len(r.at) == 0 {
-			r.at = nil
-		}
-	}
-}
-
-// since reports whether job was resharded within d before now.
-func (r *recentCommits) since(job string, now time.Time, d time.Duration) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t, ok := r.at[job]
-	return ok && now.Sub(t) < d
+	return c.cfg.CommitSettle > 0 && !snap.OwnersChangedAt.IsZero() && c.clk.Since(snap.OwnersChangedAt) < c.cfg.CommitSettle
 }
 
 // reshardMode is how a resharding treats running items.

@@ -29,13 +29,14 @@ func (r *flagCounting) SetNecessary(job string) (bool, error) {
 	return r.Registry.SetNecessary(job)
 }
 
-// startCounting starts a node whose coordinator counts its flags; firing, if not nil, is its Firing.
-func startCounting(t *testing.T, ns, ip string, firing func(string) bool) (*node, *flagCounting) {
+// startCounting starts a node whose coordinator counts its flags; firing, if not nil, is its Firing, and settle
+// its CommitSettle.
+func startCounting(t *testing.T, ns, ip string, firing func(string) bool, settle time.Duration) (*node, *flagCounting) {
 	t.Helper()
 	n := newNode(t, ns, ip, clock.Real{})
 	reg := &flagCounting{Registry: n.r}
 	n.c = NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, ServerGC: time.Hour, ReconcileTick: time.Hour,
-		Firing: firing, CommitSettle: noSettle})
+		Firing: firing, CommitSettle: settle})
 	if err := n.c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func twoOwners(t *testing.T, a *node, ns, bIP string) (*node, string) {
 // while a stopped peer's thousands of jobs waited.
 func TestAJobAnInstanceLeftIsReshardedWithoutAFlag(t *testing.T) {
 	ns := zktest.Namespace("direct")
-	a, reg := startCounting(t, ns, "10.9.4.1", nil)
+	a, reg := startCounting(t, ns, "10.9.4.1", nil, noSettle)
 	b, bID := twoOwners(t, a, ns, "10.9.4.2")
 	flags := reg.flags.Load()
 	b.stop()
@@ -84,7 +85,7 @@ func TestAJobAnInstanceLeftIsReshardedWithoutAFlag(t *testing.T) {
 // reshards while an item runs).
 func TestAJobWithAnItemRunningIsFlaggedNotResharded(t *testing.T) {
 	ns := zktest.Namespace("directrun")
-	a, reg := startCounting(t, ns, "10.9.5.1", nil)
+	a, reg := startCounting(t, ns, "10.9.5.1", nil, noSettle)
 	b, bID := twoOwners(t, a, ns, "10.9.5.2")
 	snap := a.r.Job("j")
 	run := cluster.Running{InstanceID: snap.Me, ExecutionID: "e1", TaskID: "t1", Source: ejserver.SourceNormal, ScheduledAt: time.Unix(100, 0)}
@@ -120,16 +121,23 @@ func TestAJobWithAnItemRunningIsFlaggedNotResharded(t *testing.T) {
 func TestAReshardingNearAFireIsLeftToTheFire(t *testing.T) {
 	ns := zktest.Namespace("directnear")
 	var firing atomic.Bool
-	a, reg := startCounting(t, ns, "10.9.6.1", func(string) bool { return firing.Load() })
+	a, reg := startCounting(t, ns, "10.9.6.1", func(string) bool { return firing.Load() }, noSettle)
 	b, bID := twoOwners(t, a, ns, "10.9.6.2")
 	firing.Store(true)
 	b.stop()
+	leftToTheFire(t, a, reg, bID, "near a fire")
+}
+
+// leftToTheFire checks that the leader a flagged job j when b's instance bID left, without resharding item 1
+// away from b (why: when), and that the fire's resharding (a.c.Reshard) then gives item 1 to a.
+func leftToTheFire(t *testing.T, a *node, reg *flagCounting, bID, when string) {
+	t.Helper()
 	waitFor(t, a, "j", "flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary && !s.Online(bID) })
 	if reg.flags.Load() == 0 {
 		t.Fatal("flagged by another than the leader's coordinator")
 	}
 	if owner := a.r.Job("j").Item(1).Owner; owner != bID {
-		t.Fatalf("item 1 resharded to %s near a fire", owner)
+		t.Fatalf("item 1 resharded to %s %s", owner, when)
 	}
 	if err := a.c.Reshard(context.Background(), "j"); err != nil { // the fire
 		t.Fatal(err)
@@ -272,7 +280,7 @@ func TestNoFlagIsSetWhileAReshardingRuns(t *testing.T) {
 // forever, and the instance that joined never got an item.
 func TestAJobAlwaysFiringIsRebalancedByItsFire(t *testing.T) {
 	ns := zktest.Namespace("directfast")
-	a, _ := startCounting(t, ns, "10.9.10.1", func(string) bool { return true })
+	a, _ := startCounting(t, ns, "10.9.10.1", func(string) bool { return true }, noSettle)
 	newJob(t, a, "j", 4)
 	waitFor(t, a, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
 	if err := a.c.Reshard(context.Background(), "j"); err != nil {
@@ -295,25 +303,8 @@ func TestAJobAlwaysFiringIsRebalancedByItsFire(t *testing.T) {
 // second commit in between could move an item the fire's peer had decided on, which neither peer then ran.
 func TestAReshardingRightAfterAnotherIsLeftToAFire(t *testing.T) {
 	ns := zktest.Namespace("settle")
-	a := newNode(t, ns, "10.9.13.1", clock.Real{})
-	reg := &flagCounting{Registry: a.r}
-	a.c = NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, ServerGC: time.Hour, ReconcileTick: time.Hour,
-		CommitSettle: time.Hour})
-	if err := a.c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	startRegistry(t, a)
-	t.Cleanup(a.stop)
+	a, reg := startCounting(t, ns, "10.9.13.1", nil, time.Hour)
 	b, bID := twoOwners(t, a, ns, "10.9.13.2") // its last step is a resharding
 	b.stop()
-	waitFor(t, a, "j", "flagged", func(s *cluster.JobSnapshot) bool { return s.Necessary && !s.Online(bID) })
-	if owner := a.r.Job("j").Item(1).Owner; owner != bID {
-		t.Fatalf("item 1 resharded to %s right after the last resharding", owner)
-	}
-	if err := a.c.Reshard(context.Background(), "j"); err != nil { // the fire
-		t.Fatal(err)
-	}
-	waitFor(t, a, "j", "resharded by the fire", func(s *cluster.JobSnapshot) bool {
-		return shardingSettled(s) && s.Item(1).Owner == s.Me
-	})
+	leftToTheFire(t, a, reg, bID, "right after the last resharding")
 }
