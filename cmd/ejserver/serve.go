@@ -333,6 +333,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			Leaderships:     reg.Leaderships,
 			ScheduledJobs:   func() int { return sched.Len() },
 			GCBetweenBursts: collector.Collections,
+			RegistryBacklog: reg.ReadsWaiting,
 		}})
 	alerting := newAlerts(c, reg, urlChecker{allow}.CheckURL, clk, log)
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,

@@ -102,10 +102,7 @@ func (r *Registry) readJobsBulk(jobs []string, first []bool) (rds []jobRead, bul
 	}
 	at[len(jobs)] = len(ops)
 	res, err := r.multiReadChunked(ops)
-	if errors.Is(err, zk.ErrUnimplemented) {
-		if !r.noMultiRead.Swap(true) {
-			r.log.Warn("ZooKeeper does not speak multiRead (3.6+): reading every job's nodes one by one")
-		}
+	if r.multiReadRefused(err) {
 		return nil, nil, nil
 	}
 	if err != nil {
@@ -127,6 +124,18 @@ func (r *Registry) readJobsBulk(jobs []string, first []bool) (rds []jobRead, bul
 		apply[k](x)
 	}
 	return rds, bulk, nil
+}
+
+// multiReadRefused reports whether err is a server's refusal of multiRead (before 3.6), and remembers it: the
+// registry reads node by node from then on.
+func (r *Registry) multiReadRefused(err error) bool {
+	if !errors.Is(err, zk.ErrUnimplemented) {
+		return false
+	}
+	if !r.noMultiRead.Swap(true) {
+		r.log.Warn("ZooKeeper does not speak multiRead (3.6+): reading every job's nodes one by one")
+	}
+	return true
 }
 
 // multiReadChunked sends ops in multiRead requests of up to bulkChunk reads, at once, and returns their

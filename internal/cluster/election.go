@@ -306,6 +306,13 @@ func (r *Registry) Leaderships() int {
 	return int(r.leads.n.Load())
 }
 
+// ReadsWaiting is how many of the registry's reads wait for a worker, by lane (see urgent in settled.go):
+// a peer that falls behind ZooKeeper's events shows it here first.
+func (r *Registry) ReadsWaiting() (urgent, batched, other int) {
+	b := r.w.backlog()
+	return b.Urgent, b.Batched, b.Other
+}
+
 // leaderGuard returns a multi op that fails unless this session still holds the job's leader node, from
 // the registry's cache (no read): a deposed leader's write then fails instead of landing. The owning session
 // is compared too, because a new leader's node has the same data version as the one it replaced.

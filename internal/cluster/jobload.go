@@ -634,26 +634,42 @@ func (r *Registry) refreshSharding(e *jobEntry) error {
 
 // refreshItem reads one of sharding/{i}/instance, disabled or failover, with a watch.
 func (r *Registry) refreshItem(e *jobEntry, kind refreshKind, i int) error {
-	var owner, failoverTo string
+	var value string
 	version := int32(-1)
 	var present bool
 	var err error
 	switch kind {
-	case kindItemInstance:
-		owner, version, present, err = r.readData(r.p.ItemNode(e.name, i, NodeInstance))
+	case kindItemInstance, kindItemFailover:
+		value, version, present, err = r.readData(r.p.ItemNode(e.name, i, itemNodeOf(kind)))
 	case kindItemDisabled:
 		present, err = r.readExists(r.p.ItemNode(e.name, i, NodeDisabled))
-	case kindItemFailover:
-		failoverTo, _, present, err = r.readData(r.p.ItemNode(e.name, i, NodeFailover))
 	}
 	if err != nil {
 		return err
 	}
+	r.applyItem(e, kind, i, value, version, present)
+	return nil
+}
+
+// itemNodeOf names the item's node a refresh of kind reads.
+func itemNodeOf(kind refreshKind) string {
+	switch kind {
+	case kindItemDisabled:
+		return NodeDisabled
+	case kindItemFailover:
+		return NodeFailover
+	}
+	return NodeInstance
+}
+
+// applyItem applies what a read of item i's node of kind found: its trimmed data value and data version (-1
+// when absent), and whether it is present.
+func (r *Registry) applyItem(e *jobEntry, kind refreshKind, i int, value string, version int32, present bool) {
 	e.mu.Lock()
 	it := e.st.items.get(i)
 	if it == nil {
 		e.mu.Unlock()
-		return nil // the item was removed by a resharding
+		return // the item was removed by a resharding
 	}
 	before := *it
 	switch kind {
@@ -661,11 +677,11 @@ func (r *Registry) refreshItem(e *jobEntry, kind refreshKind, i int) error {
 		if it.OwnerVersion >= 0 && it.OwnerVersion != version {
 			e.st.ownersChangedAt = r.clk.Now()
 		}
-		it.Owner, it.OwnerVersion = owner, version
+		it.Owner, it.OwnerVersion = value, version
 	case kindItemDisabled:
 		it.Disabled = present
 	case kindItemFailover:
-		it.FailoverTo = failoverTo
+		it.FailoverTo = value
 	}
 	changed := before != *it
 	if changed {
@@ -675,7 +691,6 @@ func (r *Registry) refreshItem(e *jobEntry, kind refreshKind, i int) error {
 	if changed {
 		r.emit([]Event{{Kind: ItemsChanged, Job: e.name}})
 	}
-	return nil
 }
 
 // readItems reads (and watches) the instance, disabled and failover nodes of the items at once.

@@ -18,6 +18,12 @@ import (
 // startPeerAt starts a peer on the ZooKeeper at addr, watching node by node when oneShot.
 func startPeerAt(t *testing.T, addr, ns, id, ip string, oneShot bool) *peer {
 	t.Helper()
+	return startPeerWorkers(t, addr, ns, id, ip, oneShot, 0)
+}
+
+// startPeerWorkers is startPeerAt with the registry's refresh workers (0: the default).
+func startPeerWorkers(t *testing.T, addr, ns, id, ip string, oneShot bool, workers int) *peer {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -26,7 +32,7 @@ func startPeerAt(t *testing.T, addr, ns, id, ip string, oneShot bool) *peer {
 		t.Fatal(err)
 	}
 	r, err := NewRegistry(s, RegistryConfig{Namespace: ns, Identity: Identity{InstanceID: id, ServerIP: ip}, Logger: log,
-		OneShotWatches: oneShot})
+		OneShotWatches: oneShot, Workers: workers})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestRefresherRunsLoadsInBatchesFirst: the loads a registration queued are handed out up to batchMax at a
+// TestRefresherRunsLoadsInBatchesFirst: the loads a registration queued are handed out up to their lane's max at a
 // time, after the urgent keys and before the other keys queued before them; a key that fails in a batch is
 // run again, a key kicked while its batch runs runs once more, and the workers exit at stop.
 func TestRefresherRunsLoadsInBatchesFirst(t *testing.T) {
@@ -30,9 +30,8 @@ func TestRefresherRunsLoadsInBatchesFirst(t *testing.T) {
 		return nil
 	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
 	w.urgent = func(k refreshKey) bool { return k.kind == kindItemInstance }
-	w.batchOf = func(k refreshKey) bool { return k.kind == kindLoad }
-	w.batchMax = 64
-	w.batch = func(keys []refreshKey) []error {
+	w.batches[laneLoads] = batchLane{of: func(k refreshKey) bool { return k.kind == kindLoad }, max: 64}
+	w.batches[laneLoads].run = func(keys []refreshKey) []error {
 		mu.Lock()
 		defer mu.Unlock()
 		order = append(order, fmt.Sprintf("batch %d", len(keys)))
@@ -124,9 +123,8 @@ func TestRefresherLoadedWhileOthersRun(t *testing.T) {
 		return nil
 	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
 	w.loadingOf = startsWith
-	w.batchOf = func(k refreshKey) bool { return k.kind == kindLoad }
-	w.batchMax = loadBatch
-	w.batch = func(keys []refreshKey) []error { return make([]error, len(keys)) }
+	w.batches[laneLoads] = batchLane{of: func(k refreshKey) bool { return k.kind == kindLoad }, max: loadBatch,
+		run: func(keys []refreshKey) []error { return make([]error, len(keys)) }}
 	w.kick(refreshKey{kind: kindRegister, job: "x"})
 	w.kick(refreshKey{kind: kindJobs})
 	for i := range 10 {

@@ -1,8 +1,12 @@
 package cluster
 
 import (
+	"cmp"
+	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +42,18 @@ const (
 	lastKind = kindCampaignLate // the tests classify every kind up to here
 )
 
+// kindNames are the kinds' names in logs (index: the kind).
+var kindNames = [lastKind + 1]string{"", "jobs", "peer", "load", "config", "instances", "servers", "server", "leader",
+	"necessary", "failover_items", "trigger", "sharding", "item_instance", "item_disabled", "item_failover", "register",
+	"campaign", "peers", "presence", "report", "campaign_late"}
+
+func (k refreshKind) String() string {
+	if k > lastKind {
+		return "unknown"
+	}
+	return kindNames[k]
+}
+
 // stateKeep is the size of the refresher's index under which it is kept as it is (see peak).
 const stateKeep = 1024
 
@@ -47,6 +63,25 @@ const stateKeep = 1024
 // while refreshes keep coming. Copying the live keys when a quarter of the peak is left costs O(keys) once
 // per peak: amortised, O(1) a key.
 const stateShrink = 4
+
+// lane is where a waiting key queues: workers take keys from the first non-empty lane, in this order.
+type lane uint8
+
+const (
+	laneFront  lane = iota // the few keys every other wait on (front in settled.go)
+	laneItems              // urgent reads of items' nodes, read together (itembatch.go)
+	laneUrgent             // the other urgent keys (urgent in settled.go, kickUrgent)
+	laneLoads              // jobs' loads, read together (loadbatch.go)
+	laneOther
+	lanes
+)
+
+// batchLane selects the keys of a lane that workers take together and runs them.
+type batchLane struct {
+	of  func(k refreshKey) bool
+	run func(keys []refreshKey) (errs []error)
+	max int
+}
 
 // refreshKey identifies one refresh; equal keys coalesce.
 type refreshKey struct {
@@ -67,13 +102,11 @@ type refresher struct {
 	workers int
 	// pending is told when a key of a job is queued (+1) and when it is done (-1).
 	pending func(k refreshKey, delta int)
-	// urgent keys are run before the others (see urgent in settled.go)
-	urgent func(k refreshKey) bool
-	// batch, when set, runs the keys batchOf selects up to batchMax at once, after the urgent keys and
-	// before the others; errs[i] is keys[i]'s outcome (loadbatch.go)
-	batch    func(keys []refreshKey) (errs []error)
-	batchOf  func(k refreshKey) bool
-	batchMax int
+	// urgent keys are run before the others (see urgent in settled.go), front keys before all
+	urgent, front func(k refreshKey) bool
+	// batches are the lanes whose keys a worker takes together (laneItems, laneLoads): of selects a lane's
+	// keys, run runs up to max of them at once (errs[i] is keys[i]'s outcome); a lane without run is not used
+	batches [lanes]batchLane
 	// loadingOf selects the keys a starting registry waits for (the listings and the loads): loading counts
 	// those queued or running, and loadedC is closed each time it drops to zero
 	loadingOf func(k refreshKey) bool
@@ -83,9 +116,7 @@ type refresher struct {
 	// peak is state's largest size since it was last made: a Go map keeps the buckets of its peak, and a
 	// registration of 100,000 jobs queues hundreds of thousands of keys that stay idle afterwards (shrinkLocked).
 	peak   int
-	queue  []refreshKey
-	first  []refreshKey // the urgent keys, run before queue's
-	batchQ []refreshKey // the keys batch runs, after first's and before queue's
+	lanes  [lanes][]refreshKey // the waiting keys, taken from the first non-empty lane
 	signal chan struct{}
 	idleC  chan struct{}
 	// loading and loadedC: see loadingOf
@@ -100,6 +131,7 @@ func newRefresher(workers int, run func(refreshKey) error, log *slog.Logger, clk
 		state: make(map[refreshKey]bool), signal: make(chan struct{}, 1), idleC: make(chan struct{}),
 		loadedC: make(chan struct{}),
 		pending: func(refreshKey, int) {}, urgent: func(refreshKey) bool { return false },
+		front:     func(refreshKey) bool { return false },
 		loadingOf: func(refreshKey) bool { return false },
 	}
 }
@@ -109,6 +141,40 @@ func (w *refresher) start() {
 		w.wg.Add(1)
 		go w.worker()
 	}
+	w.wg.Add(1)
+	go w.logBacklog()
+}
+
+// backlogLogAt is the waiting refreshes from which the refresher logs them by kind, every backlogLogEvery: a
+// peer that far behind (a restart or a burst of registrations at 100,000 jobs) tells which reads hold it.
+const (
+	backlogLogAt    = 10_000
+	backlogLogEvery = 10 * time.Second
+)
+
+func (w *refresher) logBacklog() {
+	defer w.wg.Done()
+	for clock.Sleep(w.clk, backlogLogEvery, w.stop) {
+		if b := w.backlog(); b.Total() >= backlogLogAt {
+			urgent, other := w.queuedByKind()
+			w.log.Info("registry reads behind", "waiting", b.Total(), "urgent", countsByKind(urgent),
+				"others", countsByKind(other))
+		}
+	}
+}
+
+// countsByKind writes counts as "kind=n ...", the largest first.
+func countsByKind(counts map[refreshKind]int) string {
+	kinds := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(kinds, func(a, b refreshKind) int { return cmp.Or(counts[b]-counts[a], int(a)-int(b)) })
+	var sb strings.Builder
+	for i, k := range kinds {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		fmt.Fprintf(&sb, "%s=%d", k, counts[k])
+	}
+	return sb.String()
 }
 
 // wait returns once the workers have exited (after stop closes).
@@ -143,21 +209,74 @@ func (w *refresher) push(k refreshKey) {
 	w.pushFirst(k, false)
 }
 
-// pushFirst queues k: among the urgent keys when first or urgent(k), else by its kind.
+// pushFirst queues k in its lane: the front lane when front(k), a batched lane that selects it, else the
+// urgent keys' when first or urgent(k), else the others'.
 func (w *refresher) pushFirst(k refreshKey, first bool) {
 	w.mu.Lock()
-	if first || w.urgent(k) {
-		w.first = append(w.first, k)
-	} else if w.batch != nil && w.batchOf(k) {
-		w.batchQ = append(w.batchQ, k)
-	} else {
-		w.queue = append(w.queue, k)
-	}
+	l := w.laneOf(k, first)
+	w.lanes[l] = append(w.lanes[l], k)
 	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
 	default:
 	}
+}
+
+func (w *refresher) laneOf(k refreshKey, first bool) lane {
+	switch b := &w.batches; {
+	case w.front(k):
+		return laneFront
+	case b[laneItems].run != nil && b[laneItems].of(k):
+		return laneItems
+	case first || w.urgent(k):
+		return laneUrgent
+	case b[laneLoads].run != nil && b[laneLoads].of(k):
+		return laneLoads
+	}
+	return laneOther
+}
+
+// waitingLocked is the number of keys waiting in all lanes.
+func (w *refresher) waitingLocked() int {
+	n := 0
+	for _, q := range w.lanes {
+		n += len(q)
+	}
+	return n
+}
+
+// Backlog is how many refreshes wait in the refresher's lanes (not those running): Urgent, the urgent keys
+// (the front lane's and items' reads included), Batched, the loads, Other, the rest.
+type Backlog struct {
+	Urgent, Batched, Other int
+}
+
+// Total is the refreshes waiting in all lanes.
+func (b Backlog) Total() int { return b.Urgent + b.Batched + b.Other }
+
+func (w *refresher) backlog() Backlog {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return Backlog{Urgent: len(w.lanes[laneFront]) + len(w.lanes[laneItems]) + len(w.lanes[laneUrgent]),
+		Batched: len(w.lanes[laneLoads]),
+		Other: len(w.lanes[laneOther])}
+}
+
+// queuedByKind counts the waiting refreshes of each kind, urgent and not (O(waiting), under the lock).
+func (w *refresher) queuedByKind() (urgent, other map[refreshKind]int) {
+	urgent, other = map[refreshKind]int{}, map[refreshKind]int{}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for l, q := range w.lanes {
+		counts := other
+		if lane(l) <= laneUrgent {
+			counts = urgent
+		}
+		for _, k := range q {
+			counts[k.kind]++
+		}
+	}
+	return urgent, other
 }
 
 func (w *refresher) idle() bool {
@@ -191,7 +310,7 @@ func (w *refresher) worker() {
 	defer w.wg.Done()
 	for {
 		w.mu.Lock()
-		if len(w.queue) == 0 && len(w.first) == 0 && len(w.batchQ) == 0 {
+		if w.waitingLocked() == 0 {
 			w.mu.Unlock()
 			select {
 			case <-w.stop:
@@ -200,30 +319,22 @@ func (w *refresher) worker() {
 				continue
 			}
 		}
-		var k refreshKey
-		var keys []refreshKey
-		switch {
-		case len(w.first) > 0:
-			k, w.first = w.first[0], w.first[1:]
-		case len(w.batchQ) > 0:
-			n := min(len(w.batchQ), max(w.batchMax, 1))
-			keys = append([]refreshKey(nil), w.batchQ[:n]...)
-			w.batchQ = w.batchQ[n:]
-			if len(w.batchQ) == 0 {
-				w.batchQ = nil // let a registration's backlog go
-			}
-		default:
-			k, w.queue = w.queue[0], w.queue[1:]
+		l := lane(0)
+		for len(w.lanes[l]) == 0 {
+			l++
 		}
-		// an emptied queue lets its array go: popping from the front keeps a registration's backlog
-		// (~600,000 keys at 100,000 jobs, 48 bytes each) until appends have walked past its end
-		if len(w.queue) == 0 {
-			w.queue = nil
+		q := w.lanes[l]
+		n := 1
+		if w.batches[l].run != nil {
+			n = min(len(q), max(w.batches[l].max, 1))
 		}
-		if len(w.first) == 0 {
-			w.first = nil
+		keys := append([]refreshKey(nil), q[:n]...)
+		// an emptied lane lets its array go: popping from the front keeps a registration's backlog (~600,000
+		// keys at 100,000 jobs, 48 bytes each) until appends have walked past its end
+		if w.lanes[l] = q[n:]; len(w.lanes[l]) == 0 {
+			w.lanes[l] = nil
 		}
-		if len(w.queue)+len(w.first)+len(w.batchQ) > 0 {
+		if w.waitingLocked() > 0 {
 			select {
 			case w.signal <- struct{}{}: // wake another worker for the rest
 			default:
@@ -231,14 +342,11 @@ func (w *refresher) worker() {
 		}
 		w.mu.Unlock()
 
-		if keys == nil {
-			keys = []refreshKey{k}
-		}
 		var errs []error
-		if len(keys) == 1 && (w.batch == nil || !w.batchOf(keys[0])) {
+		if w.batches[l].run == nil {
 			errs = []error{w.run(keys[0])}
 		} else {
-			errs = w.batch(keys)
+			errs = w.batches[l].run(keys)
 		}
 		var failed []refreshKey
 		for i, k := range keys {

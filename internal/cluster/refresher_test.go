@@ -80,7 +80,7 @@ func TestRefresherLetsAPeakGoWhileBusy(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		w.mu.Lock()
-		left, peak, queue := len(w.state), w.peak, w.queue
+		left, peak, queue := len(w.state), w.peak, w.lanes[laneOther]
 		w.mu.Unlock()
 		if left == 1 {
 			if peak > stateKeep {
@@ -95,5 +95,38 @@ func TestRefresherLetsAPeakGoWhileBusy(t *testing.T) {
 			t.Fatalf("%d keys left", left)
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestRefresherBacklog: the waiting keys are counted by lane and by kind, the kinds named, the largest first.
+func TestRefresherBacklog(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	w := newRefresher(1, func(refreshKey) error { return nil }, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	w.urgent = urgent
+	w.batches[laneLoads] = batchLane{run: func(keys []refreshKey) []error { return make([]error, len(keys)) },
+		of: func(k refreshKey) bool { return k.kind == kindLoad }, max: 8}
+	for i := range 3 {
+		w.kick(refreshKey{kind: kindReport, job: fmt.Sprint(i)})
+		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprint(i)})
+	}
+	w.kick(refreshKey{kind: kindItemInstance, job: "a"})
+	w.kick(refreshKey{kind: kindItemInstance, job: "a"}) // coalesced
+	w.kick(refreshKey{kind: kindServers, job: "a"})
+	w.kickUrgent(refreshKey{kind: kindCampaign, job: "a"})
+	if got, want := w.backlog(), (Backlog{Urgent: 5, Batched: 3, Other: 1}); got != want {
+		t.Fatalf("backlog %+v, want %+v", got, want)
+	}
+	urgentKinds, others := w.queuedByKind()
+	if got, want := countsByKind(urgentKinds), "report=3 item_instance=1 campaign=1"; got != want {
+		t.Errorf("urgent %q, want %q", got, want)
+	}
+	if got, want := countsByKind(others), "load=3 servers=1"; got != want {
+		t.Errorf("others %q, want %q", got, want)
+	}
+	for k := refreshKind(1); k <= lastKind; k++ {
+		if k.String() == "" || k.String() == "unknown" {
+			t.Errorf("kind %d has no name", k)
+		}
 	}
 }

@@ -236,8 +236,9 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r.later.wake, r.later.delay = make(chan struct{}, 1), campaignDelay
 	r.campaigns.slots = make(chan struct{}, campaignsInFlight)
 	r.campaigns.create = func(p string, data []byte) error { return s.create(p, data, zk.FlagEphemeral) }
-	r.w.pending, r.w.urgent = r.pendingDelta, urgent
-	r.w.batch, r.w.batchOf, r.w.batchMax = r.loadJobs, func(k refreshKey) bool { return k.kind == kindLoad }, loadBatch
+	r.w.pending, r.w.urgent, r.w.front = r.pendingDelta, urgent, front
+	r.w.batches[laneItems] = batchLane{of: r.itemReadBatched, run: r.refreshItems, max: itemBatch}
+	r.w.batches[laneLoads] = batchLane{of: func(k refreshKey) bool { return k.kind == kindLoad }, run: r.loadJobs, max: loadBatch}
 	r.w.loadingOf = startsWith
 	return r, nil
 }

@@ -46,6 +46,8 @@ type Sources struct {
 	Leaderships, ScheduledJobs func() int
 	// GCBetweenBursts: dispatch.Collector's Collections.
 	GCBetweenBursts func() int64
+	// RegistryBacklog: cluster.Registry's ReadsWaiting, by lane.
+	RegistryBacklog func() (urgent, batched, other int)
 }
 
 // Label values of outcome.

@@ -364,8 +364,12 @@ func TestSources(t *testing.T) {
 		Leaderships:     func() int { return 42 },
 		ScheduledJobs:   func() int { return 10000 },
 		GCBetweenBursts: func() int64 { return 9 },
+		RegistryBacklog: func() (int, int, int) { return 12, 0, 30000 },
 	}})
 	fams := gather(t, m)
+	for lane, v := range map[string]float64{"urgent": 12, "batched": 0, "other": 30000} {
+		want(t, fams, "ejserver_registry_reads_waiting", l("lane", lane), v)
+	}
 	for _, tt := range []struct {
 		name string
 		typ  dto.MetricType
@@ -410,6 +414,7 @@ func TestNilSourcesSkipped(t *testing.T) {
 		"ejserver_zookeeper_session_up", "ejserver_zookeeper_lease_valid",
 		"ejserver_zookeeper_reconnects_total", "ejserver_zookeeper_session_expirations_total",
 		"ejserver_leaderships", "ejserver_scheduled_jobs", "ejserver_gc_between_bursts_total",
+		"ejserver_registry_reads_waiting",
 	}
 	t.Run("none", func(t *testing.T) {
 		t.Parallel()

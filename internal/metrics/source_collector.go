@@ -9,6 +9,8 @@ type sourceCollector struct {
 	history func() (backlog, written, dropped, failures int64)
 	// history's four series, in the order of its results
 	historyDescs [4]*prometheus.Desc
+	backlog      func() (urgent, batched, other int)
+	backlogDesc  *prometheus.Desc // its lane label: urgent, batched, other
 }
 
 // scrapeMetric is one series read from one func.
@@ -20,7 +22,7 @@ type scrapeMetric struct {
 
 // newSourceCollector returns nil when no source is set.
 func newSourceCollector(s Sources) *sourceCollector {
-	c := &sourceCollector{history: s.HistoryStats}
+	c := &sourceCollector{history: s.HistoryStats, backlog: s.RegistryBacklog}
 	gauge := func(name, help string, f func() float64) {
 		c.metrics = append(c.metrics, scrapeMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, f})
 	}
@@ -65,7 +67,12 @@ func newSourceCollector(s Sources) *sourceCollector {
 			prometheus.NewDesc("ejserver_history_write_failures_total", "Failed history writes.", nil, nil),
 		}
 	}
-	if len(c.metrics) == 0 && c.history == nil {
+	if c.backlog != nil {
+		c.backlogDesc = prometheus.NewDesc("ejserver_registry_reads_waiting",
+			"ZooKeeper reads (and re-watches) of the job registry waiting for a worker, by lane: urgent (nodes that "+
+				"decide a job's items, peers, leaders), batched (whole jobs loaded together), other.", []string{"lane"}, nil)
+	}
+	if len(c.metrics) == 0 && c.history == nil && c.backlog == nil {
 		return nil
 	}
 	return c
@@ -92,6 +99,9 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d
 		}
 	}
+	if c.backlog != nil {
+		ch <- c.backlogDesc
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -105,5 +115,11 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.historyDescs[1], prometheus.CounterValue, float64(written))
 		ch <- prometheus.MustNewConstMetric(c.historyDescs[2], prometheus.CounterValue, float64(dropped))
 		ch <- prometheus.MustNewConstMetric(c.historyDescs[3], prometheus.CounterValue, float64(failures))
+	}
+	if c.backlog != nil {
+		urgent, batched, other := c.backlog()
+		ch <- prometheus.MustNewConstMetric(c.backlogDesc, prometheus.GaugeValue, float64(urgent), "urgent")
+		ch <- prometheus.MustNewConstMetric(c.backlogDesc, prometheus.GaugeValue, float64(batched), "batched")
+		ch <- prometheus.MustNewConstMetric(c.backlogDesc, prometheus.GaugeValue, float64(other), "other")
 	}
 }
