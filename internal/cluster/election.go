@@ -140,27 +140,38 @@ func (r *Registry) campaign(e *jobEntry, late bool) error {
 	if !r.campaigns.begin(job) {
 		return nil // a create of this peer's for the job is on its way
 	}
-	select {
-	case r.campaigns.slots <- struct{}{}:
-	case <-r.stop:
-		_ = r.campaigns.end(job)
-		return nil
+	if !r.campaigns.take(e) {
+		return nil // queued: a sender on its way takes it next
 	}
-	session := r.s.ID()
 	r.wg.Add(1) // on a refresher worker: Stop waits for the workers before r.wg
-	go func() {
-		defer r.wg.Done()
-		err := r.campaigns.create(r.p.LeaderInstance(job), []byte(r.me.InstanceID))
-		<-r.campaigns.slots
-		r.campaigned(e, session, err)
-		if r.campaigns.end(job) {
-			r.w.kick(refreshKey{kind: kindCampaign, job: job}) // kicked while this one was on its way
-		}
-	}()
+	go r.sendCampaigns(e)
 	return nil
 }
 
-// campaignsInFlight bounds the campaigns' creates on their way at once.
+// sendCampaigns sends e's create, applies its outcome, then sends the creates queued meanwhile, until none is
+// left (it holds one of the campaignSet's senders). A campaign waiting for a sender holds no refresh worker:
+// ZooKeeper writes ~1,200 leaderships a second here, and a stopped peer's 36,000 at 100,000 jobs held all 32
+// workers for ~30 s, the ~94,000 reports of its deletions (a leader learns from them which jobs to reshard)
+// behind them.
+func (r *Registry) sendCampaigns(e *jobEntry) {
+	defer r.wg.Done()
+	for ; e != nil; e = r.campaigns.next() {
+		select {
+		case <-r.stop:
+			r.campaigns.end(e.name)
+			continue
+		default:
+		}
+		session := r.s.ID()
+		err := r.campaigns.create(r.p.LeaderInstance(e.name), []byte(r.me.InstanceID))
+		r.campaigned(e, session, err)
+		if r.campaigns.end(e.name) {
+			r.w.kick(refreshKey{kind: kindCampaign, job: e.name}) // kicked while this one was on its way
+		}
+	}
+}
+
+// campaignsInFlight bounds the campaigns' creates on their way at once (the campaignSet's senders).
 const campaignsInFlight = 256
 
 // campaigned applies the outcome of a campaign's create. The listeners hear of a won leadership from the
@@ -191,16 +202,46 @@ func (r *Registry) campaigned(e *jobEntry, session int64, err error) {
 	}
 }
 
-// campaignSet holds the jobs whose campaign's create is on its way, so that a job kicked again meanwhile sends
-// no second create (it campaigns again once the first has its outcome: a leader lost meanwhile), and the
-// slots that bound them (campaignsInFlight).
+// campaignSet holds the jobs whose campaign's create is on its way or queued, so that a job kicked again
+// meanwhile sends no second create (it campaigns again once the first has its outcome: a leader lost
+// meanwhile), and the senders that bound the creates on their way (campaignsInFlight).
 type campaignSet struct {
 	mu sync.Mutex
 	// jobs: true when the job's campaign was kicked again while its create was on its way
-	jobs  map[string]bool
-	slots chan struct{}
+	jobs map[string]bool
+	// senders: the goroutines sending creates (at most max); waiting: the campaigns queued for one
+	senders, max int
+	waiting      []*jobEntry
 	// create creates an ephemeral node (the session's; a test may hold it)
 	create func(path string, data []byte) error
+}
+
+// take reports whether the campaign of e, begun, has a sender of its own (the caller starts it); otherwise it
+// is queued for a sender on its way (next).
+func (c *campaignSet) take(e *jobEntry) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.senders < max(c.max, 1) {
+		c.senders++
+		return true
+	}
+	c.waiting = append(c.waiting, e)
+	return false
+}
+
+// next hands a sender the next queued campaign, or nil when none is left (the sender ends).
+func (c *campaignSet) next() *jobEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.waiting) == 0 {
+		c.waiting = nil // a burst's array goes
+		c.senders--
+		return nil
+	}
+	e := c.waiting[0]
+	c.waiting[0] = nil
+	c.waiting = c.waiting[1:]
+	return e
 }
 
 // begin adds job; false if it is in already (it is marked to campaign again then).

@@ -105,8 +105,8 @@ func TestAnotherPeerCampaignsWhenThePreferredOneDoesNot(t *testing.T) {
 
 // A campaign does not wait for its create: a stopped peer's many leaderships are campaigned for together, their
 // creates on their way at once, not one per refresh worker (32) at a time. The creates are held here until
-// every campaign has sent its own; a campaign that waited for its outcome would hold a worker, and no more than
-// 32 could be on their way.
+// every campaign has sent its own or is queued for a sender (4 here); a campaign that waited for its outcome,
+// or for a sender, would hold a worker, and no more than 32 (36) could be begun.
 func TestCampaignsDoNotWaitForTheirCreates(t *testing.T) {
 	ns := zktest.Namespace("campaigns")
 	x := startPeer(t, ns, "10.0.9.9@-@9", "10.0.9.9")
@@ -120,6 +120,7 @@ func TestCampaignsDoNotWaitForTheirCreates(t *testing.T) {
 	release := sync.OnceFunc(func() { close(held) })
 	var gated atomic.Bool
 	b := startPeerWith(t, ns, "10.0.9.1@-@1", "10.0.9.1", func(r *Registry) {
+		r.campaigns.max = 4
 		create := r.campaigns.create
 		r.campaigns.create = func(p string, data []byte) error {
 			if gated.Load() {
@@ -136,7 +137,7 @@ func TestCampaignsDoNotWaitForTheirCreates(t *testing.T) {
 	}
 	gated.Store(true)
 	x.close()
-	testutil.Eventually(t, "every campaign's create sent", 15*time.Second, func() bool {
+	testutil.Eventually(t, "every campaign's create sent or queued", 15*time.Second, func() bool {
 		b.r.campaigns.mu.Lock()
 		defer b.r.campaigns.mu.Unlock()
 		return len(b.r.campaigns.jobs) == n

@@ -259,7 +259,7 @@ func (w *refresher) backlog() Backlog {
 	defer w.mu.Unlock()
 	return Backlog{Urgent: len(w.lanes[laneFront]) + len(w.lanes[laneItems]) + len(w.lanes[laneUrgent]),
 		Batched: len(w.lanes[laneLoads]),
-		Other: len(w.lanes[laneOther])}
+		Other:   len(w.lanes[laneOther])}
 }
 
 // queuedByKind counts the waiting refreshes of each kind, urgent and not (O(waiting), under the lock).

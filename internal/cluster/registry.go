@@ -234,7 +234,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r.leads.me = cfg.Identity.InstanceID
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.later.wake, r.later.delay = make(chan struct{}, 1), campaignDelay
-	r.campaigns.slots = make(chan struct{}, campaignsInFlight)
+	r.campaigns.max = campaignsInFlight
 	r.campaigns.create = func(p string, data []byte) error { return s.create(p, data, zk.FlagEphemeral) }
 	r.w.pending, r.w.urgent, r.w.front = r.pendingDelta, urgent, front
 	r.w.batches[laneItems] = batchLane{of: r.itemReadBatched, run: r.refreshItems, max: itemBatch}
