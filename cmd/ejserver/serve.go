@@ -291,7 +291,15 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	defer sess.Close()
-	reg, err := cluster.NewRegistry(sess, cluster.RegistryConfig{Namespace: c.namespace, Identity: me, Logger: log})
+	var sched *dispatch.Scheduler // made below, before the registry starts (its campaigns ask Due)
+	due := func(job string) time.Time {
+		if sched == nil {
+			return time.Time{}
+		}
+		return sched.Due(job, dispatch.DefaultReshardWait)
+	}
+	reg, err := cluster.NewRegistry(sess, cluster.RegistryConfig{Namespace: c.namespace, Identity: me, Logger: log,
+		Due: due})
 	if err != nil {
 		srv.Close()
 		return err
@@ -319,7 +327,6 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		srv.Close()
 		return err
 	}
-	var sched *dispatch.Scheduler
 	build := currentBuild()
 	mets := metrics.New(metrics.Config{PerJobLabels: c.metricsPerJob, Logger: log,
 		Build: metrics.Build{Version: build.Version, Commit: build.Commit, GoVersion: build.Go}, Sources: metrics.Sources{
@@ -345,7 +352,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets,
 		FireLead: c.fireLead, // ReshardWait: the default, as the executor's
-		Firing:   func(job string) bool { return sched.Firing(job, fireGuard) }})
+		Firing:   func(job string) bool { return sched.Firing(job, fireGuard) }, Due: due})
 	// executions that vanished peers left running, and that nobody runs again, are recorded as lost
 	lost := failover.NewLost(failover.LostConfig{History: store, Recorder: writer, Me: me, Clock: clk, Logger: log})
 	// Calendars (issue 24): a watched cache of the cluster's calendars that the executor's steering reads;

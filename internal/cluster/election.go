@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"cmp"
+	"container/heap"
 	"errors"
 	"strings"
 	"sync"
@@ -209,9 +211,11 @@ type campaignSet struct {
 	mu sync.Mutex
 	// jobs: true when the job's campaign was kicked again while its create was on its way
 	jobs map[string]bool
-	// senders: the goroutines sending creates (at most max); waiting: the campaigns queued for one
+	// senders: the goroutines sending creates (at most max); waiting: the campaigns queued for one, a heap
+	// by due (when the job's fires next need a leader), earliest first
 	senders, max int
-	waiting      []*jobEntry
+	waiting      campaignQueue
+	due          func(job string) time.Time
 	// create creates an ephemeral node (the session's; a test may hold it)
 	create func(path string, data []byte) error
 }
@@ -225,7 +229,11 @@ func (c *campaignSet) take(e *jobEntry) bool {
 		c.senders++
 		return true
 	}
-	c.waiting = append(c.waiting, e)
+	var due time.Time
+	if c.due != nil {
+		due = c.due(e.name)
+	}
+	heap.Push(&c.waiting, queuedCampaign{e: e, due: due})
 	return false
 }
 
@@ -238,10 +246,45 @@ func (c *campaignSet) next() *jobEntry {
 		c.senders--
 		return nil
 	}
-	e := c.waiting[0]
-	c.waiting[0] = nil
-	c.waiting = c.waiting[1:]
-	return e
+	return heap.Pop(&c.waiting).(queuedCampaign).e
+}
+
+// queuedCampaign is a campaign waiting for a sender, and when its job's fires next need a leader (zero:
+// unknown, after the others).
+type queuedCampaign struct {
+	e   *jobEntry
+	due time.Time
+}
+
+// campaignQueue is a min-heap of queued campaigns by due, then job (container/heap).
+type campaignQueue []queuedCampaign
+
+func (q campaignQueue) Len() int { return len(q) }
+func (q campaignQueue) Less(i, j int) bool {
+	return cmp.Or(CompareDue(q[i].due, q[j].due), cmp.Compare(q[i].e.name, q[j].e.name)) < 0
+}
+
+// CompareDue orders two jobs' due times (when their fires next need their sharding): earlier first, a zero
+// time (unknown) after the others.
+func CompareDue(a, b time.Time) int {
+	switch {
+	case a.Equal(b):
+		return 0
+	case a.IsZero():
+		return 1
+	case b.IsZero():
+		return -1
+	}
+	return a.Compare(b)
+}
+func (q campaignQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *campaignQueue) Push(x any)   { *q = append(*q, x.(queuedCampaign)) }
+func (q *campaignQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	old[len(old)-1] = queuedCampaign{}
+	*q = old[:len(old)-1]
+	return x
 }
 
 // begin adds job; false if it is in already (it is marked to campaign again then).

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,5 +167,32 @@ func TestCampaignSetCampaignsAgainWhenKickedMeanwhile(t *testing.T) {
 	}
 	if c.jobs != nil {
 		t.Fatal("the emptied set keeps its map")
+	}
+}
+
+// Campaigns waiting for a sender go by due (when their job's fires next need a leader), earliest first, the
+// jobs with no due time last, by name among equals.
+func TestCampaignSetSendsTheEarliestDueFirst(t *testing.T) {
+	base := time.Unix(1000, 0)
+	due := map[string]time.Time{"a": base.Add(40 * time.Second), "b": base.Add(5 * time.Second),
+		"c": {}, "d": base.Add(5 * time.Second), "e": base}
+	c := campaignSet{max: 1, due: func(job string) time.Time { return due[job] }}
+	for _, job := range []string{"x", "a", "b", "c", "d", "e"} {
+		if !c.begin(job) {
+			t.Fatalf("%s refused", job)
+		}
+		if took := c.take(&jobEntry{name: job}); took != (job == "x") {
+			t.Fatalf("%s: own sender %v, want only the first", job, took)
+		}
+	}
+	var order []string
+	for e := c.next(); e != nil; e = c.next() {
+		order = append(order, e.name)
+	}
+	if want := []string{"e", "b", "d", "a", "c"}; !slices.Equal(order, want) {
+		t.Fatalf("sent %v, want %v", order, want)
+	}
+	if c.senders != 0 || c.waiting != nil {
+		t.Fatalf("%d senders and %d waiting left", c.senders, len(c.waiting))
 	}
 }

@@ -79,6 +79,9 @@ type RegistryConfig struct {
 	// read) instead of one recursive watch on the namespace (jobwatch.go); the registry falls back to it by itself
 	// on a ZooKeeper before 3.6.
 	OneShotWatches bool
+	// Due, if set, tells when a job's fires next need its sharding (dispatch.Scheduler.Due): the campaigns
+	// waiting for a sender go earliest first, not in the order they were kicked (zero: last).
+	Due func(job string) time.Time
 }
 
 // Registry is this peer's view of every job in the namespace, kept fresh by watches, plus the writes the
@@ -234,7 +237,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r.leads.me = cfg.Identity.InstanceID
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.later.wake, r.later.delay = make(chan struct{}, 1), campaignDelay
-	r.campaigns.max = campaignsInFlight
+	r.campaigns.max, r.campaigns.due = campaignsInFlight, cfg.Due
 	r.campaigns.create = func(p string, data []byte) error { return s.create(p, data, zk.FlagEphemeral) }
 	r.w.pending, r.w.urgent, r.w.front = r.pendingDelta, urgent, front
 	r.w.batches[laneItems] = batchLane{of: r.itemReadBatched, run: r.refreshItems, max: itemBatch}

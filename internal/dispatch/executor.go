@@ -114,6 +114,9 @@ func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool                     {
 // 1-second job's next fire is prepared, half a second ahead of it.
 const outcomeWait = 250 * time.Millisecond
 
+// DefaultReshardWait is ExecutorConfig.ReshardWait's default.
+const DefaultReshardWait = 30 * time.Second
+
 // commitWait bounds how long an item's end waits for its history record to commit before it is acknowledged
 // in ZooKeeper all the same (the store answers slowly; a store that fails is not waited for at all).
 const commitWait = 5 * time.Second
@@ -142,8 +145,8 @@ type ExecutorConfig struct {
 	ScheduleOf func(job string) Schedule
 	Clock      clock.Clock
 	Logger     *slog.Logger
-	// ReshardWait bounds how long a fire waits for its job's resharding (default 30 s; past the job's next
-	// fire only when the job takes late fires: shardingWait).
+	// ReshardWait bounds how long a fire waits for its job's resharding (DefaultReshardWait; past the job's
+	// next fire only when the job takes late fires: shardingWait).
 	ReshardWait time.Duration
 	// FireLead is how long before its scheduled time a fire may be handed off (Scheduler.SetMaxLead): a
 	// previous owner may have begun an item that much early.
@@ -265,7 +268,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 		cfg.Observer = nopObserver{}
 	}
 	if cfg.ReshardWait <= 0 {
-		cfg.ReshardWait = 30 * time.Second
+		cfg.ReshardWait = DefaultReshardWait
 	}
 	if cfg.SessionGrace <= 0 {
 		cfg.SessionGrace = defaultSessionGrace

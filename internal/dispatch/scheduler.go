@@ -128,6 +128,25 @@ func (s *Scheduler) Next(job string) time.Time {
 	return time.Time{}
 }
 
+// Due is when job's fires next need its sharding: the scheduled time of its last fire while that fire may
+// still be waiting for it (less than wait ago: ExecutorConfig.ReshardWait), else its next; zero when the job
+// is not scheduled. A peer's departure leaves thousands of jobs to elect a leader and reshard, at the pace
+// ZooKeeper writes them: in this order, a job whose fire waits or comes first is served first (Registry's
+// and Coordinator's Due).
+func (s *Scheduler) Due(job string, wait time.Duration) time.Time {
+	now := s.clk.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[job]
+	switch {
+	case e == nil:
+		return time.Time{}
+	case e.prev != 0 && now.UnixNano() < e.prev+int64(wait):
+		return time.Unix(0, e.prev)
+	}
+	return e.next
+}
+
 // Firing reports whether a fire of job may be deciding which items it runs, or beginning them, on any peer
 // now (the peers share the job's schedule and hand its fires off alike): from guard before its hand-off until
 // guard after its scheduled time. A resharding that is not a fire's commits outside these windows

@@ -240,3 +240,37 @@ func TestSchedulerFiringCoversAFireFromItsHandOff(t *testing.T) {
 		}
 	}
 }
+
+// Due: a job's next fire, except while its last fire may still wait for its sharding (within the wait of its
+// scheduled time): that fire's time.
+func TestSchedulerDueIsAWaitingFireElseTheNext(t *testing.T) {
+	s, clk, log := newTestScheduler(t)
+	created := clk.TimerCreated()
+	s.Start()
+	<-created
+	const wait = 30 * time.Second
+	if due := s.Due("a", wait); !due.IsZero() {
+		t.Fatalf("an unscheduled job is due at %v", due)
+	}
+	s.Set("a", every(time.Minute)) // next fire 1020; the clock is at 1000
+	if due := s.Due("a", wait); !due.Equal(time.Unix(1020, 0)) {
+		t.Fatalf("before its first fire: due %v, want 1020", due.Unix())
+	}
+	advance(t, clk, 20*time.Second)
+	if got := log.wait(t, 1); got[0] != "a@1020/0" {
+		t.Fatalf("fires %v", got)
+	}
+	for _, tc := range []struct {
+		at  time.Duration // since 1020 s
+		due int64
+	}{
+		{0, 1020},
+		{29 * time.Second, 1020}, // the fire of 1020 may still wait
+		{30 * time.Second, 1080}, // it has given up: the next one
+	} {
+		clk.Advance(time.Unix(1020, 0).Add(tc.at).Sub(clk.Now()))
+		if due := s.Due("a", wait); due.Unix() != tc.due {
+			t.Fatalf("at 1020+%s: due %d, want %d", tc.at, due.Unix(), tc.due)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,9 @@ type CoordinatorConfig struct {
 	// Firing, if set, reports whether a fire of the job may be deciding or beginning its items on some peer
 	// now (dispatch.Scheduler.Firing): a resharding not made by a fire waits until it is not (direct.go).
 	Firing func(job string) bool
+	// Due, if set, tells when a job's fires next need its sharding (dispatch.Scheduler.Due): the jobs
+	// judged or resharded together go earliest first (zero: last), not in the order of their names.
+	Due func(job string) time.Time
 	// CommitSettle is how long after the job's owners last changed (as this peer saw them) a resharding that
 	// is not a fire's waits (default commitSettle; negative: not at all).
 	CommitSettle time.Duration
@@ -330,12 +334,29 @@ func (c *Coordinator) eagerLoop() {
 		if !ok {
 			return
 		}
+		c.byDue(jobs)
 		_ = parallel.For(len(jobs), eagerWorkers, func(i int) error {
 			c.eagerReshard(jobs[i])
 			return nil
 		})
 		c.urgent.Add(-1)
 	}
+}
+
+// byDue orders jobs by when their fires next need their sharding (Due), earliest first, then by name; jobs
+// with no due time go last. A stopped peer leaves thousands of jobs to reshard at the pace ZooKeeper takes
+// their commits: in name order, a job whose fire came first could wait for its resharding behind the
+// rest and miss it.
+func (c *Coordinator) byDue(jobs []string) {
+	if c.cfg.Due == nil || len(jobs) < 2 {
+		slices.Sort(jobs)
+		return
+	}
+	due := make(map[string]time.Time, len(jobs))
+	for _, job := range jobs {
+		due[job] = c.cfg.Due(job)
+	}
+	slices.SortFunc(jobs, func(a, b string) int { return cmp.Or(cluster.CompareDue(due[a], due[b]), cmp.Compare(a, b)) })
 }
 
 func (c *Coordinator) eagerReshard(job string) {
@@ -400,6 +421,8 @@ func (c *Coordinator) flagLoop() {
 		if len(checks) > 0 {
 			peers, _ = c.reg.LivePeers()
 		}
+		c.byDue(flag)
+		c.byDue(checks)
 		unsettled, ok := c.flagAll(flag, assessable, checks, peers)
 		if !ok && !clock.Sleep(c.clk, time.Second, c.stop) {
 			return
