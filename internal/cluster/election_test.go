@@ -117,6 +117,9 @@ func TestCampaignsDoNotWaitForTheirCreates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for i := range n { // x leads every job before b starts: b's campaigns would race x's
+		waitJob(t, x, fmt.Sprintf("j%d", i), "x leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	}
 	held := make(chan struct{})
 	release := sync.OnceFunc(func() { close(held) })
 	var gated atomic.Bool

@@ -77,9 +77,9 @@ func TestItemOwnersReadBackTogether(t *testing.T) {
 	}
 }
 
-// TestRefresherRunsItemReadsFirstTogether: the live peers' listing runs first (laneFront), then the item
-// reads of laneItems, before the other urgent keys that queued before them (a restart's reports and
-// campaigns), up to the lane's max at once.
+// TestRefresherRunsItemReadsFirstTogether: the campaigns and the live peers' listing run first (laneFront),
+// then the item reads of laneItems, before the other urgent keys that queued before them (a restart's
+// reports), up to the lane's max at once.
 func TestRefresherRunsItemReadsFirstTogether(t *testing.T) {
 	w, stop, order := recordingRefresher()
 	w.front = front
@@ -114,8 +114,9 @@ func TestRefresherRunsItemReadsFirstTogether(t *testing.T) {
 	if want := [][]refreshKey{items[:2], items[2:]}; !reflect.DeepEqual(batches, want) {
 		t.Errorf("item batches %v, want %v", batches, want)
 	}
-	if got := order(); ranBefore != 1 || len(got) != 3 || got[0] != peers || got[1] != report {
-		t.Errorf("%d keys ran before the item reads, of %v: want the peers' listing, then the report and the campaign",
+	campaign := refreshKey{kind: kindCampaign, job: "j0"}
+	if got := order(); ranBefore != 2 || !slices.Equal(got, []refreshKey{campaign, peers, report}) {
+		t.Errorf("%d keys ran before the item reads, of %v: want the campaign and the peers' listing, then the report",
 			ranBefore, got)
 	}
 }

@@ -32,11 +32,20 @@ func urgent(k refreshKey) bool {
 	return k.kind == kindPeers || k.kind == kindReport || (k.kind != kindLoad && decidesItems(k.kind))
 }
 
-// front reports whether a refresh runs before all the others, urgent ones included: the live peers' listing.
+// front reports whether a refresh runs before all the others, urgent ones included: the live peers' listing
+// and the campaigns.
+//
 // A peer's instance node created in a job is applied from its event only once the listing names the peer
 // (deletions.go), else the job's instances are listed: a restarted peer registers on every job while the
 // survivors' urgent lane still holds its previous process's deletions (~85,000 reports and ~32,000 campaigns
 // at 100,000 jobs), and behind them the listing waited ~50 s while ~100,000 instance events each queued a
 // listing of their job, read ~350 a second: the leaders learnt of the returned peer, and gave it its items
 // back, over minutes (the refresher's backlog log of a restart at 100,000 jobs).
-func front(k refreshKey) bool { return k.kind == kindPeers }
+//
+// A campaign reads nothing: it queues its create for a sender by when the job's fires need a leader
+// (campaignSet). Behind ~94,000 reports in the urgent lane, the stopped peer's leaderships reached that queue
+// in the order their nodes' deletions came, over ~20 s, and a job whose fire was 2 s after the stop was
+// elected 26 s after it (run 16), its fire skipped at the 30-s limit.
+func front(k refreshKey) bool {
+	return k.kind == kindPeers || k.kind == kindCampaign || k.kind == kindCampaignLate
+}
