@@ -77,9 +77,9 @@ func TestItemOwnersReadBackTogether(t *testing.T) {
 	}
 }
 
-// TestRefresherRunsItemReadsFirstTogether: the campaigns and the live peers' listing run first (laneFront),
-// then the item reads of laneItems, before the other urgent keys that queued before them (a restart's
-// reports), up to the lane's max at once.
+// TestRefresherRunsItemReadsFirstTogether: the live peers' listing runs first (laneFront), then the item
+// reads of laneItems, before the other urgent keys that queued before them (a restart's reports and
+// campaigns), up to the lane's max at once.
 func TestRefresherRunsItemReadsFirstTogether(t *testing.T) {
 	w, stop, order := recordingRefresher()
 	w.front = front
@@ -115,8 +115,8 @@ func TestRefresherRunsItemReadsFirstTogether(t *testing.T) {
 		t.Errorf("item batches %v, want %v", batches, want)
 	}
 	campaign := refreshKey{kind: kindCampaign, job: "j0"}
-	if got := order(); ranBefore != 2 || !slices.Equal(got, []refreshKey{campaign, peers, report}) {
-		t.Errorf("%d keys ran before the item reads, of %v: want the campaign and the peers' listing, then the report",
+	if got := order(); ranBefore != 1 || !slices.Equal(got, []refreshKey{peers, report, campaign}) {
+		t.Errorf("%d keys ran before the item reads, of %v: want the peers' listing, then the report and the campaign",
 			ranBefore, got)
 	}
 }
