@@ -126,6 +126,15 @@ func (r *Registry) readJobsBulk(jobs []string, first []bool) (rds []jobRead, bul
 	return rds, bulk, nil
 }
 
+// readValue is what a multiRead's data read found: the node's trimmed data and data version (-1 when
+// absent), and whether it is present.
+func readValue(x zk.ReadResult) (value string, version int32, present bool) {
+	if x.Err != nil {
+		return "", -1, false
+	}
+	return strings.TrimSpace(string(x.Data)), x.Stat.Version, true
+}
+
 // multiReadRefused reports whether err is a server's refusal of multiRead (before 3.6), and remembers it: the
 // registry reads node by node from then on.
 func (r *Registry) multiReadRefused(err error) bool {
@@ -212,20 +221,13 @@ func (r *Registry) fixedRead(job string, first bool, res []zk.ReadResult, rd *jo
 		for _, i := range itemNumbers(rd.items) {
 			it := &ItemState{Exists: true, OwnerVersion: -1}
 			rd.read[i] = it
-			ops = append(ops, zk.ReadOp{Path: r.p.ItemNode(job, i, NodeInstance)},
-				zk.ReadOp{Path: r.p.ItemNode(job, i, NodeDisabled)}, zk.ReadOp{Path: r.p.ItemNode(job, i, NodeFailover)})
-			apply = append(apply,
-				func(x zk.ReadResult) {
-					if x.Err == nil {
-						it.Owner, it.OwnerVersion = strings.TrimSpace(string(x.Data)), x.Stat.Version
-					}
-				},
-				func(x zk.ReadResult) { it.Disabled = x.Err == nil },
-				func(x zk.ReadResult) {
-					if x.Err == nil {
-						it.FailoverTo = strings.TrimSpace(string(x.Data))
-					}
+			for _, kind := range []refreshKind{kindItemInstance, kindItemDisabled, kindItemFailover} {
+				ops = append(ops, zk.ReadOp{Path: r.p.ItemNode(job, i, itemNodeOf(kind))})
+				apply = append(apply, func(x zk.ReadResult) {
+					value, version, present := readValue(x)
+					it.setRead(kind, value, version, present)
 				})
+			}
 		}
 	}
 	return true, ops, apply

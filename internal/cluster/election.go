@@ -264,6 +264,16 @@ func (q campaignQueue) Less(i, j int) bool {
 	return cmp.Or(CompareDue(q[i].due, q[j].due), cmp.Compare(q[i].e.name, q[j].e.name)) < 0
 }
 
+func (q campaignQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *campaignQueue) Push(x any)   { *q = append(*q, x.(queuedCampaign)) }
+func (q *campaignQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	old[len(old)-1] = queuedCampaign{}
+	*q = old[:len(old)-1]
+	return x
+}
+
 // CompareDue orders two jobs' due times (when their fires next need their sharding): earlier first, a zero
 // time (unknown) after the others.
 func CompareDue(a, b time.Time) int {
@@ -276,15 +286,6 @@ func CompareDue(a, b time.Time) int {
 		return -1
 	}
 	return a.Compare(b)
-}
-func (q campaignQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *campaignQueue) Push(x any)   { *q = append(*q, x.(queuedCampaign)) }
-func (q *campaignQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	old[len(old)-1] = queuedCampaign{}
-	*q = old[:len(old)-1]
-	return x
 }
 
 // begin adds job; false if it is in already (it is marked to campaign again then).

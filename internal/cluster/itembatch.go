@@ -1,10 +1,6 @@
 package cluster
 
-import (
-	"strings"
-
-	"github.com/go-zookeeper/zk"
-)
+import "github.com/go-zookeeper/zk"
 
 // Items' reads together (issue 21, a peer restarted at 100,000 jobs). A resharding writes the new owner of
 // each item it moves, and every peer reads each such node back (kindItemInstance), urgent: the job's fires
@@ -64,10 +60,7 @@ func (r *Registry) refreshItems(keys []refreshKey) []error {
 	}
 	for j, x := range res {
 		k := keys[at[j]]
-		value, version, present := "", int32(-1), x.Err == nil
-		if present {
-			value, version = strings.TrimSpace(string(x.Data)), x.Stat.Version
-		}
+		value, version, present := readValue(x)
 		r.applyItem(es[j], k.kind, k.item, value, version, present)
 	}
 	return errs

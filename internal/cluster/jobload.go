@@ -662,6 +662,19 @@ func itemNodeOf(kind refreshKind) string {
 	return NodeInstance
 }
 
+// setRead sets the field of it that its node of kind holds, from what a read found: the node's trimmed data
+// value and data version (-1 when absent), and whether it is present.
+func (it *ItemState) setRead(kind refreshKind, value string, version int32, present bool) {
+	switch kind {
+	case kindItemInstance:
+		it.Owner, it.OwnerVersion = value, version
+	case kindItemDisabled:
+		it.Disabled = present
+	case kindItemFailover:
+		it.FailoverTo = value
+	}
+}
+
 // applyItem applies what a read of item i's node of kind found: its trimmed data value and data version (-1
 // when absent), and whether it is present.
 func (r *Registry) applyItem(e *jobEntry, kind refreshKind, i int, value string, version int32, present bool) {
@@ -672,17 +685,10 @@ func (r *Registry) applyItem(e *jobEntry, kind refreshKind, i int, value string,
 		return // the item was removed by a resharding
 	}
 	before := *it
-	switch kind {
-	case kindItemInstance:
-		if it.OwnerVersion >= 0 && it.OwnerVersion != version {
-			e.st.ownersChangedAt = r.clk.Now()
-		}
-		it.Owner, it.OwnerVersion = value, version
-	case kindItemDisabled:
-		it.Disabled = present
-	case kindItemFailover:
-		it.FailoverTo = value
+	if kind == kindItemInstance && it.OwnerVersion >= 0 && it.OwnerVersion != version {
+		e.st.ownersChangedAt = r.clk.Now()
 	}
+	it.setRead(kind, value, version, present)
 	changed := before != *it
 	if changed {
 		e.changedLocked()

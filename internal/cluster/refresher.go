@@ -76,6 +76,9 @@ const (
 	lanes
 )
 
+// urgent reports whether l holds urgent keys (the lanes before the loads').
+func (l lane) urgent() bool { return l <= laneUrgent }
+
 // batchLane selects the keys of a lane that workers take together and runs them.
 type batchLane struct {
 	of  func(k refreshKey) bool
@@ -257,9 +260,13 @@ func (b Backlog) Total() int { return b.Urgent + b.Batched + b.Other }
 func (w *refresher) backlog() Backlog {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return Backlog{Urgent: len(w.lanes[laneFront]) + len(w.lanes[laneItems]) + len(w.lanes[laneUrgent]),
-		Batched: len(w.lanes[laneLoads]),
-		Other:   len(w.lanes[laneOther])}
+	b := Backlog{Batched: len(w.lanes[laneLoads]), Other: len(w.lanes[laneOther])}
+	for l, q := range w.lanes {
+		if lane(l).urgent() {
+			b.Urgent += len(q)
+		}
+	}
+	return b
 }
 
 // queuedByKind counts the waiting refreshes of each kind, urgent and not (O(waiting), under the lock).
@@ -269,7 +276,7 @@ func (w *refresher) queuedByKind() (urgent, other map[refreshKind]int) {
 	defer w.mu.Unlock()
 	for l, q := range w.lanes {
 		counts := other
-		if lane(l) <= laneUrgent {
+		if lane(l).urgent() {
 			counts = urgent
 		}
 		for _, k := range q {
