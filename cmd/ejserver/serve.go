@@ -599,6 +599,8 @@ func scheduleOn(reg *cluster.Registry, sched *dispatch.Scheduler, exec *dispatch
 			exec.CancelJob(ev.Job)
 		case cluster.TriggerRequested:
 			exec.Trigger(ev.Job)
+		case cluster.ItemsChanged:
+			exec.ItemsChanged(ev.Job) // items gained after this peer decided a fire run for it
 		}
 	}
 }

@@ -128,9 +128,13 @@ func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.
 		return nil
 	}
 	var added []int
-	defer func() {
+	applied := false
+	defer func() { // after e.mu's release
 		for _, i := range added { // read (and watch) the new items' nodes, as refreshSharding would have
 			r.kickItem(job, i)
+		}
+		if applied { // as the watch's read would have, had it found the owners changed
+			r.emit([]Event{{Kind: ItemsChanged, Job: job}})
 		}
 	}()
 	e.mu.Lock()
@@ -167,6 +171,7 @@ func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.
 		}
 		it.Exists, it.Owner, it.OwnerVersion = true, owner, v
 		e.st.ownersChangedAt = r.clk.Now()
+		applied = true
 	}
 	e.st.items.retain(func(i int) bool { return i < len(owners) })
 	e.changedLocked()

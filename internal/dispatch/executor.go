@@ -227,6 +227,11 @@ type JobStatus struct {
 	SkippedRuns int64 // fires skipped because an item still ran and misfire is off
 	// PlannedSkips counts scheduled fires the job's pause, endAt, calendars or remainingFires skipped here.
 	PlannedSkips int64
+
+	// decided is the last scheduled fire decided here and the items owned then; pickingUp: its gained items
+	// are being looked at; pickAgain: an item node changed meanwhile (gained.go)
+	decided              decidedFire
+	pickingUp, pickAgain bool
 }
 
 // fireRequest is one fire of one job on this peer.
@@ -456,6 +461,7 @@ func (e *Executor) fire(req fireRequest) {
 	if req.trigger != nil && snap.IsLeader() {
 		e.handOnTrigger(snap, *req.trigger)
 	}
+	e.decided(req, snap)
 	items := snap.MyItems()
 	if req.items != nil {
 		items = slices.DeleteFunc(items, func(i int) bool { return !slices.Contains(req.items, i) })
@@ -464,22 +470,32 @@ func (e *Executor) fire(req fireRequest) {
 		items = e.notRunYet(req, items)
 	}
 	items, replay := e.missedFires(snap, req, items)
-	if len(items) == 0 {
-		return
+	if e.runFire(snap, req, items, replay) {
+		e.cfg.Observer.Fired(job, req.source)
 	}
+}
+
+// runFire starts the fire's items on this peer (with the catch-ups replay lists per item) and reports
+// whether it did.
+func (e *Executor) runFire(snap *cluster.JobSnapshot, req fireRequest, items []int, replay map[int][]time.Time) bool {
+	if len(items) == 0 {
+		return false
+	}
+	job := req.job
 	req.taskID = ejserver.TaskID(job, items, false, e.me.InstanceID)
 	req.task = e.newTask(req.taskID, job, req.source, items)
 	req.params = parseItemParams(snap.Config)
 	defer e.startFire(&req, items)()
+	var err error
 	if req.follow, err = e.followFire(snap, req, items); err != nil {
 		e.log.Info("fire not run: its trigger was handed on to other instances meanwhile", "job", job, "trigger", req.trigger.ID, "items", items)
-		return
+		return false
 	}
-	e.cfg.Observer.Fired(job, req.source)
 	for _, item := range items {
 		e.startItem(snap, req, item)
 		e.queueCatchUp(snap, req, item, replay[item])
 	}
+	return true
 }
 
 // clockCheck compares this peer's clock with ZooKeeper's, when the job asks for it.
