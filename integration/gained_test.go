@@ -51,7 +51,7 @@ func TestAFireDecidedBeforeAReshardingRunsTheItemsItGave(t *testing.T) {
 	victim.Kill()
 
 	of := func(d harness.Delivery) bool { return d.Payload.ScheduledAt.Equal(fire) }
-	ds, ok := recv.WaitFor(fire.Add(sessionTimeout+15*time.Second).Sub(time.Now()), func(ds []harness.Delivery) bool {
+	_, ok := recv.WaitFor(time.Until(fire.Add(sessionTimeout+15*time.Second)), func(ds []harness.Delivery) bool {
 		n := 0
 		for _, d := range ds {
 			if of(d) {
@@ -64,7 +64,7 @@ func TestAFireDecidedBeforeAReshardingRunsTheItemsItGave(t *testing.T) {
 		t.Fatalf("the fire at %s: items delivered %v, want both", fire.Format(time.TimeOnly), items(recv.Deliveries(of)))
 	}
 	time.Sleep(time.Second) // a second delivery of an item would come about now
-	ds = recv.Deliveries(of)
+	ds := recv.Deliveries(of)
 	if len(ds) != 2 {
 		t.Fatalf("the fire at %s: %d deliveries %v, want 2", fire.Format(time.TimeOnly), len(ds), items(ds))
 	}
