@@ -191,7 +191,10 @@ func (e *Executor) runGained(job string) {
 	}
 	e.log.Info("items this peer gained after it decided their fire: run for it", "job", job,
 		"scheduled_at", d.at, "items", items)
-	e.runFire(snap, req, items, nil)
+	// with catchUp all, an item's fires missed before this one run too (its completed node would name this one
+	// after it ran: a later fire would not look back past it)
+	items, replay := e.missedFires(snap, req, items)
+	e.runFire(snap, req, items, replay)
 }
 
 // busyWith reports whether item runs here now, or its running node names a run of req's fire or a later one
