@@ -21,9 +21,9 @@ import (
 //
 // So a peer remembers the items it owned when it decided a job's last scheduled fire, and when a resharding
 // gives it items it did not own then, it runs them for that fire, unless their completed node shows the fire
-// ran (or a running node shows it runs): a commit waits until no item of the job runs (its fence), and the
-// new owners' versions fence every begin after it, so what the completed node says then is final for every run
-// made under the old owners.
+// ran, ended as LOST included (or a running node shows it runs): a commit waits until no item of the job runs
+// (its fence), and the new owners' versions fence every begin after it, so what the completed node says then
+// is final for every run made under the old owners.
 
 // decidedFire is the last scheduled fire a peer decided for a job (JobStatus.decided): when it was scheduled,
 // until when items gained since may still run for it (gainedUntil), and the items this peer owned in the
@@ -178,7 +178,9 @@ func (e *Executor) runGained(job string) {
 		return
 	}
 	req := fireRequest{job: job, scheduledAt: d.at, source: ejserver.SourceNormal}
-	items := e.notRunYet(req, slices.Clone(gained))
+	// a run of that fire ended as LOST (its peer vanished mid-run) is not run again here: its request may have
+	// left, and without failover an item's run is at most once (with failover, failover re-runs it)
+	items := e.dropRan(req, slices.Clone(gained), true)
 	items = slices.DeleteFunc(items, func(item int) bool { return e.busyWith(req, item) })
 	e.mu.Lock()
 	if st := e.jobStatus(job); st.decided.at.Equal(d.at) {

@@ -165,12 +165,15 @@ func TestExecutorRunsTheItemsItGainedAfterItDecidedAFire(t *testing.T) {
 		// completed and running: nodes of items 1 and 2 when the resharding is seen
 		completed map[int]time.Duration // offset from the fire's time
 		running   map[int]time.Duration
+		lost      bool // the completed nodes are of runs ended as LOST (their peer vanished mid-run)
 		want      []int
 	}{
-		{"nobody ran them", nil, nil, []int{1, 2}},
-		{"item 1 ran that fire on its previous owner", map[int]time.Duration{1: 0, 2: -time.Second}, nil, []int{2}},
-		{"item 2 still runs that fire (accepted work)", nil, map[int]time.Duration{2: 0}, []int{1}},
-		{"both ran it", map[int]time.Duration{1: 0, 2: time.Second}, nil, nil},
+		{"nobody ran them", nil, nil, false, []int{1, 2}},
+		{"item 1 ran that fire on its previous owner", map[int]time.Duration{1: 0, 2: -time.Second}, nil, false, []int{2}},
+		{"item 2 still runs that fire (accepted work)", nil, map[int]time.Duration{2: 0}, false, []int{1}},
+		{"both ran it", map[int]time.Duration{1: 0, 2: time.Second}, nil, false, nil},
+		// its request may have left: without failover a run is at most once
+		{"item 1's run of that fire ended as LOST", map[int]time.Duration{1: 0, 2: -time.Second}, nil, true, []int{2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg, send, e, at := firedWithItem0(t)
@@ -181,6 +184,11 @@ func TestExecutorRunsTheItemsItGainedAfterItDecidedAFire(t *testing.T) {
 			give(reg, true, func() {
 				for i, d := range tc.completed {
 					reg.completed[i] = cluster.Completed{ExecutionID: fmt.Sprint("x", i), InstanceID: "b", Source: ejserver.SourceNormal, ScheduledAt: at.Add(d)}
+					if tc.lost {
+						c := reg.completed[i]
+						c.State = cluster.CompletedLost
+						reg.completed[i] = c
+					}
 				}
 				for i, d := range tc.running {
 					reg.running[i] = cluster.Running{ExecutionID: fmt.Sprint("r", i), InstanceID: "b", Source: ejserver.SourceNormal, ScheduledAt: at.Add(d), Async: true}

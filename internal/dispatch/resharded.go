@@ -10,11 +10,15 @@ import (
 // notRunYet drops the items whose fire at req.scheduledAt already ran (their completed node says so). A fire
 // that waited for a resharding may have been given items whose previous owner ran this very fire before the
 // resharding (the leader waits for running items, so that run has ended and recorded itself).
-func (e *Executor) notRunYet(req fireRequest, items []int) []int {
+func (e *Executor) notRunYet(req fireRequest, items []int) []int { return e.dropRan(req, items, false) }
+
+// dropRan drops the items whose completed node names a run of req's fire or a later one; a run ended as LOST
+// (its peer vanished mid-run, its outcome unknown) counts only with lost.
+func (e *Executor) dropRan(req fireRequest, items []int, lost bool) []int {
 	return slices.DeleteFunc(items, func(item int) bool {
 		last, ok, err := e.reg.LastCompleted(req.job, item)
-		// a run ended as LOST (its peer vanished mid-run) is no sign that this fire ran: as before it was recorded
-		if err != nil || !ok || last.Source.OnRequest() || last.State == cluster.CompletedLost || last.ScheduledAt.Before(req.scheduledAt) {
+		// a run ended as LOST is no sign for a held fire that this fire ran: as before it was recorded
+		if err != nil || !ok || last.Source.OnRequest() || (!lost && last.State == cluster.CompletedLost) || last.ScheduledAt.Before(req.scheduledAt) {
 			return false
 		}
 		e.log.Info("item already ran this fire on its previous owner: not run again", "job", req.job, "item", item,
