@@ -121,6 +121,10 @@ func FuzzGainedItems(f *testing.F) {
 	})
 }
 
+// catchUpAfter marks a completed node of the gained-items table: a catch-up of the fire 5 s before, ended
+// after the fire itself ran (its Latest).
+const catchUpAfter = time.Hour
+
 // firedWithItem0 starts an executor on a job of three items of which this peer owns item 0 (b the others),
 // fires it now, and returns once item 0 is sent.
 func firedWithItem0(t *testing.T) (*fakeRegistry, *fakeSender, *Executor, time.Time) {
@@ -174,6 +178,8 @@ func TestExecutorRunsTheItemsItGainedAfterItDecidedAFire(t *testing.T) {
 		{"both ran it", map[int]time.Duration{1: 0, 2: time.Second}, nil, false, nil},
 		// its request may have left: without failover a run is at most once
 		{"item 1's run of that fire ended as LOST", map[int]time.Duration{1: 0, 2: -time.Second}, nil, true, []int{2}},
+		// a misfire's catch-up of an older fire ended after that fire: the completed node's latest fire says
+		{"item 1's catch-up ended after that fire ran (found by the soak)", map[int]time.Duration{1: catchUpAfter}, nil, false, []int{2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg, send, e, at := firedWithItem0(t)
@@ -184,6 +190,10 @@ func TestExecutorRunsTheItemsItGainedAfterItDecidedAFire(t *testing.T) {
 			give(reg, true, func() {
 				for i, d := range tc.completed {
 					reg.completed[i] = cluster.Completed{ExecutionID: fmt.Sprint("x", i), InstanceID: "b", Source: ejserver.SourceNormal, ScheduledAt: at.Add(d)}
+					if d == catchUpAfter {
+						reg.completed[i] = cluster.Completed{ExecutionID: fmt.Sprint("x", i), InstanceID: "b", Source: ejserver.SourceMisfire,
+							ScheduledAt: at.Add(-5 * time.Second), Latest: at}
+					}
 					if tc.lost {
 						c := reg.completed[i]
 						c.State = cluster.CompletedLost

@@ -12,19 +12,39 @@ import (
 // resharding (the leader waits for running items, so that run has ended and recorded itself).
 func (e *Executor) notRunYet(req fireRequest, items []int) []int { return e.dropRan(req, items, false) }
 
-// dropRan drops the items whose completed node names a run of req's fire or a later one; a run ended as LOST
-// (its peer vanished mid-run, its outcome unknown) counts only with lost.
-func (e *Executor) dropRan(req fireRequest, items []int, lost bool) []int {
+// dropRan drops the items whose fire at req.scheduledAt ran, by their completed node (ranFire; strict: when
+// in doubt, it ran).
+func (e *Executor) dropRan(req fireRequest, items []int, strict bool) []int {
 	return slices.DeleteFunc(items, func(item int) bool {
 		last, ok, err := e.reg.LastCompleted(req.job, item)
-		// a run ended as LOST is no sign for a held fire that this fire ran: as before it was recorded
-		if err != nil || !ok || last.Source.OnRequest() || (!lost && last.State == cluster.CompletedLost) || last.ScheduledAt.Before(req.scheduledAt) {
+		if !ranFire(last, ok, err, req.scheduledAt, strict) {
 			return false
 		}
 		e.log.Info("item already ran this fire on its previous owner: not run again", "job", req.job, "item", item,
-			"instance", last.InstanceID, "execution_id", last.ExecutionID)
+			"instance", last.InstanceID, "execution_id", last.ExecutionID, "err", err)
 		return true
 	})
+}
+
+// ranFire decides from an item's completed node (last; ok: it exists; err: it could not be read) whether its
+// fire scheduled at ran: the node's latest fire (LastFire: a catch-up of an older fire that ended after it
+// does not hide it) is at or after it. A held fire's check (strict false) runs the item when the node does not
+// tell: a run ended as LOST (its peer vanished mid-run) is no sign the fire ran, nor is an on-request run
+// that records no latest fire, nor a failed read. A gained item's check (strict true) takes those for run:
+// a LOST run's request may have left, and without failover a run is at most once; a manual run may have
+// followed this very fire; a read that failed tells nothing.
+func ranFire(last cluster.Completed, ok bool, err error, at time.Time, strict bool) bool {
+	switch {
+	case err != nil:
+		return strict
+	case !ok:
+		return false
+	case last.State == cluster.CompletedLost && !strict:
+		return false
+	case last.Source.OnRequest() && last.LastFire().IsZero():
+		return strict
+	}
+	return !last.LastFire().Before(at)
 }
 
 // reshardedNear says whether this peer saw the job's owners change so close to a fire due at scheduledAt

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -82,3 +83,37 @@ func TestExecutorFireThatWaitedForAReshardingSkipsItemsThatAlreadyRanIt(t *testi
 
 // A peer that joins between a trigger request and the resharding it causes is not left out: the leader hands
 // the trigger to the online instances that own requested items and were not reached, and to nobody else.
+
+func TestRanFire(t *testing.T) {
+	at := time.Unix(100, 0)
+	normal := func(d time.Duration) cluster.Completed {
+		return cluster.Completed{Source: ejserver.SourceNormal, ScheduledAt: at.Add(d)}
+	}
+	lost := normal(0)
+	lost.State = cluster.CompletedLost
+	catchUp := cluster.Completed{Source: ejserver.SourceMisfire, ScheduledAt: at.Add(-5 * time.Second), Latest: at}
+	manual := cluster.Completed{Source: ejserver.SourceManual, ScheduledAt: at.Add(time.Second)}
+	for _, tc := range []struct {
+		name         string
+		last         cluster.Completed
+		ok           bool
+		err          error
+		held, gained bool // ranFire with strict false, true
+	}{
+		{"this fire ran", normal(0), true, nil, true, true},
+		{"a later fire ran", normal(time.Second), true, nil, true, true},
+		{"an earlier fire ran last", normal(-time.Second), true, nil, false, false},
+		{"never ran", cluster.Completed{}, false, nil, false, false},
+		{"a catch-up of an older fire ended after this one", catchUp, true, nil, true, true},
+		{"this fire's run ended as LOST", lost, true, nil, false, true},
+		{"a manual run after it, no latest fire recorded", manual, true, nil, false, true},
+		{"the node could not be read", cluster.Completed{}, false, errors.New("zk: connection closed"), false, true},
+	} {
+		if got := ranFire(tc.last, tc.ok, tc.err, at, false); got != tc.held {
+			t.Errorf("%s: ranFire for a held fire = %v, want %v", tc.name, got, tc.held)
+		}
+		if got := ranFire(tc.last, tc.ok, tc.err, at, true); got != tc.gained {
+			t.Errorf("%s: ranFire for a gained item = %v, want %v", tc.name, got, tc.gained)
+		}
+	}
+}
