@@ -16,14 +16,14 @@ import (
 // neither. A rolling upgrade did it (TestRollingUpgradeMissesNoFire): a stopping peer's fire was held on one
 // survivor and not on the other, which had decided it before it saw the peer leave; the held one decided
 // after the resharding, and the item that went from it to the other was not delivered. Two reshardings in a
-// row (a lost owner, then a joining peer) did the same between two held fires read on either side of the
-// second.
+// row (a lost owner, then a joining peer) can do the same between two held fires read on either side of the
+// second, and so does a peer killed just before a fire, while its session still stands.
 //
 // So a peer remembers the items it owned when it decided a job's last scheduled fire, and when a resharding
 // gives it items it did not own then, it runs them for that fire, unless their completed node shows the fire
-// ran, ended as LOST included (or a running node shows it runs): a commit waits until no item of the job runs
-// (its fence), and the new owners' versions fence every begin after it, so what the completed node says then
-// is final for every run made under the old owners.
+// ran or does not tell (ranFire, strict) or a running node shows it runs: a commit waits until no item of the
+// job runs (its fence), and the new owners' versions fence every begin after it, so what the completed node
+// says then is final for every run made under the old owners.
 
 // decidedFire is the last scheduled fire a peer decided for a job (JobStatus.decided): when it was scheduled,
 // until when items gained since may still run for it (gainedUntil), and the items this peer owned in the
