@@ -34,22 +34,28 @@ type decidedFire struct {
 	owned     []int
 }
 
-// ownedItems lists the items of snap that this peer owns, disabled or taken over ones included.
+// owns reports whether this peer owns item i of snap (sharding/{i}/instance), disabled or taken over or not.
+func owns(snap *cluster.JobSnapshot, i int) bool {
+	it := snap.Items[i]
+	return it.Exists && it.Owner == snap.Me
+}
+
+// ownedItems lists the items of snap that this peer owns.
 func ownedItems(snap *cluster.JobSnapshot) []int {
 	var out []int
 	for i := range min(len(snap.Items), snap.Config.ShardingTotalCount) {
-		if it := snap.Items[i]; it.Exists && it.Owner == snap.Me {
+		if owns(snap, i) {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// sameOwned reports whether owned lists exactly the items of snap this peer owns.
+// sameOwned reports whether owned lists exactly the items of snap this peer owns (without allocating).
 func sameOwned(owned []int, snap *cluster.JobSnapshot) bool {
 	n := 0
 	for i := range min(len(snap.Items), snap.Config.ShardingTotalCount) {
-		if it := snap.Items[i]; it.Exists && it.Owner == snap.Me {
+		if owns(snap, i) {
 			if n >= len(owned) || owned[n] != i {
 				return false
 			}
@@ -90,20 +96,21 @@ func (e *Executor) decided(req fireRequest, snap *cluster.JobSnapshot) {
 	if req.source != ejserver.SourceNormal || !snap.Config.MonitorExecution {
 		return
 	}
-	var next time.Time // the fire after this one: the scheduler has moved on to it
-	if e.cfg.NextFire != nil {
+	var next time.Time // the fire after this one (the scheduler has moved on to it): a bound with misfire off only
+	if !snap.Config.Misfire && e.cfg.NextFire != nil {
 		next = e.cfg.NextFire(req.job)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.jobStatus(req.job)
+	if st.decided.at.After(req.scheduledAt) {
+		return // a later fire was decided already
+	}
 	owned := st.decided.owned
 	if !sameOwned(owned, snap) {
 		owned = ownedItems(snap)
 	}
-	if !st.decided.at.After(req.scheduledAt) {
-		st.decided = decidedFire{at: req.scheduledAt, until: gainedUntil(req.scheduledAt, next, e.cfg.ReshardWait, snap.Config.Misfire), owned: owned}
-	}
+	st.decided = decidedFire{at: req.scheduledAt, until: gainedUntil(req.scheduledAt, next, e.cfg.ReshardWait, snap.Config.Misfire), owned: owned}
 }
 
 // ItemsChanged is told that an item node of the job changed (cluster.ItemsChanged): if this peer gained items
@@ -133,8 +140,11 @@ func (e *Executor) ItemsChanged(job string) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if st.pickingUp || e.closed {
-		st.pickAgain = st.pickingUp
+	if st.pickingUp { // begun meanwhile by another change
+		st.pickAgain = true
+		return
+	}
+	if e.closed {
 		return
 	}
 	st.pickingUp = true
