@@ -36,6 +36,30 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 	return nil
 }
 
+// listedInstances maps a listing of a job's instances (names) to their server IPs from what is known without
+// a read: known (the job's instances when the listing began) and the live peers. It reports false when an
+// instance's node must be read (a process that is not a live peer) or this peer's own node is missing while
+// it is registered (refreshInstances tells an operator's removal from a listing that preceded it).
+func (r *Registry) listedInstances(e *jobEntry, names []string, known map[string]string) (map[string]string, bool) {
+	cur := make(map[string]string, len(names))
+	for _, n := range names {
+		ip, ok := known[n]
+		if !ok {
+			if ip = r.peerIP(n); ip == "" {
+				return nil, false
+			}
+		}
+		cur[n] = ip
+	}
+	if _, mine := cur[r.me.InstanceID]; !mine {
+		e.mu.Lock()
+		registered := e.st.registered
+		e.mu.Unlock()
+		return cur, !registered
+	}
+	return cur, true
+}
+
 // applyInstances applies a listing of a job's instances read when the job's direct count of instance
 // changes was direct.
 func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uint16) {

@@ -553,6 +553,12 @@ func (r *Registry) refreshNecessary(e *jobEntry) error {
 	if err != nil {
 		return err
 	}
+	r.applyNecessary(e, ok)
+	return nil
+}
+
+// applyNecessary applies a read of a job's leader/sharding/necessary: ok, whether it is there.
+func (r *Registry) applyNecessary(e *jobEntry, ok bool) {
 	e.mu.Lock()
 	changed := e.st.necessary != ok
 	e.st.necessary = ok
@@ -563,7 +569,6 @@ func (r *Registry) refreshNecessary(e *jobEntry) error {
 	if changed {
 		r.emit([]Event{{Kind: NecessaryChanged, Job: e.name}})
 	}
-	return nil
 }
 
 func (r *Registry) readFailoverItems(job string) ([]int, error) {

@@ -69,9 +69,10 @@ type lane uint8
 
 const (
 	laneFront  lane = iota // the few keys every other wait on (front in settled.go)
-	laneItems              // urgent reads of items' nodes, read together (itembatch.go)
+	laneItems              // urgent reads of items' nodes (and necessary), read together (readbatch.go)
 	laneUrgent             // the other urgent keys (urgent in settled.go, kickUrgent)
 	laneLoads              // jobs' loads, read together (loadbatch.go)
+	laneReads              // reads of loaded jobs' leader nodes and instances, read together (readbatch.go)
 	laneOther
 	lanes
 )
@@ -107,7 +108,7 @@ type refresher struct {
 	pending func(k refreshKey, delta int)
 	// urgent keys are run before the others (see urgent in settled.go), front keys before all
 	urgent, front func(k refreshKey) bool
-	// batches are the lanes whose keys a worker takes together (laneItems, laneLoads): of selects a lane's
+	// batches are the lanes whose keys a worker takes together (laneItems, laneLoads, laneReads): of selects a lane's
 	// keys, run runs up to max of them at once (errs[i] is keys[i]'s outcome); a lane without run is not used
 	batches [lanes]batchLane
 	// loadingOf selects the keys a starting registry waits for (the listings and the loads): loading counts
@@ -235,6 +236,8 @@ func (w *refresher) laneOf(k refreshKey, first bool) lane {
 		return laneUrgent
 	case b[laneLoads].run != nil && b[laneLoads].of(k):
 		return laneLoads
+	case b[laneReads].run != nil && b[laneReads].of(k):
+		return laneReads
 	}
 	return laneOther
 }
@@ -249,7 +252,8 @@ func (w *refresher) waitingLocked() int {
 }
 
 // Backlog is how many refreshes wait in the refresher's lanes (not those running): Urgent, the urgent keys
-// (the front lane's and items' reads included), Batched, the loads, Other, the rest.
+// (the front lane's and items' reads included), Batched, the loads, Other, the rest (the batched leader and
+// instances' reads included).
 type Backlog struct {
 	Urgent, Batched, Other int
 }
@@ -260,7 +264,7 @@ func (b Backlog) Total() int { return b.Urgent + b.Batched + b.Other }
 func (w *refresher) backlog() Backlog {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b := Backlog{Batched: len(w.lanes[laneLoads]), Other: len(w.lanes[laneOther])}
+	b := Backlog{Batched: len(w.lanes[laneLoads]), Other: len(w.lanes[laneReads]) + len(w.lanes[laneOther])}
 	for l, q := range w.lanes {
 		if lane(l).urgent() {
 			b.Urgent += len(q)

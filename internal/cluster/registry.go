@@ -240,7 +240,8 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r.campaigns.max, r.campaigns.due = campaignsInFlight, cfg.Due
 	r.campaigns.create = func(p string, data []byte) error { return s.create(p, data, zk.FlagEphemeral) }
 	r.w.pending, r.w.urgent, r.w.front = r.pendingDelta, urgent, front
-	r.w.batches[laneItems] = batchLane{of: r.itemReadBatched, run: r.refreshItems, max: itemBatch}
+	r.w.batches[laneItems] = batchLane{of: r.readBatched(true), run: r.refreshBatched, max: readBatch}
+	r.w.batches[laneReads] = batchLane{of: r.readBatched(false), run: r.refreshBatched, max: readBatch}
 	r.w.batches[laneLoads] = batchLane{of: func(k refreshKey) bool { return k.kind == kindLoad }, run: r.loadJobs, max: loadBatch}
 	r.w.loadingOf = startsWith
 	return r, nil
