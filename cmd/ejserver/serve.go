@@ -341,6 +341,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			ScheduledJobs:   func() int { return sched.Len() },
 			GCBetweenBursts: collector.Collections,
 			RegistryBacklog: reg.ReadsWaiting,
+			ZooKeeperWrites: func() metrics.ZooKeeperWrites { return metrics.ZooKeeperWrites(reg.WriteStats()) },
 		}})
 	alerting := newAlerts(c, reg, urlChecker{allow}.CheckURL, clk, log)
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,

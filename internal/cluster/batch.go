@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -60,6 +61,26 @@ type batcher struct {
 	// refused counts the groups failed by one of their own ops: each made every group batched with it wait
 	// for one more multi.
 	refused atomic.Int64
+	// groups submitted, multis sent and the nanoseconds they took, summed (WriteStats)
+	groups, multis, nanos atomic.Int64
+}
+
+// WriteStats are the counts of a peer's batched ZooKeeper writes since it started: Groups submitted (an
+// item's begin or end, a resharding's commit, a registration...), the Multis that carried them and the time
+// they took, summed (Seconds / Multis is their mean latency), the groups Refused by one of their own ops
+// (each sent the groups batched with it again), and the groups Waiting for a multi now.
+type WriteStats struct {
+	Groups, Multis, Refused int64
+	Seconds                 float64
+	Waiting                 int
+}
+
+func (b *batcher) stats() WriteStats {
+	b.mu.Lock()
+	waiting := len(b.pending)
+	b.mu.Unlock()
+	return WriteStats{Groups: b.groups.Load(), Multis: b.multis.Load(), Refused: b.refused.Load(),
+		Seconds: time.Duration(b.nanos.Load()).Seconds(), Waiting: waiting}
 }
 
 func newBatcher(s *Session) *batcher {
@@ -113,6 +134,7 @@ func (b *batcher) enqueue(ops []any, then func([]zk.MultiResponse, error)) *grou
 	}
 	b.pending = append(b.pending, g)
 	b.mu.Unlock()
+	b.groups.Add(1)
 	select {
 	case b.wake <- struct{}{}:
 	default:
@@ -170,7 +192,10 @@ func (b *batcher) send(batch []*group) {
 		for _, g := range batch {
 			ops = append(ops, g.ops...)
 		}
+		start := time.Now()
 		resps, err := b.s.multi(ops...)
+		b.multis.Add(1)
+		b.nanos.Add(int64(time.Since(start)))
 		if err == nil {
 			i := 0
 			for _, g := range batch {
@@ -245,3 +270,6 @@ func opSize(op any) int {
 	}
 	return overhead + len(opPath(op))
 }
+
+// WriteStats are the peer's batched ZooKeeper writes so far (the metrics scrape reads them).
+func (r *Registry) WriteStats() WriteStats { return r.b.stats() }

@@ -36,7 +36,8 @@ func registeredFamilies(t *testing.T) map[string][]string {
 	all := Sources{InFlight: i, Waiting: i, HistoryStats: func() (int64, int64, int64, int64) { return 0, 0, 0, 0 },
 		HistoryDegraded: b, SessionHealthy: b, SessionLease: b, Reconnects: i64, Expirations: i64,
 		Leaderships: i, ScheduledJobs: i, GCBetweenBursts: i64,
-		RegistryBacklog: func() (int, int, int) { return 0, 0, 0 }}
+		RegistryBacklog: func() (int, int, int) { return 0, 0, 0 },
+		ZooKeeperWrites: func() ZooKeeperWrites { return ZooKeeperWrites{} }}
 	descRE := regexp.MustCompile(`^Desc\{fqName: "([^"]+)", .*constLabels: \{([^}]*)\}, variableLabels: \{([^}]*)\}\}$`)
 	fams := map[string][]string{}
 	for _, perJob := range []bool{false, true} {

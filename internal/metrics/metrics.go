@@ -48,6 +48,17 @@ type Sources struct {
 	GCBetweenBursts func() int64
 	// RegistryBacklog: cluster.Registry's ReadsWaiting, by lane.
 	RegistryBacklog func() (urgent, batched, other int)
+	// ZooKeeperWrites: cluster.Registry's WriteStats.
+	ZooKeeperWrites func() ZooKeeperWrites
+}
+
+// ZooKeeperWrites are a peer's batched ZooKeeper writes (cluster.WriteStats): groups submitted, the multi
+// requests that carried them and their time summed, the groups refused by one of their own ops, and the
+// groups waiting for a multi now.
+type ZooKeeperWrites struct {
+	Groups, Multis, Refused int64
+	Seconds                 float64
+	Waiting                 int
 }
 
 // Label values of outcome.

@@ -365,6 +365,9 @@ func TestSources(t *testing.T) {
 		ScheduledJobs:   func() int { return 10000 },
 		GCBetweenBursts: func() int64 { return 9 },
 		RegistryBacklog: func() (int, int, int) { return 12, 0, 30000 },
+		ZooKeeperWrites: func() ZooKeeperWrites {
+			return ZooKeeperWrites{Groups: 5000, Multis: 40, Refused: 3, Seconds: 2.5, Waiting: 17}
+		},
 	}})
 	fams := gather(t, m)
 	for lane, v := range map[string]float64{"urgent": 12, "batched": 0, "other": 30000} {
@@ -378,6 +381,11 @@ func TestSources(t *testing.T) {
 		{"ejserver_webhook_requests_in_flight", dto.MetricType_GAUGE, 3},
 		{"ejserver_webhook_requests_waiting", dto.MetricType_GAUGE, 7},
 		{"ejserver_history_backlog", dto.MetricType_GAUGE, 11},
+		{"ejserver_zookeeper_write_groups_total", dto.MetricType_COUNTER, 5000},
+		{"ejserver_zookeeper_write_multis_total", dto.MetricType_COUNTER, 40},
+		{"ejserver_zookeeper_write_seconds_total", dto.MetricType_COUNTER, 2.5},
+		{"ejserver_zookeeper_write_groups_refused_total", dto.MetricType_COUNTER, 3},
+		{"ejserver_zookeeper_write_groups_waiting", dto.MetricType_GAUGE, 17},
 		{"ejserver_history_written_total", dto.MetricType_COUNTER, 1200},
 		{"ejserver_history_dropped_total", dto.MetricType_COUNTER, 4},
 		{"ejserver_history_write_failures_total", dto.MetricType_COUNTER, 2},
@@ -414,7 +422,9 @@ func TestNilSourcesSkipped(t *testing.T) {
 		"ejserver_zookeeper_session_up", "ejserver_zookeeper_lease_valid",
 		"ejserver_zookeeper_reconnects_total", "ejserver_zookeeper_session_expirations_total",
 		"ejserver_leaderships", "ejserver_scheduled_jobs", "ejserver_gc_between_bursts_total",
-		"ejserver_registry_reads_waiting",
+		"ejserver_registry_reads_waiting", "ejserver_zookeeper_write_groups_total",
+		"ejserver_zookeeper_write_multis_total", "ejserver_zookeeper_write_seconds_total",
+		"ejserver_zookeeper_write_groups_refused_total", "ejserver_zookeeper_write_groups_waiting",
 	}
 	t.Run("none", func(t *testing.T) {
 		t.Parallel()

@@ -56,6 +56,20 @@ func newSourceCollector(s Sources) *sourceCollector {
 	if f := s.GCBetweenBursts; f != nil {
 		counter("ejserver_gc_between_bursts_total", "Garbage collections this peer started in a gap between its bursts of webhooks.", int64f(f))
 	}
+	if f := s.ZooKeeperWrites; f != nil {
+		counter("ejserver_zookeeper_write_groups_total", "Atomic groups of ZooKeeper writes submitted (an item's begin "+
+			"or end, a resharding's commit, a registration...), batched into multi requests.",
+			func() float64 { return float64(f().Groups) })
+		counter("ejserver_zookeeper_write_multis_total", "Multi requests that carried the groups of writes.",
+			func() float64 { return float64(f().Multis) })
+		counter("ejserver_zookeeper_write_seconds_total", "Time the multi requests took, summed (divided by the "+
+			"multis: their mean latency).", func() float64 { return f().Seconds })
+		counter("ejserver_zookeeper_write_groups_refused_total", "Groups of writes refused by one of their own ops "+
+			"(a version check, a node that exists); each sent the groups batched with it again.",
+			func() float64 { return float64(f().Refused) })
+		gauge("ejserver_zookeeper_write_groups_waiting", "Groups of writes waiting for a multi request.",
+			func() float64 { return float64(f().Waiting) })
+	}
 	if f := s.HistoryDegraded; f != nil {
 		gauge("ejserver_history_degraded", "1 while the last history write failed, else 0.", boolf(f))
 	}
