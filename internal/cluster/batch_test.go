@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+)
+
+// TestBatcherResendsAroundRefusedGroups: a batch of 64 groups of which 16 are refused by their own op (a
+// node that exists) ends with every other group written and each refused group given its op's error, and no
+// group is sent in more than 8 multis (resent one refusal at a time, the last groups went in 17).
+func TestBatcherResendsAroundRefusedGroups(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Dial(ctx, SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 8 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	root := "/" + zktest.Namespace("batcher")
+	if err := s.ensurePath(root); err != nil {
+		t.Fatal(err)
+	}
+	const groups = 64
+	refused := func(i int) bool { return i%4 == 1 }
+	for i := range groups {
+		if refused(i) {
+			if err := s.create(fmt.Sprintf("%s/g%02d", root, i), nil, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// the flushers are not started: the test takes the one batch and sends it itself
+	b := &batcher{s: s, wake: make(chan struct{}, 1)}
+	var gs []*group
+	for i := range groups {
+		// two ops a group, so a refused op is not its group's first
+		gs = append(gs, b.enqueue([]any{opCheck(root, -1), s.opCreate(fmt.Sprintf("%s/g%02d", root, i), []byte("x"), 0)}, nil))
+	}
+	batch := b.take()
+	if len(batch) != groups {
+		t.Fatalf("took %d groups, want %d in one batch", len(batch), groups)
+	}
+	b.send(batch)
+	most := 0
+	for i, g := range gs {
+		select {
+		case <-g.done:
+		default:
+			t.Fatalf("group %d has no outcome", i)
+		}
+		most = max(most, g.sent)
+		var opErr *OpError
+		switch {
+		case refused(i) && (!errors.As(g.err, &opErr) || opErr.Op != 1 || !errors.Is(g.err, zk.ErrNodeExists)):
+			t.Errorf("refused group %d: err %v, want op 1's NodeExists", i, g.err)
+		case !refused(i) && g.err != nil:
+			t.Errorf("group %d: %v", i, g.err)
+		case !refused(i):
+			if data, _, err := s.get(fmt.Sprintf("%s/g%02d", root, i)); err != nil || string(data) != "x" {
+				t.Errorf("group %d's node: %q %v", i, data, err)
+			}
+		}
+	}
+	st := b.stats()
+	t.Logf("%d multis, a group sent in %d at most, %d refused", st.Multis, most, st.Refused)
+	if most > 8 || st.Refused != groups/4 || st.Groups != groups {
+		t.Errorf("a group sent in %d multis at most (want <= 8), %d refused (want %d), %d groups", most, st.Refused,
+			groups/4, st.Groups)
+	}
+}
+
+func TestResendParts(t *testing.T) {
+	gs := make([]*group, 6)
+	for i := range gs {
+		gs[i] = &group{}
+	}
+	for _, tt := range []struct {
+		n, gi int
+		want  [][2]int // each part as [from, to) in gs
+	}{
+		{1, 0, nil},
+		{2, 0, [][2]int{{1, 2}}},
+		{2, 1, [][2]int{{0, 1}}},
+		{6, 0, [][2]int{{1, 3}, {3, 6}}},
+		{6, 2, [][2]int{{0, 2}, {3, 4}, {4, 6}}},
+		{6, 5, [][2]int{{0, 5}}},
+		{6, 4, [][2]int{{0, 4}, {5, 6}}},
+	} {
+		got := resendParts(gs[:tt.n], tt.gi)
+		if len(got) != len(tt.want) {
+			t.Errorf("%d groups, %d refused: %d parts, want %d", tt.n, tt.gi, len(got), len(tt.want))
+			continue
+		}
+		for i, w := range tt.want {
+			if len(got[i]) != w[1]-w[0] || &got[i][0] != &gs[w[0]] {
+				t.Errorf("%d groups, %d refused: part %d is not gs[%d:%d]", tt.n, tt.gi, i, w[0], w[1])
+			}
+		}
+	}
+}
