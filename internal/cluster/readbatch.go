@@ -15,13 +15,15 @@ import (
 //     node per refresh worker, the 32 workers read ~550 nodes a second against a ZooKeeper answering in ~58 ms,
 //     behind ~90,000 reports of the stopped instance's deletions: the jobs the stopped peer owned missed their
 //     next fire (~30,000 fires). leader/sharding/necessary goes with them: it decides items too.
-//   - the jobs' leader nodes and instances' listings (laneReads, not urgent). The stopped peer's ~33,000
+//   - the jobs' leader nodes, instances' listings and servers' states (laneReads, not urgent). The stopped peer's ~33,000
 //     leaderships are campaigned for by both survivors at once; each race's loser, and the event of each new
 //     leader node, asks for the leader to be read, and the restarted peer's ~100,000 registrations ask for the
 //     instances to be listed until the survivors have read its peer node. Read one by one, 25-30 of the 32
 //     workers were each in one get of a leader node 15-30 s after the stop, ~24,000 leader and ~10,000
 //     instances' reads waited 60 s after it (~350 a second drained), and the campaigns of jobs found
-//     leaderless waited behind them: their fires were skipped after 30 s of "the leader (none)".
+//     leaderless waited behind them: their fires were skipped after 30 s of "the leader (none)". A
+//     registration of 100,000 jobs has each peer read every peer's servers/{ip} of every job: ~170,000 of
+//     those reads waited on each peer while the jobs registered (the refresher's backlog log).
 //
 // A key whose job is not loaded yet (its load reads the nodes), whose node the recursive watch no longer
 // covers (the session changed since it was queued), or whose answer needs more than the one read (an
@@ -31,7 +33,7 @@ import (
 const readBatch = bulkChunk
 
 // readBatched selects the reads that travel together, on a server that speaks multiRead and while the
-// recursive watch is armed: urgent (the items' nodes and necessary) or not (leader and instances).
+// recursive watch is armed: urgent (the items' nodes and necessary) or not (leader, instances, servers/{ip}).
 func (r *Registry) readBatched(urgent bool) func(k refreshKey) bool {
 	return func(k refreshKey) bool {
 		switch k.kind {
@@ -39,7 +41,7 @@ func (r *Registry) readBatched(urgent bool) func(k refreshKey) bool {
 			if !urgent {
 				return false
 			}
-		case kindLeader, kindInstances:
+		case kindLeader, kindInstances, kindServer:
 			if urgent {
 				return false
 			}
@@ -174,6 +176,12 @@ func (r *Registry) jobRead(e *jobEntry, k refreshKey) (batchedRead, bool) {
 				node = leaderOf(x.Data, x.Stat)
 			}
 			r.applyLeader(e, node, direct)
+			return true
+		}
+	case kindServer:
+		pth = r.p.Server(e.name, k.ip)
+		apply = func(x zk.ReadResult) bool {
+			r.applyServer(e, k.ip, x.Data, x.Stat, x.Err == nil)
 			return true
 		}
 	case kindInstances:

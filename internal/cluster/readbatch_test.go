@@ -106,11 +106,12 @@ func TestRefresherRunsItemReadsFirstTogether(t *testing.T) {
 	}
 }
 
-// TestLeadersAndInstancesReadTogether: the reads a restart queues in bulk on a survivor (the jobs' leader
-// nodes, their instances' listings, leader/sharding/necessary) travel in multiRead requests under the
-// namespace's recursive watch, not one get, list or exists each; an instance that is not a live peer still
-// has its node read. The reading peer has one refresh worker, so the reads queue while it reads.
-func TestLeadersAndInstancesReadTogether(t *testing.T) {
+// TestJobLevelReadsTravelTogether: the reads a restart or a registration queues in bulk on a peer (the jobs'
+// leader nodes, their instances' listings, servers' states, leader/sharding/necessary) travel in multiRead
+// requests under the namespace's recursive watch, not one get, list or exists each; an instance that is not
+// a live peer still has its node read. The reading peer has one refresh worker, so the reads queue while it
+// reads.
+func TestJobLevelReadsTravelTogether(t *testing.T) {
 	ns := zktest.Namespace("readbatch")
 	addr := zktest.Addr(t)
 	const jobs = 40
@@ -169,6 +170,12 @@ func TestLeadersAndInstancesReadTogether(t *testing.T) {
 		return a.s.opCreate(a.r.p.Necessary(job), nil, 0)
 	}, func(e *jobEntry) bool { return e.st.necessary })
 	batched("necessary", got)
+
+	// a's server disabled in every job: each servers/{ip} is read
+	got = episode("servers", func(job string) any {
+		return opSet(a.r.p.Server(job, "10.0.0.1"), []byte(ServerDisabled), -1)
+	}, func(e *jobEntry) bool { return e.st.servers["10.0.0.1"] == ServerDisabled })
+	batched("servers", got)
 
 	// an instance of a process b has no peer node of is added to every job: its listing is read again alone,
 	// with its node for its server IP

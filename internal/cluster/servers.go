@@ -42,6 +42,15 @@ func (r *Registry) refreshServers(e *jobEntry) error {
 
 func (r *Registry) refreshServer(e *jobEntry, ip string) error {
 	data, st, err := r.s.getW(r.p.Server(e.name, ip))
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	r.applyServer(e, ip, data, st, err == nil)
+	return nil
+}
+
+// applyServer applies a read of a job's servers/{ip}: its data and stat, or not present.
+func (r *Registry) applyServer(e *jobEntry, ip string, data []byte, st *zk.Stat, present bool) {
 	e.mu.Lock()
 	cur := maps.Clone(e.st.servers)
 	e.mu.Unlock()
@@ -49,17 +58,13 @@ func (r *Registry) refreshServer(e *jobEntry, ip string) error {
 		cur = map[string]string{}
 	}
 	vers := map[string]nodeVersion{}
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		delete(cur, ip)
-	case err != nil:
-		return err
-	default:
+	if present {
 		cur[ip] = strings.TrimSpace(string(data))
 		vers[ip] = nodeVersion{czxid: st.Czxid, version: st.Version}
+	} else {
+		delete(cur, ip)
 	}
 	r.applyServers(e, cur, vers)
-	return nil
 }
 
 // applyServers takes the servers/ states read (cur, all of them) and the versions of the nodes read (vers):
