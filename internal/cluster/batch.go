@@ -52,11 +52,18 @@ func (g *group) finish() {
 // multi is in flight the next groups queue up and leave together (natural batching: no added delay when
 // idle, large batches under a burst). A multi is atomic, so when one group's op fails, that group alone gets
 // the error and the others are sent again.
+//
+// The items' own writes (an item's begin, which its webhook waits for, its end, which its next fire needs,
+// and its misfire flag) go before the others (reshardings, registrations, leases...). Under a restart at
+// 100,000 jobs the survivors' multis took 0.4-1.1 s instead of ~20 ms, ~14,000 groups waited on each, and a
+// fire's begin waited behind the commits of the stopped peer's jobs' reshardings in the one queue: every fire
+// of every job was 10-45 s late for 90 s, not only the stopped peer's.
 type batcher struct {
 	s *Session
 
-	mu      sync.Mutex
-	pending []*group
+	mu sync.Mutex
+	// pending are the groups waiting, the items' first (queueItems), then the others'
+	pending [2][]*group
 	wake    chan struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -79,7 +86,7 @@ type WriteStats struct {
 
 func (b *batcher) stats() WriteStats {
 	b.mu.Lock()
-	waiting := len(b.pending)
+	waiting := len(b.pending[queueItems]) + len(b.pending[queueOthers])
 	b.mu.Unlock()
 	return WriteStats{Groups: b.groups.Load(), Multis: b.multis.Load(), Refused: b.refused.Load(),
 		Seconds: time.Duration(b.nanos.Load()).Seconds(), Waiting: waiting}
@@ -98,8 +105,8 @@ func newBatcher(s *Session) *batcher {
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
-	pending := b.pending
-	b.pending = nil
+	pending := append(b.pending[queueItems], b.pending[queueOthers]...)
+	b.pending = [2][]*group{}
 	b.mu.Unlock()
 	for _, g := range pending {
 		g.err = zk.ErrClosing
@@ -109,9 +116,22 @@ func (b *batcher) close() {
 	b.wg.Wait()
 }
 
+// The queues of waiting groups, taken in this order.
+const (
+	queueItems  = 0 // an item's begin and end
+	queueOthers = 1
+)
+
 // submit sends ops as one atomic group and waits for the outcome.
 func (b *batcher) submit(ops ...any) ([]zk.MultiResponse, error) {
-	g := b.enqueue(ops, nil)
+	g := b.enqueue(ops, nil, queueOthers)
+	<-g.done
+	return g.resps, g.err
+}
+
+// submitItem is submit for an item's begin or end: it goes before the groups of other kinds waiting.
+func (b *batcher) submitItem(ops ...any) ([]zk.MultiResponse, error) {
+	g := b.enqueue(ops, nil, queueItems)
 	<-g.done
 	return g.resps, g.err
 }
@@ -119,10 +139,10 @@ func (b *batcher) submit(ops ...any) ([]zk.MultiResponse, error) {
 // submitThen sends ops as one atomic group and returns at once; then gets the outcome, on a flusher (it must
 // not block). A caller that does not wait lets many more groups share a multi than the callers waiting at once.
 func (b *batcher) submitThen(then func([]zk.MultiResponse, error), ops ...any) {
-	b.enqueue(ops, then)
+	b.enqueue(ops, then, queueOthers)
 }
 
-func (b *batcher) enqueue(ops []any, then func([]zk.MultiResponse, error)) *group {
+func (b *batcher) enqueue(ops []any, then func([]zk.MultiResponse, error), queue int) *group {
 	g := &group{ops: ops, done: make(chan struct{}), then: then}
 	for _, op := range ops {
 		g.size += opSize(op)
@@ -134,7 +154,7 @@ func (b *batcher) enqueue(ops []any, then func([]zk.MultiResponse, error)) *grou
 		g.finish()
 		return g
 	}
-	b.pending = append(b.pending, g)
+	b.pending[queue] = append(b.pending[queue], g)
 	b.mu.Unlock()
 	b.groups.Add(1)
 	select {
@@ -158,27 +178,33 @@ func (b *batcher) flusher() {
 	}
 }
 
-// take removes the next batch from the queue, or returns nil when it is empty.
+// take removes the next batch from the queues, the items' groups first, or returns nil when both are empty.
 func (b *batcher) take() []*group {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, ops, size := 0, 0, 0
-	for n < len(b.pending) {
-		g := b.pending[n]
-		if n > 0 && (ops+len(g.ops) > maxBatchOps || size+g.size > maxBatchBytes) {
-			break
+	var batch []*group
+	ops, size := 0, 0
+	for q := range b.pending {
+		n := 0
+		for ; n < len(b.pending[q]); n++ {
+			g := b.pending[q][n]
+			if len(batch)+n > 0 && (ops+len(g.ops) > maxBatchOps || size+g.size > maxBatchBytes) {
+				break // the batch is full
+			}
+			ops += len(g.ops)
+			size += g.size
 		}
-		ops += len(g.ops)
-		size += g.size
-		n++
+		batch = append(batch, b.pending[q][:n]...)
+		if b.pending[q] = b.pending[q][n:]; len(b.pending[q]) == 0 {
+			b.pending[q] = nil // an emptied queue lets its array go
+		} else {
+			break // the batch is full
+		}
 	}
-	if n == 0 {
+	if len(batch) == 0 {
 		return nil
 	}
-	batch := make([]*group, n)
-	copy(batch, b.pending[:n])
-	b.pending = b.pending[n:]
-	if len(b.pending) > 0 {
+	if len(b.pending[queueItems])+len(b.pending[queueOthers]) > 0 {
 		select {
 		case b.wake <- struct{}{}: // let the other flusher take the rest now
 		default:

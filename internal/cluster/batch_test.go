@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,7 +44,8 @@ func TestBatcherResendsAroundRefusedGroups(t *testing.T) {
 	var gs []*group
 	for i := range groups {
 		// two ops a group, so a refused op is not its group's first
-		gs = append(gs, b.enqueue([]any{opCheck(root, -1), s.opCreate(fmt.Sprintf("%s/g%02d", root, i), []byte("x"), 0)}, nil))
+		gs = append(gs, b.enqueue([]any{opCheck(root, -1), s.opCreate(fmt.Sprintf("%s/g%02d", root, i), []byte("x"), 0)}, nil,
+			queueOthers))
 	}
 	batch := b.take()
 	if len(batch) != groups {
@@ -105,5 +107,31 @@ func TestResendParts(t *testing.T) {
 				t.Errorf("%d groups, %d refused: part %d is not gs[%d:%d]", tt.n, tt.gi, i, w[0], w[1])
 			}
 		}
+	}
+}
+
+// TestBatcherTakesItemsFirst: a batch takes the items' groups waiting before the others', whatever the order
+// they came in, within the batch's limit of ops; the rest waits in order for the next batch.
+func TestBatcherTakesItemsFirst(t *testing.T) {
+	b := &batcher{wake: make(chan struct{}, 1)}
+	op := func() []any { return []any{opDelete("/x", -1)} }
+	var others, items []*group
+	for range 600 {
+		others = append(others, b.enqueue(op(), nil, queueOthers))
+	}
+	for range maxBatchOps - 100 {
+		items = append(items, b.enqueue(op(), nil, queueItems))
+	}
+	want := slices.Concat(items, others[:100])
+	if got := b.take(); !slices.Equal(got, want) {
+		t.Fatalf("first batch: %d groups, want the %d items' then the first 100 others'", len(got), len(items))
+	}
+	late := b.enqueue(op(), nil, queueItems)
+	want = append([]*group{late}, others[100:]...)
+	if got := b.take(); !slices.Equal(got, want) {
+		t.Fatalf("second batch: %d groups, want the item that came last, then the 500 others left", len(got))
+	}
+	if got := b.take(); got != nil {
+		t.Fatalf("a third batch of %d groups from empty queues", len(got))
 	}
 }
