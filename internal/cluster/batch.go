@@ -54,10 +54,11 @@ func (g *group) finish() {
 // the error and the others are sent again.
 //
 // The items' own writes (an item's begin, which its webhook waits for, its end, which its next fire needs,
-// and its misfire flag) go before the others (reshardings, registrations, leases...). Under a restart at
-// 100,000 jobs the survivors' multis took 0.4-1.1 s instead of ~20 ms, ~14,000 groups waited on each, and a
-// fire's begin waited behind the commits of the stopped peer's jobs' reshardings in the one queue: every fire
-// of every job was 10-45 s late for 90 s, not only the stopped peer's.
+// and its misfire flag) go before the others (reshardings, registrations, leases...), up to itemsShare of a
+// batch while others wait. Under a restart at 100,000 jobs the survivors' multis took 0.4-1.1 s instead of
+// ~20 ms, ~14,000 groups waited on each, and a fire's begin waited behind the commits of the stopped peer's
+// jobs' reshardings in the one queue: every fire of every job was 10-45 s late for 90 s, not only the
+// stopped peer's.
 type batcher struct {
 	s *Session
 
@@ -178,27 +179,33 @@ func (b *batcher) flusher() {
 	}
 }
 
-// take removes the next batch from the queues, the items' groups first, or returns nil when both are empty.
+// itemsShare is the share of a batch's ops the items' groups take before the others' waiting get theirs:
+// the items go first, but a burst of them does not hold a resharding's commits (which the items of the jobs
+// it moves wait for) for as long as it lasts.
+const itemsShare = maxBatchOps * 3 / 4
+
+// take removes the next batch from the queues, or returns nil when both are empty: the items' groups up to
+// itemsShare, then the others', then the items' again, up to the batch's limits.
 func (b *batcher) take() []*group {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var batch []*group
 	ops, size := 0, 0
-	for q := range b.pending {
+	for _, pass := range [...]struct{ queue, maxOps int }{
+		{queueItems, itemsShare}, {queueOthers, maxBatchOps}, {queueItems, maxBatchOps},
+	} {
+		q := b.pending[pass.queue]
 		n := 0
-		for ; n < len(b.pending[q]); n++ {
-			g := b.pending[q][n]
-			if len(batch)+n > 0 && (ops+len(g.ops) > maxBatchOps || size+g.size > maxBatchBytes) {
-				break // the batch is full
+		for ; n < len(q); n++ {
+			if len(batch)+n > 0 && (ops+len(q[n].ops) > pass.maxOps || size+q[n].size > maxBatchBytes) {
+				break
 			}
-			ops += len(g.ops)
-			size += g.size
+			ops += len(q[n].ops)
+			size += q[n].size
 		}
-		batch = append(batch, b.pending[q][:n]...)
-		if b.pending[q] = b.pending[q][n:]; len(b.pending[q]) == 0 {
-			b.pending[q] = nil // an emptied queue lets its array go
-		} else {
-			break // the batch is full
+		batch = append(batch, q[:n]...)
+		if b.pending[pass.queue] = q[n:]; len(q) == n {
+			b.pending[pass.queue] = nil // an emptied queue lets its array go
 		}
 	}
 	if len(batch) == 0 {
