@@ -55,6 +55,7 @@ type options struct {
 	records        string
 	sessionTimeout time.Duration
 	zkHeap         string
+	zkJVMFlags     string
 	peerLogLevel   string
 	regWorkers     int
 	grace          time.Duration
@@ -95,6 +96,7 @@ func run(args []string) int {
 	fs.StringVar(&o.records, "records", "", "directory: write each run's deliveries as CSV (workload-run.csv: scheduled and arrival times, job, item, source, instance, execution id, attempt)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "the peers' --session-timeout")
 	fs.StringVar(&o.zkHeap, "zk-heap", "1g", "ZooKeeper's JVM heap (EJ_ZK_HEAP)")
+	fs.StringVar(&o.zkJVMFlags, "zk-jvm-flags", "", "more flags for ZooKeeper's JVM, space-separated, e.g. -Xlog:gc:file=/tmp/zk-gc.log (EJ_ZK_JVMFLAGS)")
 	fs.StringVar(&o.peerLogLevel, "peer-log-level", "warn", "the peers' --log-level (info logs every item; with -keep the logs stay)")
 	fs.IntVar(&o.regWorkers, "register-workers", 32, "concurrent API calls registering jobs")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "how long after the window late deliveries are still awaited")
@@ -131,6 +133,9 @@ func run(args []string) int {
 	}
 	if o.zkHeap != "" && os.Getenv("EJ_ZK_HEAP") == "" {
 		os.Setenv("EJ_ZK_HEAP", o.zkHeap)
+	}
+	if o.zkJVMFlags != "" && os.Getenv("EJ_ZK_JVMFLAGS") == "" {
+		os.Setenv("EJ_ZK_JVMFLAGS", o.zkJVMFlags)
 	}
 	e, err := newEnv(o)
 	if err != nil {

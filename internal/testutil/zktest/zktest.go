@@ -250,9 +250,12 @@ func (s *Server) launch() error {
 	if heap == "" {
 		heap = "256m"
 	}
-	cmd := exec.Command("java", "-Xms64m", "-Xmx"+heap, "-cp", Classpath,
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dznode.container.checkIntervalMs=1000",
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.Dir, "zoo.cfg"))
+	// EJ_ZK_JVMFLAGS: more JVM flags, space-separated (a benchmark's GC log: -Xlog:gc:file=...)
+	args := append([]string{"-Xms64m", "-Xmx" + heap}, strings.Fields(os.Getenv("EJ_ZK_JVMFLAGS"))...)
+	args = append(args, "-cp", Classpath, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-Dznode.container.checkIntervalMs=1000", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+		filepath.Join(s.Dir, "zoo.cfg"))
+	cmd := exec.Command("java", args...)
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
