@@ -15,14 +15,14 @@ import (
 //     node per refresh worker, the 32 workers read ~550 nodes a second against a ZooKeeper answering in ~58 ms,
 //     behind ~90,000 reports of the stopped instance's deletions: the jobs the stopped peer owned missed their
 //     next fire (~30,000 fires). leader/sharding/necessary goes with them: it decides items too.
-//   - the jobs' leader nodes, instances' listings and servers' states (laneReads, not urgent). The stopped peer's ~33,000
-//     leaderships are campaigned for by both survivors at once; each race's loser, and the event of each new
-//     leader node, asks for the leader to be read, and the restarted peer's ~100,000 registrations ask for the
-//     instances to be listed until the survivors have read its peer node. Read one by one, 25-30 of the 32
-//     workers were each in one get of a leader node 15-30 s after the stop, ~24,000 leader and ~10,000
-//     instances' reads waited 60 s after it (~350 a second drained), and the campaigns of jobs found
-//     leaderless waited behind them: their fires were skipped after 30 s of "the leader (none)". A
-//     registration of 100,000 jobs has each peer read every peer's servers/{ip} of every job: ~170,000 of
+//   - the jobs' leader nodes, instances' listings and servers' states (laneReads, not urgent). The stopped
+//     peer's ~33,000 leaderships are campaigned for by both survivors at once; each race's loser, and the
+//     event of each new leader node, asks for the leader to be read, and the restarted peer's ~100,000
+//     registrations ask for the instances to be listed until the survivors have read its peer node. Read one
+//     by one, 25-30 of the 32 workers were each in one get of a leader node 15-30 s after the stop, ~24,000
+//     leader and ~10,000 instances' reads waited 60 s after it (~350 a second drained), and the campaigns of
+//     jobs found leaderless waited behind them: their fires were skipped after 30 s of "the leader (none)".
+//     A registration of 100,000 jobs has each peer read every peer's servers/{ip} of every job: ~170,000 of
 //     those reads waited on each peer while the jobs registered (the refresher's backlog log).
 //
 // A key whose job is not loaded yet (its load reads the nodes), whose node the recursive watch no longer
@@ -69,14 +69,8 @@ var errAlone = errors.New("read alone")
 func (r *Registry) refreshBatched(keys []refreshKey) []error {
 	errs := make([]error, len(keys))
 	var reads []batchedRead
-	var at []int // the key of each read
-	var held []*jobEntry
-	unlock := func() {
-		for _, e := range held {
-			e.refreshMu.Unlock()
-		}
-		held = nil
-	}
+	var at []int                 // the key of each read
+	held := map[*jobEntry]bool{} // the jobs whose refreshMu the batch holds (a job's keys of several kinds share it)
 	for i, k := range keys {
 		e := r.entry(k.job)
 		if e == nil {
@@ -90,11 +84,13 @@ func (r *Registry) refreshBatched(keys []refreshKey) []error {
 			errs[i] = errAlone
 			continue
 		}
-		if !e.refreshMu.TryLock() {
-			errs[i] = errAlone
-			continue
+		if !held[e] {
+			if !e.refreshMu.TryLock() {
+				errs[i] = errAlone
+				continue
+			}
+			held[e] = true
 		}
-		held = append(held, e)
 		rd, ok := r.jobRead(e, k)
 		switch {
 		case ok:
@@ -125,7 +121,9 @@ func (r *Registry) refreshBatched(keys []refreshKey) []error {
 			}
 		}
 	}
-	unlock()
+	for e := range held {
+		e.refreshMu.Unlock()
+	}
 	for i, k := range keys {
 		if errs[i] == errAlone {
 			errs[i] = r.refresh(k)

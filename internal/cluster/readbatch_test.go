@@ -177,6 +177,25 @@ func TestJobLevelReadsTravelTogether(t *testing.T) {
 	}, func(e *jobEntry) bool { return e.st.servers["10.0.0.1"] == ServerDisabled })
 	batched("servers", got)
 
+	// a job's leader node and server state changed in one transaction: both read in the batch that holds the
+	// job (not the second alone, after it)
+	base := b.s.reads.totals()
+	var ops []any
+	for _, name := range names {
+		ops = append(ops, opSet(a.r.p.LeaderInstance(name), []byte(fake), -1),
+			opSet(a.r.p.Server(name, "10.0.0.1"), []byte(ServerEnabled), -1))
+	}
+	if _, err := a.s.multi(ops...); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		waitJob(t, b, name, "the server enabled", func(s *JobSnapshot) bool { return s.Servers["10.0.0.1"] == ServerEnabled })
+	}
+	waitIdle(t, b)
+	got = b.s.reads.totals().minus(base)
+	t.Logf("leaders and servers: %+v for %d jobs", got, jobs)
+	batched("leaders and servers", got)
+
 	// an instance of a process b has no peer node of is added to every job: its listing is read again alone,
 	// with its node for its server IP
 	const other = "10.0.0.9@-@1"
@@ -187,7 +206,7 @@ func TestJobLevelReadsTravelTogether(t *testing.T) {
 		t.Errorf("unknown instances: %+v for %d jobs: want one get per job", got, jobs)
 	}
 	// listed again, every instance known: together
-	base := b.s.reads.totals()
+	base = b.s.reads.totals()
 	for _, name := range names {
 		b.r.w.kick(refreshKey{kind: kindInstances, job: name})
 	}
