@@ -52,19 +52,11 @@ func (g *group) finish() {
 // multi is in flight the next groups queue up and leave together (natural batching: no added delay when
 // idle, large batches under a burst). A multi is atomic, so when one group's op fails, that group alone gets
 // the error and the others are sent again.
-//
-// The items' own writes (an item's begin, which its webhook waits for, its end, which its next fire needs,
-// and its misfire flag) go before the others (reshardings, registrations, leases...), up to itemsShare of a
-// batch while others wait. Under a restart at 100,000 jobs the survivors' multis took 0.4-1.1 s instead of
-// ~20 ms, ~14,000 groups waited on each, and a fire's begin waited behind the commits of the stopped peer's
-// jobs' reshardings in the one queue: every fire of every job was 10-45 s late for 90 s, not only the
-// stopped peer's.
 type batcher struct {
 	s *Session
 
-	mu sync.Mutex
-	// pending are the groups waiting, the items' first (queueItems), then the others'
-	pending [2][]*group
+	mu      sync.Mutex
+	pending []*group
 	wake    chan struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -87,7 +79,7 @@ type WriteStats struct {
 
 func (b *batcher) stats() WriteStats {
 	b.mu.Lock()
-	waiting := len(b.pending[queueItems]) + len(b.pending[queueOthers])
+	waiting := len(b.pending)
 	b.mu.Unlock()
 	return WriteStats{Groups: b.groups.Load(), Multis: b.multis.Load(), Refused: b.refused.Load(),
 		Seconds: time.Duration(b.nanos.Load()).Seconds(), Waiting: waiting}
@@ -106,8 +98,8 @@ func newBatcher(s *Session) *batcher {
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
-	pending := append(b.pending[queueItems], b.pending[queueOthers]...)
-	b.pending = [2][]*group{}
+	pending := b.pending
+	b.pending = nil
 	b.mu.Unlock()
 	for _, g := range pending {
 		g.err = zk.ErrClosing
@@ -117,22 +109,9 @@ func (b *batcher) close() {
 	b.wg.Wait()
 }
 
-// The queues of waiting groups, taken in this order.
-const (
-	queueItems  = 0 // an item's begin and end
-	queueOthers = 1
-)
-
 // submit sends ops as one atomic group and waits for the outcome.
 func (b *batcher) submit(ops ...any) ([]zk.MultiResponse, error) {
-	g := b.enqueue(ops, nil, queueOthers)
-	<-g.done
-	return g.resps, g.err
-}
-
-// submitItem is submit for an item's begin or end: it goes before the groups of other kinds waiting.
-func (b *batcher) submitItem(ops ...any) ([]zk.MultiResponse, error) {
-	g := b.enqueue(ops, nil, queueItems)
+	g := b.enqueue(ops, nil)
 	<-g.done
 	return g.resps, g.err
 }
@@ -140,10 +119,10 @@ func (b *batcher) submitItem(ops ...any) ([]zk.MultiResponse, error) {
 // submitThen sends ops as one atomic group and returns at once; then gets the outcome, on a flusher (it must
 // not block). A caller that does not wait lets many more groups share a multi than the callers waiting at once.
 func (b *batcher) submitThen(then func([]zk.MultiResponse, error), ops ...any) {
-	b.enqueue(ops, then, queueOthers)
+	b.enqueue(ops, then)
 }
 
-func (b *batcher) enqueue(ops []any, then func([]zk.MultiResponse, error), queue int) *group {
+func (b *batcher) enqueue(ops []any, then func([]zk.MultiResponse, error)) *group {
 	g := &group{ops: ops, done: make(chan struct{}), then: then}
 	for _, op := range ops {
 		g.size += opSize(op)
@@ -155,7 +134,7 @@ func (b *batcher) enqueue(ops []any, then func([]zk.MultiResponse, error), queue
 		g.finish()
 		return g
 	}
-	b.pending[queue] = append(b.pending[queue], g)
+	b.pending = append(b.pending, g)
 	b.mu.Unlock()
 	b.groups.Add(1)
 	select {
@@ -179,39 +158,27 @@ func (b *batcher) flusher() {
 	}
 }
 
-// itemsShare is the share of a batch's ops the items' groups take before the others' waiting get theirs:
-// the items go first, but a burst of them does not hold a resharding's commits (which the items of the jobs
-// it moves wait for) for as long as it lasts.
-const itemsShare = maxBatchOps * 3 / 4
-
-// take removes the next batch from the queues, or returns nil when both are empty: the items' groups up to
-// itemsShare, then the others', then the items' again, up to the batch's limits.
+// take removes the next batch from the queue, or returns nil when it is empty.
 func (b *batcher) take() []*group {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var batch []*group
-	ops, size := 0, 0
-	for _, pass := range [...]struct{ queue, maxOps int }{
-		{queueItems, itemsShare}, {queueOthers, maxBatchOps}, {queueItems, maxBatchOps},
-	} {
-		q := b.pending[pass.queue]
-		n := 0
-		for ; n < len(q); n++ {
-			if len(batch)+n > 0 && (ops+len(q[n].ops) > pass.maxOps || size+q[n].size > maxBatchBytes) {
-				break
-			}
-			ops += len(q[n].ops)
-			size += q[n].size
+	n, ops, size := 0, 0, 0
+	for n < len(b.pending) {
+		g := b.pending[n]
+		if n > 0 && (ops+len(g.ops) > maxBatchOps || size+g.size > maxBatchBytes) {
+			break
 		}
-		batch = append(batch, q[:n]...)
-		if b.pending[pass.queue] = q[n:]; len(q) == n {
-			b.pending[pass.queue] = nil // an emptied queue lets its array go
-		}
+		ops += len(g.ops)
+		size += g.size
+		n++
 	}
-	if len(batch) == 0 {
+	if n == 0 {
 		return nil
 	}
-	if len(b.pending[queueItems])+len(b.pending[queueOthers]) > 0 {
+	batch := make([]*group, n)
+	copy(batch, b.pending[:n])
+	b.pending = b.pending[n:]
+	if len(b.pending) > 0 {
 		select {
 		case b.wake <- struct{}{}: // let the other flusher take the rest now
 		default:

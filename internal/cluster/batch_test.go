@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"testing"
 	"time"
 
@@ -44,8 +43,7 @@ func TestBatcherResendsAroundRefusedGroups(t *testing.T) {
 	var gs []*group
 	for i := range groups {
 		// two ops a group, so a refused op is not its group's first
-		gs = append(gs, b.enqueue([]any{opCheck(root, -1), s.opCreate(fmt.Sprintf("%s/g%02d", root, i), []byte("x"), 0)}, nil,
-			queueOthers))
+		gs = append(gs, b.enqueue([]any{opCheck(root, -1), s.opCreate(fmt.Sprintf("%s/g%02d", root, i), []byte("x"), 0)}, nil))
 	}
 	batch := b.take()
 	if len(batch) != groups {
@@ -107,49 +105,5 @@ func TestResendParts(t *testing.T) {
 				t.Errorf("%d groups, %d refused: part %d is not gs[%d:%d]", tt.n, tt.gi, i, w[0], w[1])
 			}
 		}
-	}
-}
-
-// TestBatcherTakesItemsFirst: a batch takes the items' groups waiting before the others', whatever the order
-// they came in, up to itemsShare of its ops while others wait, then the others', then the items' again; the
-// rest waits in order for the next batch.
-func TestBatcherTakesItemsFirst(t *testing.T) {
-	b := &batcher{wake: make(chan struct{}, 1)}
-	op := func() []any { return []any{opDelete("/x", -1)} }
-	var others, items []*group
-	for range 600 {
-		others = append(others, b.enqueue(op(), nil, queueOthers))
-	}
-	for range maxBatchOps {
-		items = append(items, b.enqueue(op(), nil, queueItems))
-	}
-	rest := maxBatchOps - itemsShare
-	want := slices.Concat(items[:itemsShare], others[:rest])
-	if got := b.take(); !slices.Equal(got, want) {
-		t.Fatalf("first batch: %d groups, want %d items' then %d others'", len(got), itemsShare, rest)
-	}
-	late := b.enqueue(op(), nil, queueItems)
-	want = slices.Concat(items[itemsShare:], []*group{late}, others[rest:])
-	if got := b.take(); !slices.Equal(got, want) {
-		t.Fatalf("second batch: %d groups, want the %d items left, the one that came last, then the %d others left",
-			len(got), maxBatchOps-itemsShare, 600-rest)
-	}
-	for range 10 {
-		others = append(others, b.enqueue(op(), nil, queueOthers))
-	}
-	for range maxBatchOps {
-		items = append(items, b.enqueue(op(), nil, queueItems))
-	}
-	// the others take less than their share: the items fill the batch
-	want = slices.Concat(items[len(items)-maxBatchOps:][:itemsShare], others[len(others)-10:],
-		items[len(items)-maxBatchOps:][itemsShare:maxBatchOps-10])
-	if got := b.take(); !slices.Equal(got, want) {
-		t.Fatalf("third batch: %d groups, want %d items', the 10 others', then items' to the limit", len(got), itemsShare)
-	}
-	if got := b.take(); len(got) != 10 {
-		t.Fatalf("fourth batch: %d groups, want the 10 items left", len(got))
-	}
-	if got := b.take(); got != nil {
-		t.Fatalf("a batch of %d groups from empty queues", len(got))
 	}
 }

@@ -32,7 +32,7 @@ func (r *Registry) BeginItem(job string, item int, ownerVersion int32, run Runni
 	if persistent {
 		flags = 0
 	}
-	_, err := r.b.submitItem(
+	_, err := r.b.submit(
 		opCheck(r.p.Instance(job, r.me.InstanceID), -1),
 		opCheck(r.p.ItemNode(job, item, NodeInstance), ownerVersion),
 		r.s.opCreate(r.p.ItemNode(job, item, NodeRunning), run.encode(), flags),
@@ -75,7 +75,7 @@ func (r *Registry) EndItem(job string, item int, runningVersion int32, done Comp
 			ops = append(ops, opDelete(r.p.ItemNode(job, item, NodeFailover), -1),
 				opDelete(r.p.ItemNode(job, item, NodeFailovering), -1))
 		}
-		_, err := r.b.submitItem(ops...)
+		_, err := r.b.submit(ops...)
 		var oe *OpError
 		switch {
 		case err == nil:
@@ -156,7 +156,7 @@ type completedKey struct {
 
 // SetMisfire creates sharding/{i}/misfire: a fire of item i was skipped because it was still running.
 func (r *Registry) SetMisfire(job string, item int) error {
-	_, err := r.b.submitItem(r.s.opCreate(r.p.ItemNode(job, item, NodeMisfire), nil, 0))
+	_, err := r.b.submit(r.s.opCreate(r.p.ItemNode(job, item, NodeMisfire), nil, 0))
 	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -165,7 +165,7 @@ func (r *Registry) SetMisfire(job string, item int) error {
 
 // ClearMisfire deletes sharding/{i}/misfire.
 func (r *Registry) ClearMisfire(job string, item int) error {
-	_, err := r.b.submitItem(opDelete(r.p.ItemNode(job, item, NodeMisfire), -1))
+	_, err := r.b.submit(opDelete(r.p.ItemNode(job, item, NodeMisfire), -1))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
