@@ -33,23 +33,21 @@ import (
 const readBatch = bulkChunk
 
 // readBatched selects the reads that travel together, on a server that speaks multiRead and while the
-// recursive watch is armed: urgent (the items' nodes and necessary) or not (leader, instances, servers/{ip}).
-func (r *Registry) readBatched(urgent bool) func(k refreshKey) bool {
+// recursive watch is armed: of the kinds one read answers (oneRead), the urgent ones (laneItems: the items'
+// nodes and necessary, urgent in settled.go) or the others (laneReads).
+func (r *Registry) readBatched(urgentLane bool) func(k refreshKey) bool {
 	return func(k refreshKey) bool {
-		switch k.kind {
-		case kindItemInstance, kindItemDisabled, kindItemFailover, kindNecessary:
-			if !urgent {
-				return false
-			}
-		case kindLeader, kindInstances, kindServer:
-			if urgent {
-				return false
-			}
-		default:
-			return false
-		}
-		return !r.noMultiRead.Load() && r.recursiveArmed()
+		return oneRead(k.kind) && urgent(k) == urgentLane && !r.noMultiRead.Load() && r.recursiveArmed()
 	}
+}
+
+// oneRead reports whether a refresh of kind k is one read of one node or listing (itemRead, jobRead).
+func oneRead(k refreshKind) bool {
+	switch k {
+	case kindItemInstance, kindItemDisabled, kindItemFailover, kindNecessary, kindLeader, kindInstances, kindServer:
+		return true
+	}
+	return false
 }
 
 // batchedRead is one key's read in a batch: its op, and apply, which applies the answer and reports false

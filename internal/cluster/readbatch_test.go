@@ -117,33 +117,20 @@ func TestJobLevelReadsTravelTogether(t *testing.T) {
 	const jobs = 40
 	names := jobNames(jobs)
 	a, b := ledByA(t, addr, ns, names, 1, false)
-	// writes every job's node pth(job) with data in one transaction (its events come together) and returns
-	// what b's reads cost until cond holds for every job
-	episode := func(what string, op func(job string) any, cond func(e *jobEntry) bool) readTotals {
+	// writes ops(job) of every job in one transaction (its events come together) and returns what b's reads
+	// cost until b's snapshot of every job satisfies cond
+	episode := func(what string, ops func(job string) []any, cond func(s *JobSnapshot) bool) readTotals {
 		t.Helper()
 		base := b.s.reads.totals()
-		var ops []any
+		var all []any
 		for _, name := range names {
-			ops = append(ops, op(name))
+			all = append(all, ops(name)...)
 		}
-		if _, err := a.s.multi(ops...); err != nil {
+		if _, err := a.s.multi(all...); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(15 * time.Second)
 		for _, name := range names {
-			e := b.r.entry(name)
-			for {
-				e.mu.Lock()
-				ok := cond(e)
-				e.mu.Unlock()
-				if ok {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: job %s not read within 15 s", what, name)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitJob(t, b, name, what, cond)
 		}
 		waitIdle(t, b)
 		got := b.s.reads.totals().minus(base)
@@ -160,53 +147,42 @@ func TestJobLevelReadsTravelTogether(t *testing.T) {
 	// the leader nodes written with another instance (a leader's node replaced, which a and b both take for
 	// the leader from then on: neither reshards the jobs below): each job's leader is read
 	const fake = "10.0.0.3@-@1"
-	got := episode("leaders", func(job string) any {
-		return opSet(a.r.p.LeaderInstance(job), []byte(fake), 0)
-	}, func(e *jobEntry) bool { return e.st.leaderVersion == 1 && e.st.leader == fake })
+	got := episode("leaders", func(job string) []any {
+		return []any{opSet(a.r.p.LeaderInstance(job), []byte(fake), 0)}
+	}, func(s *JobSnapshot) bool { return s.Leader == fake })
 	batched("leaders", got)
 
 	// leader/sharding/necessary created (nobody reshards: the leader is not a peer)
-	got = episode("necessary", func(job string) any {
-		return a.s.opCreate(a.r.p.Necessary(job), nil, 0)
-	}, func(e *jobEntry) bool { return e.st.necessary })
+	got = episode("necessary", func(job string) []any {
+		return []any{a.s.opCreate(a.r.p.Necessary(job), nil, 0)}
+	}, func(s *JobSnapshot) bool { return s.Necessary })
 	batched("necessary", got)
 
 	// a's server disabled in every job: each servers/{ip} is read
-	got = episode("servers", func(job string) any {
-		return opSet(a.r.p.Server(job, "10.0.0.1"), []byte(ServerDisabled), -1)
-	}, func(e *jobEntry) bool { return e.st.servers["10.0.0.1"] == ServerDisabled })
+	got = episode("servers", func(job string) []any {
+		return []any{opSet(a.r.p.Server(job, "10.0.0.1"), []byte(ServerDisabled), -1)}
+	}, func(s *JobSnapshot) bool { return s.Servers["10.0.0.1"] == ServerDisabled })
 	batched("servers", got)
 
 	// a job's leader node and server state changed in one transaction: both read in the batch that holds the
 	// job (not the second alone, after it)
-	base := b.s.reads.totals()
-	var ops []any
-	for _, name := range names {
-		ops = append(ops, opSet(a.r.p.LeaderInstance(name), []byte(fake), -1),
-			opSet(a.r.p.Server(name, "10.0.0.1"), []byte(ServerEnabled), -1))
-	}
-	if _, err := a.s.multi(ops...); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		waitJob(t, b, name, "the server enabled", func(s *JobSnapshot) bool { return s.Servers["10.0.0.1"] == ServerEnabled })
-	}
-	waitIdle(t, b)
-	got = b.s.reads.totals().minus(base)
-	t.Logf("leaders and servers: %+v for %d jobs", got, jobs)
+	got = episode("leaders and servers", func(job string) []any {
+		return []any{opSet(a.r.p.LeaderInstance(job), []byte(fake), -1),
+			opSet(a.r.p.Server(job, "10.0.0.1"), []byte(ServerEnabled), -1)}
+	}, func(s *JobSnapshot) bool { return s.Servers["10.0.0.1"] == ServerEnabled })
 	batched("leaders and servers", got)
 
 	// an instance of a process b has no peer node of is added to every job: its listing is read again alone,
 	// with its node for its server IP
 	const other = "10.0.0.9@-@1"
-	got = episode("unknown instances", func(job string) any {
-		return a.s.opCreate(a.r.p.Instance(job, other), []byte("10.0.0.9"), zk.FlagEphemeral)
-	}, func(e *jobEntry) bool { return e.st.instances[other] == "10.0.0.9" })
+	got = episode("unknown instances", func(job string) []any {
+		return []any{a.s.opCreate(a.r.p.Instance(job, other), []byte("10.0.0.9"), zk.FlagEphemeral)}
+	}, func(s *JobSnapshot) bool { return s.Instances[other] == "10.0.0.9" })
 	if got.get != jobs {
 		t.Errorf("unknown instances: %+v for %d jobs: want one get per job", got, jobs)
 	}
 	// listed again, every instance known: together
-	base = b.s.reads.totals()
+	base := b.s.reads.totals()
 	for _, name := range names {
 		b.r.w.kick(refreshKey{kind: kindInstances, job: name})
 	}
@@ -223,12 +199,17 @@ func TestJobLevelReadsTravelTogether(t *testing.T) {
 // waitIdle waits until p's refresher has nothing queued or running.
 func waitIdle(t *testing.T, p *peer) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !p.r.w.idle() {
-		if time.Now().After(deadline) {
+	deadline := time.After(15 * time.Second)
+	for {
+		ch := p.r.w.idleCh() // before idle(): an idle state reached after the check closes it
+		if p.r.w.idle() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
 			t.Fatal("the refresher is not idle after 15 s")
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
