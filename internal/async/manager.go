@@ -29,7 +29,7 @@ type Registry interface {
 	Lease() bool
 	AcceptItem(l lease.Lease, run cluster.Running, runningVersion int32, monitored bool) error
 	ReadLease(executionID string) (lease.Lease, int32, error)
-	WriteLease(l lease.Lease, version int32, fence any) (int32, error)
+	WriteLease(l lease.Lease, version int32, fence any) (itemEnded bool, err error)
 	DeleteEnded(executionID string) error
 	EndedLeases() ([]string, error)
 	WaitLease(ctx context.Context, executionID string) error
@@ -299,12 +299,13 @@ func (m *Manager) applyRead(executionID string, read *lease.Lease, version int32
 			}
 			return d, nil
 		}
-		if _, err := m.reg.WriteLease(d.Lease, version, fence); errors.Is(err, cluster.ErrLeaseChanged) || errors.Is(err, cluster.ErrNoLease) {
+		itemEnded, err := m.reg.WriteLease(d.Lease, version, fence)
+		if errors.Is(err, cluster.ErrLeaseChanged) || errors.Is(err, cluster.ErrNoLease) {
 			continue // written or ended by another peer meanwhile: decide again on what it wrote
 		} else if err != nil {
 			return d, err
 		}
-		m.effects(d)
+		m.effects(d, itemEnded)
 		return d, nil
 	}
 	return lease.Decision{}, fmt.Errorf("lease of execution %s: it keeps changing", executionID)
@@ -320,12 +321,12 @@ func (m *Manager) rerecord(l lease.Lease) {
 	m.cfg.Recorder.Enqueue(Record(l))
 }
 
-// effects carries out what a written decision asks for.
-func (m *Manager) effects(d lease.Decision) {
+// effects carries out what a written decision asks for (itemEnded: the lease's write recorded the item's end).
+func (m *Manager) effects(d lease.Decision, itemEnded bool) {
 	l := d.Lease
 	switch {
 	case d.Ended:
-		m.finish(l)
+		m.finish(l, itemEnded)
 	case d.Resend:
 		m.cfg.Recorder.Enqueue(Record(l)) // RETRYING, with the attempt being sent
 		m.resend(l)
@@ -335,8 +336,10 @@ func (m *Manager) effects(d lease.Decision) {
 }
 
 // finish records an ended lease: the item's completed node and history, its running node released and, if
-// fires found the item running meanwhile, one MISFIRE catch-up handed to the item's owner.
-func (m *Manager) finish(l lease.Lease) {
+// fires found the item running meanwhile, one MISFIRE catch-up handed to the item's owner. itemEnded: the
+// lease's write released the running node and wrote the completed node (WriteLease); a failover run's
+// failover nodes are still to clear.
+func (m *Manager) finish(l lease.Lease, itemEnded bool) {
 	m.cfg.Recorder.Enqueue(Record(l))
 	m.cfg.Observer.Ended(l.JobName, l.State)
 	if l.State == lease.Expired {
@@ -349,12 +352,11 @@ func (m *Manager) finish(l lease.Lease) {
 	if snap == nil {
 		return // the job is gone, and its nodes with it
 	}
-	done := cluster.Completed{ExecutionID: l.ExecutionID, InstanceID: l.InstanceID, Source: ejserver.Source(l.Source),
-		Success: l.State == lease.Succeeded, StatusCode: l.StatusCode, ScheduledAt: l.ScheduledAt, FinishedAt: l.EndedAt,
-		State: string(l.State)}
-	if err := m.reg.EndItem(l.JobName, l.ShardingItem, -1, done, l.Source == string(ejserver.SourceFailover)); err != nil {
-		m.log.Warn("could not record the end of an accepted item", "job", l.JobName, "item", l.ShardingItem,
-			"execution_id", l.ExecutionID, "err", err)
+	if failover := l.Source == string(ejserver.SourceFailover); !itemEnded || failover {
+		if err := m.reg.EndItem(l.JobName, l.ShardingItem, -1, cluster.CompletedOf(l), failover); err != nil {
+			m.log.Warn("could not record the end of an accepted item", "job", l.JobName, "item", l.ShardingItem,
+				"execution_id", l.ExecutionID, "err", err)
+		}
 	}
 	// its running node went with the lease's end (WriteLease); a fire that found it running meanwhile gets
 	// its one catch-up now

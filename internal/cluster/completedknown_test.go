@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -16,21 +17,7 @@ func TestEndingAnItemThatRanElsewhereRefusesNoOp(t *testing.T) {
 	ns := zktest.Namespace("completedknown")
 	a := startPeer(t, ns, "10.0.8.1@-@1", "10.0.8.1")
 	const items = 40
-	if _, err := a.r.CreateJob(testJob("j", items)); err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, a, "j", "leadership", func(s *JobSnapshot) bool { return s.IsLeader() && s.Registered && s.Online(s.Me) })
-	owners := make([]string, items)
-	for i := range owners {
-		owners[i] = a.r.me.InstanceID
-	}
-	if err := a.r.BeginResharding("j"); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.r.CommitSharding("j", owners, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, a, "j", "sharding", func(s *JobSnapshot) bool { return s.Sharded() && s.Settled })
+	soleOwner(t, a, "j", items)
 	endAll := func(p *peer, exec string) {
 		t.Helper()
 		var wg sync.WaitGroup
@@ -64,4 +51,21 @@ func TestEndingAnItemThatRanElsewhereRefusesNoOp(t *testing.T) {
 			t.Fatalf("item %d completed %+v %v %v", i, c, ok, err)
 		}
 	}
+}
+
+// soleOwner creates job with items on peer p, which leads it, and shards every item to p; it returns the
+// snapshot that shows that sharding.
+func soleOwner(t *testing.T, p *peer, job string, items int) *JobSnapshot {
+	t.Helper()
+	if _, err := p.r.CreateJob(testJob(job, items)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, p, job, "leadership", func(s *JobSnapshot) bool { return s.IsLeader() && s.Registered && s.Online(s.Me) })
+	if err := p.r.BeginResharding(job); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.r.CommitSharding(job, slices.Repeat([]string{p.r.me.InstanceID}, items), nil); err != nil {
+		t.Fatal(err)
+	}
+	return waitJob(t, p, job, "sharding", func(s *JobSnapshot) bool { return s.Sharded() && s.Settled })
 }

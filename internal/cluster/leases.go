@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/lease"
 )
 
@@ -75,48 +76,103 @@ func (r *Registry) ReadLease(executionID string) (lease.Lease, int32, error) {
 	return l, st.Version, nil
 }
 
-// WriteLease replaces an execution's lease if its node still has version; the new version is returned. An
-// ended lease moves to the ended folder in the same multi (the watcher lists only the live ones). fence, if
-// not nil, is an op that must hold too (the lease watcher's duty).
-func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (int32, error) {
+// WriteLease replaces an execution's lease if its node still has version. An ended lease moves to the ended
+// folder in the same multi (the watcher lists only the live ones), and so does the item's end when its running
+// node is still this execution's: the running node released and the completed node naming the lease's fire.
+// itemEnded reports that it did; otherwise (the running node went or was never written) the caller records the
+// item's end. fence, if not nil, is an op that must hold too (the lease watcher's duty).
+//
+// The item's end travels with the lease's because a write whose answer is lost (its peer frozen or cut off
+// after ZooKeeper applied it) has no effects after it: with the completed node written apart, the item's
+// running node was gone and its completed node silent, and a peer that gained the item in a resharding ran
+// the fire again (a double delivery the nemesis soak found, seed 20). Nor does a reader between two writes see
+// the item neither running nor ended.
+func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (itemEnded bool, err error) {
 	data, err := json.Marshal(l)
 	if err != nil {
-		return -1, err
+		return false, err
 	}
-	var ops []any
-	if fence != nil {
-		ops = append(ops, fence)
-	}
-	if l.State.Ended() {
-		ops = append(ops, opDelete(r.p.Lease(l.ExecutionID), version), r.s.opCreate(r.p.EndedLease(l.ExecutionID), data, 0))
-		// the item's running node goes in the same multi: the lease is live until this commits, and nobody
-		// else removes an accepted item's running node while its lease is live, so the version read here is
-		// still its node's (a node created after the end could have the same version)
-		running := r.p.ItemNode(l.JobName, l.ShardingItem, NodeRunning)
-		if rdata, st, err := r.s.get(running); err == nil && decodeRunning(rdata).ExecutionID == l.ExecutionID {
-			ops = append(ops, opDelete(running, st.Version))
-		} else if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return -1, err
+	for range 3 {
+		ops := make([]any, 0, 5)
+		if fence != nil {
+			ops = append(ops, fence)
 		}
-	} else {
-		ops = append(ops, opSet(r.p.Lease(l.ExecutionID), data, version))
+		end := itemEnd{}
+		if l.State.Ended() {
+			ops = append(ops, opDelete(r.p.Lease(l.ExecutionID), version), r.s.opCreate(r.p.EndedLease(l.ExecutionID), data, 0))
+			if end, err = r.itemEndOps(l); err != nil {
+				return false, err
+			}
+			ops = append(ops, end.ops...)
+		} else {
+			ops = append(ops, opSet(r.p.Lease(l.ExecutionID), data, version))
+		}
+		_, err = r.b.submit(ops...)
+		var oe *OpError
+		switch {
+		case err == nil:
+			if end.ops != nil {
+				r.setCompletedKnown(l.JobName, l.ShardingItem)
+			}
+			return end.ops != nil, nil
+		case errors.As(err, &oe) && fence != nil && oe.Op == 0:
+			return false, ErrNotWatcher
+		case errors.As(err, &oe) && end.ops != nil && (oe.Path == end.completed || oe.Path == end.running):
+			// the completed node appeared or went, or the running node changed: look again
+			r.completedSeen.Delete(completedKey{l.JobName, l.ShardingItem})
+			continue
+		case errors.Is(err, zk.ErrBadVersion):
+			return false, ErrLeaseChanged
+		case errors.Is(err, zk.ErrNoNode):
+			return false, ErrNoLease
+		}
+		return false, err
 	}
-	resps, err := r.b.submit(ops...)
-	var oe *OpError
+	return false, ErrLeaseChanged
+}
+
+// itemEnd is what an ended lease's multi does to its item: ops, and the paths of the nodes they write.
+type itemEnd struct {
+	ops                []any
+	running, completed string
+}
+
+// itemEndOps reads an ended lease's item: when its running node is still this execution's, the ops that
+// release it and record the item's end (CompletedOf) in its completed node. The lease is live until the multi
+// commits, and nobody else removes an accepted item's running node while its lease is live, so the version
+// read here is still its node's (a node created after the end could have the same version), and no later run
+// of the item has ended meanwhile (its completed node may be overwritten).
+func (r *Registry) itemEndOps(l lease.Lease) (itemEnd, error) {
+	running := r.p.ItemNode(l.JobName, l.ShardingItem, NodeRunning)
+	rdata, st, err := r.s.get(running)
 	switch {
-	case err == nil:
-		if st := resps[len(resps)-1].Stat; st != nil {
-			return st.Version, nil
-		}
-		return version + 1, nil
-	case errors.As(err, &oe) && fence != nil && oe.Op == 0:
-		return -1, ErrNotWatcher
-	case errors.Is(err, zk.ErrBadVersion):
-		return -1, ErrLeaseChanged
 	case errors.Is(err, zk.ErrNoNode):
-		return -1, ErrNoLease
+		return itemEnd{}, nil
+	case err != nil:
+		return itemEnd{}, err
+	case decodeRunning(rdata).ExecutionID != l.ExecutionID:
+		return itemEnd{}, nil
 	}
-	return -1, err
+	absent, err := r.completedAbsent(l.JobName, l.ShardingItem)
+	if err != nil {
+		return itemEnd{}, err
+	}
+	done, _ := json.Marshal(CompletedOf(l))
+	end := itemEnd{ops: []any{opDelete(running, st.Version)}, running: running,
+		completed: r.p.ItemNode(l.JobName, l.ShardingItem, NodeCompleted)}
+	if absent {
+		end.ops = append(end.ops, r.s.opCreate(end.completed, done, 0))
+	} else {
+		end.ops = append(end.ops, opSet(end.completed, done, -1))
+	}
+	return end, nil
+}
+
+// CompletedOf is the completed node of an ended lease's item.
+func CompletedOf(l lease.Lease) Completed {
+	return Completed{ExecutionID: l.ExecutionID, InstanceID: l.InstanceID, Source: ejserver.Source(l.Source),
+		Success: l.State == lease.Succeeded, StatusCode: l.StatusCode, ScheduledAt: l.ScheduledAt, FinishedAt: l.EndedAt,
+		State: string(l.State)}
 }
 
 // DeleteEnded removes an ended execution's record (kept for a while after the end so a repeated completion
