@@ -337,11 +337,12 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			},
 			HistoryDegraded: func() bool { return writer.Health().State == history.HealthDegraded },
 			SessionHealthy:  sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
-			Leaderships:     reg.Leaderships,
-			ScheduledJobs:   func() int { return sched.Len() },
-			GCBetweenBursts: collector.Collections,
-			RegistryBacklog: reg.ReadsWaiting,
-			ZooKeeperWrites: func() metrics.ZooKeeperWrites { return metrics.ZooKeeperWrites(reg.WriteStats()) },
+			Leaderships:       reg.Leaderships,
+			ScheduledJobs:     func() int { return sched.Len() },
+			GCBetweenBursts:   collector.Collections,
+			RegistryBacklog:   reg.ReadsWaiting,
+			ZooKeeperWrites:   func() metrics.ZooKeeperWrites { return metrics.ZooKeeperWrites(reg.WriteStats()) },
+			ZooKeeperRequests: func() metrics.ZooKeeperRequests { return metrics.ZooKeeperRequests(sess.Requests()) },
 		}})
 	alerting := newAlerts(c, reg, urlChecker{allow}.CheckURL, clk, log)
 	leases, err := async.New(async.Config{Registry: reg, Sender: sender, Recorder: writer, History: store, Observer: mets,

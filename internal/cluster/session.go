@@ -266,6 +266,7 @@ func (s *Session) loop() {
 			s.fire(SessionWatchesRestored)
 			continue
 		}
+		s.reads.events.Add(1)
 		s.mu.Lock()
 		h := s.onWatch
 		s.mu.Unlock()
@@ -436,17 +437,25 @@ func (s *Session) isCovered(p string) bool {
 }
 
 func (s *Session) create(p string, data []byte, flags int32) error {
+	s.reads.create.Add(1)
 	_, err := s.conn.Create(p, data, flags, s.acl)
 	return err
 }
 
 func (s *Session) set(p string, data []byte, version int32) (*zk.Stat, error) {
+	s.reads.set.Add(1)
 	return s.conn.Set(p, data, version)
 }
 
-func (s *Session) del(p string, version int32) error { return s.conn.Delete(p, version) }
+func (s *Session) del(p string, version int32) error {
+	s.reads.del.Add(1)
+	return s.conn.Delete(p, version)
+}
 
-func (s *Session) multi(ops ...any) ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) }
+func (s *Session) multi(ops ...any) ([]zk.MultiResponse, error) {
+	s.reads.writeMulti.Add(1)
+	return s.conn.Multi(ops...)
+}
 
 // Op builders for multi.
 

@@ -27,6 +27,8 @@
 //	| ejserver_zookeeper_lease_valid               | gauge     |                       | 1 while this peer may start work (its session lease holds), else 0 |
 //	| ejserver_zookeeper_reconnects_total          | counter   |                       | ZooKeeper reconnections                                            |
 //	| ejserver_zookeeper_session_expirations_total | counter   |                       | ZooKeeper session expirations                                      |
+//	| ejserver_zookeeper_requests_total            | counter   | op                    | ZooKeeper requests sent, by operation (a multi carries many ops)   |
+//	| ejserver_zookeeper_events_total              | counter   |                       | ZooKeeper watch events received                                    |
 //	| ejserver_history_backlog                     | gauge     |                       | history records queued, being written or waiting for a retry       |
 //	| ejserver_history_written_total               | counter   |                       | history records written                                            |
 //	| ejserver_history_dropped_total               | counter   |                       | history records lost (queue full, rejected, or left at stop)       |

@@ -50,6 +50,26 @@ type Sources struct {
 	RegistryBacklog func() (urgent, batched, other int)
 	// ZooKeeperWrites: cluster.Registry's WriteStats.
 	ZooKeeperWrites func() ZooKeeperWrites
+	// ZooKeeperRequests: cluster.Session's Requests.
+	ZooKeeperRequests func() ZooKeeperRequests
+}
+
+// ZooKeeperRequests are a peer's ZooKeeper requests by operation, and the watch events it received
+// (cluster.Requests).
+type ZooKeeperRequests struct {
+	Get, Exists, Children, MultiRead, Create, Set, Delete, Multi, Events int64
+}
+
+// byOp lists the requests with their op label.
+func (r ZooKeeperRequests) byOp() [8]struct {
+	op string
+	n  int64
+} {
+	return [8]struct {
+		op string
+		n  int64
+	}{{"get", r.Get}, {"exists", r.Exists}, {"children", r.Children}, {"multi_read", r.MultiRead},
+		{"create", r.Create}, {"set", r.Set}, {"delete", r.Delete}, {"multi", r.Multi}}
 }
 
 // ZooKeeperWrites are a peer's batched ZooKeeper writes (cluster.WriteStats): groups submitted, the multi

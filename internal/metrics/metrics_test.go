@@ -368,11 +368,19 @@ func TestSources(t *testing.T) {
 		ZooKeeperWrites: func() ZooKeeperWrites {
 			return ZooKeeperWrites{Groups: 5000, Multis: 40, Refused: 3, Seconds: 2.5, Waiting: 17}
 		},
+		ZooKeeperRequests: func() ZooKeeperRequests {
+			return ZooKeeperRequests{Get: 1, Exists: 2, Children: 3, MultiRead: 4, Create: 5, Set: 6, Delete: 7, Multi: 8, Events: 9}
+		},
 	}})
 	fams := gather(t, m)
 	for lane, v := range map[string]float64{"urgent": 12, "batched": 0, "other": 30000} {
 		want(t, fams, "ejserver_registry_reads_waiting", l("lane", lane), v)
 	}
+	for op, v := range map[string]float64{"get": 1, "exists": 2, "children": 3, "multi_read": 4, "create": 5, "set": 6,
+		"delete": 7, "multi": 8} {
+		want(t, fams, "ejserver_zookeeper_requests_total", l("op", op), v)
+	}
+	want(t, fams, "ejserver_zookeeper_events_total", l(), 9)
 	for _, tt := range []struct {
 		name string
 		typ  dto.MetricType
@@ -425,6 +433,7 @@ func TestNilSourcesSkipped(t *testing.T) {
 		"ejserver_registry_reads_waiting", "ejserver_zookeeper_write_groups_total",
 		"ejserver_zookeeper_write_multis_total", "ejserver_zookeeper_write_seconds_total",
 		"ejserver_zookeeper_write_groups_refused_total", "ejserver_zookeeper_write_groups_waiting",
+		"ejserver_zookeeper_requests_total", "ejserver_zookeeper_events_total",
 	}
 	t.Run("none", func(t *testing.T) {
 		t.Parallel()

@@ -11,6 +11,8 @@ type sourceCollector struct {
 	historyDescs [4]*prometheus.Desc
 	backlog      func() (urgent, batched, other int)
 	backlogDesc  *prometheus.Desc // its lane label: urgent, batched, other
+	requests     func() ZooKeeperRequests
+	requestDescs [2]*prometheus.Desc // requests by op, events
 }
 
 // scrapeMetric is one series read from one func.
@@ -22,7 +24,7 @@ type scrapeMetric struct {
 
 // newSourceCollector returns nil when no source is set.
 func newSourceCollector(s Sources) *sourceCollector {
-	c := &sourceCollector{history: s.HistoryStats, backlog: s.RegistryBacklog}
+	c := &sourceCollector{history: s.HistoryStats, backlog: s.RegistryBacklog, requests: s.ZooKeeperRequests}
 	gauge := func(name, help string, f func() float64) {
 		c.metrics = append(c.metrics, scrapeMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, f})
 	}
@@ -86,7 +88,14 @@ func newSourceCollector(s Sources) *sourceCollector {
 			"ZooKeeper reads (and re-watches) of the job registry waiting for a worker, by lane: urgent (nodes that "+
 				"decide a job's items, peers, leaders), batched (whole jobs loaded together), other.", []string{"lane"}, nil)
 	}
-	if len(c.metrics) == 0 && c.history == nil && c.backlog == nil {
+	if c.requests != nil {
+		c.requestDescs = [2]*prometheus.Desc{
+			prometheus.NewDesc("ejserver_zookeeper_requests_total", "ZooKeeper requests this peer sent, by operation "+
+				"(a multi carries many writes, a multi_read many reads).", []string{"op"}, nil),
+			prometheus.NewDesc("ejserver_zookeeper_events_total", "ZooKeeper watch events this peer received.", nil, nil),
+		}
+	}
+	if len(c.metrics) == 0 && c.history == nil && c.backlog == nil && c.requests == nil {
 		return nil
 	}
 	return c
@@ -116,6 +125,11 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	if c.backlog != nil {
 		ch <- c.backlogDesc
 	}
+	if c.requests != nil {
+		for _, d := range c.requestDescs {
+			ch <- d
+		}
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -135,5 +149,12 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.backlogDesc, prometheus.GaugeValue, float64(urgent), "urgent")
 		ch <- prometheus.MustNewConstMetric(c.backlogDesc, prometheus.GaugeValue, float64(batched), "batched")
 		ch <- prometheus.MustNewConstMetric(c.backlogDesc, prometheus.GaugeValue, float64(other), "other")
+	}
+	if c.requests != nil {
+		r := c.requests()
+		for _, o := range r.byOp() {
+			ch <- prometheus.MustNewConstMetric(c.requestDescs[0], prometheus.CounterValue, float64(o.n), o.op)
+		}
+		ch <- prometheus.MustNewConstMetric(c.requestDescs[1], prometheus.CounterValue, float64(r.Events))
 	}
 }
