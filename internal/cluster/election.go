@@ -119,13 +119,17 @@ func (r *Registry) Reregister(job string) {
 // (late: the put-off campaign, which runs whoever is preferred then): when a peer leaves, the others would
 // otherwise all race for each of its leaderships, one create each and all but one failing.
 //
-// The create is not waited for: it is sent on its own goroutine (up to campaignsInFlight at once, pipelined
-// on the session's connection) and its outcome applied when it comes (campaigned), so a stopped peer's
-// thousands of leaderships are not campaigned for one round trip per refresh worker at a time (~1,200
-// elections a second at 30,000 jobs, while the jobs' fires waited for their leaders). The creates are not
-// batched into multis: while peers register on new jobs their views of who is preferred differ and creates
-// collide, and a multi that fails on one op is sent again without it, once per failing op: hundreds of
-// campaigns in one multi held every other write of the peer (its items' begins and ends) for minutes.
+// The create is not waited for: it is sent by a sender goroutine (campaignsInFlight of them) and its outcome
+// applied when it comes (campaigned), so a stopped peer's thousands of leaderships are not campaigned for one
+// round trip per refresh worker at a time (~1,200 elections a second at 30,000 jobs, while the jobs' fires
+// waited for their leaders). A sender sends up to campaignBatch creates in one multi of its own
+// (createLeaders), not in the registry's shared batcher: while peers register on new jobs their views of
+// who is preferred differ and creates collide, and in the shared batcher a multi that failed on one op was
+// sent again without it, once per failing op, while every other write of the peer (its items' begins and
+// ends) waited behind it for minutes. Here a collision costs one request more (the creates before it and
+// those after it go on apart), and nothing else waits for it. Sent one create to a request, a stopped peer's
+// 33,000 leaderships at 100,000 jobs were as many requests, which held ZooKeeper at its limit of
+// outstanding requests with the survivors' writes behind them, and took ~50 s (docs/benchmarks.md, run 27).
 func (r *Registry) campaign(e *jobEntry, late bool) error {
 	job := e.name
 	e.mu.Lock()
@@ -157,24 +161,76 @@ func (r *Registry) campaign(e *jobEntry, late bool) error {
 // behind them.
 func (r *Registry) sendCampaigns(e *jobEntry) {
 	defer r.wg.Done()
-	for ; e != nil; e = r.campaigns.next() {
+	for batch := []*jobEntry{e}; batch != nil; batch = r.campaigns.nextBatch(campaignBatch) {
 		select {
 		case <-r.stop:
-			r.campaigns.end(e.name)
+			for _, e := range batch {
+				r.campaigns.end(e.name)
+			}
 			continue
 		default:
 		}
 		session := r.s.ID()
-		err := r.campaigns.create(r.p.LeaderInstance(e.name), []byte(r.me.InstanceID))
-		r.campaigned(e, session, err)
-		if r.campaigns.end(e.name) {
-			r.w.kick(refreshKey{kind: kindCampaign, job: e.name}) // kicked while this one was on its way
+		paths := make([]string, len(batch))
+		for i, e := range batch {
+			paths[i] = r.p.LeaderInstance(e.name)
+		}
+		errs := r.campaigns.create(paths, []byte(r.me.InstanceID))
+		for i, e := range batch {
+			r.campaigned(e, session, errs[i])
+			if r.campaigns.end(e.name) {
+				r.w.kick(refreshKey{kind: kindCampaign, job: e.name}) // kicked while this one was on its way
+			}
 		}
 	}
 }
 
-// campaignsInFlight bounds the campaigns' creates on their way at once (the campaignSet's senders).
-const campaignsInFlight = 256
+// campaignsInFlight bounds the campaigns' multis on their way at once (the campaignSet's senders), and
+// campaignBatch the creates in one.
+const (
+	campaignsInFlight = 16
+	campaignBatch     = 128
+)
+
+// createLeaders creates the leader nodes at paths (ephemeral, data) in multis, and returns each one's error:
+// all in one, and when a create is refused (its node exists: another peer leads), the creates before it in
+// one multi and those after it in another, each refusal splitting again, so a refusal costs one request more
+// and a create is sent at most once for each refusal in its batch.
+func (r *Registry) createLeaders(paths []string, data []byte) []error {
+	errs := make([]error, len(paths))
+	todo := [][2]int{{0, len(paths)}} // ranges of paths still to send
+	for len(todo) > 0 {
+		lo, hi := todo[len(todo)-1][0], todo[len(todo)-1][1]
+		todo = todo[:len(todo)-1]
+		if hi-lo == 1 {
+			errs[lo] = r.s.create(paths[lo], data, zk.FlagEphemeral)
+			continue
+		}
+		ops := make([]any, 0, hi-lo)
+		for _, p := range paths[lo:hi] {
+			ops = append(ops, r.s.opCreate(p, data, zk.FlagEphemeral))
+		}
+		resps, err := r.s.multi(ops...)
+		if err == nil {
+			continue
+		}
+		bad, opErr := failedOp(resps)
+		if bad < 0 { // the connection or the server: no create's outcome is known
+			for i := lo; i < hi; i++ {
+				errs[i] = err
+			}
+			continue
+		}
+		errs[lo+bad] = opErr
+		if lo+bad+1 < hi {
+			todo = append(todo, [2]int{lo + bad + 1, hi})
+		}
+		if bad > 0 {
+			todo = append(todo, [2]int{lo, lo + bad}) // sent first: due first
+		}
+	}
+	return errs
+}
 
 // campaigned applies the outcome of a campaign's create. The listeners hear of a won leadership from the
 // refresher (kindReport), and a lost race or a failure is a refresh queued.
@@ -216,8 +272,8 @@ type campaignSet struct {
 	senders, max int
 	waiting      campaignQueue
 	due          func(job string) time.Time
-	// create creates an ephemeral node (the session's; a test may hold it)
-	create func(path string, data []byte) error
+	// create creates ephemeral nodes, one error each (createLeaders; a test may hold it)
+	create func(paths []string, data []byte) []error
 }
 
 // take reports whether the campaign of e, begun, has a sender of its own (the caller starts it); otherwise it
@@ -237,8 +293,9 @@ func (c *campaignSet) take(e *jobEntry) bool {
 	return false
 }
 
-// next hands a sender the next queued campaign, or nil when none is left (the sender ends).
-func (c *campaignSet) next() *jobEntry {
+// nextBatch hands a sender the next queued campaigns, earliest due first, up to n, or nil when none is left
+// (the sender ends).
+func (c *campaignSet) nextBatch(n int) []*jobEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.waiting) == 0 {
@@ -246,7 +303,11 @@ func (c *campaignSet) next() *jobEntry {
 		c.senders--
 		return nil
 	}
-	return heap.Pop(&c.waiting).(queuedCampaign).e
+	out := make([]*jobEntry, 0, min(n, len(c.waiting)))
+	for len(out) < n && len(c.waiting) > 0 {
+		out = append(out, heap.Pop(&c.waiting).(queuedCampaign).e)
+	}
+	return out
 }
 
 // queuedCampaign is a campaign waiting for a sender, and when its job's fires next need a leader (zero:

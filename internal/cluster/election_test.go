@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
@@ -126,7 +129,7 @@ func TestCampaignsDoNotWaitForTheirCreates(t *testing.T) {
 	b := startPeerWith(t, ns, "10.0.9.1@-@1", "10.0.9.1", func(r *Registry) {
 		r.campaigns.max = 4
 		create := r.campaigns.create
-		r.campaigns.create = func(p string, data []byte) error {
+		r.campaigns.create = func(p []string, data []byte) []error {
 			if gated.Load() {
 				<-held
 			}
@@ -188,14 +191,66 @@ func TestCampaignSetSendsTheEarliestDueFirst(t *testing.T) {
 			t.Fatalf("%s: own sender %v, want only the first", job, took)
 		}
 	}
-	var order []string
-	for e := c.next(); e != nil; e = c.next() {
-		order = append(order, e.name)
+	var order [][]string
+	for b := c.nextBatch(2); b != nil; b = c.nextBatch(2) {
+		var names []string
+		for _, e := range b {
+			names = append(names, e.name)
+		}
+		order = append(order, names)
 	}
-	if want := []string{"e", "b", "d", "a", "c"}; !slices.Equal(order, want) {
+	if want := [][]string{{"e", "b"}, {"d", "a"}, {"c"}}; !slices.EqualFunc(order, want, slices.Equal) {
 		t.Fatalf("sent %v, want %v", order, want)
 	}
 	if c.senders != 0 || c.waiting != nil {
 		t.Fatalf("%d senders and %d waiting left", c.senders, len(c.waiting))
+	}
+}
+
+// A peer's campaigns go up to campaignBatch to a multi of their own; a create refused (another peer leads the
+// job) costs one request more: the creates before it go together, then those after it, and the refused one
+// alone gets its error.
+func TestCreateLeadersSplitsAtARefusal(t *testing.T) {
+	ns := zktest.Namespace("createleaders")
+	a := startPeer(t, ns, "10.0.6.1@-@1", "10.0.6.1")
+	b := startPeer(t, ns, "10.0.6.2@-@2", "10.0.6.2")
+	const n = 10
+	paths := make([]string, n)
+	for i := range n {
+		job := fmt.Sprintf("cl%d", i)
+		if err := a.s.ensurePath(a.r.p.Election(job)); err != nil {
+			t.Fatal(err)
+		}
+		paths[i] = a.r.p.LeaderInstance(job)
+	}
+	for _, i := range []int{2, 6} { // b leads these already
+		if err := b.s.create(paths[i], []byte("b"), zk.FlagEphemeral); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := a.s.Requests()
+	errs := a.r.createLeaders(paths, []byte("a"))
+	after := a.s.Requests()
+	for i, err := range errs {
+		var want error
+		if i == 2 || i == 6 {
+			want = zk.ErrNodeExists
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("create %d: %v, want %v", i, err, want)
+		}
+		data, st, err := a.s.get(paths[i])
+		switch {
+		case err != nil:
+			t.Errorf("leader node %d: %v", i, err)
+		case want == nil && (string(data) != "a" || st.EphemeralOwner != a.s.ID()):
+			t.Errorf("leader node %d: %q of session %x, want a's", i, data, st.EphemeralOwner)
+		case want != nil && string(data) != "b":
+			t.Errorf("leader node %d: %q, want b's kept", i, data)
+		}
+	}
+	// [0,10) refused at 2; [0,2) goes; [3,10) refused at 6; [3,6) and [7,10) go
+	if m, c := after.Multi-before.Multi, after.Create-before.Create; m != 5 || c != 0 {
+		t.Errorf("%d multis and %d creates, want 5 multis", m, c)
 	}
 }

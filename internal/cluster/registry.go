@@ -238,7 +238,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.later.wake, r.later.delay = make(chan struct{}, 1), campaignDelay
 	r.campaigns.max, r.campaigns.due = campaignsInFlight, cfg.Due
-	r.campaigns.create = func(p string, data []byte) error { return s.create(p, data, zk.FlagEphemeral) }
+	r.campaigns.create = r.createLeaders
 	r.w.pending, r.w.urgent, r.w.front = r.pendingDelta, urgent, front
 	r.w.batches[laneItems] = batchLane{of: r.readBatched(true), run: r.refreshBatched, max: readBatch}
 	r.w.batches[laneReads] = batchLane{of: r.readBatched(false), run: r.refreshBatched, max: readBatch}
