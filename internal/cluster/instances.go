@@ -3,6 +3,8 @@ package cluster
 import (
 	"slices"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // refreshInstances re-reads a job's instances: who joined, who left, and whether this peer's own node is
@@ -116,6 +118,26 @@ func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uin
 // ZooKeeper server's clock). An instance whose node is not there is left out.
 func (r *Registry) InstancesRegistered(job string, ids []string) (map[string]time.Time, error) {
 	at := make([]time.Time, len(ids))
+	if len(ids) > 1 && !r.noMultiRead.Load() {
+		// one request for them all: a fire resharded at a stop asks for each instance of its job, and
+		// thousands of jobs' fires are resharded together then
+		ops := make([]zk.ReadOp, len(ids))
+		for i, id := range ids {
+			ops[i] = zk.ReadOp{Path: r.p.Instance(job, id)}
+		}
+		res, err := r.multiReadChunked(ops)
+		if err == nil {
+			for i, x := range res {
+				if x.Err == nil && x.Stat != nil {
+					at[i] = time.UnixMilli(x.Stat.Ctime)
+				}
+			}
+			return registeredAt(ids, at), nil
+		}
+		if !r.multiReadRefused(err) {
+			return nil, err
+		}
+	}
 	err := concurrently(len(ids), func(i int) error {
 		ok, st, err := r.s.exists(r.p.Instance(job, ids[i]))
 		if ok && st != nil {
@@ -126,11 +148,16 @@ func (r *Registry) InstancesRegistered(job string, ids []string) (map[string]tim
 	if err != nil {
 		return nil, err
 	}
+	return registeredAt(ids, at), nil
+}
+
+// registeredAt maps ids to their registration times, those not known (zero) left out.
+func registeredAt(ids []string, at []time.Time) map[string]time.Time {
 	out := make(map[string]time.Time, len(ids))
 	for i, id := range ids {
 		if !at[i].IsZero() {
 			out[id] = at[i]
 		}
 	}
-	return out, nil
+	return out
 }

@@ -21,7 +21,8 @@ type Registry interface {
 	IsLeader(job string) bool
 	Lease() bool
 	OnEvent(fn func(cluster.Event))
-	RunningItems(job string, n int) (map[int]cluster.Running, error)
+	// RunningItemsOf reads the running nodes of items 0..counts[job]-1 of each job, many to a request.
+	RunningItemsOf(counts map[string]int) (map[string]map[int]cluster.Running, error)
 	AddFailoverItems(job string, items []int) error
 	ClearFailoverItems(job string, n int) error
 	ClaimFailover(job string, item int) (cluster.Running, int32, error)
@@ -184,7 +185,7 @@ func (m *Manager) loop() {
 		case <-m.wake:
 		}
 		retry := m.each(m.clear, m.clearJob, "could not clear failover state")
-		retry = m.each(m.detect, m.detectJob, "could not look for orphaned items") || retry
+		retry = m.detectAll() || retry
 		retry = m.each(m.claim, m.claimJob, "could not claim failover items") || retry
 		if retry && !clock.Sleep(m.clk, 500*time.Millisecond, m.stop) {
 			return
@@ -219,16 +220,61 @@ func watched(snap *cluster.JobSnapshot) bool {
 	return snap.Config.Failover || snap.Config.MonitorExecution
 }
 
-// detectJob (leader only) queues every item whose running node names an instance that is not online; in a
-// job whose failover is off, it records each such execution as lost and clears its running node instead.
-func (m *Manager) detectJob(job string) error {
+// detectChunk bounds the jobs whose running nodes are read together (in multiReads of a few hundred reads
+// each, sent at once).
+const detectChunk = 4096
+
+// detectAll looks for orphaned items in the jobs queued in m.detect that this peer leads (detectIn), their
+// running nodes read together (RunningItemsOf): a stopped peer leaves every job of the cluster with an
+// instance removed, and read one get per item, 32 at a time, its 100,000 jobs' running nodes kept each
+// survivor sending ~300 gets a second to ZooKeeper for minutes while the survivors' writes queued behind them
+// (docs/benchmarks.md, run 28). A job that fails is queued again; it reports whether any did.
+func (m *Manager) detectAll() bool {
+	counts := map[string]int{}
+	for _, job := range m.take(m.detect) {
+		if snap := m.reg.Job(job); snap != nil && watched(snap) && m.reg.IsLeader(job) {
+			counts[job] = max(snap.Config.ShardingTotalCount, len(snap.Items))
+		}
+	}
+	jobs := slices.Sorted(maps.Keys(counts))
+	var failed atomic.Bool
+	for len(jobs) > 0 {
+		chunk := jobs[:min(len(jobs), detectChunk)]
+		jobs = jobs[len(chunk):]
+		of := make(map[string]int, len(chunk))
+		for _, job := range chunk {
+			of[job] = counts[job]
+		}
+		running, err := m.reg.RunningItemsOf(of)
+		if err != nil {
+			m.log.Warn("could not look for orphaned items", "jobs", len(chunk), "err", err)
+			for _, job := range chunk {
+				m.queue(m.detect, job)
+			}
+			failed.Store(true)
+			continue
+		}
+		withRuns := slices.DeleteFunc(slices.Clone(chunk), func(job string) bool { return len(running[job]) == 0 })
+		_ = parallel.For(len(withRuns), workers, func(i int) error {
+			job := withRuns[i]
+			if err := m.detectIn(job, running[job]); err != nil {
+				m.log.Warn("could not look for orphaned items", "job", job, "err", err)
+				m.queue(m.detect, job)
+				failed.Store(true)
+			}
+			return nil
+		})
+	}
+	return failed.Load()
+}
+
+// detectIn (leader only) queues every item of job whose running node (running, as read) names an instance
+// that is not online; in a job whose failover is off, it records each such execution as lost and clears its
+// running node instead.
+func (m *Manager) detectIn(job string, running map[int]cluster.Running) error {
 	snap := m.reg.Job(job)
 	if snap == nil || !watched(snap) || !m.reg.IsLeader(job) {
 		return nil
-	}
-	running, err := m.reg.RunningItems(job, max(snap.Config.ShardingTotalCount, len(snap.Items)))
-	if err != nil {
-		return err
 	}
 	var orphans []int
 	gone := m.goneFrom(snap)

@@ -243,8 +243,8 @@ func (f *fakeRegistry) Job(string) *cluster.JobSnapshot {
 func (f *fakeRegistry) IsLeader(string) bool           { f.mu.Lock(); defer f.mu.Unlock(); return f.leader }
 func (f *fakeRegistry) Lease() bool                    { return true }
 func (f *fakeRegistry) OnEvent(fn func(cluster.Event)) { f.onEvent = fn }
-func (f *fakeRegistry) RunningItems(string, int) (map[int]cluster.Running, error) {
-	return map[int]cluster.Running{}, nil
+func (f *fakeRegistry) RunningItemsOf(map[string]int) (map[string]map[int]cluster.Running, error) {
+	return map[string]map[int]cluster.Running{}, nil
 }
 func (f *fakeRegistry) AddFailoverItems(string, []int) error { return nil }
 func (f *fakeRegistry) ClearFailoverItems(_ string, n int) error {

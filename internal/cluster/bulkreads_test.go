@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/testutil/zktest"
+)
+
+// The running nodes of many jobs' items are read in one multiRead (a few hundred reads to a request), not one
+// get per item: a stopped peer leaves every job with an instance removed, and each job's leader looks for
+// orphans in all of them at once.
+func TestRunningItemsOfManyJobsTravelTogether(t *testing.T) {
+	ns := zktest.Namespace("runningof")
+	a := startPeer(t, ns, "10.0.5.1@-@1", "10.0.5.1")
+	r1 := soleOwner(t, a, "r1", 3)
+	r2 := soleOwner(t, a, "r2", 2)
+	begin := func(snap *JobSnapshot, i int, id string) {
+		t.Helper()
+		run := Running{InstanceID: a.r.me.InstanceID, ExecutionID: id, Source: ejserver.SourceNormal, ScheduledAt: time.Unix(60, 0)}
+		if err := a.r.BeginItem(snap.Name, i, snap.Items[i].OwnerVersion, run, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	begin(r1, 0, "e10")
+	begin(r1, 2, "e12")
+	begin(r2, 1, "e21")
+	before := a.s.Requests()
+	got, err := a.r.RunningItemsOf(map[string]int{"r1": 3, "r2": 2, "gone": 4})
+	after := a.s.Requests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[int]string{"r1": {0: "e10", 2: "e12"}, "r2": {1: "e21"}}
+	if len(got) != len(want) {
+		t.Errorf("jobs with running items: %v, want r1 and r2", got)
+	}
+	for job, items := range want {
+		if len(got[job]) != len(items) {
+			t.Errorf("%s: running items %v, want %v", job, got[job], items)
+		}
+		for i, id := range items {
+			if got[job][i].ExecutionID != id || got[job][i].InstanceID != a.r.me.InstanceID {
+				t.Errorf("%s item %d: %+v, want execution %s", job, i, got[job][i], id)
+			}
+		}
+	}
+	if n, gets := after.MultiRead-before.MultiRead, after.Get-before.Get; n != 1 || gets != 0 {
+		t.Errorf("%d multiReads and %d gets for 9 running nodes, want one multiRead", n, gets)
+	}
+}
+
+// A fire resharded at a peer's leaving asks when each of its job's instances registered: one multiRead for
+// them all (their nodes' creation times), not an exists each.
+func TestInstancesRegisteredInOneRequest(t *testing.T) {
+	ns := zktest.Namespace("registeredat")
+	a := startPeer(t, ns, "10.0.5.1@-@1", "10.0.5.1")
+	b := startPeer(t, ns, "10.0.5.2@-@1", "10.0.5.2")
+	if _, err := a.r.CreateJob(testJob("ra", 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, a, "ra", "both registered", func(s *JobSnapshot) bool { return s.Online(a.r.me.InstanceID) && s.Online(b.r.me.InstanceID) })
+	ids := []string{a.r.me.InstanceID, b.r.me.InstanceID, "10.0.5.9@-@9"}
+	before := a.s.Requests()
+	got, err := a.r.InstancesRegistered("ra", ids)
+	after := a.s.Requests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids[:2] {
+		_, st, err := a.s.get(a.r.p.Instance("ra", id))
+		if err != nil || !got[id].Equal(time.UnixMilli(st.Ctime)) {
+			t.Errorf("%s registered at %v, want its node's creation %v (%v)", id, got[id], st, err)
+		}
+	}
+	if _, ok := got[ids[2]]; ok || len(got) != 2 {
+		t.Errorf("registration times %v: an instance without a node is left out", got)
+	}
+	if n, exists := after.MultiRead-before.MultiRead, after.Exists-before.Exists; n != 1 || exists != 0 {
+		t.Errorf("%d multiReads and %d exists, want one multiRead", n, exists)
+	}
+}
