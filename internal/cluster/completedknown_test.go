@@ -5,7 +5,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/ejserver/ejserver/internal/testutil"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -68,4 +70,32 @@ func soleOwner(t *testing.T, p *peer, job string, items int) *JobSnapshot {
 		t.Fatal(err)
 	}
 	return waitJob(t, p, job, "sharding", func(s *JobSnapshot) bool { return s.Sharded() && s.Settled })
+}
+
+// A peer learns from the recursive watch's events that an item's completed node exists, so its first end of
+// an item another peer ran asks ZooKeeper nothing first: one multi, no exists.
+func TestAnItemsCompletedNodeIsKnownFromItsEvents(t *testing.T) {
+	ns := zktest.Namespace("completedevents")
+	a := startPeer(t, ns, "10.0.8.1@-@1", "10.0.8.1")
+	soleOwner(t, a, "ce", 2)
+	b := startPeer(t, ns, "10.0.8.2@-@1", "10.0.8.2")
+	waitJob(t, b, "ce", "loaded", func(s *JobSnapshot) bool { return s.Sharded() })
+	if err := a.r.EndItem("ce", 1, -1, Completed{ExecutionID: "first", Success: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "b to hear of item 1's completed node", 5*time.Second, func() bool { return b.r.completedKnown("ce", 1) })
+	if b.r.completedKnown("ce", 0) {
+		t.Fatal("item 0, never completed, is taken for completed")
+	}
+	before := b.s.Requests()
+	if err := b.r.EndItem("ce", 1, -1, Completed{ExecutionID: "second", Success: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	if d := b.s.Requests(); d.Exists != before.Exists || d.Multi-before.Multi != 1 {
+		t.Errorf("b's end: %d exists and %d multis, want one multi", d.Exists-before.Exists, d.Multi-before.Multi)
+	}
+	if err := a.r.s.del(a.r.p.ItemNode("ce", 1, NodeCompleted), -1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "b to hear the node went", 5*time.Second, func() bool { return !b.r.completedKnown("ce", 1) })
 }
