@@ -116,7 +116,7 @@ func TestAReadOlderThanADeletionIsReadAgain(t *testing.T) {
 	e.refreshMu.Lock()
 	b.close()
 	waitJob(t, a, "j", "b's nodes gone", func(s *JobSnapshot) bool { return !s.Online(bID) && s.Leader == "" })
-	a.r.applyInstances(e, instances, direct.instances)
+	a.r.applyInstances(e, instances, direct.instances, false)
 	a.r.applyLeader(e, leader, direct.leader)
 	err = a.r.applyLoad(e, false, rd, true)
 	s := a.r.Job("j")

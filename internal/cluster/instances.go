@@ -34,7 +34,7 @@ func (r *Registry) refreshInstances(e *jobEntry) error {
 			return nil
 		}
 	}
-	r.applyInstances(e, cur, direct)
+	r.applyInstances(e, cur, direct, suspect)
 	return nil
 }
 
@@ -63,10 +63,19 @@ func (r *Registry) listedInstances(e *jobEntry, names []string, known map[string
 }
 
 // applyInstances applies a listing of a job's instances read when the job's direct count of instance
-// changes was direct.
-func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uint16) {
+// changes was direct. confirmed: the listing lacks this peer's node while it was registered, and ZooKeeper
+// confirmed the node is gone (refreshInstances). A listing that lacks it while it was not registered yet,
+// applied once its registration has landed, is read again: it is older than the registration, not an
+// operator's removal (taken for one, a job was left unrun by its owner for 17 minutes at 100,000 jobs:
+// docs/benchmarks.md, run 29).
+func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uint16, confirmed bool) {
 	_, mine := cur[r.me.InstanceID]
 	if !r.lockUnlessStale(e, kindInstances, func() bool { return e.direct.instances != direct }) {
+		return
+	}
+	if !mine && e.st.registered && !confirmed {
+		e.mu.Unlock()
+		r.w.kick(refreshKey{kind: kindInstances, job: e.name})
 		return
 	}
 	prev := e.st.instances

@@ -190,8 +190,8 @@ func (r *Registry) jobRead(e *jobEntry, k refreshKey) (batchedRead, bool) {
 				return false // the folder is missing: refreshInstances makes it
 			}
 			cur, ok := r.listedInstances(e, x.Children, known)
-			if ok {
-				r.applyInstances(e, cur, direct)
+			if ok { // without this peer's node only while it was not registered: never a confirmed removal
+				r.applyInstances(e, cur, direct, false)
 			}
 			return ok
 		}
