@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,11 +68,7 @@ func (r *Registry) EndItem(job string, item int, runningVersion int32, done Comp
 		if !dropRunning {
 			ops = append(ops, opDelete(r.p.ItemNode(job, item, NodeRunning), runningVersion))
 		}
-		if useCreate {
-			ops = append(ops, r.s.opCreate(completed, data, 0))
-		} else {
-			ops = append(ops, opSet(completed, data, -1))
-		}
+		ops = append(ops, r.completedOp(completed, data, useCreate))
 		if clearFailover {
 			ops = append(ops, opDelete(r.p.ItemNode(job, item, NodeFailover), -1),
 				opDelete(r.p.ItemNode(job, item, NodeFailovering), -1))
@@ -114,6 +109,14 @@ func (r *Registry) EndItem(job string, item int, runningVersion int32, done Comp
 		}
 	}
 	return fmt.Errorf("record the end of item %d of job %q: too many conflicts", item, job)
+}
+
+// completedOp writes an item's completed node at pth: a create when it is absent, else a set.
+func (r *Registry) completedOp(pth string, data []byte, absent bool) any {
+	if absent {
+		return r.s.opCreate(pth, data, 0)
+	}
+	return opSet(pth, data, -1)
 }
 
 func (r *Registry) deleteIfExists(pth string) error {
@@ -157,13 +160,8 @@ func (r *Registry) noteCompleted(ev zk.Event) {
 		return
 	}
 	job := r.p.JobOf(ev.Path)
-	if job == "" {
-		return
-	}
-	rest := strings.TrimSuffix(ev.Path[len(r.p.Root())+1+len(job):], "/"+NodeCompleted) // /sharding/{i}
-	n, ok := strings.CutPrefix(rest, "/sharding/")
-	item, err := strconv.Atoi(n)
-	if !ok || err != nil {
+	item := r.p.ItemOf(job, ev.Path)
+	if job == "" || item < 0 {
 		return
 	}
 	switch ev.Type {
@@ -406,7 +404,7 @@ func (r *Registry) RunningItems(job string, n int) (map[int]Running, error) {
 }
 
 // RunningItemsOf reads, for each job of counts, the running nodes of its items 0..counts[job]-1, and returns
-// those that exist, by job then item. The reads travel in multiRead requests of a few hundred, sent at once
+// those that exist, by job then item (a job without one is left out). The reads travel in multiRead requests of a few hundred, sent at once
 // (one get per item, 32 at a time, without multiRead: ZooKeeper before 3.6).
 func (r *Registry) RunningItemsOf(counts map[string]int) (map[string]map[int]Running, error) {
 	out := make(map[string]map[int]Running, len(counts))
@@ -417,7 +415,9 @@ func (r *Registry) RunningItemsOf(counts map[string]int) (map[string]map[int]Run
 			if err != nil {
 				return nil, err
 			}
-			out[job] = runs
+			if len(runs) > 0 {
+				out[job] = runs
+			}
 		}
 		return out, nil
 	}

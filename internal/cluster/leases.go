@@ -160,11 +160,7 @@ func (r *Registry) itemEndOps(l lease.Lease) (itemEnd, error) {
 	done, _ := json.Marshal(CompletedOf(l))
 	end := itemEnd{ops: []any{opDelete(running, st.Version)}, running: running,
 		completed: r.p.ItemNode(l.JobName, l.ShardingItem, NodeCompleted)}
-	if absent {
-		end.ops = append(end.ops, r.s.opCreate(end.completed, done, 0))
-	} else {
-		end.ops = append(end.ops, opSet(end.completed, done, -1))
-	}
+	end.ops = append(end.ops, r.completedOp(end.completed, done, absent))
 	return end, nil
 }
 

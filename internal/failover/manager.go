@@ -230,31 +230,27 @@ const detectChunk = 4096
 // survivor sending ~300 gets a second to ZooKeeper for minutes while the survivors' writes queued behind them
 // (docs/benchmarks.md, run 28). A job that fails is queued again; it reports whether any did.
 func (m *Manager) detectAll() bool {
-	counts := map[string]int{}
+	var chunks []map[string]int // each job's item count, detectChunk jobs to a chunk
 	for _, job := range m.take(m.detect) {
 		if snap := m.reg.Job(job); snap != nil && watched(snap) && m.reg.IsLeader(job) {
-			counts[job] = max(snap.Config.ShardingTotalCount, len(snap.Items))
+			if len(chunks) == 0 || len(chunks[len(chunks)-1]) == detectChunk {
+				chunks = append(chunks, make(map[string]int, detectChunk))
+			}
+			chunks[len(chunks)-1][job] = max(snap.Config.ShardingTotalCount, len(snap.Items))
 		}
 	}
-	jobs := slices.Sorted(maps.Keys(counts))
 	var failed atomic.Bool
-	for len(jobs) > 0 {
-		chunk := jobs[:min(len(jobs), detectChunk)]
-		jobs = jobs[len(chunk):]
-		of := make(map[string]int, len(chunk))
-		for _, job := range chunk {
-			of[job] = counts[job]
-		}
-		running, err := m.reg.RunningItemsOf(of)
+	for _, chunk := range chunks {
+		running, err := m.reg.RunningItemsOf(chunk)
 		if err != nil {
 			m.log.Warn("could not look for orphaned items", "jobs", len(chunk), "err", err)
-			for _, job := range chunk {
+			for job := range chunk {
 				m.queue(m.detect, job)
 			}
 			failed.Store(true)
 			continue
 		}
-		withRuns := slices.DeleteFunc(slices.Clone(chunk), func(job string) bool { return len(running[job]) == 0 })
+		withRuns := slices.Collect(maps.Keys(running)) // only the jobs with a running node
 		_ = parallel.For(len(withRuns), workers, func(i int) error {
 			job := withRuns[i]
 			if err := m.detectIn(job, running[job]); err != nil {
