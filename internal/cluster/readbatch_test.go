@@ -330,9 +330,13 @@ func ledByA(t *testing.T, addr, ns string, jobs []string, items int, oneShot boo
 			t.Fatal(err)
 		}
 	}
-	b = startPeerWorkers(t, addr, ns, "10.0.0.2@-@1", "10.0.0.2", oneShot, 1)
+	// a leads every job before b starts: b, the preferred candidate of some jobs, would otherwise win those
+	// whose campaign a still had on its way (its campaigns are batched: a burst's last ones wait a round trip)
 	for _, name := range jobs {
 		waitJob(t, a, name, "leadership", func(s *JobSnapshot) bool { return s.Settled && s.IsLeader() })
+	}
+	b = startPeerWorkers(t, addr, ns, "10.0.0.2@-@1", "10.0.0.2", oneShot, 1)
+	for _, name := range jobs {
 		waitJob(t, b, name, "load", func(s *JobSnapshot) bool {
 			return s.Settled && s.Registered && s.Leader == "10.0.0.1@-@1" && len(s.Instances) == 2
 		})
