@@ -17,13 +17,7 @@ import (
 // node that exists) ends with every other group written and each refused group given its op's error, and no
 // group is sent in more than 8 multis (resent one refusal at a time, the last groups went in 17).
 func TestBatcherResendsAroundRefusedGroups(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Dial(ctx, SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 8 * time.Second,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := dialTest(t)
 	defer s.Close()
 	root := "/" + zktest.Namespace("batcher")
 	if err := s.ensurePath(root); err != nil {
@@ -106,4 +100,17 @@ func TestResendParts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dialTest dials the test ZooKeeper; the caller closes the session.
+func dialTest(t *testing.T) *Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Dial(ctx, SessionConfig{Servers: []string{zktest.Addr(t)}, SessionTimeout: 8 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -202,7 +202,6 @@ func (r *Registry) ClearMisfire(job string, item int) error {
 	return err
 }
 
-// ReadRunning reads sharding/{i}/running.
 // InstanceOnline reads from ZooKeeper whether an instance's node is on a job now. A peer's snapshot may not
 // list an instance yet (it registered after the peer's last read of the job's instances, as every peer does
 // on a job just created), so an instance missing from a snapshot is taken for gone, and its running items
@@ -212,6 +211,7 @@ func (r *Registry) InstanceOnline(job, id string) (bool, error) {
 	return ok, err
 }
 
+// ReadRunning reads sharding/{i}/running.
 func (r *Registry) ReadRunning(job string, item int) (Running, int32, bool, error) {
 	data, st, err := r.s.get(r.p.ItemNode(job, item, NodeRunning))
 	if errors.Is(err, zk.ErrNoNode) {

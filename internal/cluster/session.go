@@ -97,6 +97,7 @@ type Session struct {
 	reconnects  atomic.Int64
 	expirations atomic.Int64
 	reads       readCounts
+	coalesce    readCoalescer
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -363,18 +364,19 @@ func (s *Session) secretACL() []zk.ACL {
 
 // The ZooKeeper operations ejserver uses. Creates apply the session's ACL.
 
+// get and exists read a node without a watch; concurrent ones travel together (coalesce.go).
 func (s *Session) get(p string) ([]byte, *zk.Stat, error) {
-	s.reads.get.Add(1)
-	return s.conn.Get(p)
+	res := s.readOne(p, false)
+	return res.Data, res.Stat, res.Err
 }
 
 // getW, childrenW and existsW read a node and make sure a watch covers it: a one-shot watch, unless a
 // persistent watch of the session covers the node already (the registry's per-job watches, jobwatch.go).
 func (s *Session) getW(p string) ([]byte, *zk.Stat, error) {
-	s.reads.get.Add(1)
 	if s.isCovered(p) {
-		return s.conn.Get(p)
+		return s.get(p)
 	}
+	s.reads.get.Add(1)
 	b, st, _, err := s.conn.GetW(p)
 	return b, st, err
 }
@@ -394,12 +396,14 @@ func (s *Session) childrenW(p string) ([]string, *zk.Stat, error) {
 }
 
 func (s *Session) exists(p string) (bool, *zk.Stat, error) {
-	s.reads.exists.Add(1)
-	ok, st, err := s.conn.Exists(p)
-	if err != nil {
-		return false, nil, err // go-zookeeper can return true together with an error
+	res := s.readOne(p, true)
+	switch {
+	case errors.Is(res.Err, zk.ErrNoNode):
+		return false, nil, nil
+	case res.Err != nil:
+		return false, nil, res.Err
 	}
-	return ok, st, nil
+	return true, res.Stat, nil
 }
 
 func (s *Session) existsW(p string) (bool, *zk.Stat, error) {
