@@ -277,11 +277,7 @@ func (r *beginsDuringCommit) CommitSharding(job string, owners []string, unfence
 		}
 		go func() {
 			time.Sleep(300 * time.Millisecond) // the run the resharding must wait for
-			_, v, _, err := r.ReadRunning(job, 0)
-			if err == nil {
-				err = r.EndItem(job, 0, v, cluster.Completed{ExecutionID: "e1", Success: true, ScheduledAt: run.ScheduledAt}, false)
-			}
-			if err != nil {
+			if err := endRun(r.Registry, job, 0, run); err != nil {
 				r.t.Errorf("end item 0: %v", err)
 			}
 			close(r.ended)

@@ -58,6 +58,9 @@ const (
 	reshardEager
 	// reshardDirect reads nothing and creates no processing node: the commit's fence refuses if an item runs.
 	reshardDirect
+	// reshardFire is a fire's first attempt (Reshard): as reshardDirect, and not put off for being near a fire
+	// (it is that fire's); when the fence refuses, the fire's resharding waits for the running items.
+	reshardFire
 )
 
 // directWait bounds a direct resharding: a commit through the batcher, which a saturated ZooKeeper may hold.

@@ -100,11 +100,7 @@ func TestAJobWithAnItemRunningIsFlaggedNotResharded(t *testing.T) {
 	if owner := a.r.Job("j").Item(1).Owner; owner != bID {
 		t.Fatalf("item 1 resharded to %s while item 0 ran", owner)
 	}
-	_, v, _, err := a.r.ReadRunning("j", 0)
-	if err == nil {
-		err = a.r.EndItem("j", 0, v, cluster.Completed{ExecutionID: "e1", Success: true, ScheduledAt: run.ScheduledAt}, false)
-	}
-	if err != nil {
+	if err := endRun(a.r, "j", 0, run); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.c.Reshard(context.Background(), "j"); err != nil { // the job's next fire
@@ -147,7 +143,8 @@ func leftToTheFire(t *testing.T, a *node, reg *flagCounting, bID, when string) {
 	})
 }
 
-// blockedRunning holds the first read of a job's running items once armed until release is closed.
+// blockedRunning holds a resharding once armed, until release is closed: at its first read of a job's running
+// items (an eager or waiting resharding), or its first commit (a fire's resharding reads nothing first).
 type blockedRunning struct {
 	*cluster.Registry
 	armed   atomic.Bool
@@ -157,6 +154,17 @@ type blockedRunning struct {
 }
 
 func (r *blockedRunning) RunningItems(job string, n int) (map[int]cluster.Running, error) {
+	r.hold()
+	return r.Registry.RunningItems(job, n)
+}
+
+func (r *blockedRunning) CommitSharding(job string, owners []string, unfenced map[int]bool) error {
+	r.hold()
+	return r.Registry.CommitSharding(job, owners, unfenced)
+}
+
+// hold holds the first call once armed until release.
+func (r *blockedRunning) hold() {
 	first := false
 	if r.armed.Load() {
 		r.once.Do(func() { first = true; close(r.reading) })
@@ -164,7 +172,6 @@ func (r *blockedRunning) RunningItems(job string, n int) (map[int]cluster.Runnin
 	if first {
 		<-r.release
 	}
-	return r.Registry.RunningItems(job, n)
 }
 
 // startBlocked starts a node whose registry's first read of running items once armed is held
