@@ -68,12 +68,21 @@ func (f *fakeRegistry) Job(string) *cluster.JobSnapshot {
 	return f.snap
 }
 
+// Wait returns the snapshot once cond holds, looking again at each change made through set.
 func (f *fakeRegistry) Wait(ctx context.Context, _ string, cond func(*cluster.JobSnapshot) bool) (*cluster.JobSnapshot, error) {
-	if s := f.Job(""); cond(s) {
-		return s, nil
+	for {
+		f.mu.Lock()
+		s, changed := f.snap, f.changed
+		f.mu.Unlock()
+		if cond(s) {
+			return s, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return f.Job(""), ctx.Err()
+		}
 	}
-	<-ctx.Done()
-	return f.Job(""), ctx.Err()
 }
 
 func (f *fakeRegistry) BeginItem(_ string, item int, _ int32, run cluster.Running, _ bool) error {
@@ -188,6 +197,15 @@ func (f *fakeRegistry) set(fn func()) {
 	fn()
 	close(f.changed) // the session's standing may have changed
 	f.changed = make(chan struct{})
+}
+
+// resharded commits a resharding that leaves the owners as they are: the necessary flag goes.
+func (f *fakeRegistry) resharded() {
+	f.set(func() {
+		s := *f.snap
+		s.Necessary = false
+		f.snap = &s
+	})
 }
 
 // suspend (true) drops the session's connection, as a network blip does; false resumes the same session.

@@ -58,14 +58,7 @@ func TestExecutorFireThatWaitedForAReshardingSkipsItemsThatAlreadyRanIt(t *testi
 	reg.completed[1] = cluster.Completed{ExecutionID: "x1", InstanceID: "old", Source: ejserver.SourceNormal, ScheduledAt: at.Add(-10 * time.Second)}
 	reg.completed[2] = cluster.Completed{ExecutionID: "x2", InstanceID: "old", Source: ejserver.SourceManual, ScheduledAt: at.Add(time.Second)}
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Resharder: resharderFunc(func(context.Context, string) error {
-			reg.set(func() {
-				s := *reg.snap
-				s.Necessary = false
-				reg.snap = &s
-			})
-			return nil
-		})})
+		Resharder: resharderFunc(func(context.Context, string) error { reg.resharded(); return nil })})
 	defer e.Drain(time.Second)
 	e.Fire("j", at, 0)
 	got := map[int]bool{send.next(t).ShardingItem: true, send.next(t).ShardingItem: true}

@@ -17,6 +17,7 @@ const defaultSessionGrace = 10 * time.Second
 const (
 	stagePrepare = "prepare" // the fire is handed off: its items are about to be fenced in ZooKeeper
 	stageSend    = "send"    // a prepared item's request is due to leave
+	stageReshard = "reshard" // the fire's leader is to reshard its job (its leadership is in doubt)
 )
 
 // sessionOf records in req the session the fire begins under: a later expiry of it means its items may be
