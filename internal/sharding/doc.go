@@ -17,7 +17,8 @@
 //	                                                     assignments visible: peers reload and fire
 //
 // Peers never fire a job while necessary exists; a leader that dies mid-way leaves necessary set and no
-// processing node, so the next leader simply does it again.
+// processing node, so the next leader simply does it again. A fire's leader first commits directly (no
+// processing node; the multi's fence refuses if an item runs) and takes the path above only when one does.
 //
 // A job created through the API is born sharded (FirstOwners): the creating transaction writes
 // sharding/{i}/instance with the job's strategy over the live peers, and no necessary flag, so it fires from
