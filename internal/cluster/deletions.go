@@ -49,7 +49,12 @@ func (r *Registry) applyFromEvent(ev zk.Event) bool {
 	leader := rest == "/leader/election/instance"
 	switch {
 	case leader && ev.Type != zk.EventNodeDeleted:
-		return false
+		if r.recursiveArmed() {
+			if e := r.entry(job); e != nil {
+				r.leaderCreated(e)
+			}
+		}
+		return false // read: whose it is
 	case !leader && (folder != "/instances" || id == "" || id == r.me.InstanceID):
 		return false
 	case !r.recursiveArmed():
@@ -106,6 +111,21 @@ func (r *Registry) instanceChanged(e *jobEntry, id, ip string) bool {
 	return true
 }
 
+// leaderCreated notes that a job's leader node exists, until the read its event kicks says whose: a campaign
+// for the job would be refused, so none is sent. When a peer stops, both survivors campaign for its jobs;
+// the one whose campaigns lag (its events queued behind the stopped peer's ~130,000 deletions) sent creates
+// for jobs the other had won meanwhile, each refusal one multi more for the creates batched after it, one
+// after the other, and its senders were held by refusals while the other won nearly every job alone, ~800 a
+// second (docs/benchmarks.md, run 33).
+func (r *Registry) leaderCreated(e *jobEntry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.st.leader == "" {
+		e.st.leaderSeen = true
+		e.direct.leader++ // a read begun before the create reads again
+	}
+}
+
 // leaderDeleted leaves a loaded job leaderless and campaigns for it ahead of the queued refreshes.
 func (r *Registry) leaderDeleted(e *jobEntry) bool {
 	e.mu.Lock()
@@ -114,7 +134,7 @@ func (r *Registry) leaderDeleted(e *jobEntry) bool {
 		return false
 	}
 	prev := e.st.leader
-	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = "", 0, 0
+	e.st.leader, e.st.leaderOwner, e.st.leaderVersion, e.st.leaderSeen = "", 0, 0, false
 	e.direct.leader++
 	if prev != "" {
 		e.changedLocked()

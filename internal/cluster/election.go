@@ -133,7 +133,7 @@ func (r *Registry) Reregister(job string) {
 func (r *Registry) campaign(e *jobEntry, late bool) error {
 	job := e.name
 	e.mu.Lock()
-	ok := e.st.hasConfig && e.st.registered && e.st.leader == "" && e.st.servers[r.me.ServerIP] != ServerDisabled
+	ok := e.st.hasConfig && e.st.registered && e.st.leader == "" && !e.st.leaderSeen && e.st.servers[r.me.ServerIP] != ServerDisabled
 	first := ok && !late && preferredLeader(job, r.me.InstanceID, e.st.instances, e.st.servers) == r.me.InstanceID
 	e.mu.Unlock()
 	if !ok || !r.s.Healthy() {
@@ -175,7 +175,7 @@ func (r *Registry) sendCampaigns(e *jobEntry) {
 		for i, e := range batch {
 			paths[i] = r.p.LeaderInstance(e.name)
 		}
-		errs := r.campaigns.create(paths, []byte(r.me.InstanceID))
+		errs := r.campaigns.create(paths, []byte(r.me.InstanceID), func(i int) bool { return r.leaderKnown(batch[i]) })
 		for i, e := range batch {
 			r.campaigned(e, session, errs[i])
 			if r.campaigns.end(e.name) {
@@ -195,20 +195,34 @@ const (
 // createLeaders creates the leader nodes at paths (ephemeral, data) in multis, and returns each one's error:
 // all in one, and when a create is refused (its node exists: another peer leads), the creates before it in
 // one multi and those after it in another, each refusal splitting again, so a refusal costs one request more
-// and a create is sent at most once for each refusal in its batch.
-func (r *Registry) createLeaders(paths []string, data []byte) []error {
+// and a create is sent at most once for each refusal in its batch. Before each multi the creates whose node
+// is known to exist by then (taken, if not nil: the watch's events say another peer leads) are left out, with
+// ErrNodeExists as if refused.
+func (r *Registry) createLeaders(paths []string, data []byte, taken func(i int) bool) []error {
 	errs := make([]error, len(paths))
 	todo := [][2]int{{0, len(paths)}} // ranges of paths still to send
+	var send []int                    // the indexes of a range's creates to send
 	for len(todo) > 0 {
 		lo, hi := todo[len(todo)-1][0], todo[len(todo)-1][1]
 		todo = todo[:len(todo)-1]
-		if hi-lo == 1 {
-			errs[lo] = r.s.create(paths[lo], data, zk.FlagEphemeral)
+		send = send[:0]
+		for i := lo; i < hi; i++ {
+			if taken != nil && taken(i) {
+				errs[i] = zk.ErrNodeExists
+				continue
+			}
+			send = append(send, i)
+		}
+		switch len(send) {
+		case 0:
+			continue
+		case 1:
+			errs[send[0]] = r.s.create(paths[send[0]], data, zk.FlagEphemeral)
 			continue
 		}
-		ops := make([]any, 0, hi-lo)
-		for _, p := range paths[lo:hi] {
-			ops = append(ops, r.s.opCreate(p, data, zk.FlagEphemeral))
+		ops := make([]any, len(send))
+		for k, i := range send {
+			ops[k] = r.s.opCreate(paths[i], data, zk.FlagEphemeral)
 		}
 		resps, err := r.s.multi(ops...)
 		if err == nil {
@@ -216,20 +230,28 @@ func (r *Registry) createLeaders(paths []string, data []byte) []error {
 		}
 		bad, opErr := failedOp(resps)
 		if bad < 0 { // the connection or the server: no create's outcome is known
-			for i := lo; i < hi; i++ {
+			for _, i := range send {
 				errs[i] = err
 			}
 			continue
 		}
-		errs[lo+bad] = opErr
-		if lo+bad+1 < hi {
-			todo = append(todo, [2]int{lo + bad + 1, hi})
+		at := send[bad]
+		errs[at] = opErr
+		if at+1 < hi {
+			todo = append(todo, [2]int{at + 1, hi})
 		}
-		if bad > 0 {
-			todo = append(todo, [2]int{lo, lo + bad}) // sent first: due first
+		if at > lo {
+			todo = append(todo, [2]int{lo, at}) // sent first: due first
 		}
 	}
 	return errs
+}
+
+// leaderKnown reports whether e's leader node is known to exist (read, or reported created by the watch).
+func (r *Registry) leaderKnown(e *jobEntry) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.st.leader != "" || e.st.leaderSeen
 }
 
 // campaigned applies the outcome of a campaign's create. The listeners hear of a won leadership from the
@@ -240,7 +262,7 @@ func (r *Registry) campaigned(e *jobEntry, session int64, err error) {
 	case err == nil:
 		e.mu.Lock()
 		changed := e.st.leader != r.me.InstanceID
-		e.st.leader, e.st.leaderOwner, e.st.leaderVersion = r.me.InstanceID, session, 0
+		e.st.leader, e.st.leaderOwner, e.st.leaderVersion, e.st.leaderSeen = r.me.InstanceID, session, 0, false
 		e.direct.leader++ // a read of the leader begun before the create landed reads again
 		if changed {
 			e.changedLocked()
@@ -273,7 +295,7 @@ type campaignSet struct {
 	waiting      campaignQueue
 	due          func(job string) time.Time
 	// create creates ephemeral nodes, one error each (createLeaders; a test may hold it)
-	create func(paths []string, data []byte) []error
+	create func(paths []string, data []byte, taken func(i int) bool) []error
 }
 
 // take reports whether the campaign of e, begun, has a sender of its own (the caller starts it); otherwise it
@@ -520,7 +542,7 @@ func (r *Registry) applyLeader(e *jobEntry, node leaderNode, direct uint16) {
 		return
 	}
 	prev := e.st.leader
-	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = node.id, node.owner, node.version
+	e.st.leader, e.st.leaderOwner, e.st.leaderVersion, e.st.leaderSeen = node.id, node.owner, node.version, false
 	if prev != node.id {
 		e.changedLocked()
 	}

@@ -129,11 +129,11 @@ func TestCampaignsDoNotWaitForTheirCreates(t *testing.T) {
 	b := startPeerWith(t, ns, "10.0.9.1@-@1", "10.0.9.1", func(r *Registry) {
 		r.campaigns.max = 4
 		create := r.campaigns.create
-		r.campaigns.create = func(p []string, data []byte) []error {
+		r.campaigns.create = func(p []string, data []byte, taken func(int) bool) []error {
 			if gated.Load() {
 				<-held
 			}
-			return create(p, data)
+			return create(p, data, taken)
 		}
 	})
 	t.Cleanup(release) // before b's registry stops: it waits for the creates
@@ -229,7 +229,7 @@ func TestCreateLeadersSplitsAtARefusal(t *testing.T) {
 		}
 	}
 	before := a.s.Requests()
-	errs := a.r.createLeaders(paths, []byte("a"))
+	errs := a.r.createLeaders(paths, []byte("a"), nil)
 	after := a.s.Requests()
 	for i, err := range errs {
 		var want error
@@ -253,4 +253,57 @@ func TestCreateLeadersSplitsAtARefusal(t *testing.T) {
 	if m, c := after.Multi-before.Multi, after.Create-before.Create; m != 5 || c != 0 {
 		t.Errorf("%d multis and %d creates, want 5 multis", m, c)
 	}
+}
+
+// A campaign whose job's leader node another peer created meanwhile sends no create: the recursive watch's
+// event says the node exists before its read says whose. At a stop the survivor whose events lagged sent
+// creates for jobs the other had won, and each refusal held its sender for one more multi.
+func TestACampaignForAJobWhoseLeaderWasCreatedSendsNothing(t *testing.T) {
+	ns := zktest.Namespace("leaderseen")
+	x := startPeer(t, ns, "10.0.12.9@-@9", "10.0.12.9")
+	if _, err := x.r.CreateJob(testJob("j", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, x, "j", "x leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	held := make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
+	var gated atomic.Bool
+	var errs atomic.Pointer[[]error]
+	b := startPeerWith(t, ns, "10.0.12.1@-@1", "10.0.12.1", func(r *Registry) {
+		create := r.campaigns.create
+		r.campaigns.create = func(p []string, data []byte, taken func(int) bool) []error {
+			if gated.Load() {
+				<-held
+			}
+			out := create(p, data, taken)
+			errs.Store(&out)
+			return out
+		}
+	})
+	t.Cleanup(release)
+	waitJob(t, b, "j", "x leads, b registered", func(s *JobSnapshot) bool { return s.Leader == "10.0.12.9@-@9" && s.Registered })
+	gated.Store(true)
+	x.close()
+	testutil.Eventually(t, "b's campaign for j on its way", 15*time.Second, func() bool {
+		b.r.campaigns.mu.Lock()
+		defer b.r.campaigns.mu.Unlock()
+		return len(b.r.campaigns.jobs) == 1
+	})
+	c := dialTest(t) // another peer's create lands first
+	defer c.Close()
+	if err := c.create(b.r.p.LeaderInstance("j"), []byte("10.0.12.3@-@3"), zk.FlagEphemeral); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "b knows j's leader node exists", 15*time.Second, func() bool { return b.r.leaderKnown(b.r.entry("j")) })
+	before := b.s.Requests()
+	release()
+	testutil.Eventually(t, "b's create's outcome", 15*time.Second, func() bool { return errs.Load() != nil })
+	after := b.s.Requests()
+	if got := *errs.Load(); len(got) != 1 || !errors.Is(got[0], zk.ErrNodeExists) {
+		t.Fatalf("b's campaign: %v, want ErrNodeExists without a request", got)
+	}
+	if m, n := after.Multi-before.Multi, after.Create-before.Create; m != 0 || n != 0 {
+		t.Errorf("b sent %d multis and %d creates for a job whose leader node it knew of", m, n)
+	}
+	waitJob(t, b, "j", "the other leads", func(s *JobSnapshot) bool { return s.Leader == "10.0.12.3@-@3" })
 }

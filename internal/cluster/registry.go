@@ -207,6 +207,9 @@ type jobState struct {
 	// processing: this peer created leader/sharding/processing and has not committed yet.
 	processing bool
 	necessary  bool
+	// leaderSeen: the recursive watch reported the leader node created and no read has said whose it is yet
+	// (a campaign for the job would be refused: it sends none).
+	leaderSeen bool
 	// registered: our instance node exists in this session; pendingRegister: it existed under another
 	// session (a fast restart with the same id) and we register once it goes; removedByOperator: it
 	// disappeared while we held the session, so an operator removed it and we stay off the job.
