@@ -37,7 +37,7 @@ func TestBatcherResendsAroundRefusedGroups(t *testing.T) {
 	var gs []*group
 	for i := range groups {
 		// two ops a group, so a refused op is not its group's first
-		gs = append(gs, b.enqueue([]any{opCheck(root, -1), s.opCreate(fmt.Sprintf("%s/g%02d", root, i), []byte("x"), 0)}, nil))
+		gs = append(gs, b.enqueue([]any{opCheck(root, -1), s.opCreate(fmt.Sprintf("%s/g%02d", root, i), []byte("x"), 0)}, nil, false))
 	}
 	batch := b.take()
 	if len(batch) != groups {
@@ -113,4 +113,35 @@ func dialTest(t *testing.T) *Session {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Groups submitted first (a leader's commits) leave in the next multi, ahead of every group queued before them,
+// and fill it before the queued ones; the queued ones follow in their order.
+func TestFirstGroupsLeaveInTheNextMulti(t *testing.T) {
+	b := &batcher{wake: make(chan struct{}, 1)} // no flushers: the test takes the batches
+	op := func(i int) []any { return []any{opCheck(fmt.Sprintf("/q/%d", i), -1)} }
+	for i := range maxBatchOps + 200 {
+		b.enqueue(op(i), nil, false)
+	}
+	for i := range 3 {
+		b.enqueue(op(-1-i), nil, true)
+	}
+	paths := func(batch []*group) []string {
+		var out []string
+		for _, g := range batch {
+			out = append(out, opPath(g.ops[0]))
+		}
+		return out
+	}
+	first := paths(b.take())
+	if len(first) != maxBatchOps || first[0] != "/q/-1" || first[2] != "/q/-3" || first[3] != "/q/0" || first[maxBatchOps-1] != fmt.Sprintf("/q/%d", maxBatchOps-4) {
+		t.Fatalf("first multi: %d groups %v...%v, want the 3 first groups then the queued from /q/0", len(first), first[:4], first[len(first)-1])
+	}
+	rest := paths(b.take())
+	if len(rest) != 203 || rest[0] != fmt.Sprintf("/q/%d", maxBatchOps-3) {
+		t.Fatalf("second multi: %d groups from %v, want the 203 queued left", len(rest), rest[0])
+	}
+	if b.take() != nil || b.stats().Waiting != 0 {
+		t.Fatal("groups left")
+	}
 }

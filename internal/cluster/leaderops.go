@@ -183,7 +183,7 @@ func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.
 func (r *Registry) commitSharding(guard any, ops, final []any) ([]any, []zk.MultiResponse, error) {
 	if 1+len(ops)+len(final) <= maxBatchOps {
 		all := append(append([]any{guard}, ops...), final...)
-		resps, err := r.b.submit(all...)
+		resps, err := r.b.submitFirst(all...)
 		return all, resps, err
 	}
 	for len(ops)+len(final) > maxBatchOps-1 {
