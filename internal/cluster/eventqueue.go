@@ -21,6 +21,9 @@ type eventQueue struct {
 	signal chan struct{}
 	idleCh chan struct{} // closed at the next drain; nil until idle is asked for it
 	closed bool
+	// pushed counts the events queued since the start: an event's sequence number is the count after its push
+	// (pop returns it), so an answer received after event n was pushed comes after event n (see echoes.go).
+	pushed, popped uint64
 }
 
 // eventQueueKeep is the most events whose array a drained queue keeps (a start-up's burst is let go).
@@ -34,6 +37,7 @@ func (q *eventQueue) push(ev zk.Event) {
 	q.mu.Lock()
 	if !q.closed {
 		q.items = append(q.items, ev)
+		q.pushed++
 	}
 	q.mu.Unlock()
 	select {
@@ -42,14 +46,23 @@ func (q *eventQueue) push(ev zk.Event) {
 	}
 }
 
-// pop blocks until an event arrives or the queue closes.
-func (q *eventQueue) pop() (zk.Event, bool) {
+// pushedCount is the number of events queued so far.
+func (q *eventQueue) pushedCount() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pushed
+}
+
+// pop blocks until an event arrives or the queue closes; seq is the event's sequence number (from 1).
+func (q *eventQueue) pop() (_ zk.Event, seq uint64, _ bool) {
 	for {
 		q.mu.Lock()
 		if q.head < len(q.items) {
 			ev := q.items[q.head]
 			q.items[q.head] = zk.Event{}
 			q.head++
+			q.popped++
+			seq := q.popped
 			if q.head == len(q.items) {
 				q.head = 0
 				q.items = q.items[:0]
@@ -58,11 +71,11 @@ func (q *eventQueue) pop() (zk.Event, bool) {
 				}
 			}
 			q.mu.Unlock()
-			return ev, true
+			return ev, seq, true
 		}
 		if q.closed {
 			q.mu.Unlock()
-			return zk.Event{}, false
+			return zk.Event{}, 0, false
 		}
 		// wake anyone waiting for the queue to drain
 		if q.idleCh != nil {

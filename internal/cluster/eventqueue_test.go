@@ -18,11 +18,14 @@ func TestEventQueueOrderAndIdle(t *testing.T) {
 			q.push(zk.Event{Path: strconv.Itoa(round*100000 + i)})
 		}
 		for i := range n {
-			ev, ok := q.pop()
+			ev, seq, ok := q.pop()
 			if want := strconv.Itoa(round*100000 + i); !ok || ev.Path != want {
 				t.Fatalf("round %d: popped %q %v, want %q", round, ev.Path, ok, want)
 			}
 			next++
+			if seq != uint64(next) {
+				t.Fatalf("event %d popped with sequence number %d", next, seq)
+			}
 		}
 		select {
 		case <-idle:
@@ -36,7 +39,7 @@ func TestEventQueueOrderAndIdle(t *testing.T) {
 	// the consumer finds the queue empty: idle closes, and pop waits for the next event or the close
 	done := make(chan bool)
 	go func() {
-		_, ok := q.pop()
+		_, _, ok := q.pop()
 		done <- ok
 	}()
 	select {
@@ -57,12 +60,12 @@ func TestEventQueueAllocatesNothingInSteadyState(t *testing.T) {
 	q.init()
 	ev := zk.Event{Type: zk.EventNodeDeleted, Path: "/bench/steady-10k-00001/sharding/0/running"}
 	q.push(ev)
-	_, _ = q.pop()
+	_, _, _ = q.pop()
 	allocs := testing.AllocsPerRun(1000, func() {
 		q.push(ev)
 		q.push(ev)
-		_, _ = q.pop()
-		_, _ = q.pop()
+		_, _, _ = q.pop()
+		_, _, _ = q.pop()
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per two events pushed and popped", allocs)

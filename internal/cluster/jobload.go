@@ -26,7 +26,7 @@ func (r *Registry) onWatch(ev zk.Event) {
 	if !forward || r.applyFromEvent(ev) {
 		return
 	}
-	if k, ok := r.keyFor(ev.Path); ok {
+	if k, ok := r.keyFor(ev.Path); ok && !(k.kind == kindItemInstance && r.ownEcho(ev.Path)) {
 		r.w.kick(k)
 	}
 }

@@ -183,7 +183,9 @@ func (r *Registry) committed(job string, owners []string, ops []any, resps []zk.
 func (r *Registry) commitSharding(guard any, ops, final []any) ([]any, []zk.MultiResponse, error) {
 	if 1+len(ops)+len(final) <= maxBatchOps {
 		all := append(append([]any{guard}, ops...), final...)
+		end := r.echoBegin(instancePaths(ops)) // applied to the cache by committed: its events need no read
 		resps, err := r.b.submitFirst(all...)
+		end(err == nil)
 		return all, resps, err
 	}
 	for len(ops)+len(final) > maxBatchOps-1 {

@@ -126,6 +126,8 @@ type Registry struct {
 	noAddWatch     atomic.Bool
 	// noMultiRead: ZooKeeper answered multiRead Unimplemented (bulkload.go).
 	noMultiRead atomic.Bool
+	// echo tells this peer's own writes of items' owners when their events come back (echoes.go)
+	echo echoes
 	// watchedIn is the session whose recursive watch covers the namespace (jobwatch.go), or 0.
 	watchedIn atomic.Int64
 	// shared holds the jobs' instances and servers maps, shared between jobs of equal content (intern.go).

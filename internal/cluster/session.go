@@ -98,6 +98,8 @@ type Session struct {
 	expirations atomic.Int64
 	reads       readCounts
 	coalesce    readCoalescer
+	// eventSeq is the sequence number of the event the session goroutine handles (eventQueue.pop)
+	eventSeq atomic.Uint64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -252,10 +254,11 @@ func (s *Session) Expirations() int64 { return s.expirations.Load() }
 func (s *Session) loop() {
 	defer s.wg.Done()
 	for {
-		ev, ok := s.queue.pop()
+		ev, seq, ok := s.queue.pop()
 		if !ok {
 			return
 		}
+		s.eventSeq.Store(seq)
 		if ev.Type == zk.EventSession {
 			s.handleState(ev.State)
 			continue
