@@ -354,7 +354,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets,
 		FireLead: c.fireLead, // ReshardWait: the default, as the executor's
-		Firing:   func(job string) bool { return sched.Firing(job, fireGuard) }, Due: due})
+		Firing:   func(job string) bool { return sched.Firing(job, fireGuard) }, Due: due,
+		QuietAt: func(job string) (time.Time, bool) { return sched.QuietAt(job, fireGuard) }})
 	// executions that vanished peers left running, and that nobody runs again, are recorded as lost
 	lost := failover.NewLost(failover.LostConfig{History: store, Recorder: writer, Me: me, Clock: clk, Logger: log})
 	// Calendars (issue 24): a watched cache of the cluster's calendars that the executor's steering reads;

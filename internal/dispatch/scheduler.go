@@ -163,6 +163,34 @@ func (s *Scheduler) Firing(job string, guard time.Duration) bool {
 	return !now.Before(e.at.Add(-guard)) || (e.prev != 0 && now.UnixNano() < e.prev+int64(guard))
 }
 
+// QuietAt is when job is next not Firing (with the same guard): now when it is not, else when the window it is
+// in closes (guard after the scheduled time of the fire it covers), and whether that comes before the next
+// fire's window opens. False for a job not scheduled, and for one fired so often that its windows touch (a
+// job every few seconds is never quiet).
+func (s *Scheduler) QuietAt(job string, guard time.Duration) (time.Time, bool) {
+	now := s.clk.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[job]
+	if e == nil {
+		return time.Time{}, false
+	}
+	var fire, after time.Time // the fire whose window holds now, and the one after it
+	switch {
+	case e.prev != 0 && now.UnixNano() < e.prev+int64(guard):
+		fire, after = time.Unix(0, e.prev), e.next
+	case !now.Before(e.at.Add(-guard)):
+		fire, after = e.next, e.sched.Next(e.next)
+	default:
+		return now, true
+	}
+	end := fire.Add(guard)
+	if after.IsZero() {
+		return end, true // no fire after it
+	}
+	return end, end.Before(s.handOff(e.sched, after).Add(-guard))
+}
+
 // Schedule returns the job's schedule, or nil when it is not scheduled.
 func (s *Scheduler) Schedule(job string) Schedule {
 	s.mu.Lock()

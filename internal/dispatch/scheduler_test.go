@@ -241,6 +241,37 @@ func TestSchedulerFiringCoversAFireFromItsHandOff(t *testing.T) {
 	}
 }
 
+// QuietAt: when a job is next not Firing, and whether it ever is: a job every minute is quiet 3 s after each
+// fire until 3 s before the next hand-off; one every 5 s never is.
+func TestSchedulerQuietAtEndsTheFiringWindow(t *testing.T) {
+	s, clk, log := newTestScheduler(t)
+	s.SetMaxLead(time.Second) // a 60 s period: hand-offs half a second ahead
+	created := clk.TimerCreated()
+	s.Start()
+	<-created
+	const guard = 3 * time.Second
+	if _, ok := s.QuietAt("a", guard); ok {
+		t.Fatal("an unscheduled job has a quiet moment")
+	}
+	s.Set("a", every(time.Minute))   // next fire 1020, handed off at 1019.5; the clock is at 1000
+	s.Set("b", every(5*time.Second)) // next fire 1005
+	check := func(job string, wantAt int64, wantOK bool) {
+		t.Helper()
+		at, ok := s.QuietAt(job, guard)
+		if ok != wantOK || (ok && at.Unix() != wantAt) {
+			t.Fatalf("at %v: %s quiet at %v (%v), want %v (%v)", clk.Now().Unix(), job, at.Unix(), ok, wantAt, wantOK)
+		}
+	}
+	check("a", 1000, true) // not firing: now
+	clk.Advance(17 * time.Second)
+	check("a", 1023, true)                 // 2.5 s before the hand-off of 1020: its window ends 3 s after it
+	check("b", 0, false)                   // fired every 5 s: its windows touch
+	advance(t, clk, 2500*time.Millisecond) // 1019.5: the fire of 1020 is handed off
+	log.wait(t, 1)
+	clk.Advance(time.Unix(1021, 0).Sub(clk.Now()))
+	check("a", 1023, true) // in the window after the fire
+}
+
 // Due: a job's next fire, except while its last fire may still wait for its sharding (within the wait of its
 // scheduled time): that fire's time.
 func TestSchedulerDueIsAWaitingFireElseTheNext(t *testing.T) {

@@ -59,6 +59,9 @@ type CoordinatorConfig struct {
 	// Firing, if set, reports whether a fire of the job may be deciding or beginning its items on some peer
 	// now (dispatch.Scheduler.Firing): a resharding not made by a fire waits until it is not (direct.go).
 	Firing func(job string) bool
+	// QuietAt, if set, tells when the job is next not Firing, and whether it ever is (dispatch.Scheduler.QuietAt):
+	// a rebalance put off by a fire waits for that moment rather than flagging the job (rebalance.go).
+	QuietAt func(job string) (time.Time, bool)
 	// Due, if set, tells when a job's fires next need its sharding (dispatch.Scheduler.Due): the jobs
 	// judged or resharded together go earliest first (zero: last), not in the order of their names.
 	Due func(job string) time.Time

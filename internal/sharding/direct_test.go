@@ -315,3 +315,48 @@ func TestAReshardingRightAfterAnotherIsLeftToAFire(t *testing.T) {
 	b.stop()
 	leftToTheFire(t, a, reg, bID, "right after the last resharding")
 }
+
+// A rebalance that meets a fire of the job (an instance joined just before it) waits for the fire's window to
+// close and then reshards directly, without flagging: a flag set near the fire could land after the leader's
+// own fire had found the sharding ready and before its peers' fires looked, and they waited 30 s for a
+// resharding only the next fire made, and skipped the fire.
+func TestARebalanceNearAFireWaitsForTheQuietMoment(t *testing.T) {
+	ns := zktest.Namespace("quiet")
+	var firing atomic.Bool
+	var quietAt atomic.Int64
+	n := newNode(t, ns, "10.9.15.1", clock.Real{})
+	reg := &flagCounting{Registry: n.r}
+	n.c = NewCoordinator(CoordinatorConfig{Registry: reg, Logger: quiet, ServerGC: time.Hour, ReconcileTick: time.Hour,
+		Firing:       func(string) bool { return firing.Load() },
+		QuietAt:      func(string) (time.Time, bool) { return time.Unix(0, quietAt.Load()), true },
+		CommitSettle: noSettle})
+	if err := n.c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	startRegistry(t, n)
+	t.Cleanup(n.stop)
+	newJob(t, n, "j", 4)
+	waitFor(t, n, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
+	if err := n.c.Reshard(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, n, "j", "sharded on a", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && len(s.MyItems()) == 4 })
+	firing.Store(true)
+	quietAt.Store(time.Now().Add(time.Second).UnixNano())
+	b := startNode(t, ns, "10.9.15.2", clock.Real{})
+	bID := b.r.Me().InstanceID
+	waitFor(t, n, "j", "b registered", func(s *cluster.JobSnapshot) bool { return s.Online(bID) })
+	testutil.Eventually(t, "the rebalance meets the fire", 10*time.Second, func() bool {
+		return n.c.recheckPending("j") || reg.flags.Load() > 0
+	})
+	if s := n.r.Job("j"); s.Necessary || s.Item(2).Owner == bID || s.Item(3).Owner == bID {
+		t.Fatalf("near the fire: flagged %v, items %v", s.Necessary, s.Items)
+	}
+	firing.Store(false) // the window closes at quietAt
+	waitFor(t, n, "j", "b owns items", func(s *cluster.JobSnapshot) bool {
+		return shardingSettled(s) && s.Item(2).Owner == bID && s.Item(3).Owner == bID
+	})
+	if f := reg.flags.Load(); f != 0 {
+		t.Fatalf("the rebalance flagged the job %d times", f)
+	}
+}
