@@ -541,6 +541,11 @@ func (r *Registry) applyLeader(e *jobEntry, node leaderNode, direct uint16) {
 	if !r.lockUnlessStale(e, kindLeader, func() bool { return e.direct.leader != direct }) {
 		return
 	}
+	if node.id == "" && e.st.leaderSeen {
+		// answered before the node's creation was reported (leaderCreated): the creation's read follows
+		e.mu.Unlock()
+		return
+	}
 	prev := e.st.leader
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion, e.st.leaderSeen = node.id, node.owner, node.version, false
 	if prev != node.id {

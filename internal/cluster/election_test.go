@@ -307,3 +307,38 @@ func TestACampaignForAJobWhoseLeaderWasCreatedSendsNothing(t *testing.T) {
 	}
 	waitJob(t, b, "j", "the other leads", func(s *JobSnapshot) bool { return s.Leader == "10.0.12.3@-@3" })
 }
+
+// A leader node reported created leaves the job's direct counts alone (a load in flight stays valid: at a
+// restart the restarted peer's 100,000 loads met ~33,000 creations), and a read answered before the creation
+// (no node) does not undo the mark: the creation's own read says whose the node is.
+func TestALeaderNodeSeenSurvivesAnOlderRead(t *testing.T) {
+	ns := zktest.Namespace("leaderseenread")
+	a := startPeer(t, ns, "10.0.14.1@-@1", "10.0.14.1")
+	if _, err := a.r.CreateJob(testJob("j", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, a, "j", "a leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	e := a.r.entry("j")
+	e.mu.Lock()
+	e.st.leader = "" // as if its deletion was applied
+	e.mu.Unlock()
+	before := e.directCount()
+	a.r.leaderCreated(e)
+	if e.directCount() != before {
+		t.Fatal("a reported creation changed the job's direct counts: a load in flight would be read again")
+	}
+	a.r.applyLeader(e, leaderNode{}, before.leader) // a read answered before the creation
+	if !a.r.leaderKnown(e) {
+		t.Fatal("an older read of no leader node undid the reported creation")
+	}
+	a.r.applyLeader(e, leaderNode{id: "10.0.14.9@-@9"}, before.leader) // the creation's read
+	if e.directCount() != before || a.r.Job("j").Leader != "10.0.14.9@-@9" {
+		t.Fatalf("leader %q after the creation's read", a.r.Job("j").Leader)
+	}
+	e.mu.Lock()
+	seen := e.st.leaderSeen
+	e.mu.Unlock()
+	if seen {
+		t.Fatal("the mark outlived the read that named the leader")
+	}
+}
