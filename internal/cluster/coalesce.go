@@ -50,20 +50,18 @@ type coalescedRead struct {
 // may come too), or ErrNoNode for an absent node.
 func (s *Session) readOne(p string, exists bool) zk.ReadResult {
 	c := &s.coalesce
-	rd := &coalescedRead{path: p, exists: exists}
 	if c.refused.Load() {
-		s.readAlone(rd)
-		return rd.res
+		return s.readAlone(p, exists)
 	}
 	c.mu.Lock()
 	if c.lanes < coalesceLanes {
 		c.lanes++ // nothing waits while a lane is free
 		c.mu.Unlock()
-		s.readAlone(rd)
+		res := s.readAlone(p, exists)
 		s.laneFree()
-		return rd.res
+		return res
 	}
-	rd.done = make(chan struct{})
+	rd := &coalescedRead{path: p, exists: exists, done: make(chan struct{})}
 	c.waiting = append(c.waiting, rd)
 	c.mu.Unlock()
 	<-rd.done
@@ -98,7 +96,7 @@ func (s *Session) laneFree() {
 // sender's, is answered by returning).
 func (s *Session) sendReads(batch []*coalescedRead) {
 	if len(batch) == 1 {
-		s.readAlone(batch[0])
+		batch[0].res = s.readAlone(batch[0].path, batch[0].exists)
 		return
 	}
 	ops := make([]zk.ReadOp, len(batch))
@@ -113,7 +111,7 @@ func (s *Session) sendReads(batch []*coalescedRead) {
 	for i, rd := range batch {
 		switch {
 		case errors.Is(err, zk.ErrUnimplemented) || errors.Is(err, zk.ErrInvalidPath):
-			s.readAlone(rd) // one bad path fails the whole: each alone gets its own answer
+			rd.res = s.readAlone(rd.path, rd.exists) // one bad path fails the whole: each alone gets its own answer
 		case err != nil:
 			rd.res = zk.ReadResult{Err: err}
 		default:
@@ -125,22 +123,20 @@ func (s *Session) sendReads(batch []*coalescedRead) {
 	}
 }
 
-// readAlone sends one read as a request of its own.
-func (s *Session) readAlone(rd *coalescedRead) {
-	if !rd.exists {
+// readAlone sends one read as a request of its own: a get, or for an exists check an exists request.
+func (s *Session) readAlone(p string, exists bool) zk.ReadResult {
+	if !exists {
 		s.reads.get.Add(1)
-		data, st, err := s.conn.Get(rd.path)
-		rd.res = zk.ReadResult{Data: data, Stat: st, Err: err}
-		return
+		data, st, err := s.conn.Get(p)
+		return zk.ReadResult{Data: data, Stat: st, Err: err}
 	}
 	s.reads.exists.Add(1)
-	ok, st, err := s.conn.Exists(rd.path)
+	ok, st, err := s.conn.Exists(p)
 	switch {
 	case err != nil: // go-zookeeper can return true together with an error
-		rd.res = zk.ReadResult{Err: err}
+		return zk.ReadResult{Err: err}
 	case !ok:
-		rd.res = zk.ReadResult{Err: zk.ErrNoNode}
-	default:
-		rd.res = zk.ReadResult{Stat: st}
+		return zk.ReadResult{Err: zk.ErrNoNode}
 	}
+	return zk.ReadResult{Stat: st}
 }

@@ -133,7 +133,7 @@ func (r *Registry) Reregister(job string) {
 func (r *Registry) campaign(e *jobEntry, late bool) error {
 	job := e.name
 	e.mu.Lock()
-	ok := e.st.hasConfig && e.st.registered && e.st.leader == "" && !e.st.leaderSeen && e.st.servers[r.me.ServerIP] != ServerDisabled
+	ok := e.st.hasConfig && e.st.registered && !e.st.led() && e.st.servers[r.me.ServerIP] != ServerDisabled
 	first := ok && !late && preferredLeader(job, r.me.InstanceID, e.st.instances, e.st.servers) == r.me.InstanceID
 	e.mu.Unlock()
 	if !ok || !r.s.Healthy() {
@@ -247,12 +247,15 @@ func (r *Registry) createLeaders(paths []string, data []byte, taken func(i int) 
 	return errs
 }
 
-// leaderKnown reports whether e's leader node is known to exist (read, or reported created by the watch).
+// leaderKnown reports whether e's leader node is known to exist (led).
 func (r *Registry) leaderKnown(e *jobEntry) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.st.leader != "" || e.st.leaderSeen
+	return e.st.led()
 }
+
+// led reports whether the job's leader node is known to exist: read, or reported created by the watch.
+func (st *jobState) led() bool { return st.leader != "" || st.leaderSeen }
 
 // campaigned applies the outcome of a campaign's create. The listeners hear of a won leadership from the
 // refresher (kindReport), and a lost race or a failure is a refresh queued.

@@ -160,7 +160,20 @@ func (s *Scheduler) Firing(job string, guard time.Duration) bool {
 	if e == nil {
 		return false
 	}
-	return !now.Before(e.at.Add(-guard)) || (e.prev != 0 && now.UnixNano() < e.prev+int64(guard))
+	_, in := e.window(now, guard)
+	return in
+}
+
+// window finds the fire whose Firing window holds now, if one does (in): the last fire handed off while within
+// guard after its time, else the next fire from guard before its hand-off.
+func (e *entry) window(now time.Time, guard time.Duration) (fire time.Time, in bool) {
+	switch {
+	case e.prev != 0 && now.UnixNano() < e.prev+int64(guard):
+		return time.Unix(0, e.prev), true
+	case !now.Before(e.at.Add(-guard)):
+		return e.next, true
+	}
+	return time.Time{}, false
 }
 
 // QuietAt is when job is next not Firing (with the same guard): now when it is not, else when the window it is
@@ -175,14 +188,13 @@ func (s *Scheduler) QuietAt(job string, guard time.Duration) (time.Time, bool) {
 	if e == nil {
 		return time.Time{}, false
 	}
-	var fire, after time.Time // the fire whose window holds now, and the one after it
-	switch {
-	case e.prev != 0 && now.UnixNano() < e.prev+int64(guard):
-		fire, after = time.Unix(0, e.prev), e.next
-	case !now.Before(e.at.Add(-guard)):
-		fire, after = e.next, e.sched.Next(e.next)
-	default:
+	fire, in := e.window(now, guard)
+	if !in {
 		return now, true
+	}
+	after := e.next // the fire after the one whose window holds now
+	if !fire.Before(e.next) {
+		after = e.sched.Next(e.next)
 	}
 	end := fire.Add(guard)
 	if after.IsZero() {

@@ -60,6 +60,13 @@ func newTestScheduler(t *testing.T) (*Scheduler, *clock.Fake, *fireLog) {
 	return s, clk, log
 }
 
+// startScheduler starts s and returns once its loop waits on its first timer.
+func startScheduler(s *Scheduler, clk *clock.Fake) {
+	created := clk.TimerCreated()
+	s.Start()
+	<-created
+}
+
 // advance moves the fake clock once the scheduler loop is waiting on its timer: no timer was created for
 // 50 ms. (A loop that read the clock before the advance and armed its timer after it would wait d too long.)
 func advance(t *testing.T, clk *clock.Fake, d time.Duration) {
@@ -78,9 +85,7 @@ func advance(t *testing.T, clk *clock.Fake, d time.Duration) {
 
 func TestSchedulerFiresDueJobsInOrder(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
-	created := clk.TimerCreated()
-	s.Start()
-	<-created
+	startScheduler(s, clk)
 	s.Set("b", every(10*time.Second))
 	s.Set("a", every(5*time.Second))
 	if got := s.Next("a"); !got.Equal(time.Unix(1005, 0)) {
@@ -102,9 +107,7 @@ func TestSchedulerFiresDueJobsInOrder(t *testing.T) {
 
 func TestSchedulerCollapsesMissedFires(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
-	created := clk.TimerCreated()
-	s.Start()
-	<-created
+	startScheduler(s, clk)
 	s.Set("a", every(time.Second))
 	// the peer was frozen for 10.5 s: one fire, for the latest scheduled time, counting 9 missed
 	advance(t, clk, 10500*time.Millisecond)
@@ -118,9 +121,7 @@ func TestSchedulerCollapsesMissedFires(t *testing.T) {
 
 func TestSchedulerRemoveAndReschedule(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
-	created := clk.TimerCreated()
-	s.Start()
-	<-created
+	startScheduler(s, clk)
 	s.Set("a", every(5*time.Second))
 	s.Set("gone", every(time.Second))
 	s.Remove("gone")
@@ -146,9 +147,7 @@ func TestSchedulerStopIsSafe(t *testing.T) {
 func TestSchedulerHandsFiresOffAheadByAtMostATenthOfThePeriod(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
 	s.SetMaxLead(time.Second)
-	created := clk.TimerCreated()
-	s.Start()
-	<-created
+	startScheduler(s, clk)
 	s.Set("slow", every(20*time.Second)) // lead 1 s (the bound), half a second off the whole seconds: 1019.5
 	s.Set("fast", every(time.Second))    // lead 100 ms: handed off at 1000.9
 	advance(t, clk, 899*time.Millisecond)
@@ -198,9 +197,7 @@ func TestHandOffLeadFallsBetweenWholeSeconds(t *testing.T) {
 func TestSchedulerFiringCoversAFireFromItsHandOff(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
 	s.SetMaxLead(time.Second) // a 60 s period: hand-offs half a second ahead
-	created := clk.TimerCreated()
-	s.Start()
-	<-created
+	startScheduler(s, clk)
 	const guard = 3 * time.Second
 	if s.Firing("a", guard) {
 		t.Fatal("an unscheduled job is firing")
@@ -246,9 +243,7 @@ func TestSchedulerFiringCoversAFireFromItsHandOff(t *testing.T) {
 func TestSchedulerQuietAtEndsTheFiringWindow(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
 	s.SetMaxLead(time.Second) // a 60 s period: hand-offs half a second ahead
-	created := clk.TimerCreated()
-	s.Start()
-	<-created
+	startScheduler(s, clk)
 	const guard = 3 * time.Second
 	if _, ok := s.QuietAt("a", guard); ok {
 		t.Fatal("an unscheduled job has a quiet moment")
@@ -276,9 +271,7 @@ func TestSchedulerQuietAtEndsTheFiringWindow(t *testing.T) {
 // scheduled time): that fire's time.
 func TestSchedulerDueIsAWaitingFireElseTheNext(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
-	created := clk.TimerCreated()
-	s.Start()
-	<-created
+	startScheduler(s, clk)
 	const wait = 30 * time.Second
 	if due := s.Due("a", wait); !due.IsZero() {
 		t.Fatalf("an unscheduled job is due at %v", due)
