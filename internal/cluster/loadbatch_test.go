@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -156,4 +157,100 @@ func drainRefresher(w *refresher, stop chan struct{}) {
 	<-done
 	close(stop)
 	w.wait()
+}
+
+// TestAnExpeditedKeyRunsBeforeItsLane: a queued key that is expedited runs before the lanes' other keys, on
+// its own. A key not queued, or expedited already, is not moved; a key kicked while its expedited run runs
+// runs once more afterwards (from its copy in its lane), and no more.
+func TestAnExpeditedKeyRunsBeforeItsLane(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	reloads := 0 // j150's loads after its expedited one
+	var w *refresher
+	w = newRefresher(1, func(k refreshKey) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, fmt.Sprintf("run %s/%s", k.kind, k.job))
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	loads := func(keys []refreshKey) []error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, fmt.Sprintf("batch %d", len(keys)))
+		for _, k := range keys {
+			if k.job != "j150" {
+				continue
+			}
+			if len(order) == 1 {
+				w.kick(k) // an event while the expedited load runs: it is loaded once more
+			} else {
+				reloads++
+			}
+		}
+		return make([]error, len(keys))
+	}
+	w.batches[laneLoads] = batchLane{of: func(k refreshKey) bool { return k.kind == kindLoad }, max: 64, run: loads}
+	w.batches[laneWanted] = batchLane{of: func(refreshKey) bool { return false }, max: 64, run: loads}
+	w.kick(refreshKey{kind: kindRegister, job: "x"})
+	for i := range 200 {
+		w.kick(refreshKey{kind: kindLoad, job: fmt.Sprintf("j%d", i)})
+	}
+	if w.expedite(refreshKey{kind: kindConfig, job: "j150"}) {
+		t.Fatal("a key not queued was expedited")
+	}
+	if !w.expedite(refreshKey{kind: kindLoad, job: "j150"}) {
+		t.Fatal("a queued load was not expedited")
+	}
+	if w.expedite(refreshKey{kind: kindLoad, job: "j150"}) {
+		t.Fatal("a load expedited already was expedited again")
+	}
+	urgent, other := w.queuedByKind()
+	if urgent[kindLoad] != 1 || other[kindLoad] != 199 {
+		t.Fatalf("queued loads: %d urgent, %d others; want 1 and 199 (the copy counted once)", urgent[kindLoad], other[kindLoad])
+	}
+	drainRefresher(w, stop)
+	mu.Lock()
+	defer mu.Unlock()
+	// j150 first, alone; the kick during that load loads it once more, from its copy still in the lane (the
+	// third batch: 64 keys); the key queued again at the lane's end is then passed over (8 = 200 - 3 x 64)
+	want := []string{"batch 1", "batch 64", "batch 64", "batch 64", "batch 8", "run register/x"}
+	if !reflect.DeepEqual(order, want) || reloads != 1 {
+		t.Fatalf("order %v with j150 loaded %d times after, want %v and once", order, reloads, want)
+	}
+}
+
+// TestAWaitForAJobsItemsOvertakesTheQueuedLoads: a job loaded once whose load was queued again behind many
+// others (a restarted peer at 100,000 jobs had ~65,000 loads queued at its first fires) is read as soon as a
+// fire waits for its items (Registry.Wait), not after the others: in run 38, 90 fires of jobs whose item the
+// leader gave the restarted peer were skipped after 30 s "the job's sharding nodes still being read".
+func TestAWaitForAJobsItemsOvertakesTheQueuedLoads(t *testing.T) {
+	ns := zktest.Namespace("expedite")
+	addr := zktest.Addr(t)
+	const jobs = 640
+	a := startPeerAt(t, addr, ns, "10.0.0.1@-@1", "10.0.0.1", false)
+	for i := range jobs {
+		if _, err := a.r.CreateJobSharded(testJob(fmt.Sprintf("job%03d", i), 1), []string{"10.0.0.1@-@1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// one refresh worker: the loads run one batch at a time
+	b := startPeerWorkers(t, addr, ns, "10.0.0.2@-@2", "10.0.0.2", false, 1)
+	for i := range jobs {
+		waitJob(t, b, fmt.Sprintf("job%03d", i), "loaded", func(s *JobSnapshot) bool { return s.ItemsSettled })
+	}
+	b.r.resyncJobs() // every job's load queued again
+	b.r.w.mu.Lock()
+	q := b.r.w.lanes[laneLoads]
+	last := q[len(q)-1].job // the job whose load is queued last
+	b.r.w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := b.r.Wait(ctx, last, func(s *JobSnapshot) bool { return s.ItemsSettled }); err != nil {
+		t.Fatal(err)
+	}
+	if left := b.r.w.backlog().Batched; left < jobs/2 {
+		t.Fatalf("%s's items read with %d loads left queued, want at least %d: the wait did not overtake them", last, left, jobs/2)
+	}
 }

@@ -69,6 +69,7 @@ type lane uint8
 
 const (
 	laneFront  lane = iota // the few keys every other wait on (front in settled.go)
+	laneWanted             // loads a waiting fire needs, read together ahead of the other lanes (expedite)
 	laneItems              // urgent reads of items' nodes (and necessary), read together (readbatch.go)
 	laneUrgent             // the other urgent keys (urgent in settled.go, kickUrgent)
 	laneLoads              // jobs' loads, read together (loadbatch.go)
@@ -95,9 +96,19 @@ type refreshKey struct {
 	item int
 }
 
+// keyState is what the refresher knows of a key it holds (queued or running).
+type keyState uint8
+
+const (
+	keyDirty     keyState = 1 << iota // kicked while it ran: run again when done
+	keyRunning                        // taken by a worker: a copy of it still in a lane is passed over
+	keyExpedited                      // a copy waits in laneWanted (expedite)
+)
+
 // refresher runs refreshes on a fixed pool of workers. A key kicked while it is queued is not queued twice;
 // a key kicked while it runs runs once more afterwards, so the last read always follows the last event.
-// A refresh that fails because the connection is down is retried after a pause.
+// A refresh that fails because the connection is down is retried after a pause. A queued key can also be
+// expedited: a copy goes to laneWanted, and whichever copy a worker takes first runs (the other is passed over).
 type refresher struct {
 	run     func(refreshKey) error
 	log     *slog.Logger
@@ -108,15 +119,16 @@ type refresher struct {
 	pending func(k refreshKey, delta int)
 	// urgent keys are run before the others (see urgent in settled.go), front keys before all
 	urgent, front func(k refreshKey) bool
-	// batches are the lanes whose keys a worker takes together (laneItems, laneLoads, laneReads): of selects a lane's
-	// keys, run runs up to max of them at once (errs[i] is keys[i]'s outcome); a lane without run is not used
+	// batches are the lanes whose keys a worker takes together (laneWanted, laneItems, laneLoads, laneReads): of
+	// selects a lane's keys, run runs up to max of them at once (errs[i] is keys[i]'s outcome); a lane without
+	// run is not used
 	batches [lanes]batchLane
 	// loadingOf selects the keys a starting registry waits for (the listings and the loads): loading counts
 	// those queued or running, and loadedC is closed each time it drops to zero
 	loadingOf func(k refreshKey) bool
 
 	mu    sync.Mutex
-	state map[refreshKey]bool // present: queued or running; true: run again when done
+	state map[refreshKey]keyState // present: queued or running
 	// peak is state's largest size since it was last made: a Go map keeps the buckets of its peak, and a
 	// registration of 100,000 jobs queues hundreds of thousands of keys that stay idle afterwards (shrinkLocked).
 	peak   int
@@ -132,7 +144,7 @@ type refresher struct {
 func newRefresher(workers int, run func(refreshKey) error, log *slog.Logger, clk clock.Clock, stop <-chan struct{}) *refresher {
 	return &refresher{
 		run: run, log: log, clk: clk, stop: stop, workers: workers,
-		state: make(map[refreshKey]bool), signal: make(chan struct{}, 1), idleC: make(chan struct{}),
+		state: make(map[refreshKey]keyState), signal: make(chan struct{}, 1), idleC: make(chan struct{}),
 		loadedC: make(chan struct{}),
 		pending: func(refreshKey, int) {}, urgent: func(refreshKey) bool { return false },
 		front:     func(refreshKey) bool { return false },
@@ -194,12 +206,12 @@ func (w *refresher) kickUrgent(k refreshKey) { w.kickFirst(k, true) }
 
 func (w *refresher) kickFirst(k refreshKey, first bool) {
 	w.mu.Lock()
-	if _, ok := w.state[k]; ok {
-		w.state[k] = true
+	if st, ok := w.state[k]; ok {
+		w.state[k] = st | keyDirty
 		w.mu.Unlock()
 		return
 	}
-	w.state[k] = false
+	w.state[k] = 0
 	w.peak = max(w.peak, len(w.state))
 	if w.loadingOf(k) {
 		w.loading++
@@ -284,7 +296,9 @@ func (w *refresher) queuedByKind() (urgent, other map[refreshKind]int) {
 			counts = urgent
 		}
 		for _, k := range q {
-			counts[k.kind]++
+			if st, ok := w.state[k]; ok && st&keyRunning == 0 && (st&keyExpedited == 0 || lane(l) == laneWanted) {
+				counts[k.kind]++ // an expedited key counts once, in laneWanted
+			}
 		}
 	}
 	return urgent, other
@@ -317,6 +331,43 @@ func (w *refresher) idleCh() <-chan struct{} {
 	return w.idleC
 }
 
+// takeLocked marks the keys a worker took from a lane as running and returns them, leaving out the copies
+// whose key runs or ran already (expedite queues a key twice).
+func (w *refresher) takeLocked(q []refreshKey) []refreshKey {
+	keys := make([]refreshKey, 0, len(q))
+	for _, k := range q {
+		st, ok := w.state[k]
+		if !ok || st&keyRunning != 0 {
+			continue
+		}
+		w.state[k] = (st | keyRunning) &^ keyExpedited
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// expedite moves k, when it is queued and not running, to laneWanted, ahead of every lane but the front one,
+// and reports whether it did. A fire that waits for a job's reads (JobSnapshot.ItemsSettled) asks for its
+// load: behind a restarted peer's loads of 100,000 jobs (~65,000 queued at its first fires), a loaded job whose
+// load was queued again waited there, and its fire was skipped after 30 s (docs/benchmarks.md, run 38). A key
+// is moved once while it waits; its copy in its own lane is passed over when taken (takeLocked).
+func (w *refresher) expedite(k refreshKey) bool {
+	w.mu.Lock()
+	st, ok := w.state[k]
+	if !ok || st&(keyRunning|keyExpedited) != 0 {
+		w.mu.Unlock()
+		return false
+	}
+	w.state[k] = st | keyExpedited
+	w.lanes[laneWanted] = append(w.lanes[laneWanted], k)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
 func (w *refresher) worker() {
 	defer w.wg.Done()
 	for {
@@ -339,11 +390,15 @@ func (w *refresher) worker() {
 		if w.batches[l].run != nil {
 			n = min(len(q), max(w.batches[l].max, 1))
 		}
-		keys := append([]refreshKey(nil), q[:n]...)
+		keys := w.takeLocked(q[:n])
 		// an emptied lane lets its array go: popping from the front keeps a registration's backlog (~600,000
 		// keys at 100,000 jobs, 48 bytes each) until appends have walked past its end
 		if w.lanes[l] = q[n:]; len(w.lanes[l]) == 0 {
 			w.lanes[l] = nil
+		}
+		if len(keys) == 0 { // copies of keys expedited or run already
+			w.mu.Unlock()
+			continue
 		}
 		if w.waitingLocked() > 0 {
 			select {
@@ -377,6 +432,9 @@ func (w *refresher) worker() {
 				return
 			}
 			for _, k := range failed {
+				w.mu.Lock()
+				w.state[k] &^= keyRunning
+				w.mu.Unlock()
 				w.push(k)
 			}
 		}
@@ -386,8 +444,8 @@ func (w *refresher) worker() {
 // done ends a key's run: it runs again if it was kicked meanwhile, and otherwise leaves the index.
 func (w *refresher) done(k refreshKey) {
 	w.mu.Lock()
-	if w.state[k] {
-		w.state[k] = false
+	if w.state[k]&keyDirty != 0 {
+		w.state[k] = 0
 		w.mu.Unlock()
 		w.push(k)
 		return
@@ -415,7 +473,7 @@ func (w *refresher) shrinkLocked() {
 		return
 	}
 	// not maps.Clone: a clone keeps the original's capacity
-	state := make(map[refreshKey]bool, len(w.state))
+	state := make(map[refreshKey]keyState, len(w.state))
 	maps.Copy(state, w.state)
 	w.state, w.peak = state, len(state)
 }

@@ -248,6 +248,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 	r.w.batches[laneItems] = batchLane{of: r.readBatched(true), run: r.refreshBatched, max: readBatch}
 	r.w.batches[laneReads] = batchLane{of: r.readBatched(false), run: r.refreshBatched, max: readBatch}
 	r.w.batches[laneLoads] = batchLane{of: func(k refreshKey) bool { return k.kind == kindLoad }, run: r.loadJobs, max: loadBatch}
+	r.w.batches[laneWanted] = batchLane{of: func(refreshKey) bool { return false }, run: r.loadJobs, max: loadBatch}
 	r.w.loadingOf = startsWith
 	return r, nil
 }
@@ -421,7 +422,8 @@ func (r *Registry) Job(name string) *JobSnapshot {
 }
 
 // Wait blocks until the job's snapshot satisfies cond or ctx ends. A job still loading on this peer is waited
-// for; a job that does not exist, or was deleted, is ENOTFOUND.
+// for; a job that does not exist, or was deleted, is ENOTFOUND. While the job is not loaded or its items'
+// nodes are being read, its queued load runs before the other jobs' (expediteLoad).
 func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot) bool) (*JobSnapshot, error) {
 	for {
 		r.mu.RLock()
@@ -446,6 +448,9 @@ func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot
 		}
 		if snap != nil && cond(snap) {
 			return snap, nil
+		}
+		if snap == nil || !snap.ItemsSettled {
+			r.expediteLoad(name)
 		}
 		select {
 		case <-ctx.Done():
