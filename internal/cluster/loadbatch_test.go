@@ -245,10 +245,16 @@ func TestAWaitForAJobsItemsOvertakesTheQueuedLoads(t *testing.T) {
 	q := b.r.w.lanes[laneLoads]
 	last := q[len(q)-1].job // the job whose load is queued last
 	b.r.w.mu.Unlock()
+	if got := b.r.PendingReads(last, 1); got != "load (queued)" {
+		t.Fatalf("%s's pending reads: %q, want the load queued", last, got)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if _, err := b.r.Wait(ctx, last, func(s *JobSnapshot) bool { return s.ItemsSettled }); err != nil {
 		t.Fatal(err)
+	}
+	if got := b.r.PendingReads(last, 1); got != "" {
+		t.Fatalf("%s's pending reads once its items are read: %q, want none", last, got)
 	}
 	if left := b.r.w.backlog().Batched; left < jobs/2 {
 		t.Fatalf("%s's items read with %d loads left queued, want at least %d: the wait did not overtake them", last, left, jobs/2)

@@ -368,6 +368,14 @@ func (w *refresher) expedite(k refreshKey) bool {
 	return true
 }
 
+// stateOf is what the refresher holds of k: ok is false when k is neither queued nor running.
+func (w *refresher) stateOf(k refreshKey) (keyState, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, ok := w.state[k]
+	return st, ok
+}
+
 func (w *refresher) worker() {
 	defer w.wg.Done()
 	for {

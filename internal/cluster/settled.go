@@ -1,5 +1,10 @@
 package cluster
 
+import (
+	"strconv"
+	"strings"
+)
+
 // A fire needs the nodes that decide which items it runs to be read (JobSnapshot.ItemsSettled), not every
 // node of the job: while thousands of jobs register at once, each job has its register, campaign, instances,
 // servers and leader refreshes queued behind the other jobs' (issue 21), and a fire that waited for all of
@@ -52,4 +57,48 @@ func front(k refreshKey) bool { return k.kind == kindPeers }
 // job's items that is not urgent; the others (its items', necessary, config) run before every load already.
 func (r *Registry) expediteLoad(job string) bool {
 	return r.w.expedite(refreshKey{kind: kindLoad, job: job})
+}
+
+// PendingReads names the queued or running reads of a job that decide its items (decidesItems), for a fire's
+// log line when it gave up waiting for them: "load (queued)", "item_instance 0 (running)"... items is the
+// number of items to look for. It looks the keys up (O(items)), whatever the queues' length.
+func (r *Registry) PendingReads(job string, items int) string {
+	var keys []refreshKey
+	for k := kindJobs; k <= lastKind; k++ {
+		switch {
+		case !decidesItems(k):
+		case itemKind(k):
+			for i := range items {
+				keys = append(keys, refreshKey{kind: k, job: job, item: i})
+			}
+		default:
+			keys = append(keys, refreshKey{kind: k, job: job})
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		st, ok := r.w.stateOf(k)
+		if !ok {
+			continue
+		}
+		what := k.kind.String()
+		if itemKind(k.kind) {
+			what += " " + strconv.Itoa(k.item)
+		}
+		switch {
+		case st&keyRunning != 0:
+			what += " (running)"
+		case st&keyExpedited != 0:
+			what += " (queued, expedited)"
+		default:
+			what += " (queued)"
+		}
+		out = append(out, what)
+	}
+	return strings.Join(out, ", ")
+}
+
+// itemKind reports whether refreshes of kind k read one item's node (their keys name the item).
+func itemKind(k refreshKind) bool {
+	return k == kindItemInstance || k == kindItemDisabled || k == kindItemFailover
 }

@@ -25,6 +25,8 @@ import (
 type Registry interface {
 	Job(name string) *cluster.JobSnapshot
 	Wait(ctx context.Context, name string, cond func(*cluster.JobSnapshot) bool) (*cluster.JobSnapshot, error)
+	// PendingReads names the job's reads deciding its items that are queued or running (for a log line)
+	PendingReads(job string, items int) string
 	BeginItem(job string, item int, ownerVersion int32, run cluster.Running, persistent bool) error
 	EndItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) error
 	SetMisfire(job string, item int) error

@@ -221,6 +221,9 @@ func (f *fakeRegistry) SessionStanding() (cluster.SessionStanding, <-chan struct
 	return cluster.SessionStanding{Healthy: f.lease, Lease: f.lease, Expired: f.expired, Epoch: f.epoch}, f.changed
 }
 
+// PendingReads: the fake's snapshots are set whole; no read is queued
+func (f *fakeRegistry) PendingReads(string, int) string { return "" }
+
 func (f *fakeRegistry) Lease() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -99,7 +99,13 @@ func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot) (_ 
 			if got != nil && got.Leader != "" {
 				leader = got.Leader
 			}
-			return nil, true, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, unready(got, peers), err)
+			why := unready(got, peers)
+			if got != nil && !got.ItemsSettled {
+				if reads := e.reg.PendingReads(job, len(got.Items)); reads != "" {
+					why += ": " + reads
+				}
+			}
+			return nil, true, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, why, err)
 		}
 		if fireReady(got, peers) {
 			return got, true, nil
