@@ -168,8 +168,7 @@ func TestAnExpeditedKeyRunsBeforeItsLane(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	reloads := 0 // j150's loads after its expedited one
-	var w *refresher
-	w = newRefresher(1, func(k refreshKey) error {
+	w := newRefresher(1, func(k refreshKey) error {
 		mu.Lock()
 		defer mu.Unlock()
 		order = append(order, fmt.Sprintf("run %s/%s", k.kind, k.job))
