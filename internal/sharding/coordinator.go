@@ -539,10 +539,15 @@ func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 	c.urgent.Add(1)
 	defer c.urgent.Add(-1)
 	err := c.reshardOnce(ctx, job, reshardFire)
+	if (errors.Is(err, errFiring) || errors.Is(err, errFlagged)) && ctx.Err() == nil {
+		// it shared an eager or direct attempt, which does not commit near a fire (this one is that fire's), or
+		// the job's flagging: its own direct commit then. Going straight to the waiting protocol below made the
+		// fire's resharding three steps whenever a departure's flagging was still returning as the fire came.
+		err = c.reshardOnce(ctx, job, reshardFire)
+	}
 	for (errors.Is(err, errItemsRunning) || errors.Is(err, errFiring) || errors.Is(err, errFlagged)) && ctx.Err() == nil {
-		// an item runs (its fence refused), or it shared an eager or direct attempt, which neither waits for
-		// running items nor commits near a fire (this one is that fire's), or the flagging of the job (the
-		// next may be under way already): run its own, waiting for the running items
+		// an item runs (its fence refused), or it shared another attempt again: run its own, waiting for the
+		// running items
 		err = c.reshardOnce(ctx, job, reshardWait)
 	}
 	return err
