@@ -22,10 +22,7 @@ func TestDeletionsAreAppliedAsTheirEventsCome(t *testing.T) {
 	var heard []Event
 	heardOne := make(chan struct{}, 1) // told at each event heard
 	b := startPeer(t, ns, bID, "10.0.2.2")
-	if _, err := b.r.CreateJob(testJob("j", 2)); err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, b, "j", "b leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	createLed(t, b, "j", 2)
 	a := startPeerWith(t, ns, aID, "10.0.2.1", func(r *Registry) {
 		r.OnEvent(func(ev Event) {
 			if ev.Kind == InstancesChanged || ev.Kind == LeaderChanged {
@@ -87,10 +84,7 @@ func TestAReadOlderThanADeletionIsReadAgain(t *testing.T) {
 	ns := zktest.Namespace("stale")
 	const aID, bID = "10.0.3.1@-@1", "10.0.3.2@-@2"
 	b := startPeer(t, ns, bID, "10.0.3.2")
-	if _, err := b.r.CreateJob(testJob("j", 2)); err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, b, "j", "b leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	createLed(t, b, "j", 2)
 	a := startPeer(t, ns, aID, "10.0.3.1")
 	waitJob(t, a, "j", "a sees b lead", func(s *JobSnapshot) bool { return s.Leader == bID && s.Online(bID) && s.Online(aID) && s.Registered })
 	e := a.r.entry("j")

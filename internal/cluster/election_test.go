@@ -90,10 +90,7 @@ func TestAnotherPeerCampaignsWhenThePreferredOneDoesNot(t *testing.T) {
 			job = name
 		}
 	}
-	if _, err := x.r.CreateJob(testJob(job, 2)); err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, x, job, "x leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	createLed(t, x, job, 2)
 	a := startPeer(t, ns, "10.0.8.1@-@1", "10.0.8.1")
 	b := startPeer(t, ns, "10.0.8.2@-@2", "10.0.8.2")
 	for _, p := range []*peer{a, b} {
@@ -261,10 +258,7 @@ func TestCreateLeadersSplitsAtARefusal(t *testing.T) {
 func TestACampaignForAJobWhoseLeaderWasCreatedSendsNothing(t *testing.T) {
 	ns := zktest.Namespace("leaderseen")
 	x := startPeer(t, ns, "10.0.12.9@-@9", "10.0.12.9")
-	if _, err := x.r.CreateJob(testJob("j", 1)); err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, x, "j", "x leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	createLed(t, x, "j", 1)
 	held := make(chan struct{})
 	release := sync.OnceFunc(func() { close(held) })
 	var gated atomic.Bool
@@ -314,10 +308,7 @@ func TestACampaignForAJobWhoseLeaderWasCreatedSendsNothing(t *testing.T) {
 func TestALeaderNodeSeenSurvivesAnOlderRead(t *testing.T) {
 	ns := zktest.Namespace("leaderseenread")
 	a := startPeer(t, ns, "10.0.14.1@-@1", "10.0.14.1")
-	if _, err := a.r.CreateJob(testJob("j", 1)); err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, a, "j", "a leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	createLed(t, a, "j", 1)
 	e := a.r.entry("j")
 	e.mu.Lock()
 	e.st.leader = "" // as if its deletion was applied

@@ -68,6 +68,15 @@ func testJob(name string, total int) ejserver.JobConfig {
 	return cfg
 }
 
+// createLed creates job (testJob, items items) through p and waits until p leads it.
+func createLed(t *testing.T, p *peer, job string, items int) {
+	t.Helper()
+	if _, err := p.r.CreateJob(testJob(job, items)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, p, job, "its leadership", func(s *JobSnapshot) bool { return s.IsLeader() })
+}
+
 // waitJob waits until the peer's snapshot of job satisfies cond.
 func waitJob(t *testing.T, p *peer, job string, what string, cond func(*JobSnapshot) bool) *JobSnapshot {
 	t.Helper()
@@ -245,10 +254,7 @@ func TestRegistryJobLifecycle(t *testing.T) {
 func TestLeaderReelectionAndDisabledServer(t *testing.T) {
 	ns := zktest.Namespace("elect")
 	a := startPeer(t, ns, "10.0.1.1@-@1", "10.0.1.1")
-	if _, err := a.r.CreateJob(testJob("j", 2)); err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, a, "j", "leader a", func(s *JobSnapshot) bool { return s.IsLeader() })
+	createLed(t, a, "j", 2)
 	b := startPeer(t, ns, "10.0.1.2@-@2", "10.0.1.2")
 	waitJob(t, b, "j", "b sees a lead", func(s *JobSnapshot) bool { return s.Leader == "10.0.1.1@-@1" && s.Registered })
 

@@ -377,8 +377,7 @@ func (c *Coordinator) reshardNow(job string) {
 	defer cancel()
 	err := c.reshardOnce(ctx, job, reshardEager)
 	switch {
-	case err == nil, errors.Is(err, errItemsRunning), errors.Is(err, errFiring), errors.Is(err, errFlagged),
-		errors.Is(err, cluster.ErrNotLeader):
+	case err == nil, putOff(err), errors.Is(err, cluster.ErrNotLeader):
 	default:
 		c.log.Info("resharding deferred to the next fire", "job", job, "err", err)
 	}
@@ -539,13 +538,13 @@ func (c *Coordinator) Reshard(ctx context.Context, job string) error {
 	c.urgent.Add(1)
 	defer c.urgent.Add(-1)
 	err := c.reshardOnce(ctx, job, reshardFire)
-	if (errors.Is(err, errFiring) || errors.Is(err, errFlagged)) && ctx.Err() == nil {
+	if putOff(err) && !errors.Is(err, errItemsRunning) && ctx.Err() == nil {
 		// it shared an eager or direct attempt, which does not commit near a fire (this one is that fire's), or
 		// the job's flagging: its own direct commit then. Going straight to the waiting protocol below made the
 		// fire's resharding three steps whenever a departure's flagging was still returning as the fire came.
 		err = c.reshardOnce(ctx, job, reshardFire)
 	}
-	for (errors.Is(err, errItemsRunning) || errors.Is(err, errFiring) || errors.Is(err, errFlagged)) && ctx.Err() == nil {
+	for putOff(err) && ctx.Err() == nil {
 		// an item runs (its fence refused), or it shared another attempt again: run its own, waiting for the
 		// running items
 		err = c.reshardOnce(ctx, job, reshardWait)

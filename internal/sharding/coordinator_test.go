@@ -96,6 +96,17 @@ func newJob(t *testing.T, n *node, name string, total int) {
 	}
 }
 
+// shardedJob creates job on n, waits until n leads it, reshards it as a fire would and waits for the sharding.
+func shardedJob(t *testing.T, n *node, job string, total int) {
+	t.Helper()
+	newJob(t, n, job, total)
+	waitFor(t, n, job, "leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
+	if err := n.c.Reshard(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, n, job, "sharded", shardingSettled)
+}
+
 func TestResharding(t *testing.T) {
 	ns := zktest.Namespace("coord")
 	a := startNode(t, ns, "10.1.0.1", clock.Real{})

@@ -152,6 +152,12 @@ func (c *Coordinator) reshardOrFlag(job string, judge func(*cluster.JobSnapshot)
 // its own.
 var errFlagged = errors.New("flagged for resharding")
 
+// putOff reports whether a resharding attempt was put off by design: an item runs (the commit's fence refused,
+// errItemsRunning), a fire of the job is near (errFiring), or the job was flagged instead (errFlagged).
+func putOff(err error) bool {
+	return errors.Is(err, errItemsRunning) || errors.Is(err, errFiring) || errors.Is(err, errFlagged)
+}
+
 // flagOnce sets job's flag as the job's single flight (single): no resharding of it runs here meanwhile, and it
 // is judged again first (judge, on a snapshot taken then), so that a resharding a fire made since the job
 // was refused a direct one (near that fire) is not followed by a flag it no longer needs. Set while a fire's
@@ -184,7 +190,7 @@ func (c *Coordinator) reshardDirectly(job string) bool {
 	switch {
 	case err == nil, errors.Is(err, cluster.ErrNotLeader):
 		return true
-	case !errors.Is(err, errItemsRunning) && !errors.Is(err, errFiring) && !errors.Is(err, errFlagged):
+	case !putOff(err):
 		c.log.Info("direct resharding failed: flagged instead", "job", job, "err", err)
 	}
 	return false

@@ -184,12 +184,7 @@ func startBlocked(t *testing.T, ns, ip string, firing func(string) bool) (*node,
 		Firing: firing, CommitSettle: noSettle})
 	startRegistry(t, n)
 	t.Cleanup(n.stop)
-	newJob(t, n, "j", 2)
-	waitFor(t, n, "j", "leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
-	if err := n.c.Reshard(context.Background(), "j"); err != nil { // items to look at for running ones
-		t.Fatal(err)
-	}
-	waitFor(t, n, "j", "sharded", shardingSettled)
+	shardedJob(t, n, "j", 2) // items to look at for running ones
 	return n, reg
 }
 
@@ -236,12 +231,7 @@ func TestAFlagSetIsRemovedByTheNextCommit(t *testing.T) {
 	n := newNode(t, ns, "10.9.8.1", clock.Real{}) // its coordinator is not started: nothing reshards on its own
 	startRegistry(t, n)
 	t.Cleanup(n.stop)
-	newJob(t, n, "j", 2)
-	waitFor(t, n, "j", "leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
-	if err := n.c.Reshard(context.Background(), "j"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, n, "j", "sharded", shardingSettled)
+	shardedJob(t, n, "j", 2)
 	if created, err := n.r.SetNecessary("j"); err != nil || !created {
 		t.Fatalf("flag: %v, %v", created, err)
 	}
@@ -335,11 +325,7 @@ func TestARebalanceNearAFireWaitsForTheQuietMoment(t *testing.T) {
 	}
 	startRegistry(t, n)
 	t.Cleanup(n.stop)
-	newJob(t, n, "j", 4)
-	waitFor(t, n, "j", "a leads", func(s *cluster.JobSnapshot) bool { return leads(s) })
-	if err := n.c.Reshard(context.Background(), "j"); err != nil {
-		t.Fatal(err)
-	}
+	shardedJob(t, n, "j", 4)
 	waitFor(t, n, "j", "sharded on a", func(s *cluster.JobSnapshot) bool { return shardingSettled(s) && len(s.MyItems()) == 4 })
 	firing.Store(true)
 	quietAt.Store(time.Now().Add(time.Second).UnixNano())
