@@ -19,7 +19,7 @@ import (
 )
 
 // The baseline: `ejbench loop` is a bare timer loop in a process of its own. It fires the workload's schedule
-// (job k at the seconds s with s % period == k % period, or every job at s % period == 0) by POSTing a webhook-like body per item straight to
+// (job k at the seconds s with s % period == spreadOffset(k, period), or every job at s % period == 0) by POSTing a webhook-like body per item straight to
 // the receiver: no ZooKeeper, no ejserver, no history. What it achieves is this machine's limit at that moment,
 // and every ejserver figure is compared with it.
 
@@ -29,7 +29,7 @@ type loopConfig struct {
 	jobs     int
 	items    int
 	period   time.Duration
-	spread   bool // job k fires at the seconds s with s % period == k % period; else every job at s % period == 0
+	spread   bool // job k fires at the seconds s with s % period == spreadOffset(k, period); else every job at s % period == 0
 	start    time.Time
 	duration time.Duration
 	conc     int
@@ -53,7 +53,7 @@ func runLoop(args []string) int {
 	start := fs.Int64("start", 0, "Unix ns of the first second to fire")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long to fire")
 	fs.IntVar(&c.conc, "conc", 256, "requests in flight at most")
-	fs.BoolVar(&c.spread, "spread", true, "spread the jobs over the period (job k at k % period); false: all at 0")
+	fs.BoolVar(&c.spread, "spread", true, "spread the jobs over the period (job k at spreadOffset(k, period)); false: all at 0")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -75,7 +75,7 @@ func bareLoop(c loopConfig) error {
 	for k := range c.jobs {
 		off := int64(0)
 		if c.spread {
-			off = int64(k) % periodS
+			off = spreadOffset(k, periodS)
 		}
 		byOffset[off] = append(byOffset[off], k)
 	}

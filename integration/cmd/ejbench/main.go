@@ -299,7 +299,7 @@ func lookupWorkload(name string, o options) (workload, error) {
 		w.kind, w.sched.jobs = "backfill", 10000
 	case name == "async":
 		// 10,000 items a minute answered 202 and completed by callback later: 1,000 jobs of 10 items, job k at
-		// second k % 60 of every minute (160-170 items a second, as steady-10k spreads its jobs over its period)
+		// second spreadOffset(k, 60) of every minute (160-170 items a second, as steady-10k spreads its jobs over its period)
 		w.sched.jobs, w.sched.items, w.sched.period = 1000, 10, time.Minute
 		w.leaseSeconds = o.leaseSeconds
 	default:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/internal/cronexpr"
+	"github.com/ejserver/ejserver/internal/sharding"
 )
 
 // Every job's cron expression parses and fires exactly at the seconds the schedule counts (firingAt), over
@@ -22,6 +23,8 @@ func TestScheduleCronMatchesFiringAt(t *testing.T) {
 		{10 * time.Second, 25, true},
 		{10 * time.Second, 4, false},
 		{time.Minute, 130, true},
+		{time.Minute, 100000, true},
+		{10 * time.Second, 10007, true},
 		{time.Minute, 3, false},
 	}
 	for _, tt := range tests {
@@ -46,5 +49,45 @@ func TestScheduleCronMatchesFiringAt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The jobs that fire in one second are spread over the peers by ROUND_ROBIN (the steady workloads' strategy) as
+// a real cluster's job names would be: no peer gets more than half again its share of any second, for the
+// periods and peer counts the workloads use. With job k at second k % period, a minute's period on three peers
+// gave every second's jobs to one peer.
+func TestSpreadSecondsMixThePeers(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		period      time.Duration
+		jobs, peers int
+	}{
+		{time.Minute, 100000, 3}, {time.Minute, 6000, 2}, {time.Minute, 6000, 5}, {10 * time.Second, 10000, 3},
+		{10 * time.Second, 10000, 2}, {time.Minute, 1000, 3},
+	} {
+		s := schedule{prefix: "bench", jobs: tt.jobs, items: 1, period: tt.period, spread: true}
+		instances := make([]sharding.Instance, tt.peers)
+		for i := range instances {
+			instances[i] = sharding.Instance{ID: fmt.Sprintf("127.0.0.%d@-@1", i+1), ServerIP: fmt.Sprintf("127.0.0.%d", i+1)}
+		}
+		perSecond := map[int64]map[string]int{}
+		for k := range tt.jobs {
+			off := spreadOffset(k, s.periodS())
+			if perSecond[off] == nil {
+				perSecond[off] = map[string]int{}
+			}
+			for id, items := range sharding.RoundRobin(instances, s.jobName(k), 1) {
+				perSecond[off][id] += len(items)
+			}
+		}
+		for off, by := range perSecond {
+			share := float64(s.firingAt(off)) / float64(tt.peers)
+			for _, in := range instances {
+				if n := by[in.ID]; float64(n) > 1.5*share+1 {
+					t.Errorf("%d jobs every %s on %d peers: second %d gives %s %d of its %d jobs", tt.jobs, tt.period, tt.peers,
+						off, in.ID, n, s.firingAt(off))
+				}
+			}
+		}
 	}
 }
