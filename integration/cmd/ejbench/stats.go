@@ -216,7 +216,7 @@ func (s schedule) valid(r *record) bool {
 	}
 	sec := r.scheduled / int64(time.Second)
 	if s.spread {
-		return sec%s.periodS() == int64(k)%s.periodS()
+		return sec%s.periodS() == spreadOffset(k, s.periodS())
 	}
 	return sec%s.periodS() == 0
 }
@@ -230,7 +230,7 @@ func (s schedule) missing(got map[fireKey]*record, from, to time.Time, n int) []
 	for t := ceilSecond(from); t.Before(to) && len(out) < n; t = t.Add(time.Second) {
 		sec := t.Unix()
 		for k := range s.jobs {
-			if (s.spread && sec%p != int64(k)%p) || (!s.spread && sec%p != 0) {
+			if (s.spread && sec%p != spreadOffset(k, p)) || (!s.spread && sec%p != 0) {
 				continue
 			}
 			for i := range s.items {

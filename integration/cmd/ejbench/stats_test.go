@@ -41,6 +41,12 @@ func TestScheduleCronMatchesFiringAt(t *testing.T) {
 				}
 				for at := c.Next(from.Add(-time.Second)); at.Before(to); at = c.Next(at) {
 					firing[at.Unix()]++
+					if r := (record{job: s.jobName(k), scheduled: at.UnixNano()}); !s.valid(&r) {
+						t.Errorf("job %d's fire at %s is not one the analysis counts", k, at.Format(time.TimeOnly))
+					}
+					if r := (record{job: s.jobName(k), scheduled: at.Add(time.Second).UnixNano()}); s.periodS() > 1 && s.valid(&r) {
+						t.Errorf("job %d: the analysis counts a fire at %s, a second after its own", k, at.Add(time.Second).Format(time.TimeOnly))
+					}
 				}
 			}
 			for at := from; at.Before(to); at = at.Add(time.Second) {
