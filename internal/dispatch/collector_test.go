@@ -72,6 +72,13 @@ func (f *fakeHeap) setHeap(n uint64) {
 	f.h.Heap = n
 }
 
+// cycle has a collection end that found the live heap Marked; the dead objects it found stay in Heap, unswept.
+func (f *fakeHeap) cycle() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.h.Cycles++
+}
+
 func (f *fakeHeap) allocate(n uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -97,12 +104,21 @@ func newCollectorHarness(t *testing.T, gcTakes time.Duration) *collectorHarness 
 		h.collected <- h.clk.Now()
 		h.clk.Advance(gcTakes)
 		h.heap.setHeap(h.heap.read().Marked)
+		h.heap.cycle()
 	}})
 	looking := h.clk.TimerCreated()
 	h.c.Start()
 	t.Cleanup(h.c.Stop)
 	<-looking
 	return h
+}
+
+// grow allocates 1 MB a look, n looks, with no burst.
+func (h *collectorHarness) grow(n int) {
+	for range n {
+		h.heap.allocate(mb)
+		h.tick()
+	}
 }
 
 func (h *collectorHarness) tick() {
@@ -149,9 +165,7 @@ func TestCollectorCollectsInAGapBeforeGoWould(t *testing.T) {
 	h.tick()
 	h.wantCollections(t, 1, "in the gap after the burst")
 	// one collection per gap: the heap is back near the trigger, but no burst has left since
-	h.heap.setHeap(169 * mb)
-	h.heap.allocate(mb)
-	h.tick()
+	h.grow(70)
 	h.wantCollections(t, 1, "the same gap")
 	h.burst()
 	h.heap.allocate(mb)
@@ -180,7 +194,7 @@ func TestCollectorKeepsALongCollectionClearOfTheNextBurst(t *testing.T) {
 	h.tick()
 	h.wantCollections(t, 1, "past the trigger with nothing due")
 	at := <-h.collected
-	h.heap.setHeap(169 * mb)
+	h.grow(69)
 	h.burst()
 	due := h.clk.Now().Add(collectorTick + 500*time.Millisecond)
 	h.act.waiting(due, 1)
@@ -196,6 +210,52 @@ func TestCollectorKeepsALongCollectionClearOfTheNextBurst(t *testing.T) {
 	}
 }
 
+func TestCollectorTellsTheHeapSinceACollectionFromItsUnsweptDead(t *testing.T) {
+	h := newCollectorHarness(t, 0)
+	h.tick() // the first look: the collections it finds done have no known end
+	// Go collected on its own near its trigger: 100 MB are live, but the 69 MB of dead objects it found are
+	// not swept yet, so the heap's objects still read 169 MB
+	h.heap.setHeap(169 * mb)
+	h.heap.cycle()
+	// 1 MB every look (10 MB a second), a burst every second: Go's earliest trigger (170 MB) is 70 MB of
+	// allocation away, and a second's allocation may reach it once 60 MB have been allocated
+	for i := 1; i <= 70; i++ {
+		h.heap.allocate(mb)
+		if i%10 == 0 {
+			h.burst()
+		}
+		h.tick()
+		if i == 50 {
+			h.wantCollections(t, 0, "50 MB allocated since Go's collection")
+		}
+	}
+	h.wantCollections(t, 1, "70 MB allocated since Go's collection")
+}
+
+func TestCycleBaseHeapNow(t *testing.T) {
+	var b cycleBase
+	h := HeapStats{Allocated: 1000 * mb, Heap: 300 * mb, Marked: 100 * mb, Goal: 200 * mb, Cycles: 7}
+	if got := b.heapNow(h); got != 300*mb {
+		t.Fatalf("first reading: %d MB, want the heap's objects (300): the last collection's end is unknown", got/mb)
+	}
+	h.Allocated, h.Heap = 1010*mb, 310*mb
+	if got := b.heapNow(h); got != 310*mb {
+		t.Fatalf("no collection seen done: %d MB, want 310", got/mb)
+	}
+	h.Cycles, h.Marked, h.Allocated = 8, 120*mb, 1020*mb // a collection ended; its dead are not swept
+	if got := b.heapNow(h); got != 120*mb {
+		t.Fatalf("just after a collection: %d MB, want what it marked (120)", got/mb)
+	}
+	h.Allocated, h.Heap = 1050*mb, 250*mb
+	if got := b.heapNow(h); got != 150*mb {
+		t.Fatalf("30 MB allocated since: %d MB, want 150", got/mb)
+	}
+	h.Heap = 140 * mb // swept below the estimate: the smaller figure
+	if got := b.heapNow(h); got != 140*mb {
+		t.Fatalf("objects below the estimate: %d MB, want 140", got/mb)
+	}
+}
+
 func TestCollectorStopsWithoutStart(t *testing.T) {
 	c := NewCollector(CollectorConfig{})
 	c.Stop()
@@ -206,7 +266,7 @@ func TestCollectorStopsWithoutStart(t *testing.T) {
 func TestReadHeapReadsTheRuntime(t *testing.T) {
 	runtime.GC() // so that a collection has marked the live heap
 	h := readHeap()
-	if h.Allocated == 0 || h.Heap == 0 || h.Marked == 0 || h.Goal <= h.Marked {
+	if h.Allocated == 0 || h.Heap == 0 || h.Marked == 0 || h.Goal <= h.Marked || h.Cycles == 0 {
 		t.Fatalf("runtime heap figures: %+v", h)
 	}
 	keep := make([]byte, 4*mb)
