@@ -96,17 +96,17 @@ func reposts(recs []record) (retried, reposted int) {
 	highest := make(map[string]int16, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		if r.execID == "" {
+		if r.execID() == "" {
 			continue
 		}
 		if r.attempt > 1 {
 			retried++
 		}
-		if h, ok := highest[r.execID]; ok && h >= r.attempt {
+		if h, ok := highest[r.execID()]; ok && h >= r.attempt {
 			reposted++
 			continue
 		}
-		highest[r.execID] = r.attempt
+		highest[r.execID()] = r.attempt
 	}
 	return retried, reposted
 }

@@ -123,7 +123,7 @@ func (e *env) runBackfill(w workload, rec *recorder) ([]Result, error) {
 	time.Sleep(e.o.grace)
 	ids := map[fireKey]map[string]bool{}
 	for _, x := range rec.records() {
-		if x.job != backfillJob || x.src != srcBackfill {
+		if x.job() != backfillJob || x.src != srcBackfill {
 			continue
 		}
 		br.Delivered++
@@ -131,7 +131,7 @@ func (e *env) runBackfill(w workload, rec *recorder) ([]Result, error) {
 		if ids[k] == nil {
 			ids[k] = map[string]bool{}
 		}
-		ids[k][x.execID] = true
+		ids[k][x.execID()] = true
 	}
 	br.Distinct = len(ids)
 	for _, s := range ids {
@@ -147,7 +147,7 @@ func (e *env) runBackfill(w workload, rec *recorder) ([]Result, error) {
 func steadyOnly(recs []record, prefix string) []record {
 	out := make([]record, 0, len(recs))
 	for _, r := range recs {
-		if strings.HasPrefix(r.job, prefix+"-") {
+		if strings.HasPrefix(r.job(), prefix+"-") {
 			out = append(out, r)
 		}
 	}
@@ -158,7 +158,7 @@ func steadyOnly(recs []record, prefix string) []record {
 func ownLateness(recs []record, from, to time.Time) Latency {
 	var ls []int64
 	for _, r := range recs {
-		if r.job == backfillJob && r.src == srcNormal && r.scheduled >= from.UnixNano() && r.scheduled < to.UnixNano() {
+		if r.job() == backfillJob && r.src == srcNormal && r.scheduled >= from.UnixNano() && r.scheduled < to.UnixNano() {
 			ls = append(ls, r.arrived-r.scheduled)
 		}
 	}

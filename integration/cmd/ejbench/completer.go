@@ -123,21 +123,21 @@ func (c *completer) take(rec *record, webhookID, callbackURL, token string) int 
 		c.st.noCallback++
 		return http.StatusOK
 	}
-	if webhookID != rec.execID {
+	if webhookID != rec.execID() {
 		c.st.idMismatch++
 	}
 	c.st.accepted++
-	if c.execs[rec.execID] == nil {
-		c.execs[rec.execID] = &asyncExec{}
+	if c.execs[rec.execID()] == nil {
+		c.execs[rec.execID()] = &asyncExec{}
 	}
 
 	delay := c.cfg.minDelay + time.Duration(c.rng.Int64N(int64(c.cfg.maxDelay-c.cfg.minDelay)+1))
 	owner := c.peerOf(callbackURL)
-	cb := callback{id: rec.execID, url: callbackURL, token: token, owner: owner, own: true, due: time.Now().Add(delay)}
+	cb := callback{id: rec.execID(), url: callbackURL, token: token, owner: owner, own: true, due: time.Now().Add(delay)}
 	target := owner
 	if c.rng.IntN(2) == 1 && len(c.peers) > 1 {
 		target = c.otherPeer(owner)
-		cb.own, cb.url = false, c.peers[target]+"/api/v1/executions/"+rec.execID
+		cb.own, cb.url = false, c.peers[target]+"/api/v1/executions/"+rec.execID()
 	}
 	if c.rng.Float64() < c.cfg.repeatShare {
 		cb.again = true

@@ -52,13 +52,13 @@ func TestCompleterCompletesEveryAcceptedItemOnce(t *testing.T) {
 	const n = 200
 	for i := range n {
 		id := fmt.Sprintf("exec-%03d", i)
-		rec := record{execID: id, scheduled: now.UnixNano(), attempt: 1}
+		rec := testRecord("", id, now.UnixNano(), 1)
 		if got := c.take(&rec, id, urls[i%3]+"/api/v1/executions/"+id, "tok-"+id); got != http.StatusAccepted {
 			t.Fatalf("delivery %d answered %d, want 202", i, got)
 		}
 	}
 	c.acceptBefore(now.Add(time.Second))
-	late := record{execID: "late", scheduled: now.Add(time.Second).UnixNano(), attempt: 1}
+	late := testRecord("", "late", now.Add(time.Second).UnixNano(), 1)
 	if got := c.take(&late, "late", urls[0]+"/api/v1/executions/late", "tok-late"); got != http.StatusOK {
 		t.Errorf("a delivery of a fire at the end answered %d, want 200", got)
 	}
@@ -112,11 +112,11 @@ func TestReposts(t *testing.T) {
 		recs              []record
 		retried, reposted int
 	}{
-		{"distinct", []record{{execID: "a", attempt: 1}, {execID: "b", attempt: 1}}, 0, 0},
-		{"a retry grows the attempt", []record{{execID: "a", attempt: 1}, {execID: "a", attempt: 2}}, 1, 0},
-		{"the same attempt again", []record{{execID: "a", attempt: 1}, {execID: "a", attempt: 1}}, 0, 1},
-		{"an attempt that went back", []record{{execID: "a", attempt: 2}, {execID: "a", attempt: 1}}, 1, 1},
-		{"no id", []record{{attempt: 1}, {attempt: 1}}, 0, 0},
+		{"distinct", []record{testRecord("", "a", 0, 1), testRecord("", "b", 0, 1)}, 0, 0},
+		{"a retry grows the attempt", []record{testRecord("", "a", 0, 1), testRecord("", "a", 0, 2)}, 1, 0},
+		{"the same attempt again", []record{testRecord("", "a", 0, 1), testRecord("", "a", 0, 1)}, 0, 1},
+		{"an attempt that went back", []record{testRecord("", "a", 0, 2), testRecord("", "a", 0, 1)}, 1, 1},
+		{"no id", []record{testRecord("", "", 0, 1), testRecord("", "", 0, 1)}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -150,7 +150,7 @@ func (e *env) settle(w workload, rec *recorder, r *Result) {
 		recs := rec.records()
 		for _, x := range recs[n:] {
 			if x.src == srcNormal {
-				seen[x.job] = true
+				seen[x.job()] = true
 			}
 		}
 		n = len(recs)
@@ -375,7 +375,7 @@ func (e *env) runFailover(w workload, rec *recorder) (Result, error) {
 	e.logf("killed peer %d (%s) %s after the fire; %d of %d items had arrived", len(c.peers), vid, killAt.Sub(fire).Round(time.Millisecond), count(fire), total)
 	orphans := map[fireKey]bool{}
 	for _, x := range rec.records() {
-		if x.src == srcNormal && x.scheduled == fire.UnixNano() && x.instance == vid {
+		if x.src == srcNormal && x.scheduled == fire.UnixNano() && x.instance() == vid {
 			orphans[x.key()] = false
 		}
 	}
@@ -467,11 +467,11 @@ func (e *env) runReshard(w workload, rec *recorder) (Result, error) {
 	firstBy := map[string]int64{} // job -> first NORMAL delivery from the new peer
 	var first int64
 	for _, x := range recs {
-		if x.src != srcNormal || x.instance != nid {
+		if x.src != srcNormal || x.instance() != nid {
 			continue
 		}
-		if t, ok := firstBy[x.job]; !ok || x.arrived < t {
-			firstBy[x.job] = x.arrived
+		if t, ok := firstBy[x.job()]; !ok || x.arrived < t {
+			firstBy[x.job()] = x.arrived
 		}
 		if first == 0 || x.arrived < first {
 			first = x.arrived

@@ -208,7 +208,7 @@ func minTime(a, b time.Time) time.Time {
 // valid reports whether the schedule has the record's item fire.
 func (s schedule) valid(r *record) bool {
 	var k int
-	if _, err := fmt.Sscanf(r.job, s.prefix+"-%d", &k); err != nil || k < 0 || k >= s.jobs {
+	if _, err := fmt.Sscanf(r.job(), s.prefix+"-%d", &k); err != nil || k < 0 || k >= s.jobs {
 		return false
 	}
 	if r.item < 0 || int(r.item) >= s.items || r.scheduled%int64(time.Second) != 0 {

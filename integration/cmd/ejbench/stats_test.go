@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -41,10 +42,10 @@ func TestScheduleCronMatchesFiringAt(t *testing.T) {
 				}
 				for at := c.Next(from.Add(-time.Second)); at.Before(to); at = c.Next(at) {
 					firing[at.Unix()]++
-					if r := (record{job: s.jobName(k), scheduled: at.UnixNano()}); !s.valid(&r) {
+					if r := testRecord(s.jobName(k), "", at.UnixNano(), 1); !s.valid(&r) {
 						t.Errorf("job %d's fire at %s is not one the analysis counts", k, at.Format(time.TimeOnly))
 					}
-					if r := (record{job: s.jobName(k), scheduled: at.Add(time.Second).UnixNano()}); s.periodS() > 1 && s.valid(&r) {
+					if r := testRecord(s.jobName(k), "", at.Add(time.Second).UnixNano(), 1); s.periodS() > 1 && s.valid(&r) {
 						t.Errorf("job %d: the analysis counts a fire at %s, a second after its own", k, at.Add(time.Second).Format(time.TimeOnly))
 					}
 				}
@@ -94,6 +95,38 @@ func TestSpreadSecondsMixThePeers(t *testing.T) {
 						off, in.ID, n, s.firingAt(off))
 				}
 			}
+		}
+	}
+}
+
+// testRecord is a record of job's delivery of execution id, scheduled at (Unix ns).
+func testRecord(job, id string, scheduled int64, attempt int16) record {
+	r := record{scheduled: scheduled, attempt: attempt}
+	r.setJob(job)
+	r.setExecID(id)
+	return r
+}
+
+// A record keeps what it was given, and none of it points into the heap.
+func TestRecordHoldsNoPointer(t *testing.T) {
+	t.Parallel()
+	r := testRecord("bench-00042", "01a228d2-2d8d-71af-9451-cfcbfb7335ea", 7, 2)
+	r.setInstance("127.0.0.1@-@123")
+	if r.job() != "bench-00042" || r.execID() != "01a228d2-2d8d-71af-9451-cfcbfb7335ea" || r.instance() != "127.0.0.1@-@123" {
+		t.Fatalf("record reads back %q %q %q", r.job(), r.execID(), r.instance())
+	}
+	if other := testRecord("bench-00042", "", 0, 1); other.jobID != r.jobID {
+		t.Fatal("one job name interned twice")
+	}
+	for i := range reflect.TypeFor[record]().NumField() {
+		f := reflect.TypeFor[record]().Field(i)
+		switch f.Type.Kind() {
+		case reflect.Int64, reflect.Int32, reflect.Int16, reflect.Uint32, reflect.Uint8, reflect.Array:
+			if f.Type.Kind() == reflect.Array && f.Type.Elem().Kind() != reflect.Uint8 {
+				t.Errorf("field %s: %s", f.Name, f.Type)
+			}
+		default:
+			t.Errorf("field %s is a %s: records would be marked by every collection", f.Name, f.Type)
 		}
 	}
 }
