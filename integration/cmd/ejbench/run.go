@@ -147,13 +147,13 @@ func (e *env) settle(w workload, rec *recorder, r *Result) {
 	seen := map[string]bool{}
 	n := 0
 	for len(seen) < w.sched.jobs && time.Now().Before(deadline) {
-		recs := rec.records()
-		for _, x := range recs[n:] {
+		recs := rec.since(n)
+		for _, x := range recs {
 			if x.src == srcNormal {
 				seen[x.job()] = true
 			}
 		}
-		n = len(recs)
+		n += len(recs)
 		time.Sleep(200 * time.Millisecond)
 	}
 	r.FirstFiresMs = float64(time.Since(start).Milliseconds())

@@ -130,3 +130,30 @@ func TestRecordHoldsNoPointer(t *testing.T) {
 		}
 	}
 }
+
+// A record log keeps every record in order across its blocks, grows past its capacity, and copies from any point.
+func TestRecordLog(t *testing.T) {
+	t.Parallel()
+	l := newRecordLog(10)
+	const n = 3*recordChunk + 17
+	for i := range n {
+		l.add(record{arrived: int64(i)})
+	}
+	for _, from := range []int{0, 1, recordChunk - 1, recordChunk, 2*recordChunk + 5, n - 1, n, n + 3} {
+		got := l.since(from)
+		if want := max(0, n-from); len(got) != want {
+			t.Fatalf("since(%d): %d records, want %d", from, len(got), want)
+		}
+		for i, r := range got {
+			if r.arrived != int64(from+i) {
+				t.Fatalf("since(%d)[%d] is record %d", from, i, r.arrived)
+			}
+		}
+	}
+	blocks := len(l.blocks)
+	l.reset()
+	l.add(record{arrived: 7})
+	if got := l.since(0); len(got) != 1 || got[0].arrived != 7 || len(l.blocks) != blocks {
+		t.Fatalf("after a reset: %v, %d blocks (had %d)", got, len(l.blocks), blocks)
+	}
+}
