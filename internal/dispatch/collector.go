@@ -133,13 +133,16 @@ func (c *Collector) loop() {
 // another window's allocation (the next burst and its preparation) could reach it, and whether collecting
 // now would keep that collection out of the next burst: if a window's allocation is more than a whole
 // cycle's way to the trigger (the current cycle's, for the next), Go collects during the burst anyway, and
-// a collection in the gap would only be one more.
+// a collection in the gap would only be one more. Past Go's earliest trigger it leaves the heap to Go: Go may
+// have started a collection already, and runtime.GC would wait for it to end and then run another (at 100,000
+// jobs Go's trigger was its earliest, and peers ran such a second collection after each of Go's: 0.5-0.7 s
+// of marking for a heap that had not grown).
 func shouldCollect(h HeapStats, perWindow uint64) bool {
 	if h.Goal <= h.Marked || perWindow == 0 {
 		return false
 	}
 	way := uint64(float64(h.Goal-h.Marked) * minTriggerShare)
-	return perWindow < way && h.Heap+perWindow >= h.Marked+way
+	return perWindow < way && h.Heap < h.Marked+way && h.Heap+perWindow >= h.Marked+way
 }
 
 // cycleBase remembers how much had been allocated when the Collector first saw the latest collection done.

@@ -24,7 +24,9 @@ func TestShouldCollect(t *testing.T) {
 		{heap: 110 * mb, perWindow: 60 * mb, want: true},  // a fast allocator: collect early
 		{heap: 160 * mb, perWindow: 70 * mb, want: false}, // a burst bigger than a whole cycle: Go collects in it anyway
 		{heap: 190 * mb, perWindow: 90 * mb, want: false}, // even past the trigger
-		{heap: 190 * mb, perWindow: 1, want: true},        // past the trigger already
+		{heap: 190 * mb, perWindow: 1, want: false},       // past the earliest trigger: Go may be collecting
+		{heap: 170 * mb, perWindow: 1, want: false},       // at it
+		{heap: 169 * mb, perWindow: mb, want: true},       // just before it
 	} {
 		h.Heap = tc.heap
 		if got := shouldCollect(h, tc.perWindow); got != tc.want {
@@ -165,7 +167,7 @@ func TestCollectorCollectsInAGapBeforeGoWould(t *testing.T) {
 	h.tick()
 	h.wantCollections(t, 1, "in the gap after the burst")
 	// one collection per gap: the heap is back near the trigger, but no burst has left since
-	h.grow(70)
+	h.grow(60)
 	h.wantCollections(t, 1, "the same gap")
 	h.burst()
 	h.heap.allocate(mb)
@@ -186,15 +188,15 @@ func TestCollectorLeavesAPeerThatSendsNothingToGo(t *testing.T) {
 func TestCollectorKeepsALongCollectionClearOfTheNextBurst(t *testing.T) {
 	// a collection takes 400 ms here: the next one must begin 600 ms or more before a burst
 	h := newCollectorHarness(t, 400*time.Millisecond)
-	h.heap.setHeap(169 * mb)
+	h.heap.setHeap(160 * mb)
 	h.burst()
-	h.heap.allocate(mb)
-	h.tick()
-	h.heap.allocate(mb)
-	h.tick()
-	h.wantCollections(t, 1, "past the trigger with nothing due")
+	for range 3 {
+		h.heap.allocate(3 * mb)
+		h.tick()
+	}
+	h.wantCollections(t, 1, "near the trigger with nothing due")
 	at := <-h.collected
-	h.grow(69)
+	h.grow(59)
 	h.burst()
 	due := h.clk.Now().Add(collectorTick + 500*time.Millisecond)
 	h.act.waiting(due, 1)
