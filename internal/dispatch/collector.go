@@ -135,8 +135,8 @@ func (c *Collector) loop() {
 // cycle's way to the trigger (the current cycle's, for the next), Go collects during the burst anyway, and
 // a collection in the gap would only be one more. Past Go's earliest trigger it leaves the heap to Go: Go may
 // have started a collection already, and runtime.GC would wait for it to end and then run another (at 100,000
-// jobs Go's trigger was its earliest, and peers ran such a second collection after each of Go's: 0.5-0.7 s
-// of marking for a heap that had not grown).
+// jobs Go's trigger was at its earliest, and peers ran such a second collection after each of Go's: 0.5-1.1 s
+// of marking for a heap that had grown by 0-3 MB).
 func shouldCollect(h HeapStats, perWindow uint64) bool {
 	if h.Goal <= h.Marked || perWindow == 0 {
 		return false
@@ -156,8 +156,7 @@ type cycleBase struct {
 // allocated since (h.Heap when no collection has been seen done since the first reading). The heap's objects
 // (h.Heap) also count the dead objects the last collection found until they are swept, lazily, by the
 // allocating goroutines: on a busy peer they are still there a second after the collection, and a Collector
-// reading h.Heap then would start another one at once (peers holding 100,000 jobs did, 0.7-0.9 s after three of
-// four automatic collections, each a mark of 0.6-1.1 s for a heap that had grown by 16-22 MB).
+// reading h.Heap then would find it as full as before the collection.
 func (b *cycleBase) heapNow(h HeapStats) uint64 {
 	if h.Cycles != b.cycles || !b.looked {
 		b.known = b.looked
