@@ -145,12 +145,13 @@ func (e *env) runAsync(w workload, rec *recorder) (Result, error) {
 	t := time.Now()
 	pending := cp.drain(wait)
 	e.logf("completions answered %s after the window's grace; %d callbacks pending", time.Since(t).Round(time.Second), pending)
-	a := analyze(rec.records(), w.sched, from, to)
+	recs := rec.records()
+	a := analyze(recs, w.sched, from, to)
 	r.fill(a, w.duration)
 
 	ar := cp.result()
 	ar.LeaseSeconds, ar.Delay, ar.RepeatShare, ar.Seed = w.leaseSeconds, fmt.Sprintf("%s-%s", e.o.callbackMin, e.o.callbackMax), e.o.repeatShare, e.o.seed
-	ar.Retried, ar.Reposted = reposts(rec.records())
+	ar.Retried, ar.Reposted = reposts(recs)
 	ar.Peers = asyncPeers(c.counters())
 	ar.RunningAtEnd = ar.Peers.Running
 	if ar.Peers.Running > 0 {

@@ -74,8 +74,9 @@ func (e *env) runBackfill(w workload, rec *recorder) ([]Result, error) {
 	m.end(&before)
 	loadBefore := loadAvg()
 	time.Sleep(e.o.grace)
-	before.fill(analyze(steadyOnly(rec.records(), w.sched.prefix), w.sched, from, to), w.duration)
-	ownBefore := ownLateness(rec.records(), from, to)
+	recs := rec.records()
+	before.fill(analyze(steadyOnly(recs, w.sched.prefix), w.sched, from, to), w.duration)
+	ownBefore := ownLateness(recs, from, to)
 
 	// the backfill: the 10,000 fires of the 10 s schedule ending a minute ago
 	end := time.Now().Add(-time.Minute).Truncate(10 * time.Second)
@@ -96,9 +97,10 @@ func (e *env) runBackfill(w workload, rec *recorder) ([]Result, error) {
 	m.end(&during)
 	loadDuring := loadAvg()
 	time.Sleep(e.o.grace)
-	during.fill(analyze(steadyOnly(rec.records(), w.sched.prefix), w.sched, from, to), w.duration)
+	recs = rec.records()
+	during.fill(analyze(steadyOnly(recs, w.sched.prefix), w.sched, from, to), w.duration)
 	br := &BackfillResult{Fires: backfillFires, Items: backfillItems, OwnBefore: ownBefore,
-		OwnDuring: ownLateness(rec.records(), from, to), SteadyP99: before.Lateness.P99, SteadyP99B: during.Lateness.P99,
+		OwnDuring: ownLateness(recs, from, to), SteadyP99: before.Lateness.P99, SteadyP99B: during.Lateness.P99,
 		LoadBefore: loadBefore, LoadDuring: loadDuring}
 
 	// the throughput: until the backfill ends (bounded: on a loaded machine the figure is then done/elapsed)

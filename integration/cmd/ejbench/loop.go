@@ -72,11 +72,9 @@ func bareLoop(c loopConfig) error {
 	}
 	// jobs by their second within the period
 	byOffset := make([][]int, periodS)
+	sched := schedule{prefix: c.prefix, jobs: c.jobs, items: c.items, period: c.period, spread: c.spread}
 	for k := range c.jobs {
-		off := int64(0)
-		if c.spread {
-			off = spreadOffset(k, periodS)
-		}
+		off := sched.offset(k)
 		byOffset[off] = append(byOffset[off], k)
 	}
 	tr := &http.Transport{
@@ -98,7 +96,7 @@ func bareLoop(c loopConfig) error {
 			time.Sleep(d)
 		}
 		for _, k := range byOffset[at.Unix()%periodS] {
-			job := fmt.Sprintf("%s-%05d", c.prefix, k)
+			job := sched.jobName(k)
 			for item := range c.items {
 				wg.Add(1)
 				go func() {

@@ -58,10 +58,7 @@ func (s schedule) cron(k int) string {
 	if p == 1 {
 		return "* * * * * ?"
 	}
-	off := int64(0)
-	if s.spread {
-		off = spreadOffset(k, p)
-	}
+	off := s.offset(k)
 	if p == 60 {
 		return fmt.Sprintf("%d * * * * ?", off)
 	}
@@ -85,6 +82,14 @@ func (s schedule) firingAt(t int64) int {
 		n++
 	}
 	return n
+}
+
+// offset is the second within the period at which job k fires.
+func (s schedule) offset(k int) int64 {
+	if !s.spread {
+		return 0
+	}
+	return spreadOffset(k, s.periodS())
 }
 
 // spreadOffset is the second within a period of p seconds at which job k of a spread schedule fires: its place
@@ -214,11 +219,7 @@ func (s schedule) valid(r *record) bool {
 	if r.item < 0 || int(r.item) >= s.items || r.scheduled%int64(time.Second) != 0 {
 		return false
 	}
-	sec := r.scheduled / int64(time.Second)
-	if s.spread {
-		return sec%s.periodS() == spreadOffset(k, s.periodS())
-	}
-	return sec%s.periodS() == 0
+	return r.scheduled/int64(time.Second)%s.periodS() == s.offset(k)
 }
 
 var sourceNames = [...]string{srcNormal: "NORMAL_TRIGGER", srcMisfire: "MISFIRE", srcFailover: "FAILOVER", srcManual: "MANUAL", srcBackfill: "BACKFILL", srcOther: "other"}
@@ -230,7 +231,7 @@ func (s schedule) missing(got map[fireKey]*record, from, to time.Time, n int) []
 	for t := ceilSecond(from); t.Before(to) && len(out) < n; t = t.Add(time.Second) {
 		sec := t.Unix()
 		for k := range s.jobs {
-			if (s.spread && sec%p != spreadOffset(k, p)) || (!s.spread && sec%p != 0) {
+			if sec%p != s.offset(k) {
 				continue
 			}
 			for i := range s.items {
