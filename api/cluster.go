@@ -275,7 +275,7 @@ func (h *handlers) execution(c echo.Context) error {
 // jobTraces godoc
 //
 //	@Summary	A job's status traces
-//	@Description	ElasticJob's JOB_STATUS_TRACE_LOG: the state changes of each task (one fire on one instance).
+//	@Description	ElasticJob's JOB_STATUS_TRACE_LOG: the state changes of each task (one fire on one instance). Peers started with --history-status-traces=false record none (older rows stay readable).
 //	@Tags		executions
 //	@Produce	json,application/problem+json
 //	@Param		jobName	path		string	true	"job name"

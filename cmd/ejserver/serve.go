@@ -55,26 +55,28 @@ type serveConfig struct {
 	logFormat        string
 	historyDSN       string
 	historyRetention time.Duration
-	otlpEndpoint     string
-	maxConcurrent    int
-	webhookAllow     string
-	shutdownTimeout  time.Duration
-	serverGC         time.Duration
-	fireLead         time.Duration
-	gcBetweenBursts  bool
-	zkDigest         string
-	metricsPerJob    bool
-	apiTokens        string // tokens file; EJ_API_TOKEN adds one admin token
-	insecure         bool
-	metricsAuth      bool
-	jobsFile         string
-	advertiseURL     string
-	callbackSecret   string // file holding the cluster's callback token secret
-	leaseRetention   time.Duration
-	tls              tlsFiles
-	alertLostGrace   time.Duration
-	backfillPacing   backfill.Pacing
-	backfillRetain   time.Duration
+	// historyStatusTraces: the history writer records status traces (--history-status-traces)
+	historyStatusTraces bool
+	otlpEndpoint        string
+	maxConcurrent       int
+	webhookAllow        string
+	shutdownTimeout     time.Duration
+	serverGC            time.Duration
+	fireLead            time.Duration
+	gcBetweenBursts     bool
+	zkDigest            string
+	metricsPerJob       bool
+	apiTokens           string // tokens file; EJ_API_TOKEN adds one admin token
+	insecure            bool
+	metricsAuth         bool
+	jobsFile            string
+	advertiseURL        string
+	callbackSecret      string // file holding the cluster's callback token secret
+	leaseRetention      time.Duration
+	tls                 tlsFiles
+	alertLostGrace      time.Duration
+	backfillPacing      backfill.Pacing
+	backfillRetain      time.Duration
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -91,6 +93,7 @@ func parseServe(args []string) (serveConfig, error) {
 	format := f.String("log-format", "text", "text or json")
 	dsn := f.String("history-dsn", "", "execution history store: a postgres:// DSN shared by every peer (default: SQLite in the data directory)")
 	retention := f.Duration("history-retention", history.DefaultRetention, "how long execution history is kept")
+	statusTraces := f.Bool("history-status-traces", true, "record each task's states in JOB_STATUS_TRACE_LOG (false: executions and stats only; with SQLite and thousands of jobs the traces are ~40% of the history writer's CPU)")
 	maxConc := f.Int("max-concurrent-requests", webhook.DefaultMaxConcurrent, "bound on webhook requests in flight on this peer")
 	allow := f.String("webhook-allow", "", "allow-list of webhook targets: host names, *.suffixes, IPs and CIDRs, comma-separated (default: anything but link-local and metadata addresses)")
 	shutdown := f.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM, how long in-flight webhooks may finish")
@@ -117,7 +120,8 @@ func parseServe(args []string) (serveConfig, error) {
 	}
 	c = serveConfig{zk: *zk, namespace: *ns, sessionTimeout: *st, listen: *listen, instanceID: *id, serverIP: *ip,
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
-		maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
+		historyStatusTraces: *statusTraces,
+		maxConcurrent:       *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
 		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(),
 		alertLostGrace: *lostGrace, otlpEndpoint: *otlp}
@@ -223,7 +227,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	// the history writer keeps out of the way of this peer's bursts of webhooks: it writes between them
 	activity := dispatch.NewActivity(clk)
 	writer := history.NewWriter(store, history.WriterConfig{Logger: log, StartHold: historyStartHold,
-		CommitWindow: historyCommitWindow, Yield: func() time.Duration { return activity.Busy(historyYieldGuard) }})
+		CommitWindow: historyCommitWindow, Yield: func() time.Duration { return activity.Busy(historyYieldGuard) },
+		NoStatusTraces: !c.historyStatusTraces})
 	if err := writer.Start(context.Background()); err != nil {
 		return err
 	}

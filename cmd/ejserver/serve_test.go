@@ -97,3 +97,21 @@ func TestAlertLostGraceBounded(t *testing.T) {
 		t.Fatalf("--alert-lost-grace 5s: %+v, %v", c.alertLostGrace, err)
 	}
 }
+
+func TestServeHistoryStatusTraces(t *testing.T) {
+	t.Setenv("EJ_HISTORY_STATUS_TRACES", "")
+	os.Unsetenv("EJ_HISTORY_STATUS_TRACES") // t.Setenv restores it afterwards
+	if c, err := parseServe(nil); err != nil || !c.historyStatusTraces {
+		t.Fatalf("status traces are recorded by default: %v %v", c.historyStatusTraces, err)
+	}
+	t.Setenv("EJ_HISTORY_STATUS_TRACES", "false")
+	if c, err := parseServe(nil); err != nil || c.historyStatusTraces {
+		t.Fatalf("EJ_HISTORY_STATUS_TRACES=false: %v %v", c.historyStatusTraces, err)
+	}
+	if c, err := parseServe([]string{"--history-status-traces=true"}); err != nil || !c.historyStatusTraces {
+		t.Fatalf("the flag wins over the environment: %v %v", c.historyStatusTraces, err)
+	}
+	if _, err := parseServe([]string{"--history-status-traces=maybe"}); err == nil || !strings.Contains(err.Error(), "history-status-traces") {
+		t.Fatalf("a value that is no boolean: %v", err)
+	}
+}

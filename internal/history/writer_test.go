@@ -136,6 +136,45 @@ func TestWriterBatches(t *testing.T) {
 	})
 }
 
+// TestWriterWithoutStatusTraces writes executions and traces through a Writer with NoStatusTraces into each
+// store: the executions are stored, no trace is (and none counts as dropped), and a trace written before the
+// option was set stays readable.
+func TestWriterWithoutStatusTraces(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		ctx := testCtx(t)
+		kept := ejserver.StatusTrace{ID: "tr-kept", JobName: "untraced", TaskID: "task-0", State: ejserver.TaskFinished, CreationTime: t0}
+		if err := s.WriteTraces(ctx, []ejserver.StatusTrace{kept}); err != nil {
+			t.Fatal(err)
+		}
+		clk := clock.NewFake(t0)
+		w := startWriter(t, s, WriterConfig{BatchSize: 10, FlushInterval: time.Second, Clock: clk, NoStatusTraces: true})
+		recs := execs(3, "untraced")
+		enqueueAll(w, recs)
+		for i, state := range []ejserver.TaskState{ejserver.TaskStaging, ejserver.TaskRunning, ejserver.TaskFinished} {
+			tr := ejserver.StatusTrace{ID: fmt.Sprintf("tr-%d", i), JobName: "untraced", TaskID: "task-1", State: state,
+				CreationTime: t0.Add(time.Duration(i+1) * time.Millisecond)}
+			if !w.EnqueueTrace(tr) {
+				t.Fatalf("trace %d refused", i)
+			}
+		}
+		eventually(t, "the executions to be written", func() bool { return w.Stats().Written == 3 },
+			func() { clk.Advance(time.Second) })
+		for _, r := range recs {
+			mustGet(t, s, r.ID)
+		}
+		got, err := s.ListTraces(ctx, TraceFilter{JobName: "untraced", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].ID != kept.ID {
+			t.Errorf("traces %+v, want only %s (written before)", got, kept.ID)
+		}
+		if st := w.Stats(); st.Written != 3 || st.Backlog != 0 || st.Dropped != 0 {
+			t.Errorf("stats %+v, want 3 written, nothing queued or dropped", st)
+		}
+	})
+}
+
 type countingSink struct {
 	Sink
 	mu      sync.Mutex
