@@ -120,8 +120,7 @@ func parseServe(args []string) (serveConfig, error) {
 	}
 	c = serveConfig{zk: *zk, namespace: *ns, sessionTimeout: *st, listen: *listen, instanceID: *id, serverIP: *ip,
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
-		historyStatusTraces: *statusTraces,
-		maxConcurrent:       *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
+		historyStatusTraces: *statusTraces, maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
 		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(),
 		alertLostGrace: *lostGrace, otlpEndpoint: *otlp}
@@ -228,7 +227,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	activity := dispatch.NewActivity(clk)
 	writer := history.NewWriter(store, history.WriterConfig{Logger: log, StartHold: historyStartHold,
 		CommitWindow: historyCommitWindow, Yield: func() time.Duration { return activity.Busy(historyYieldGuard) },
-		NoStatusTraces: !c.historyStatusTraces})
+		NoStatusTraces: !c.historyStatusTraces}) // the executor then builds no trace either (dispatch.StatusTracer)
 	if err := writer.Start(context.Background()); err != nil {
 		return err
 	}
@@ -549,6 +548,9 @@ const fireGuard = 3 * time.Second
 // leaveWait bounds how long a stopping peer waits to see its peer node go (Registry.Leave) before it stops
 // firing all the same.
 const leaveWait = 2 * time.Second
+
+// the history writer tells the executor whether to build status traces at all
+var _ dispatch.StatusTracer = (*history.Writer)(nil)
 
 // historyYieldGuard is how far around a burst of webhooks the history writer holds off: about the time one
 // batch of its writes takes on a small machine, so a batch begun just before a burst ends before it.

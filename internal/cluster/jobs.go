@@ -69,7 +69,11 @@ func (r *Registry) createJobCarefully(job string, data []byte, ops []any, mark a
 	if err := r.s.ensurePath(r.p.SeenJob(job)); err != nil {
 		return ejserver.Unavailable(err, "registry unavailable")
 	}
-	if ok, _, err := r.s.exists(r.p.Config(job)); err == nil && !ok {
+	conflict := ejserver.Errorf(ejserver.ECONFLICT, "job %q already exists", job)
+	if ok, _, err := r.s.exists(r.p.Config(job)); err == nil {
+		if ok {
+			return conflict
+		}
 		_ = r.s.del(r.p.SeenCreate(job), -1)
 	}
 	_, err := r.s.multi(append(slices.Clip(ops), mark)...)
@@ -79,15 +83,11 @@ func (r *Registry) createJobCarefully(job string, data []byte, ops []any, mark a
 	if !errors.Is(err, zk.ErrNodeExists) {
 		return ejserver.Unavailable(err, "create job %q", job)
 	}
-	if ok, _, eerr := r.s.exists(r.p.Config(job)); eerr != nil || ok {
-		if eerr != nil {
-			return ejserver.Unavailable(eerr, "registry unavailable")
-		}
-		return ejserver.Errorf(ejserver.ECONFLICT, "job %q already exists", job)
-	}
+	// the config was not there a moment ago: the root is left over, or a creation raced this one (then the
+	// config's create below finds it)
 	if _, err := r.s.multi(r.s.opCreate(r.p.Config(job), data, 0), mark); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
-			return ejserver.Errorf(ejserver.ECONFLICT, "job %q already exists", job)
+			return conflict
 		}
 		return ejserver.Unavailable(err, "registry unavailable")
 	}

@@ -603,6 +603,32 @@ func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
 	}
 }
 
+// untracedRecorder keeps no status traces (history.Writer with --history-status-traces=false).
+type untracedRecorder struct{ *recorder }
+
+func (untracedRecorder) StatusTraces() bool { return false }
+
+// A Recorder that keeps no status traces is given none: the executor builds no task for them, and the items'
+// records are as with traces.
+func TestExecutorBuildsNoTraceForARecorderWithoutThem(t *testing.T) {
+	reg := newFakeRegistry(2)
+	send := &failingSender{*newFakeSender()}
+	rec := &recorder{}
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: untracedRecorder{rec}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	send.next(t)
+	e.Drain(5 * time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.traces) != 0 {
+		t.Fatalf("traces %+v, want none", rec.traces)
+	}
+	if len(rec.execs) != 4 {
+		t.Fatalf("executions %+v, want a start and an end record of each item", rec.execs)
+	}
+}
+
 // An item's end record is committed to the history before its end is acknowledged in the registry, so that a
 // peer killed in between leaves the item running there (docs/reliability.md).
 func TestExecutorCommitsTheEndRecordBeforeTheRegistryHearsOfIt(t *testing.T) {

@@ -31,8 +31,16 @@ type task struct {
 	failed    []int
 }
 
-// newTask returns a fire's task on this peer with its start traces built.
+// StatusTracer is a Recorder that says whether it keeps status traces (history.Writer does).
+type StatusTracer interface{ StatusTraces() bool }
+
+// newTask returns a fire's task on this peer with its start traces built, or nil (no task, no trace) when the
+// Recorder keeps no status traces (--history-status-traces=false): a task's ids and messages would be built at
+// every fire for nothing.
 func (e *Executor) newTask(id, job string, source ejserver.Source, items []int) *task {
+	if st, ok := e.cfg.Recorder.(StatusTracer); ok && !st.StatusTraces() {
+		return nil
+	}
 	t := &task{id: id, job: job, source: source, failover: source == ejserver.SourceFailover,
 		items: slices.Clone(items), remaining: len(items)}
 	t.begun = [2]ejserver.StatusTrace{

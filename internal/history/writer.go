@@ -256,6 +256,10 @@ func (w *Writer) EnqueueCommitted(ctx context.Context, e ejserver.Execution) err
 	}
 }
 
+// StatusTraces reports whether the Writer keeps status traces (not with NoStatusTraces): a producer may then
+// leave them unbuilt (dispatch.StatusTracer).
+func (w *Writer) StatusTraces() bool { return !w.cfg.NoStatusTraces }
+
 // EnqueueTrace queues a status trace, like Enqueue; with NoStatusTraces it takes it and writes nothing.
 func (w *Writer) EnqueueTrace(t ejserver.StatusTrace) bool {
 	if w.cfg.NoStatusTraces {
