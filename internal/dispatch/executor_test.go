@@ -567,15 +567,20 @@ func (s *failingSender) Send(ctx context.Context, p *webhook.Prepared) webhook.R
 	return res
 }
 
-func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
-	reg := newFakeRegistry(2)
+// fireTwoItems fires a two-item job whose item 1 fails, recording through r, and waits for both items.
+func fireTwoItems(t *testing.T, r Recorder) {
+	t.Helper()
 	send := &failingSender{*newFakeSender()}
-	rec := &recorder{}
-	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e := NewExecutor(ExecutorConfig{Registry: newFakeRegistry(2), Sender: send, Recorder: r, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	e.Fire("j", time.Unix(100, 0), 0)
 	send.next(t)
 	send.next(t)
 	e.Drain(5 * time.Second)
+}
+
+func TestExecutorRecordsExecutionsAndTaskTraces(t *testing.T) {
+	rec := &recorder{}
+	fireTwoItems(t, rec)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	var states []ejserver.TaskState
@@ -611,14 +616,8 @@ func (untracedRecorder) StatusTraces() bool { return false }
 // A Recorder that keeps no status traces is given none: the executor builds no task for them, and the items'
 // records are as with traces.
 func TestExecutorBuildsNoTraceForARecorderWithoutThem(t *testing.T) {
-	reg := newFakeRegistry(2)
-	send := &failingSender{*newFakeSender()}
 	rec := &recorder{}
-	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: untracedRecorder{rec}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e.Fire("j", time.Unix(100, 0), 0)
-	send.next(t)
-	send.next(t)
-	e.Drain(5 * time.Second)
+	fireTwoItems(t, untracedRecorder{rec})
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if len(rec.traces) != 0 {
