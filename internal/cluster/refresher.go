@@ -207,7 +207,12 @@ func (w *refresher) kickUrgent(k refreshKey) { w.kickFirst(k, true) }
 func (w *refresher) kickFirst(k refreshKey, first bool) {
 	w.mu.Lock()
 	if st, ok := w.state[k]; ok {
-		w.state[k] = st | keyDirty
+		// queued and not taken yet, its run reads after this kick: nothing more to do. Marked dirty as well,
+		// every key kicked again while it waited ran twice: a registration of 100,000 jobs kicks each job's
+		// instances' listing three times (one per peer's registration) while it waits behind the loads
+		if st&keyRunning != 0 {
+			w.state[k] = st | keyDirty
+		}
 		w.mu.Unlock()
 		return
 	}

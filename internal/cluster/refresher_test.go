@@ -130,3 +130,31 @@ func TestRefresherBacklog(t *testing.T) {
 		}
 	}
 }
+
+// TestAKeyKickedWhileQueuedRunsOnce: kicks of a key that waits in its lane are one run (it reads after them
+// all); a kick while it runs is one run more, and no more however many come.
+func TestAKeyKickedWhileQueuedRunsOnce(t *testing.T) {
+	stop := make(chan struct{})
+	runs := map[refreshKey]int{}
+	kickWhileRunning := refreshKey{kind: kindLeader, job: "b"}
+	var w *refresher
+	w = newRefresher(1, func(k refreshKey) error {
+		runs[k]++ // one worker: no other goroutine writes runs
+		if k == kickWhileRunning && runs[k] == 1 {
+			for range 3 {
+				w.kick(k)
+			}
+		}
+		return nil
+	}, slog.New(slog.DiscardHandler), clock.Real{}, stop)
+	queued := refreshKey{kind: kindInstances, job: "a"}
+	for range 3 {
+		w.kick(queued)
+	}
+	w.kick(kickWhileRunning)
+	w.kick(kickWhileRunning)
+	drainRefresher(w, stop)
+	if runs[queued] != 1 || runs[kickWhileRunning] != 2 {
+		t.Fatalf("runs %v: want the key kicked while queued run once, the one kicked while running twice", runs)
+	}
+}
