@@ -114,7 +114,12 @@ func (a *auditor) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			action == audit.CalendarCreate {
 			body = peekBody(c)
 		}
-		before, hadBefore := a.fields(ctx, action, e)
+		var before map[string]audit.Field
+		hadBefore := false
+		if action != audit.JobCreate && action != audit.ChannelCreate {
+			// a creation that succeeds had nothing before it: no read (one ZooKeeper read less a creation)
+			before, hadBefore = a.fields(ctx, action, e)
+		}
 		err := next(c)
 		e.Status = c.Response().Status
 		if err != nil {
@@ -234,11 +239,11 @@ func (a *auditor) fields(ctx context.Context, action audit.Action, e audit.Entry
 		if e.Job == "" {
 			return nil, false
 		}
-		v, err := a.svc.GetJob(ctx, e.Job)
+		cfg, err := a.svc.JobConfig(ctx, e.Job)
 		if err != nil {
 			return nil, false
 		}
-		return audit.JobFields(v.JobConfig), true
+		return audit.JobFields(cfg), true
 	case audit.ChannelCreate, audit.ChannelReplace, audit.ChannelDelete:
 		if e.Channel == "" || a.channels == nil {
 			return nil, false

@@ -36,6 +36,7 @@ import (
 type Service interface {
 	CreateJob(ctx context.Context, cfg ejserver.JobConfig) (service.JobView, string, error)
 	GetJob(ctx context.Context, name string) (service.JobView, error)
+	JobConfig(ctx context.Context, name string) (ejserver.JobConfig, error)
 	ListJobs(ctx context.Context, f service.JobFilter) (service.JobPage, error)
 	ReplaceJob(ctx context.Context, name string, cfg ejserver.JobConfig, check service.VersionCheck, guard service.Guard) (service.JobView, string, error)
 	DeleteJob(ctx context.Context, name string) error

@@ -245,16 +245,30 @@ func (s *Service) checkJob(cfg *ejserver.JobConfig) error {
 
 // GetJob reads one job.
 func (s *Service) GetJob(ctx context.Context, name string) (JobView, error) {
-	if err := ejserver.ValidateJobName(name); err != nil {
-		return JobView{}, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", name)
-	}
-	cfg, version, err := s.reg.GetJob(name)
+	cfg, version, err := s.storedJob(name)
 	if err != nil {
 		return JobView{}, err
 	}
 	v := s.view(cfg, version, s.reg.Job(name))
 	s.addHistory(ctx, []*JobView{&v})
 	return v, nil
+}
+
+// JobConfig reads one job's stored config, a change made a moment ago included, and nothing else: the audit
+// trail's before and after of a change. GetJob's view adds the job's statistics, three history queries, which
+// were ~35 % of a peer's CPU while a registration of 10,000 jobs went through it (a creation's audit entry
+// read the new job's view).
+func (s *Service) JobConfig(ctx context.Context, name string) (ejserver.JobConfig, error) {
+	cfg, _, err := s.storedJob(name)
+	return cfg, err
+}
+
+// storedJob reads a job's config and its version from ZooKeeper; ENOTFOUND for a name no job can have.
+func (s *Service) storedJob(name string) (ejserver.JobConfig, int32, error) {
+	if err := ejserver.ValidateJobName(name); err != nil {
+		return ejserver.JobConfig{}, 0, ejserver.Errorf(ejserver.ENOTFOUND, "job %q not found", name)
+	}
+	return s.reg.GetJob(name)
 }
 
 // JobFilter selects jobs in a listing.
