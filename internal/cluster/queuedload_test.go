@@ -9,9 +9,9 @@ import (
 )
 
 // TestEventsOfAJobWaitingForItsLoadQueueNoReads: the events of a job whose first load waits in the queue (a
-// registration's burst) queue nothing but that load, which reads every node they reported; once loaded, the
+// registration's burst) queue nothing but that load and the items' reads (firstLoadReads); once loaded, the
 // job holds what the events reported (its instances, leader, servers, items' owners). Without it, each
-// instance, server, leader and item node created meanwhile queued a read of its own, run after the load.
+// config, instance, server, leader and folder node created meanwhile queued a read of its own as well.
 func TestEventsOfAJobWaitingForItsLoadQueueNoReads(t *testing.T) {
 	ns := zktest.Namespace("queued-load")
 	a := startPeerAt(t, zktest.Addr(t), ns, "10.0.0.1@-@1", "10.0.0.1", false)
@@ -68,8 +68,9 @@ func TestEventsOfAJobWaitingForItsLoadQueueNoReads(t *testing.T) {
 	}
 	b.r.w.mu.Unlock()
 	blocker.refreshMu.Unlock()
-	if got, want := countsByKind(queued), fmt.Sprintf("load=%d", jobs+1); got != want {
-		t.Errorf("b queued %q for the jobs created while its worker was held, want %q: their loads and nothing else", got, want)
+	// the items' nodes and the sharding folder are read again after the load (firstLoadReads)
+	if got, want := countsByKind(queued), fmt.Sprintf("item_instance=%d load=%d sharding=%d", 2*jobs+1, jobs+1, jobs+1); got != want {
+		t.Errorf("b queued %q for the jobs created while its worker was held, want %q: their loads and the items' reads", got, want)
 	}
 
 	for i := range jobs {
