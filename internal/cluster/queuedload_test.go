@@ -57,11 +57,12 @@ func TestEventsOfAJobWaitingForItsLoadQueueNoReads(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	queued := map[refreshKind]int{} // of the jobs created while b's worker was held
+	// of the jobs created while b's worker was held, before zz-last (whose own events may still be coming)
+	queued := map[refreshKind]int{}
 	b.r.w.mu.Lock()
 	for _, q := range b.r.w.lanes {
 		for _, k := range q {
-			if k.job != "blocker" {
+			if k.job != "blocker" && k.job != "zz-last" {
 				queued[k.kind]++
 			}
 		}
@@ -69,7 +70,7 @@ func TestEventsOfAJobWaitingForItsLoadQueueNoReads(t *testing.T) {
 	b.r.w.mu.Unlock()
 	blocker.refreshMu.Unlock()
 	// the items' nodes and the sharding folder are read again after the load (firstLoadReads)
-	if got, want := countsByKind(queued), fmt.Sprintf("item_instance=%d load=%d sharding=%d", 2*jobs+1, jobs+1, jobs+1); got != want {
+	if got, want := countsByKind(queued), fmt.Sprintf("item_instance=%d load=%d sharding=%d", 2*jobs, jobs, jobs); got != want {
 		t.Errorf("b queued %q for the jobs created while its worker was held, want %q: their loads and the items' reads", got, want)
 	}
 

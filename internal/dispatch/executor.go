@@ -178,6 +178,8 @@ type Executor struct {
 	me     cluster.Identity
 	// unrecorded is recordEnd's warning, once per 10 s at most: a saturated history store makes it every item's
 	unrecorded *ratelog.Warning
+	// noTraces: the Recorder keeps no status traces (StatusTracer), so fires build no task (newTask)
+	noTraces bool
 
 	mu      sync.Mutex
 	running map[itemKey]*itemRun
@@ -286,6 +288,9 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{}, owed: map[itemKey][]time.Time{},
 	}
 	e.unrecorded = ratelog.New(e.log, e.clk, 10*time.Second, "item's end acknowledged before its history record was committed")
+	if st, ok := cfg.Recorder.(StatusTracer); ok {
+		e.noTraces = !st.StatusTraces()
+	}
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
 	e.soft, e.softCancel = context.WithCancel(e.hard)
 	return e

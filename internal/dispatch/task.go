@@ -38,7 +38,7 @@ type StatusTracer interface{ StatusTraces() bool }
 // Recorder keeps no status traces (--history-status-traces=false): a task's ids and messages would be built at
 // every fire for nothing.
 func (e *Executor) newTask(id, job string, source ejserver.Source, items []int) *task {
-	if st, ok := e.cfg.Recorder.(StatusTracer); ok && !st.StatusTraces() {
+	if e.noTraces {
 		return nil
 	}
 	t := &task{id: id, job: job, source: source, failover: source == ejserver.SourceFailover,

@@ -18,11 +18,8 @@ func (s *Service) JobLabel(ctx context.Context, name string) (string, error) {
 	if snap := s.reg.Job(name); snap != nil {
 		return snap.Config.Label, nil
 	}
-	cfg, _, err := s.reg.GetJob(name)
-	if err != nil {
-		return "", err
-	}
-	return cfg.Label, nil
+	cfg, err := s.JobConfig(ctx, name)
+	return cfg.Label, err
 }
 
 // JobsLabeled returns the names of the jobs whose label is one of labels, from the registry cache.
