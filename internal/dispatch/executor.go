@@ -328,7 +328,8 @@ func (e *Executor) RunFailover(job string, item int, run cluster.Running, runnin
 	})
 }
 
-// CancelJob aborts the job's in-flight streaming and retries (the job was disabled or deleted).
+// CancelJob stops the job's deliveries between requests (the job was disabled or deleted): no retry, streaming
+// iteration or wait for a slot follows; a request already sent runs to its answer.
 func (e *Executor) CancelJob(job string) {
 	e.mu.Lock()
 	jc := e.jobCtx[job]
@@ -341,7 +342,7 @@ func (e *Executor) CancelJob(job string) {
 	}
 	e.mu.Unlock()
 	if jc != nil {
-		jc.cancel()
+		jc.cancel(errJobHalted)
 	}
 }
 
@@ -599,6 +600,8 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	if e.cfg.NextFire != nil && !req.source.OnRequest() {
 		deadline = e.cfg.NextFire(req.job)
 	}
+	halt, release := e.ctxFor(req.job)
+	defer release()
 	dep := e.cfg.Activity.departure()
 	d := webhook.Delivery{
 		Payload: webhook.Payload{
@@ -610,7 +613,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		},
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
-		Sent: dep.left,
+		Sent: dep.left, Halt: halt,
 	}
 	if e.cfg.Async != nil {
 		d.Callback, d.Payload.LeaseSeconds = e.cfg.Async.Callback(executionID), cfg.Async.LeaseSeconds

@@ -239,6 +239,7 @@ func (f *fakeRegistry) Me() cluster.Identity {
 type fakeSender struct {
 	mu      sync.Mutex
 	got     []webhook.Payload
+	halts   []context.Context // each delivery's Halt, in the order of got
 	hold    map[int]chan struct{}
 	stall   map[int]chan struct{}
 	arrived chan webhook.Payload
@@ -257,6 +258,7 @@ func (s *fakeSender) Send(ctx context.Context, p *webhook.Prepared) webhook.Resu
 	d := p.Delivery()
 	s.mu.Lock()
 	s.got = append(s.got, d.Payload)
+	s.halts = append(s.halts, d.Halt)
 	h, st := s.hold[d.Payload.ShardingItem], s.stall[d.Payload.ShardingItem]
 	s.mu.Unlock()
 	if st != nil {

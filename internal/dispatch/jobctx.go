@@ -1,25 +1,33 @@
 package dispatch
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
-// jobContext is the context of a job's in-flight requests, cancelled by CancelJob (the job was disabled or
-// deleted) or at the end of a drain. It is held only while the job has a request in flight: a context kept
+// jobContext is what halts a job's deliveries between their requests (webhook.Delivery.Halt): cancelled by
+// CancelJob (the job was disabled or deleted) or at the end of a drain. A request already sent is not
+// aborted by it: the receiver may be doing the work, and the item records what it answers. It is held only
+// while the job has an item on its way: a context kept
 // for every job that ever fired cost each peer ~0.25 KB a job (the cancelCtx, and the children map its
 // first item's context left in it), ~5 MB at 20,000 jobs.
 type jobContext struct {
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	users  int
 }
 
-// ctxFor returns the context of a job's requests and its release, to be called once when the request is
-// over: the last release lets the context go.
+// errJobHalted is the cause a disabled or deleted job's deliveries stop with.
+var errJobHalted = errors.New("the job was disabled or deleted")
+
+// ctxFor returns the context that halts a job's deliveries and its release, to be called once when the
+// item is over: the last release lets the context go.
 func (e *Executor) ctxFor(job string) (context.Context, func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	jc := e.jobCtx[job]
 	if jc == nil {
-		ctx, cancel := context.WithCancel(e.hard)
+		ctx, cancel := context.WithCancelCause(e.hard)
 		jc = &jobContext{ctx: ctx, cancel: cancel}
 		e.jobCtx[job] = jc
 	}
@@ -33,7 +41,7 @@ func (e *Executor) ctxFor(job string) (context.Context, func()) {
 		}
 		e.mu.Unlock()
 		if last {
-			jc.cancel()
+			jc.cancel(nil)
 		}
 	}
 }

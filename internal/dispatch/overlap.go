@@ -131,7 +131,7 @@ func (e *Executor) cancelLease(job string, item int, executionID, cause string) 
 // releases the context.
 func (e *Executor) itemContext(req fireRequest, item int, executionID string) (ctx context.Context,
 	endSpan func(webhook.Result, time.Duration), cancelled func() (string, bool), stop func()) {
-	ctx, endSpan, release := e.itemSpan(req, item, executionID)
+	ctx, endSpan = e.itemSpan(req, item, executionID)
 	ctx, cancel := context.WithCancelCause(ctx)
 	if !req.overlap {
 		e.mu.Lock()
@@ -153,10 +153,7 @@ func (e *Executor) itemContext(req fireRequest, item int, executionID string) (c
 		}
 		return "", false
 	}
-	return ctx, endSpan, cancelled, func() {
-		cancel(nil) // first: the item's cause is settled before the job's context may go
-		release()
-	}
+	return ctx, endSpan, cancelled, func() { cancel(nil) }
 }
 
 // markCancelled records a run that CANCEL_PREVIOUS or its workflow run's cancel ended as cancelled rather

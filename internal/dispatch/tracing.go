@@ -36,13 +36,12 @@ func noEnd() {}
 
 // itemSpan returns the context an item's webhook is sent in: with the item's span (a child of the fire's)
 // when tracing is on, else with the item's derived span context, so that its requests carry a traceparent
-// either way. The returned function ends the span with the outcome; release ends the context's hold on the
-// job's context (jobctx.go), once the item's requests are over.
+// either way; the drain's bound aborts it. The returned function ends the span with the outcome.
 func (e *Executor) itemSpan(req fireRequest, item int, executionID string) (ctx context.Context,
-	end func(webhook.Result, time.Duration), release func()) {
-	ctx, release = e.ctxFor(req.job)
+	end func(webhook.Result, time.Duration)) {
+	ctx = e.hard
 	if !e.tracer.On() {
-		return trace.ContextWithSpanContext(ctx, tracing.Derived(req.span, executionID)), noItemEnd, release
+		return trace.ContextWithSpanContext(ctx, tracing.Derived(req.span, executionID)), noItemEnd
 	}
 	if req.span.IsValid() {
 		ctx = trace.ContextWithSpanContext(ctx, req.span)
@@ -56,7 +55,7 @@ func (e *Executor) itemSpan(req fireRequest, item int, executionID string) (ctx 
 			span.SetStatus(codes.Error, res.FailureCause)
 		}
 		span.End()
-	}, release
+	}
 }
 
 func noItemEnd(webhook.Result, time.Duration) {}

@@ -94,6 +94,11 @@ type Delivery struct {
 	// Deadline (the item's next fire; zero = none): no attempt starts and no back-off sleeps past it. An
 	// attempt already running is bounded by its own timeouts, not by the deadline.
 	Deadline time.Time
+	// Halt, if set, stops the delivery between requests when it is done (the job was disabled or deleted): no
+	// retry, streaming iteration, back-off or wait for a request slot follows, but a request already on its way
+	// runs to its answer or its own timeouts, so that what is recorded is what the receiver answered. The
+	// context passed to Send aborts the request too (a shutdown's bound, CANCEL_PREVIOUS).
+	Halt context.Context
 	// Sent, if set, is called when a request of the delivery has been written to its connection, and when
 	// an attempt has to wait for a request slot: the caller's work is then no longer what holds it back. It
 	// may be called more than once, from a goroutine of net/http, and must be quick.
@@ -273,8 +278,9 @@ func (s *Sender) dial(ctx context.Context, network, addr string) (net.Conn, erro
 }
 
 // Deliver delivers d: retries per d.Retry, and for a streaming delivery, re-POSTs while the receiver
-// answers {"hasMore": true}. It returns when the item succeeded, failed for good, the deadline stopped it, or
-// ctx was cancelled (job disabled, peer shutting down).
+// answers {"hasMore": true}. It returns when the item succeeded, failed for good, the deadline stopped it,
+// d.Halt stopped it between requests (job disabled or deleted), or ctx was cancelled (the peer's shutdown
+// bound, CANCEL_PREVIOUS), which aborts a request in flight too.
 func (s *Sender) Deliver(ctx context.Context, d Delivery) Result {
 	return s.Send(ctx, s.Prepare(d))
 }
@@ -331,6 +337,8 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 		log.warn("webhook not sent", "err", pr.err)
 		return res
 	}
+	between, stop := betweenRequests(ctx, d.Halt)
+	defer stop()
 	first := max(d.FirstIteration, 1)
 	for iteration := first; ; iteration++ {
 		it := iterationNumber(d, iteration)
@@ -338,17 +346,33 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 		if iteration == first {
 			from = max(d.FirstAttempt, 1)
 		}
-		more := s.deliverIteration(ctx, d, prep, it, from, &res, log)
+		more := s.deliverIteration(ctx, between, d, prep, it, from, &res, log)
 		if res.Attempts > 0 {
 			res.Iterations = iteration - first + 1
 		}
 		if !res.Success || !more || res.Accepted {
 			return res
 		}
-		if ctx.Err() != nil || s.pastDeadline(d.Deadline) {
+		if between.Err() != nil || s.pastDeadline(d.Deadline) {
 			res.HasMore = true
 			return res
 		}
+	}
+}
+
+// betweenRequests is the context a delivery's steps between requests run in: done when ctx or halt is.
+func betweenRequests(ctx, halt context.Context) (context.Context, func()) {
+	if halt == nil {
+		return ctx, func() {}
+	}
+	between, cancel := context.WithCancelCause(ctx)
+	if halt.Err() != nil {
+		cancel(context.Cause(halt)) // AfterFunc would run it on a goroutine of its own, after the first check
+	}
+	stop := context.AfterFunc(halt, func() { cancel(context.Cause(halt)) })
+	return between, func() {
+		stop()
+		cancel(nil)
 	}
 }
 
@@ -384,25 +408,26 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 }
 
 // deliverIteration sends one message (iteration it, 0 when not streaming) with retries, recording into res.
-// It reports whether the receiver answered 2xx with {"hasMore": true}.
-func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, it, from int, res *Result, log itemLog) bool {
+// Its requests run in ctx, the waits and checks between them in between (ctx, or d.Halt). It reports whether
+// the receiver answered 2xx with {"hasMore": true}.
+func (s *Sender) deliverIteration(ctx, between context.Context, d Delivery, p *prepared, it, from int, res *Result, log itemLog) bool {
 	maxAttempts := max(d.Retry.MaxAttempts, 1)
 	var wait time.Duration
 	res.Success, res.Permanent = false, false
 	for n := from; ; n++ {
-		if err := ctx.Err(); err != nil {
-			res.FailureCause = appendCause(res.FailureCause, "cancelled before attempt "+strconv.Itoa(n)+": "+context.Cause(ctx).Error())
+		if err := between.Err(); err != nil {
+			res.FailureCause = appendCause(res.FailureCause, "cancelled before attempt "+strconv.Itoa(n)+": "+context.Cause(between).Error())
 			return false
 		}
 		if s.pastDeadline(d.Deadline) {
 			res.FailureCause = appendCause(res.FailureCause, "deadline (the item's next fire) reached before attempt "+strconv.Itoa(n))
 			return false
 		}
-		release, err := s.acquire(ctx, d)
+		release, err := s.acquire(between, d)
 		if err != nil {
 			reason := "deadline (the item's next fire) reached while waiting for a request slot"
 			if !errors.Is(err, errStopWaiting) {
-				reason = "cancelled while waiting for a request slot: " + context.Cause(ctx).Error()
+				reason = "cancelled while waiting for a request slot: " + context.Cause(between).Error()
 			}
 			res.FailureCause = appendCause(res.FailureCause, reason)
 			return false
@@ -436,8 +461,8 @@ func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, 
 				"not retried: attempt %d would start after the item's next fire at %s", n+1, d.Deadline.UTC().Format(time.RFC3339)))
 			return false
 		}
-		if err := s.sleep(ctx, wait); err != nil {
-			res.FailureCause = appendCause(res.FailureCause, "retry cancelled: "+context.Cause(ctx).Error())
+		if err := s.sleep(between, wait); err != nil {
+			res.FailureCause = appendCause(res.FailureCause, "retry cancelled: "+context.Cause(between).Error())
 			return false
 		}
 	}

@@ -614,6 +614,59 @@ func TestCancellation(t *testing.T) {
 			t.Fatalf("result = %+v", res)
 		}
 	})
+	// Halt (the job disabled or deleted) lets the request on its way finish: the receiver may be doing the
+	// work, and its answer is what is recorded (seed 20 of the nemesis soak recorded a failure for a 200).
+	for _, tc := range []struct {
+		name   string
+		status int
+		check  func(Result) bool
+	}{
+		{"halted during a request", 200, func(r Result) bool { return r.Success && r.StatusCode == 200 && r.FailureCause == "" }},
+		{"halted during a request that fails: no retry", 503, func(r Result) bool {
+			return !r.Success && r.FailureCause == "HTTP 503 Service Unavailable; retry cancelled: the job was disabled or deleted"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			halt, stop := context.WithCancelCause(context.Background())
+			rec := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+				stop(errors.New("the job was disabled or deleted"))
+				w.WriteHeader(tc.status)
+			})
+			s, _ := newTestSender(t, Config{})
+			d := testDelivery(rec.URL)
+			d.Halt = halt
+			if res := s.Deliver(context.Background(), d); !tc.check(res) || res.Attempts != 1 || rec.count() != 1 {
+				t.Fatalf("result = %+v", res)
+			}
+		})
+	}
+	t.Run("halted during back-off", func(t *testing.T) {
+		rec := newRecorder(t, status(503))
+		s, clk := newTestSender(t, Config{})
+		halt, stop := context.WithCancelCause(context.Background())
+		d := testDelivery(rec.URL)
+		d.Halt = halt
+		done := make(chan Result, 1)
+		go func() { done <- s.Deliver(context.Background(), d) }()
+		<-clk.sleeps
+		stop(errors.New("the job was disabled or deleted"))
+		res := <-done
+		if res.Success || res.Attempts != 1 || !strings.Contains(res.FailureCause, "retry cancelled: the job was disabled") {
+			t.Fatalf("result = %+v", res)
+		}
+	})
+	t.Run("halted before the first attempt", func(t *testing.T) {
+		rec := newRecorder(t, status(200))
+		s, _ := newTestSender(t, Config{})
+		halt, stop := context.WithCancelCause(context.Background())
+		stop(errors.New("the job was disabled or deleted"))
+		d := testDelivery(rec.URL)
+		d.Halt = halt
+		res := s.Deliver(context.Background(), d)
+		if res.Attempts != 0 || rec.count() != 0 || !strings.Contains(res.FailureCause, "cancelled before attempt 1: the job was disabled") {
+			t.Fatalf("result = %+v", res)
+		}
+	})
 	t.Run("before the first attempt", func(t *testing.T) {
 		rec := newRecorder(t, status(200))
 		s, _ := newTestSender(t, Config{})
