@@ -2,8 +2,10 @@ package history
 
 import (
 	"database/sql"
+	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,20 +32,94 @@ func TestExplainPeerMaxReadsOneMinute(t *testing.T) {
 // computation from the rows (the peers' largest values now read again off the rows).
 func TestMigration13KeepsAHistory(t *testing.T) {
 	t.Parallel()
+	migrationKeepsAHistory(t, 13, []string{
+		"CREATE INDEX execution_stats_minute_peer_duration ON EXECUTION_STATS_MINUTE (minute, instance_id, dur_max)",
+		"CREATE INDEX execution_stats_minute_peer_lateness ON EXECUTION_STATS_MINUTE (minute, instance_id, late_max)",
+	}, func(s *sqliteStore) {
+		var left int
+		if err := s.r.QueryRowContext(testCtx(t), `SELECT COUNT(*) FROM sqlite_schema WHERE name IN
+			('execution_stats_minute_peer_duration', 'execution_stats_minute_peer_lateness')`).Scan(&left); err != nil || left != 0 {
+			t.Errorf("indexes left after 0013: %d, %v", left, err)
+		}
+	})
+}
+
+// TestMigration14KeepsAHistory upgrades a file of schema version 13 (the job level of the rollup keyed by job
+// first, with its period indexes) to 14: the cells are copied, keyed by their period first, the period
+// indexes are gone, and the rollup stays equal to its computation from the rows as more is written, replaced
+// and pruned.
+func TestMigration14KeepsAHistory(t *testing.T) {
+	t.Parallel()
+	migrationKeepsAHistory(t, 14, []string{
+		`CREATE TABLE EXECUTION_STATS_MINUTE_J (job_name TEXT NOT NULL, minute INTEGER NOT NULL, instance_id TEXT NOT NULL,
+			peer_fires INTEGER NOT NULL DEFAULT 0, items INTEGER NOT NULL DEFAULT 0, success INTEGER NOT NULL DEFAULT 0,
+			failure INTEGER NOT NULL DEFAULT 0, running INTEGER NOT NULL DEFAULT 0, misfire INTEGER NOT NULL DEFAULT 0,
+			failover INTEGER NOT NULL DEFAULT 0, manual INTEGER NOT NULL DEFAULT 0, dur_n INTEGER NOT NULL DEFAULT 0,
+			dur_sum INTEGER NOT NULL DEFAULT 0, dur_max INTEGER, late_n INTEGER NOT NULL DEFAULT 0,
+			late_sum INTEGER NOT NULL DEFAULT 0, late_max INTEGER, hostname TEXT NOT NULL DEFAULT '',
+			ip TEXT NOT NULL DEFAULT '', PRIMARY KEY (job_name, minute, instance_id)) STRICT, WITHOUT ROWID`,
+		`INSERT INTO EXECUTION_STATS_MINUTE_J (job_name, minute, instance_id, peer_fires, items, success, failure, running,
+			misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum, late_max, hostname, ip)
+			SELECT job_name, minute, instance_id, peer_fires, items, success, failure, running, misfire, failover,
+			manual, dur_n, dur_sum, dur_max, late_n, late_sum, late_max, hostname, ip FROM EXECUTION_STATS_MINUTE`,
+		"DROP TABLE EXECUTION_STATS_MINUTE",
+		"ALTER TABLE EXECUTION_STATS_MINUTE_J RENAME TO EXECUTION_STATS_MINUTE",
+		"CREATE INDEX execution_stats_minute_minute ON EXECUTION_STATS_MINUTE (minute)",
+		`CREATE TABLE EXECUTION_FIRES_MINUTE_J (job_name TEXT NOT NULL, minute INTEGER NOT NULL,
+			fires INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (job_name, minute)) STRICT, WITHOUT ROWID`,
+		"INSERT INTO EXECUTION_FIRES_MINUTE_J (job_name, minute, fires) SELECT job_name, minute, fires FROM EXECUTION_FIRES_MINUTE",
+		"DROP TABLE EXECUTION_FIRES_MINUTE",
+		"ALTER TABLE EXECUTION_FIRES_MINUTE_J RENAME TO EXECUTION_FIRES_MINUTE",
+		"CREATE INDEX execution_fires_minute_minute ON EXECUTION_FIRES_MINUTE (minute)",
+		`CREATE TABLE EXECUTION_STATS_HIST_J (job_name TEXT NOT NULL, hour INTEGER NOT NULL, instance_id TEXT NOT NULL,
+			kind TEXT NOT NULL, bin INTEGER NOT NULL, n INTEGER NOT NULL DEFAULT 0,
+			PRIMARY KEY (job_name, hour, instance_id, kind, bin)) STRICT, WITHOUT ROWID`,
+		`INSERT INTO EXECUTION_STATS_HIST_J (job_name, hour, instance_id, kind, bin, n)
+			SELECT job_name, hour, instance_id, kind, bin, n FROM EXECUTION_STATS_HIST`,
+		"DROP TABLE EXECUTION_STATS_HIST",
+		"ALTER TABLE EXECUTION_STATS_HIST_J RENAME TO EXECUTION_STATS_HIST",
+		"CREATE INDEX execution_stats_hist_hour ON EXECUTION_STATS_HIST (hour)",
+	}, func(s *sqliteStore) {
+		rows, err := s.r.QueryContext(testCtx(t), `SELECT name, sql FROM sqlite_schema
+			WHERE name IN ('EXECUTION_STATS_MINUTE', 'EXECUTION_FIRES_MINUTE', 'EXECUTION_STATS_HIST')
+			OR name IN ('execution_stats_minute_minute', 'execution_fires_minute_minute', 'execution_stats_hist_hour')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = rows.Close() }()
+		want := map[string]string{"EXECUTION_STATS_MINUTE": "PRIMARY KEY (minute, job_name, instance_id)",
+			"EXECUTION_FIRES_MINUTE": "PRIMARY KEY (minute, job_name)",
+			"EXECUTION_STATS_HIST":   "PRIMARY KEY (hour, job_name, instance_id, kind, bin)"}
+		for rows.Next() {
+			var name, stmt string
+			if err := rows.Scan(&name, &stmt); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(stmt, want[name]) || want[name] == "" {
+				t.Errorf("after 0014, %s: %s", name, stmt)
+			}
+			delete(want, name)
+		}
+		if len(want) != 0 {
+			t.Errorf("tables missing after 0014: %v", want)
+		}
+	})
+}
+
+// migrationKeepsAHistory writes a history, takes the file back to the schema before version (the downgrade's
+// statements, and no record of version), opens it again and checks that version's migration kept every row
+// and cell (migrated checks the schema), then writes, replaces with shorter ends and prunes, checking the
+// rollup against its computation from the rows after each step.
+func migrationKeepsAHistory(t *testing.T, version int, downgrade []string, migrated func(*sqliteStore)) {
 	ctx := testCtx(t)
 	dsn := filepath.Join(t.TempDir(), "history.db")
-	r := rand.New(rand.NewPCG(13, 21))
+	r := rand.New(rand.NewPCG(uint64(version), 21))
 	starts, later := randomHistory(r, 400)
 	s := openDSN(t, dsn).(*sqliteStore)
 	mustWrite(t, s, starts...)
 	mustWrite(t, s, later[:len(later)/2]...)
 
-	// back to version 12: its indexes, and no record of 13
-	for _, stmt := range []string{
-		"CREATE INDEX execution_stats_minute_peer_duration ON EXECUTION_STATS_MINUTE (minute, instance_id, dur_max)",
-		"CREATE INDEX execution_stats_minute_peer_lateness ON EXECUTION_STATS_MINUTE (minute, instance_id, late_max)",
-		"DELETE FROM schema_migrations WHERE version = 13",
-	} {
+	for _, stmt := range append(downgrade, "DELETE FROM schema_migrations WHERE version = "+strconv.Itoa(version)) {
 		if _, err := s.w.ExecContext(ctx, stmt); err != nil {
 			t.Fatal(err)
 		}
@@ -54,16 +130,12 @@ func TestMigration13KeepsAHistory(t *testing.T) {
 	}
 
 	s = openDSN(t, dsn).(*sqliteStore)
-	if n := countMigrations(t, "sqlite", dsn); n != 13 {
-		t.Errorf("schema_migrations has %d rows, want 13", n)
+	if n, want := countMigrations(t, "sqlite", dsn), len(sqliteMigrationFiles(t)); n != want {
+		t.Errorf("schema_migrations has %d rows, want %d", n, want)
 	}
-	var left int
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE name IN
-		('execution_stats_minute_peer_duration', 'execution_stats_minute_peer_lateness')`).Scan(&left); err != nil || left != 0 {
-		t.Errorf("indexes left after 0013: %d, %v", left, err)
-	}
+	migrated(s)
 	if after := tableCounts(t, s.r); after != before {
-		t.Errorf("rows before 0013 %v, after %v", before, after)
+		t.Errorf("rows before %04d %v, after %v", version, before, after)
 	}
 	checkRollupTables(t, s, "migrated")
 
@@ -101,4 +173,14 @@ func tableCounts(t *testing.T, db *sql.DB) [7]int64 {
 		}
 	}
 	return out
+}
+
+// sqliteMigrationFiles lists SQLite's migrations.
+func sqliteMigrationFiles(t *testing.T) []fs.DirEntry {
+	t.Helper()
+	files, err := migrationFS.ReadDir("migrations/sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

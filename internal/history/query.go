@@ -60,6 +60,9 @@ type dialect struct {
 	epochMicros func(col string) string
 	// isTrue is the condition "the boolean column is true".
 	isTrue func(col string) string
+	// rollupTimeFirst: the job level of the stats' rollup is keyed by its period first (SQLite's migration
+	// 0014), so a job's cells are read a period at a time (statsAggregator.rollupFrom).
+	rollupTimeFirst bool
 }
 
 var (
@@ -74,6 +77,8 @@ var (
 		timeArg:     func(t time.Time) any { return micros(normalize(t)) },
 		epochMicros: func(col string) string { return col },
 		isTrue:      func(col string) string { return "(" + col + " <> 0)" },
+
+		rollupTimeFirst: true,
 	}
 )
 

@@ -109,8 +109,8 @@ func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []r
 	d.Fires(after)
 
 	cells := slices.SortedFunc(maps.Keys(d.Cells), func(a, b rollup.CellKey) int {
-		return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Instance, b.Instance))
-	})
+		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Job, b.Job), cmp.Compare(a.Instance, b.Instance))
+	}) // in the key's order (0014: the minute first)
 	rows := make([][]any, 0, len(cells))
 	for _, k := range cells {
 		rows = append(rows, append([]any{k.Job, k.Minute, k.Instance}, countsArgs(d.Cells[k])...))
@@ -170,7 +170,7 @@ func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []r
 
 	rows = rows[:0]
 	for _, k := range slices.SortedFunc(maps.Keys(d.JobFires), func(a, b rollup.JobMinute) int {
-		return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Minute, b.Minute))
+		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Job, b.Job))
 	}) {
 		rows = append(rows, []any{k.Job, k.Minute, d.JobFires[k]})
 	}
@@ -186,7 +186,7 @@ func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []r
 	}
 	rows = rows[:0]
 	for _, k := range slices.SortedFunc(maps.Keys(d.Hist), func(a, b rollup.HistKey) int {
-		return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Hour, b.Hour), cmp.Compare(a.Instance, b.Instance),
+		return cmp.Or(cmp.Compare(a.Hour, b.Hour), cmp.Compare(a.Job, b.Job), cmp.Compare(a.Instance, b.Instance),
 			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Bin, b.Bin))
 	}) {
 		rows = append(rows, []any{k.Job, k.Hour, k.Instance, k.Kind, k.Bin, d.Hist[k]})
@@ -271,17 +271,17 @@ var (
 	rollupCellUpsert = rollupUpsert{"EXECUTION_STATS_MINUTE", `INSERT INTO EXECUTION_STATS_MINUTE (job_name, minute, instance_id, peer_fires,
 		items, success, failure, running, misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum,
 		late_max, hostname, ip) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		` ON CONFLICT (job_name, minute, instance_id)` + rollupCounts}
+		` ON CONFLICT (minute, job_name, instance_id)` + rollupCounts}
 	rollupPeerUpsert = rollupUpsert{"EXECUTION_PEER_STATS_MINUTE", `INSERT INTO EXECUTION_PEER_STATS_MINUTE (minute, instance_id, peer_fires,
 		items, success, failure, running, misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum,
 		late_max, hostname, ip) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		` ON CONFLICT (minute, instance_id)` + rollupCounts}
 	rollupFiresUpsert = rollupUpsert{"EXECUTION_FIRES_MINUTE", `INSERT INTO EXECUTION_FIRES_MINUTE (job_name, minute, fires) VALUES `,
-		"(?, ?, ?)", ` ON CONFLICT (job_name, minute) DO UPDATE SET fires = fires + excluded.fires`}
+		"(?, ?, ?)", ` ON CONFLICT (minute, job_name) DO UPDATE SET fires = fires + excluded.fires`}
 	rollupClusterFiresUpsert = rollupUpsert{"EXECUTION_CLUSTER_FIRES_MINUTE", `INSERT INTO EXECUTION_CLUSTER_FIRES_MINUTE (minute, fires) VALUES `,
 		"(?, ?)", ` ON CONFLICT (minute) DO UPDATE SET fires = fires + excluded.fires`}
 	rollupHistUpsert = rollupUpsert{"EXECUTION_STATS_HIST", `INSERT INTO EXECUTION_STATS_HIST (job_name, hour, instance_id, kind, bin, n) VALUES `,
-		"(?, ?, ?, ?, ?, ?)", ` ON CONFLICT (job_name, hour, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
+		"(?, ?, ?, ?, ?, ?)", ` ON CONFLICT (hour, job_name, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
 	rollupPeerHistUpsert = rollupUpsert{"EXECUTION_PEER_STATS_HIST", `INSERT INTO EXECUTION_PEER_STATS_HIST (hour, instance_id, kind, bin, n) VALUES `,
 		"(?, ?, ?, ?, ?)", ` ON CONFLICT (hour, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
 )

@@ -131,8 +131,8 @@ func (a statsAggregator) counts(ctx context.Context, rawKey, rollupKey func(*que
 	q := &query{d: a.s.d}
 	q.write("SELECT CAST(", rollupKey(q), " AS TEXT), ", fires, sum("items"), sum("success"), sum("failure"), sum("running"),
 		sum("misfire"), sum("failover"), sum("manual"), sum("dur_n"), sum("dur_sum"), ", MAX(dur_max)", sum("late_n"),
-		sum("late_sum"), ", MAX(late_max), MAX(hostname), MAX(ip) FROM ", a.tables().minute)
-	a.rollupWindow(q, "minute", a.plan.minutes)
+		sum("late_sum"), ", MAX(late_max), MAX(hostname), MAX(ip)")
+	a.rollupFrom(q, a.tables().minute, "minute", a.plan.minutes)
 	q.write(" GROUP BY 1 HAVING SUM(items) <> 0")
 	err := a.run(ctx, q, func(row rowScanner) error {
 		k, c, err := scanAcc(row)
@@ -146,8 +146,8 @@ func (a statsAggregator) counts(ctx context.Context, rawKey, rollupKey func(*que
 	}
 	// the jobs' fires: a fire with items on two peers is one
 	f := &query{d: a.s.d}
-	f.write("SELECT CAST(", rollupKey(f), " AS TEXT), CAST(SUM(fires) AS BIGINT) FROM ", a.tables().fires)
-	a.rollupWindow(f, "minute", a.plan.minutes)
+	f.write("SELECT CAST(", rollupKey(f), " AS TEXT), CAST(SUM(fires) AS BIGINT)")
+	a.rollupFrom(f, a.tables().fires, "minute", a.plan.minutes)
 	f.write(" GROUP BY 1")
 	return a.run(ctx, f, func(row rowScanner) error {
 		var (
@@ -162,6 +162,25 @@ func (a statsAggregator) counts(ctx context.Context, rawKey, rollupKey func(*que
 		}
 		return nil
 	})
+}
+
+// rollupFrom writes the FROM clause of a read of table's cells of the periods r (col: minute or hour) and the
+// conditions: the job or the job set, and the range. Where the job level is keyed by the period first
+// (SQLite), a job's cells, or those of a set of names, are read a period at a time: a range of the periods
+// would read every job's cells in it (100,000 a minute at 100,000 jobs), so the periods are listed (a
+// recursive CTE, ~1,440 a day of minutes) and each seeks (period, job). A set with prefixes reads the range.
+func (a statsAggregator) rollupFrom(q *query, table, col string, r [2]int64) {
+	perPeriod := a.s.d.rollupTimeFirst && a.tables() == jobRollup &&
+		(a.oneJob || a.sq.Jobs != nil && len(a.sq.Jobs.Prefixes) == 0)
+	if !perPeriod {
+		q.write(" FROM ", table)
+		a.rollupWindow(q, col, r)
+		return
+	}
+	q.write(" FROM (WITH RECURSIVE periods(p) AS (SELECT ", q.arg(r[0]), " UNION ALL SELECT p + 1 FROM periods WHERE p + 1 < ",
+		q.arg(r[1]), ") SELECT p FROM periods) AS periods CROSS JOIN ", table)
+	q.where(table + "." + col + " = periods.p")
+	a.rollupWindow(q, col, r)
 }
 
 // rollupWindow adds the rollup's conditions: the job or the job set, and the range of the column (minute or
@@ -189,8 +208,8 @@ func (a statsAggregator) histograms(ctx context.Context, rawKey, rollupKey func(
 		return nil
 	}
 	q := &query{d: a.s.d}
-	q.write("SELECT CAST(", rollupKey(q), " AS TEXT), kind, bin, CAST(SUM(n) AS BIGINT) FROM ", a.tables().hist)
-	a.rollupWindow(q, "hour", a.plan.hours)
+	q.write("SELECT CAST(", rollupKey(q), " AS TEXT), kind, bin, CAST(SUM(n) AS BIGINT)")
+	a.rollupFrom(q, a.tables().hist, "hour", a.plan.hours)
 	q.write(" GROUP BY 1, 2, 3 HAVING SUM(n) <> 0")
 	return a.run(ctx, q, func(row rowScanner) error {
 		var (
