@@ -26,6 +26,36 @@ func TestExplainPeerMaxReadsOneMinute(t *testing.T) {
 	}
 }
 
+// TestExplainFireRowsSeekTheFire checks on SQLite that the rollup's lookup of a fire's rows in a minute seeks
+// the fire in job_execution_log_fire, keyed by the fire's time first since 0015.
+func TestExplainFireRowsSeekTheFire(t *testing.T) {
+	s := openStore(t, "sqlite").(*sqliteStore)
+	seedStats(t, s, 2_000)
+	arg := `[["big", ` + strconv.FormatInt(rollupPeriod(t0, time.Minute), 10) + `, ` + strconv.FormatInt(micros(t0), 10) + `]]`
+	plan := strings.Join(sqlitePlan(t, s, "EXPLAIN QUERY PLAN "+sqliteFireRows, []any{arg}), "\n")
+	if !strings.Contains(plan, "USING INDEX job_execution_log_fire (scheduled_at=? AND job_name=? AND start_time>? AND start_time<?)") ||
+		fullScan.MatchString(plan) {
+		t.Errorf("plan of a fire's rows:\n%s\nwant a seek of the fire in job_execution_log_fire", plan)
+	}
+}
+
+// TestMigration15KeepsAHistory upgrades a file of schema version 14 to 15 (job_execution_log_fire keyed by the
+// fire's time first): the rows are kept and the rollup, whose fire lookups read the index, stays equal to its
+// computation from the rows.
+func TestMigration15KeepsAHistory(t *testing.T) {
+	t.Parallel()
+	migrationKeepsAHistory(t, 15, []string{
+		"DROP INDEX job_execution_log_fire",
+		"CREATE INDEX job_execution_log_fire ON JOB_EXECUTION_LOG (job_name, scheduled_at, start_time, id)",
+	}, func(s *sqliteStore) {
+		var stmt string
+		if err := s.r.QueryRowContext(testCtx(t), `SELECT sql FROM sqlite_schema WHERE name = 'job_execution_log_fire'`).Scan(&stmt); err != nil ||
+			!strings.Contains(stmt, "(scheduled_at, job_name, start_time, id)") {
+			t.Errorf("job_execution_log_fire after 0015: %q, %v", stmt, err)
+		}
+	})
+}
+
 // TestMigration13KeepsAHistory upgrades a file of schema version 12 that holds a history (random executions,
 // written through the rollup) to version 13: every row and every rollup cell is still there, the two indexes
 // are gone, and writing, replacing with shorter ends and pruning afterwards keep the rollup equal to its
