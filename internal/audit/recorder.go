@@ -28,18 +28,27 @@ type RecorderConfig struct {
 	FlushInterval time.Duration
 	// WriteTimeout bounds one write to the store: 5 seconds.
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
-	Clock        clock.Clock
+	// MaxPending bounds the entries kept to be written again after a write failed (a history database
+	// whose one write connection a saturated history writer holds past WriteTimeout): 10,000. They are
+	// written again at every FlushInterval and when the Recorder stops; past the bound they are dropped
+	// (logged).
+	MaxPending int
+	Logger     *slog.Logger
+	Clock      clock.Clock
 }
 
 // Recorder writes audit entries to the store: changes at once (the caller waits, so an answered change is
-// recorded), denials folded per source per minute.
+// recorded), denials folded per source per minute. An entry whose write failed is kept and written again
+// (MaxPending).
 type Recorder struct {
 	cfg RecorderConfig
 
 	mu     sync.Mutex
 	folder *Folder
-	batch  batcher
+	// pending are the entries of failed writes, to be written again (the store ignores an id written twice,
+	// as a write that timed out may have landed)
+	pending []Entry
+	batch   batcher
 
 	runMu sync.Mutex
 	stop  chan struct{}
@@ -56,6 +65,9 @@ func NewRecorder(cfg RecorderConfig) *Recorder {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 5 * time.Second
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = 10000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -116,10 +128,33 @@ func (r *Recorder) writeNow(ctx context.Context, es []Entry) error {
 	defer cancel()
 	err := r.cfg.Store.WriteAudit(ctx, es)
 	if err != nil {
-		r.cfg.Logger.Error("audit entry not recorded", "action", string(es[0].Action), "job", es[0].Job,
-			"entries", len(es), "err", err)
+		kept := r.keep(es)
+		r.cfg.Logger.Error("audit entry not recorded yet: kept to be written again", "action", string(es[0].Action),
+			"job", es[0].Job, "entries", len(es), "kept", kept, "err", err)
 	}
 	return err
+}
+
+// keep adds es to the entries written again, up to MaxPending, and returns how many it kept; the others are
+// dropped, logged.
+func (r *Recorder) keep(es []Entry) int {
+	r.mu.Lock()
+	n := min(len(es), r.cfg.MaxPending-len(r.pending))
+	n = max(n, 0)
+	r.pending = append(r.pending, es[:n]...)
+	r.mu.Unlock()
+	if n < len(es) {
+		r.cfg.Logger.Error("audit entries dropped: too many waiting to be written again", "dropped", len(es)-n,
+			"max_pending", r.cfg.MaxPending)
+	}
+	return n
+}
+
+// Pending is the number of entries waiting to be written again.
+func (r *Recorder) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
 }
 
 // Deny takes a refused request: the first of its source in a minute is written at once, the others are
@@ -140,13 +175,19 @@ func (r *Recorder) Deny(ctx context.Context, d Denial) {
 	}
 }
 
-// Flush writes the folded denials of the minutes that are over.
+// Flush writes the folded denials of the minutes that are over, and the entries of failed writes again (a
+// write that fails keeps them once more).
 func (r *Recorder) Flush(ctx context.Context) {
 	r.mu.Lock()
 	es := r.folder.Flush(r.cfg.Clock.Now())
+	again := r.pending
+	r.pending = nil
 	r.mu.Unlock()
 	for i := range es {
 		r.fill(&es[i])
+	}
+	if len(again) > 0 && r.write(ctx, again) == nil {
+		r.cfg.Logger.Info("audit entries recorded on a second try", "entries", len(again))
 	}
 	_ = r.write(ctx, es)
 }
