@@ -139,8 +139,7 @@ func (r *Recorder) writeNow(ctx context.Context, es []Entry) error {
 // dropped, logged.
 func (r *Recorder) keep(es []Entry) int {
 	r.mu.Lock()
-	n := min(len(es), r.cfg.MaxPending-len(r.pending))
-	n = max(n, 0)
+	n := max(min(len(es), r.cfg.MaxPending-len(r.pending)), 0)
 	r.pending = append(r.pending, es[:n]...)
 	r.mu.Unlock()
 	if n < len(es) {
@@ -186,10 +185,9 @@ func (r *Recorder) Flush(ctx context.Context) {
 	for i := range es {
 		r.fill(&es[i])
 	}
-	if len(again) > 0 && r.write(ctx, again) == nil {
+	if r.write(ctx, append(again, es...)) == nil && len(again) > 0 {
 		r.cfg.Logger.Info("audit entries recorded on a second try", "entries", len(again))
 	}
-	_ = r.write(ctx, es)
 }
 
 // Start starts the goroutine that flushes folded denials every FlushInterval; Stop ends it.

@@ -165,35 +165,28 @@ func (a statsAggregator) counts(ctx context.Context, rawKey, rollupKey func(*que
 }
 
 // rollupFrom writes the FROM clause of a read of table's cells of the periods r (col: minute or hour) and the
-// conditions: the job or the job set, and the range. Where the job level is keyed by the period first
+// conditions: the range, and the job or the job set. Where the job level is keyed by the period first
 // (SQLite), a job's cells, or those of a set of names, are read a period at a time: a range of the periods
 // would read every job's cells in it (100,000 a minute at 100,000 jobs), so the periods are listed (a
 // recursive CTE, ~1,440 a day of minutes) and each seeks (period, job). A set with prefixes reads the range.
 func (a statsAggregator) rollupFrom(q *query, table, col string, r [2]int64) {
 	perPeriod := a.s.d.rollupTimeFirst && a.tables() == jobRollup &&
 		(a.oneJob || a.sq.Jobs != nil && len(a.sq.Jobs.Prefixes) == 0)
-	if !perPeriod {
+	if perPeriod {
+		q.write(" FROM (WITH RECURSIVE periods(p) AS (SELECT ", q.arg(r[0]), " UNION ALL SELECT p + 1 FROM periods WHERE p + 1 < ",
+			q.arg(r[1]), ") SELECT p FROM periods) AS periods CROSS JOIN ", table)
+		q.where(table + "." + col + " = periods.p")
+	} else {
 		q.write(" FROM ", table)
-		a.rollupWindow(q, col, r)
-		return
+		q.where(col + " >= " + q.arg(r[0]))
+		q.where(col + " < " + q.arg(r[1]))
 	}
-	q.write(" FROM (WITH RECURSIVE periods(p) AS (SELECT ", q.arg(r[0]), " UNION ALL SELECT p + 1 FROM periods WHERE p + 1 < ",
-		q.arg(r[1]), ") SELECT p FROM periods) AS periods CROSS JOIN ", table)
-	q.where(table + "." + col + " = periods.p")
-	a.rollupWindow(q, col, r)
-}
-
-// rollupWindow adds the rollup's conditions: the job or the job set, and the range of the column (minute or
-// hour).
-func (a statsAggregator) rollupWindow(q *query, col string, r [2]int64) {
 	if a.oneJob {
 		q.where("job_name = " + q.arg(a.sq.Job))
 	}
 	if a.sq.Jobs != nil {
 		q.where(q.jobSet(*a.sq.Jobs))
 	}
-	q.where(col + " >= " + q.arg(r[0]))
-	q.where(col + " < " + q.arg(r[1]))
 }
 
 // histograms adds the histograms of duration and lateness grouped by rawKey (on the rows) and rollupKey (on the

@@ -27,9 +27,9 @@ func newLimiter(n int) *limiter {
 
 // acquire takes a slot (job's bound if perJob > 0, then global). A free slot is taken at once; before it
 // first has to wait, it calls onWait, whose channel (nil: none) ends the wait when it closes, as ctx's end
-// does. It returns the function that releases the slots, or the reason it gave up: ctx's error, or
-// errStopWaiting.
-func (l *limiter) acquire(ctx context.Context, job string, perJob int, onWait func() <-chan struct{}) (func(), error) {
+// and halt's closing (nil: never) do. It returns the function that releases the slots, or the reason it gave
+// up: ctx's error, errHalted or errStopWaiting.
+func (l *limiter) acquire(ctx context.Context, halt <-chan struct{}, job string, perJob int, onWait func() <-chan struct{}) (func(), error) {
 	var stop <-chan struct{}
 	waited := false
 	defer func() {
@@ -53,6 +53,8 @@ func (l *limiter) acquire(ctx context.Context, job string, perJob int, onWait fu
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-halt:
+			return errHalted
 		case <-stop:
 			return errStopWaiting
 		}

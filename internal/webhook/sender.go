@@ -151,6 +151,7 @@ var (
 	errConnectTimeout  = errors.New("connect timeout")
 	errResponseTimeout = errors.New("response timeout")
 	errStopWaiting     = errors.New("deadline reached")
+	errHalted          = errors.New("delivery halted") // Delivery.Halt ended a wait
 )
 
 // Sender delivers items to webhooks. It is safe for concurrent use; Close releases its idle connections.
@@ -337,8 +338,6 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 		log.warn("webhook not sent", "err", pr.err)
 		return res
 	}
-	between, stop := betweenRequests(ctx, d.Halt)
-	defer stop()
 	first := max(d.FirstIteration, 1)
 	for iteration := first; ; iteration++ {
 		it := iterationNumber(d, iteration)
@@ -346,34 +345,39 @@ func (s *Sender) Send(ctx context.Context, pr *Prepared) (res Result) {
 		if iteration == first {
 			from = max(d.FirstAttempt, 1)
 		}
-		more := s.deliverIteration(ctx, between, d, prep, it, from, &res, log)
+		more := s.deliverIteration(ctx, d, prep, it, from, &res, log)
 		if res.Attempts > 0 {
 			res.Iterations = iteration - first + 1
 		}
 		if !res.Success || !more || res.Accepted {
 			return res
 		}
-		if between.Err() != nil || s.pastDeadline(d.Deadline) {
+		if stopCause(ctx, d.Halt) != nil || s.pastDeadline(d.Deadline) {
 			res.HasMore = true
 			return res
 		}
 	}
 }
 
-// betweenRequests is the context a delivery's steps between requests run in: done when ctx or halt is.
-func betweenRequests(ctx, halt context.Context) (context.Context, func()) {
+// stopCause is why a delivery stops between its requests: the cause of ctx (the peer's drain bound,
+// CANCEL_PREVIOUS) or of halt (Delivery.Halt: the job disabled or deleted); nil while neither is done. The
+// waits between requests also end on halt.Done() (haltDone): no context merging the two is made per item.
+func stopCause(ctx, halt context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if halt != nil && halt.Err() != nil {
+		return context.Cause(halt)
+	}
+	return nil
+}
+
+// haltDone is halt's Done channel; nil (never ready) without a halt.
+func haltDone(halt context.Context) <-chan struct{} {
 	if halt == nil {
-		return ctx, func() {}
+		return nil
 	}
-	between, cancel := context.WithCancelCause(ctx)
-	if halt.Err() != nil {
-		cancel(context.Cause(halt)) // AfterFunc would run it on a goroutine of its own, after the first check
-	}
-	stop := context.AfterFunc(halt, func() { cancel(context.Cause(halt)) })
-	return between, func() {
-		stop()
-		cancel(nil)
-	}
+	return halt.Done()
 }
 
 // prepared holds what is the same for every request of a Delivery: its webhook's template, and what is
@@ -408,26 +412,26 @@ func (s *Sender) prepare(d Delivery) (*prepared, error) {
 }
 
 // deliverIteration sends one message (iteration it, 0 when not streaming) with retries, recording into res.
-// Its requests run in ctx, the waits and checks between them in between (ctx, or d.Halt). It reports whether
-// the receiver answered 2xx with {"hasMore": true}.
-func (s *Sender) deliverIteration(ctx, between context.Context, d Delivery, p *prepared, it, from int, res *Result, log itemLog) bool {
+// Its requests run in ctx; the waits and checks between them also end on d.Halt. It reports whether the
+// receiver answered 2xx with {"hasMore": true}.
+func (s *Sender) deliverIteration(ctx context.Context, d Delivery, p *prepared, it, from int, res *Result, log itemLog) bool {
 	maxAttempts := max(d.Retry.MaxAttempts, 1)
 	var wait time.Duration
 	res.Success, res.Permanent = false, false
 	for n := from; ; n++ {
-		if err := between.Err(); err != nil {
-			res.FailureCause = appendCause(res.FailureCause, "cancelled before attempt "+strconv.Itoa(n)+": "+context.Cause(between).Error())
+		if cause := stopCause(ctx, d.Halt); cause != nil {
+			res.FailureCause = appendCause(res.FailureCause, "cancelled before attempt "+strconv.Itoa(n)+": "+cause.Error())
 			return false
 		}
 		if s.pastDeadline(d.Deadline) {
 			res.FailureCause = appendCause(res.FailureCause, "deadline (the item's next fire) reached before attempt "+strconv.Itoa(n))
 			return false
 		}
-		release, err := s.acquire(between, d)
+		release, err := s.acquire(ctx, d)
 		if err != nil {
 			reason := "deadline (the item's next fire) reached while waiting for a request slot"
 			if !errors.Is(err, errStopWaiting) {
-				reason = "cancelled while waiting for a request slot: " + context.Cause(between).Error()
+				reason = "cancelled while waiting for a request slot: " + stopCause(ctx, d.Halt).Error()
 			}
 			res.FailureCause = appendCause(res.FailureCause, reason)
 			return false
@@ -461,8 +465,8 @@ func (s *Sender) deliverIteration(ctx, between context.Context, d Delivery, p *p
 				"not retried: attempt %d would start after the item's next fire at %s", n+1, d.Deadline.UTC().Format(time.RFC3339)))
 			return false
 		}
-		if err := s.sleep(between, wait); err != nil {
-			res.FailureCause = appendCause(res.FailureCause, "retry cancelled: "+context.Cause(between).Error())
+		if err := s.sleep(ctx, haltDone(d.Halt), wait); err != nil {
+			res.FailureCause = appendCause(res.FailureCause, "retry cancelled: "+stopCause(ctx, d.Halt).Error())
 			return false
 		}
 	}
@@ -479,8 +483,8 @@ func (s *Sender) pastDeadline(deadline time.Time) bool {
 	return !deadline.IsZero() && !s.clock.Now().Before(deadline)
 }
 
-// acquire waits for a request slot until ctx ends or the deadline passes. A free slot is taken at once,
-// without a timer; before waiting for one, it tells d.Sent.
+// acquire waits for a request slot until ctx or d.Halt ends or the deadline passes. A free slot is taken at
+// once, without a timer; before waiting for one, it tells d.Sent.
 func (s *Sender) acquire(ctx context.Context, d Delivery) (func(), error) {
 	var deadline Timer
 	defer func() {
@@ -488,7 +492,7 @@ func (s *Sender) acquire(ctx context.Context, d Delivery) (func(), error) {
 			deadline.Stop()
 		}
 	}()
-	release, err := s.limit.acquire(ctx, d.Payload.JobName, d.MaxConcurrentPerJob, func() <-chan struct{} {
+	release, err := s.limit.acquire(ctx, haltDone(d.Halt), d.Payload.JobName, d.MaxConcurrentPerJob, func() <-chan struct{} {
 		if d.Sent != nil {
 			d.Sent()
 		}
@@ -513,8 +517,8 @@ func (s *Sender) acquire(ctx context.Context, d Delivery) (func(), error) {
 	}, nil
 }
 
-// sleep waits d on the clock, or until ctx ends.
-func (s *Sender) sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d on the clock, or until ctx ends or halt closes.
+func (s *Sender) sleep(ctx context.Context, halt <-chan struct{}, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -525,6 +529,8 @@ func (s *Sender) sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-halt:
+		return errHalted
 	}
 }
 
