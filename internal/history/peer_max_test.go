@@ -154,18 +154,7 @@ func migrationKeepsAHistory(t *testing.T, version int, downgrade []string, migra
 		}
 	}
 	before := tableCounts(t, s.r)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s = openDSN(t, dsn).(*sqliteStore)
-	all, err := migrations("sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, want := countMigrations(t, "sqlite", dsn), len(all); n != want {
-		t.Errorf("schema_migrations has %d rows, want %d", n, want)
-	}
+	s = reopenMigrated(t, s, dsn)
 	migrated(s)
 	if after := tableCounts(t, s.r); after != before {
 		t.Errorf("rows before %04d %v, after %v", version, before, after)
@@ -196,6 +185,23 @@ func migrationKeepsAHistory(t *testing.T, version int, downgrade []string, migra
 }
 
 // tableCounts counts the rows of the executions and of each rollup table.
+// reopenMigrated closes s and opens the file at dsn again, which migrates it: every migration is then recorded.
+func reopenMigrated(t *testing.T, s *sqliteStore, dsn string) *sqliteStore {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openDSN(t, dsn).(*sqliteStore)
+	all, err := migrations("sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, want := countMigrations(t, "sqlite", dsn), len(all); n != want {
+		t.Errorf("schema_migrations has %d rows, want %d", n, want)
+	}
+	return s
+}
+
 func tableCounts(t *testing.T, db *sql.DB) [7]int64 {
 	t.Helper()
 	var out [7]int64
