@@ -339,8 +339,9 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 				st := writer.Stats()
 				return int64(st.Backlog), st.Written, st.Dropped, st.Failures
 			},
-			HistoryDegraded: func() bool { return writer.Health().State == history.HealthDegraded },
-			SessionHealthy:  sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
+			HistoryTracesShed: func() int64 { return writer.Stats().TracesShed },
+			HistoryDegraded:   func() bool { return writer.Health().State == history.HealthDegraded },
+			SessionHealthy:    sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
 			Leaderships:       reg.Leaderships,
 			ScheduledJobs:     func() int { return sched.Len() },
 			GCBetweenBursts:   collector.Collections,

@@ -178,8 +178,9 @@ type Executor struct {
 	me     cluster.Identity
 	// unrecorded is recordEnd's warning, once per 10 s at most: a saturated history store makes it every item's
 	unrecorded *ratelog.Warning
-	// noTraces: the Recorder keeps no status traces (StatusTracer), so fires build no task (newTask)
-	noTraces bool
+	// statusTracer is the Recorder, if it says whether it takes a task's status traces (StatusTracer): when it
+	// does not, a fire builds no task (newTask)
+	statusTracer StatusTracer
 
 	mu      sync.Mutex
 	running map[itemKey]*itemRun
@@ -250,6 +251,7 @@ type fireRequest struct {
 	workflow    json.RawMessage         // a workflow node's fire: its items' `workflow` object
 	taskID      string
 	task        *task             // the fire's task on this peer, for status traces
+	untraced    bool              // the fire's task is not traced (newTask was nil): its items make no task of their own
 	params      *itemParams       // the job's shardingItemParameters, parsed once for all the fire's items
 	follow      *Fire             // set when the Follower follows the fire
 	span        trace.SpanContext // the fire's span: the parent of its items' spans (see startFire)
@@ -288,9 +290,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{}, owed: map[itemKey][]time.Time{},
 	}
 	e.unrecorded = ratelog.New(e.log, e.clk, 10*time.Second, "item's end acknowledged before its history record was committed")
-	if st, ok := cfg.Recorder.(StatusTracer); ok {
-		e.noTraces = !st.StatusTraces()
-	}
+	e.statusTracer, _ = cfg.Recorder.(StatusTracer)
 	e.hard, e.hardCancel = context.WithCancel(context.Background())
 	e.soft, e.softCancel = context.WithCancel(e.hard)
 	return e
@@ -492,6 +492,7 @@ func (e *Executor) runFire(snap *cluster.JobSnapshot, req fireRequest, items []i
 	job := req.job
 	req.taskID = ejserver.TaskID(job, items, false, e.me.InstanceID)
 	req.task = e.newTask(req.taskID, job, req.source, items)
+	req.untraced = req.task == nil
 	req.params = parseItemParams(snap.Config)
 	defer e.startFire(&req, items)()
 	var err error
@@ -575,7 +576,7 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 	defer e.finishRun(req, item, executionID)
 	e.sessionOf(&req) // a follow-up or failover run begins under the session of now
 	withJitter(cfg, &req)
-	if req.task == nil { // a follow-up or failover run is a task of its own
+	if req.task == nil && !req.untraced { // a follow-up or failover run is a task of its own
 		req.task = e.newTask(req.taskID, req.job, req.source, []int{item})
 	}
 	if req.follow == nil && req.source != ejserver.SourceFailover {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -627,6 +628,39 @@ func TestExecutorBuildsNoTraceForARecorderWithoutThem(t *testing.T) {
 	}
 	if len(rec.execs) != 4 {
 		t.Fatalf("executions %+v, want a start and an end record of each item", rec.execs)
+	}
+}
+
+// sheddingRecorder takes a task's status traces or not as the history writer says when the task begins (a
+// writer that is behind sheds them), and counts the questions.
+type sheddingRecorder struct {
+	*recorder
+	shed  atomic.Bool
+	asked atomic.Int64
+}
+
+func (r *sheddingRecorder) StatusTraces() bool { r.asked.Add(1); return !r.shed.Load() }
+
+// A task that begins while the history writer sheds status traces has none, its items' records are kept, and
+// its items make no task of their own (one question per task: a task is traced whole or not at all); the next
+// fire, after the writer caught up, is traced again.
+func TestExecutorTracesNoTaskWhileTheWriterShedsTraces(t *testing.T) {
+	rec := &sheddingRecorder{recorder: &recorder{}}
+	rec.shed.Store(true)
+	fireTwoItems(t, rec)
+	rec.mu.Lock()
+	traces, execs := len(rec.traces), len(rec.execs)
+	rec.mu.Unlock()
+	if traces != 0 || execs != 4 || rec.asked.Load() != 1 {
+		t.Fatalf("%d traces, %d execution records, asked %d times; want 0, 4 and once", traces, execs, rec.asked.Load())
+	}
+	rec.shed.Store(false)
+	fireTwoItems(t, rec)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.traces) != 3 || len(rec.execs) != 8 || rec.asked.Load() != 2 {
+		t.Fatalf("%d traces, %d execution records, asked %d times; want 3 (the second fire's), 8 and twice",
+			len(rec.traces), len(rec.execs), rec.asked.Load())
 	}
 }
 

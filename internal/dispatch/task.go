@@ -31,14 +31,15 @@ type task struct {
 	failed    []int
 }
 
-// StatusTracer is a Recorder that says whether it keeps status traces (history.Writer does).
+// StatusTracer is a Recorder that says whether it takes the status traces of a task beginning now
+// (history.Writer does: not with --history-status-traces=false, nor while it is too far behind to).
 type StatusTracer interface{ StatusTraces() bool }
 
 // newTask returns a fire's task on this peer with its start traces built, or nil (no task, no trace) when the
-// Recorder keeps no status traces (--history-status-traces=false): a task's ids and messages would be built at
-// every fire for nothing.
+// Recorder takes no status traces for it: a task's ids and messages would be built for nothing. Asked once per
+// task, so a task is traced whole or not at all.
 func (e *Executor) newTask(id, job string, source ejserver.Source, items []int) *task {
-	if e.noTraces {
+	if e.statusTracer != nil && !e.statusTracer.StatusTraces() {
 		return nil
 	}
 	t := &task{id: id, job: job, source: source, failover: source == ejserver.SourceFailover,

@@ -71,8 +71,14 @@ type WriterConfig struct {
 	// ElasticJob writes no trace without a tracing configuration). With SQLite at 10,000 jobs a task's three
 	// traces are ~40 % of the writer's CPU (docs/benchmarks.md); the executions and the stats stay.
 	NoStatusTraces bool
-	Logger         *slog.Logger
-	Clock          clock.Clock
+	// ShedTracesAt is the backlog (records held) at which the Writer sheds status traces to keep up with the
+	// executions: StatusTraces answers false, so a producer traces no new task, until the backlog is back down
+	// to half of it. An execution is worth more than its task's traces, and with SQLite a task's traces cost about
+	// as much to write as its execution (docs/benchmarks.md): a writer that falls behind (a peer whose machine
+	// saturates) then drops traces first rather than executions. Default QueueSize/2; negative: never shed.
+	ShedTracesAt int
+	Logger       *slog.Logger
+	Clock        clock.Clock
 }
 
 func (c WriterConfig) withDefaults() WriterConfig {
@@ -86,6 +92,9 @@ func (c WriterConfig) withDefaults() WriterConfig {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 500
+	}
+	if c.ShedTracesAt == 0 {
+		c.ShedTracesAt = max(c.QueueSize/2, 1)
 	}
 	set(&c.FlushInterval, 250*time.Millisecond)
 	set(&c.RetryMin, 500*time.Millisecond)
@@ -129,6 +138,8 @@ type WriterStats struct {
 	Written  int64 `json:"written"`  // records written since the Writer was made
 	Dropped  int64 `json:"dropped"`  // records lost: queue full, rejected by the store, or left at Stop
 	Failures int64 `json:"failures"` // failed write attempts
+	// TracesShed counts the tasks left without status traces because the writer was behind (ShedTracesAt).
+	TracesShed int64 `json:"tracesShed"`
 }
 
 // Writer records executions and status traces in the background, so that a fire never waits for the store.
@@ -162,6 +173,8 @@ type Writer struct {
 	lastDropLog           time.Time
 
 	written, dropped, failures atomic.Int64
+	shedding                   atomic.Bool  // status traces are shed (ShedTracesAt) until the backlog is down to half
+	tracesShed                 atomic.Int64 // the tasks StatusTraces answered false for while shedding
 	waited                     atomic.Int64 // records queued with a waiter: gather's measure of a wave
 
 	runMu  sync.Mutex
@@ -256,9 +269,32 @@ func (w *Writer) EnqueueCommitted(ctx context.Context, e ejserver.Execution) err
 	}
 }
 
-// StatusTraces reports whether the Writer keeps status traces (not with NoStatusTraces): a producer may then
-// leave them unbuilt (dispatch.StatusTracer).
-func (w *Writer) StatusTraces() bool { return !w.cfg.NoStatusTraces }
+// StatusTraces reports whether the Writer takes the status traces of a task beginning now: not with
+// NoStatusTraces, nor while it sheds them (ShedTracesAt), which counts the task in TracesShed. A producer asks
+// once per task and leaves the task's traces unbuilt on false (dispatch.StatusTracer), so a task is traced
+// whole or not at all.
+func (w *Writer) StatusTraces() bool {
+	if w.cfg.NoStatusTraces {
+		return false
+	}
+	if w.cfg.ShedTracesAt < 0 {
+		return true
+	}
+	backlog := w.backlog()
+	switch {
+	case backlog >= w.cfg.ShedTracesAt && w.shedding.CompareAndSwap(false, true):
+		w.log.Warn("history writer behind: new tasks get no status traces until it catches up", "backlog", backlog,
+			"shed_at", w.cfg.ShedTracesAt)
+	case backlog <= w.cfg.ShedTracesAt/2 && w.shedding.CompareAndSwap(true, false):
+		w.log.Info("history writer caught up: status traces resumed", "backlog", backlog,
+			"tasks_without_traces", w.tracesShed.Load())
+	}
+	if w.shedding.Load() {
+		w.tracesShed.Add(1)
+		return false
+	}
+	return true
+}
 
 // EnqueueTrace queues a status trace, like Enqueue; with NoStatusTraces it takes it and writes nothing.
 func (w *Writer) EnqueueTrace(t ejserver.StatusTrace) bool {
@@ -291,7 +327,7 @@ func (w *Writer) signal() {
 }
 
 func (w *Writer) fullLocked() bool {
-	return len(w.execs)+len(w.traces)+w.inflight >= w.cfg.QueueSize
+	return w.backlogLocked() >= w.cfg.QueueSize
 }
 
 // dropLocked counts n lost records; the goroutine logs them, so that Enqueue does no I/O.
@@ -302,11 +338,18 @@ func (w *Writer) dropLocked(n int) {
 
 // Stats returns the Writer's counters.
 func (w *Writer) Stats() WriterStats {
-	w.mu.Lock()
-	backlog := len(w.execs) + len(w.traces) + w.inflight
-	w.mu.Unlock()
-	return WriterStats{Backlog: backlog, Written: w.written.Load(), Dropped: w.dropped.Load(), Failures: w.failures.Load()}
+	return WriterStats{Backlog: w.backlog(), Written: w.written.Load(), Dropped: w.dropped.Load(), Failures: w.failures.Load(),
+		TracesShed: w.tracesShed.Load()}
 }
+
+// backlog is the records held: queued, being written or waiting for a retry.
+func (w *Writer) backlog() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.backlogLocked()
+}
+
+func (w *Writer) backlogLocked() int { return len(w.execs) + len(w.traces) + w.inflight }
 
 // Health returns the Writer's health.
 func (w *Writer) Health() Health {
@@ -386,7 +429,7 @@ func (w *Writer) final(ctx context.Context) {
 	err := w.flush(fctx, false)
 	w.mu.Lock()
 	w.draining = false // a later Start holds again
-	left := len(w.execs) + len(w.traces) + w.inflight
+	left := w.backlogLocked()
 	settle(w.execWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
 	settle(w.pendWaits, fmt.Errorf("%w: the writer stopped", ErrNotCommitted))
 	w.execs, w.execWaits, w.execAt, w.traces, w.traceAt, w.inflight = nil, nil, nil, nil, nil, 0
@@ -638,7 +681,7 @@ func (w *Writer) setHealth(err error, transient bool) {
 	case err == nil || !transient:
 		if w.health.State == HealthDegraded {
 			w.log.Info("history store writable again", "after", w.cfg.Clock.Now().Sub(w.health.Since).String(),
-				"backlog", len(w.execs)+len(w.traces)+w.inflight)
+				"backlog", w.backlogLocked())
 			w.health = Health{State: HealthOK, Since: w.cfg.Clock.Now()}
 		}
 	case w.health.State != HealthDegraded:

@@ -37,8 +37,10 @@ type Sources struct {
 	// InFlight and Waiting: webhook.Sender's InFlight and Waiting.
 	InFlight, Waiting func() int
 	// HistoryStats: history.Writer's Stats; HistoryDegraded: whether its Health is degraded.
-	HistoryStats    func() (backlog, written, dropped, failures int64)
-	HistoryDegraded func() bool
+	HistoryStats func() (backlog, written, dropped, failures int64)
+	// HistoryTracesShed: the tasks history.Writer left without status traces because it was behind.
+	HistoryTracesShed func() int64
+	HistoryDegraded   func() bool
 	// SessionHealthy, SessionLease, Reconnects, Expirations: cluster.Session's methods of those names.
 	SessionHealthy, SessionLease func() bool
 	Reconnects, Expirations      func() int64

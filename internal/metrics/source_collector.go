@@ -72,6 +72,10 @@ func newSourceCollector(s Sources) *sourceCollector {
 		gauge("ejserver_zookeeper_write_groups_waiting", "Groups of writes waiting for a multi request.",
 			func() float64 { return float64(f().Waiting) })
 	}
+	if f := s.HistoryTracesShed; f != nil {
+		counter("ejserver_history_status_traces_shed_total", "Tasks left without status traces because the history "+
+			"writer was behind (its backlog past half its queue): executions are kept first.", int64f(f))
+	}
 	if f := s.HistoryDegraded; f != nil {
 		gauge("ejserver_history_degraded", "1 while the last history write failed, else 0.", boolf(f))
 	}

@@ -350,7 +350,7 @@ func fetch(url, path string, timeout time.Duration) error {
 // often the peers collected garbage (all collections, and those started between bursts), and what became of
 // accepted (202) items.
 var counterPrefixes = []string{"ejserver_fires_skipped_total", "ejserver_item_executions_total", "ejserver_misfires_total",
-	"ejserver_failovers_total", "ejserver_reshardings_total", "ejserver_history_dropped_total",
+	"ejserver_failovers_total", "ejserver_reshardings_total", "ejserver_history_dropped_total", "ejserver_history_status_traces_shed_total",
 	"ejserver_gc_between_bursts_total", "go_gc_duration_seconds_count", "ejserver_async_", "ejserver_zookeeper_write_",
 	"ejserver_zookeeper_requests_total", "ejserver_zookeeper_events_total"}
 
