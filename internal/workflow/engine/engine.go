@@ -244,6 +244,9 @@ func (d *duty) hold() bool {
 	// a watch is armed again only after it fired: each arming adds a waiter that only its firing removes
 	var inboxChanged, defsChanged <-chan struct{}
 	backlog := false
+	// the definitions are read again after their watch is armed, never before: a workflow made between a read
+	// and the arming would fire no event and stay unknown to the duty until the next change of the list
+	reloadDefs := true
 	for {
 		if inboxChanged == nil {
 			names, ch, err := d.e.reg.Inbox()
@@ -260,6 +263,10 @@ func (d *duty) hold() bool {
 				return !clock.Sleep(d.e.clk, retryPause, d.e.stop)
 			}
 			defsChanged = ch
+			if reloadDefs {
+				d.loadDefs()
+				reloadDefs = false
+			}
 		}
 		t := d.e.clk.NewTimer(tick)
 		select {
@@ -269,8 +276,7 @@ func (d *duty) hold() bool {
 		case <-inboxChanged:
 			inboxChanged = nil
 		case <-defsChanged:
-			defsChanged = nil
-			d.loadDefs()
+			defsChanged, reloadDefs = nil, true
 		case <-t.C():
 			if !d.still() {
 				t.Stop()

@@ -311,3 +311,52 @@ func TestEngineCancelStopsTheRunningNodesFire(t *testing.T) {
 		t.Fatalf("cancel of a cancelled run: %v, want a conflict", err)
 	}
 }
+
+// lateRegistry makes a workflow ("late") right after the engine first lists the workflows with "first" among
+// them: between a reload of the definitions and the arming of their watch, as a workflow made a few
+// milliseconds after another was (TestWorkflowCalendarsSteerScheduledRuns' "incl", never scheduled).
+type lateRegistry struct {
+	*cluster.Registry
+	once sync.Once
+	late func()
+}
+
+func (r *lateRegistry) WorkflowNames() ([]string, error) {
+	names, err := r.Registry.WorkflowNames()
+	for _, n := range names {
+		if n == "first" {
+			r.once.Do(r.late)
+		}
+	}
+	return names, err
+}
+
+// A workflow made while the engine reloads the definitions (after their watch fired, before it is armed
+// again) is scheduled all the same.
+func TestEngineSchedulesAWorkflowMadeWhileItReloads(t *testing.T) {
+	reg := newRegistries(t, 1, "ja")[0]
+	def := func(name string) []byte {
+		data, err := json.Marshal(workflow.Workflow{Name: name, Cron: "* * * * * ?", Nodes: []workflow.Node{{Name: "a", Job: "ja"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	lr := &lateRegistry{Registry: reg, late: func() {
+		if err := reg.CreateWorkflow("late", def("late")); err != nil {
+			t.Error(err)
+		}
+	}}
+	e := NewEngine(EngineConfig{Registry: lr, Logger: quiet})
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	if err := reg.CreateWorkflow("first", def("first")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a scheduled run of the workflow made while the engine reloaded", func() bool {
+		ids, _ := reg.RunIDs("late")
+		return len(ids) > 0
+	})
+}
