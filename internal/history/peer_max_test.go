@@ -184,7 +184,6 @@ func migrationKeepsAHistory(t *testing.T, version int, downgrade []string, migra
 	}
 }
 
-// tableCounts counts the rows of the executions and of each rollup table.
 // reopenMigrated closes s and opens the file at dsn again, which migrates it: every migration is then recorded.
 func reopenMigrated(t *testing.T, s *sqliteStore, dsn string) *sqliteStore {
 	t.Helper()
@@ -202,6 +201,7 @@ func reopenMigrated(t *testing.T, s *sqliteStore, dsn string) *sqliteStore {
 	return s
 }
 
+// tableCounts counts the rows of the executions and of each rollup table.
 func tableCounts(t *testing.T, db *sql.DB) [7]int64 {
 	t.Helper()
 	var out [7]int64

@@ -258,13 +258,13 @@ func (d *duty) hold() bool {
 			backlog = !d.inbox(names)
 		}
 		if defsChanged == nil {
-			_, ch, err := d.e.reg.WatchWorkflows()
+			names, ch, err := d.e.reg.WatchWorkflows()
 			if err != nil {
 				return !clock.Sleep(d.e.clk, retryPause, d.e.stop)
 			}
 			defsChanged = ch
 			if reloadDefs {
-				d.loadDefs()
+				d.setDefs(names) // the list read as the watch was armed
 				reloadDefs = false
 			}
 		}
@@ -345,6 +345,11 @@ func (d *duty) loadDefs() {
 	if err != nil {
 		return
 	}
+	d.setDefs(names)
+}
+
+// setDefs reads the definitions of the workflows names lists; a workflow whose schedule changed is due anew.
+func (d *duty) setDefs(names []string) {
 	defs := map[string]workflow.Workflow{}
 	for _, n := range names {
 		data, _, err := d.e.reg.GetWorkflow(n)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -323,12 +324,20 @@ type lateRegistry struct {
 
 func (r *lateRegistry) WorkflowNames() ([]string, error) {
 	names, err := r.Registry.WorkflowNames()
-	for _, n := range names {
-		if n == "first" {
-			r.once.Do(r.late)
-		}
-	}
+	r.listed(names)
 	return names, err
+}
+
+func (r *lateRegistry) WatchWorkflows() ([]string, <-chan struct{}, error) {
+	names, ch, err := r.Registry.WatchWorkflows()
+	r.listed(names)
+	return names, ch, err
+}
+
+func (r *lateRegistry) listed(names []string) {
+	if slices.Contains(names, "first") {
+		r.once.Do(r.late)
+	}
 }
 
 // A workflow made while the engine reloads the definitions (after their watch fired, before it is armed
