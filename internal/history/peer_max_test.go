@@ -17,7 +17,7 @@ func TestExplainPeerMaxReadsOneMinute(t *testing.T) {
 	s := openStore(t, "sqlite").(*sqliteStore)
 	seedStats(t, s, 2_000)
 	for name, stmt := range map[string]string{"duration": sqlitePeerDurMax, "lateness": sqlitePeerLateMax} {
-		plan := strings.Join(sqlitePlan(t, s, "EXPLAIN QUERY PLAN "+stmt, []any{rollupPeriod(t0, time.Minute), "10.0.0.7@-@4242", 0}), "\n")
+		plan := strings.Join(sqlitePlan(t, s, "EXPLAIN QUERY PLAN "+stmt, []any{rollupPeriod(t0, time.Minute), "10.0.0.7@-@4242", 0, rollupPeriod(t0, time.Minute), "m"}), "\n")
 		if !strings.Contains(plan, "SEARCH e USING COVERING INDEX job_execution_log_start (start_time>? AND start_time<?)") ||
 			fullScan.MatchString(plan) || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("plan of the peer's largest %s:\n%s\nwant a range of job_execution_log_start", name, plan)

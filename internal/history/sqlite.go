@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
@@ -32,6 +34,10 @@ type sqliteStore struct {
 	prepared map[stmtKey]*sql.Stmt
 	// noRollup leaves the rollup alone: BenchmarkWriter's "no-rollup", to measure what the rollup costs.
 	noRollup bool
+	// clock tells which minutes are over: the writer counts their rows into the rollup (sqlite_frontier.go),
+	// advanceRows of them at most a write (rollupAdvanceRows; tests make chunks small).
+	clock       clock.Clock
+	advanceRows int
 }
 
 var _ Store = (*sqliteStore)(nil)
@@ -74,7 +80,7 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
-	s := &sqliteStore{w: w, log: o.logger}
+	s := &sqliteStore{w: w, log: o.logger, clock: o.clock, advanceRows: rollupAdvanceRows}
 	all, err := migrations("sqlite")
 	if err == nil {
 		err = s.migrate(ctx, all)
@@ -219,6 +225,7 @@ type stmtKey struct {
 // sqliteStatements are the statements the writer connection prepares when the store opens.
 func sqliteStatements() map[stmtKey]string {
 	out := map[stmtKey]string{{"stored rows", 1}: sqliteStoredRows, {"fire rows", 1}: sqliteFireRows}
+	maps.Copy(out, frontierStatements)
 	for n := sqliteRowsPerStatement; n >= 1; n = sqliteChunk(n - 1) {
 		out[stmtKey{"executions", n}] = sqliteUpsertExecutions(n)
 		out[stmtKey{"traces", n}] = sqliteInsertTraces(n)
@@ -303,7 +310,10 @@ func (s *sqliteStore) writeExecutions(ctx context.Context, tx *sql.Tx, recs []ej
 			}
 		}
 	}
-	return s.rollup(ctx, tx, removed, added)
+	if err := s.rollup(ctx, tx, removed, added); err != nil {
+		return err
+	}
+	return s.advanceRollup(ctx, tx)
 }
 
 func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error {

@@ -96,9 +96,18 @@ func (s *sqliteStore) storedRollupRows(ctx context.Context, tx *sql.Tx, ids []st
 }
 
 // rollup applies the rollup's change when the rows removed went and the rows added came, in tx (after
-// the rows were written, so that the fires' rows and the cells' largest values are read as they now are).
+// the rows were written, so that the fires' rows and the cells' largest values are read as they now are):
+// of the rows its frontier has counted; the others change no cell (sqlite_frontier.go).
 func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []rollup.Row) error {
 	if s.noRollup || len(removed) == 0 && len(added) == 0 {
+		return nil
+	}
+	f, err := s.frontier(ctx, tx)
+	if err != nil {
+		return err
+	}
+	removed, added = f.Filter(removed), f.Filter(added)
+	if len(removed) == 0 && len(added) == 0 {
 		return nil
 	}
 	d := rollup.Aggregate(removed, added)
@@ -107,7 +116,12 @@ func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []r
 		return err
 	}
 	d.Fires(after)
+	return s.applyRollup(ctx, tx, d, f)
+}
 
+// applyRollup writes the change d of the rollup's cells in tx, each table's cells in their key's order; f is
+// how far the rollup counts (a largest value read again is read off the rows it counts).
+func (s *sqliteStore) applyRollup(ctx context.Context, tx *sql.Tx, d rollup.Delta, f rollup.Frontier) error {
 	cells := slices.SortedFunc(maps.Keys(d.Cells), func(a, b rollup.CellKey) int {
 		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Job, b.Job), cmp.Compare(a.Instance, b.Instance))
 	}) // in the key's order (0014: the minute first)
@@ -157,12 +171,12 @@ func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []r
 	for _, k := range peers {
 		c := d.PeerCells[k]
 		if c.ReadDurMax() {
-			if _, err := tx.ExecContext(ctx, sqlitePeerDurMax, k.Minute, k.Instance, c.RemovedDur.V); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlitePeerDurMax, k.Minute, k.Instance, c.RemovedDur.V, f.Minute, f.Job); err != nil {
 				return err
 			}
 		}
 		if c.ReadLateMax() {
-			if _, err := tx.ExecContext(ctx, sqlitePeerLateMax, k.Minute, k.Instance, c.RemovedLate.V); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlitePeerLateMax, k.Minute, k.Instance, c.RemovedLate.V, f.Minute, f.Job); err != nil {
 				return err
 			}
 		}
@@ -312,19 +326,20 @@ const rollupChunk = 64
 // The rollup's reads.
 const (
 	// sqlitePeerDurMax and sqlitePeerLateMax read a peer cell's largest duration and lateness again (?1 the
-	// minute, ?2 the peer, ?3 the removed value), off the minute's rows through the start-ordered covering
+	// minute, ?2 the peer, ?3 the removed value, ?4 and ?5 the frontier's minute and job: of the minute's rows
+	// those the rollup counts), off the minute's rows through the start-ordered covering
 	// index: migration 0013 dropped the indexes of the job cells' largest values that this read alone needed
 	// (every new cell and every larger value wrote a leaf of them), for a range scan of one minute's rows
 	// when a removal took a peer's largest value (a prune, an end shorter than the record it replaced).
 	sqlitePeerDurMax = `UPDATE EXECUTION_PEER_STATS_MINUTE SET dur_max = (SELECT MAX(e.duration_ms)
 		FROM JOB_EXECUTION_LOG e INDEXED BY job_execution_log_start
 		WHERE e.start_time >= ?1 * 60000000 AND e.start_time < (?1 + 1) * 60000000 AND e.instance_id = ?2
-		AND e.complete_time IS NOT NULL)
+		AND e.complete_time IS NOT NULL AND (?1 < ?4 OR e.job_name <= ?5))
 		WHERE minute = ?1 AND instance_id = ?2 AND dur_max <= ?3`
 	sqlitePeerLateMax = `UPDATE EXECUTION_PEER_STATS_MINUTE SET late_max = (SELECT MAX((e.start_time - e.scheduled_at) / 1000)
 		FROM JOB_EXECUTION_LOG e INDEXED BY job_execution_log_start
 		WHERE e.start_time >= ?1 * 60000000 AND e.start_time < (?1 + 1) * 60000000 AND e.instance_id = ?2
-		AND e.scheduled_at IS NOT NULL)
+		AND e.scheduled_at IS NOT NULL AND (?1 < ?4 OR e.job_name <= ?5))
 		WHERE minute = ?1 AND instance_id = ?2 AND late_max <= ?3`
 	sqliteStoredRows = `SELECT id, ` + rollupColumns + ` FROM JOB_EXECUTION_LOG WHERE id IN (SELECT value FROM json_each(?))`
 	sqliteFireRows   = `SELECT f.key, e.instance_id, COUNT(*) FROM json_each(?) f

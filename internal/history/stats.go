@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
 // Stats are the aggregates the console's charts draw, computed in SQL by the store (SQLite and PostgreSQL run
@@ -188,8 +189,12 @@ type runQuery func(ctx context.Context, q *query, each func(rowScanner) error) e
 // (stats_rollup.go).
 type statsSQL struct{ d dialect }
 
-// span is a range of start_time, [from, to).
-type span struct{ from, to time.Time }
+// span is a range of start_time, [from, to); with countedUpTo, without the rows of its first minute whose job's
+// name is at most that (the rollup counts them: the frontier's minute).
+type span struct {
+	from, to    time.Time
+	countedUpTo string
+}
 
 // window adds the common conditions: the job or the job set, and the start_time range.
 func (s statsSQL) window(q *query, sq StatsQuery, r span, oneJob bool) {
@@ -201,6 +206,10 @@ func (s statsSQL) window(q *query, sq StatsQuery, r span, oneJob bool) {
 	}
 	q.where("start_time >= " + q.arg(s.d.timeArg(r.from)))
 	q.where("start_time < " + q.arg(s.d.timeArg(r.to)))
+	if r.countedUpTo != "" {
+		q.where("(start_time >= " + q.arg(s.d.timeArg(r.from.Truncate(time.Minute).Add(time.Minute))) +
+			" OR job_name > " + q.arg(r.countedUpTo) + ")")
+	}
 }
 
 // bucketKey is the group of a row: its bucket (by start time).
@@ -461,11 +470,11 @@ func buckets(sq StatsQuery, byKey groups) []Bucket {
 // wholeKey groups a window's rows in one group.
 func wholeKey(*query) string { return "''" }
 
-func jobStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery, useRollup bool) (JobStats, error) {
+func jobStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery, useRollup bool, front *rollup.Frontier) (JobStats, error) {
 	if err := CheckStatsQuery(sq, false); err != nil {
 		return JobStats{}, err
 	}
-	a := statsAggregator{run: run, s: statsSQL{d: d}, sq: sq, oneJob: true, plan: planStats(sq, useRollup)}
+	a := statsAggregator{run: run, s: statsSQL{d: d}, sq: sq, oneJob: true, plan: planStats(sq, useRollup, front)}
 	byBucket, whole, err := a.bucketsAndTotal(ctx)
 	if err != nil {
 		return JobStats{}, err
@@ -477,11 +486,11 @@ func jobStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery, useRo
 		Buckets: buckets(sq, byBucket), Total: whole.stats()}, nil
 }
 
-func clusterStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery, useRollup bool) (ClusterStats, error) {
+func clusterStats(ctx context.Context, run runQuery, d dialect, sq StatsQuery, useRollup bool, front *rollup.Frontier) (ClusterStats, error) {
 	if err := CheckStatsQuery(sq, false); err != nil {
 		return ClusterStats{}, err
 	}
-	a := statsAggregator{run: run, s: statsSQL{d: d}, sq: sq, plan: planStats(sq, useRollup)}
+	a := statsAggregator{run: run, s: statsSQL{d: d}, sq: sq, plan: planStats(sq, useRollup, front)}
 	byBucket, whole, err := a.bucketsAndTotal(ctx)
 	if err != nil {
 		return ClusterStats{}, err
@@ -520,7 +529,7 @@ func jobPoints(ctx context.Context, run runQuery, d dialect, sq StatsQuery) (Poi
 	q.write("SELECT id, ", d.epochMicros("start_time"), ", ", d.epochMicros("scheduled_at"), ", duration_ms, ",
 		"CASE WHEN complete_time IS NULL THEN 0 ELSE 1 END, CASE WHEN ", d.isTrue("is_success"), " THEN 1 ELSE 0 END, ",
 		"execution_source, sharding_item, instance_id FROM JOB_EXECUTION_LOG")
-	s.window(q, sq, span{sq.From, sq.To}, true)
+	s.window(q, sq, span{from: sq.From, to: sq.To}, true)
 	q.write(" ORDER BY start_time, id LIMIT ", q.arg(MaxPoints+1))
 	out := PointList{Job: sq.Job, Points: []Point{}}
 	err := run(ctx, q, func(r rowScanner) error {

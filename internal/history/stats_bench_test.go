@@ -68,7 +68,7 @@ func BenchmarkJobStats100k(b *testing.B) {
 		run, d := rawRun(s)
 		b.Run(kind+"/job-stats-rows", func(b *testing.B) {
 			for b.Loop() {
-				st, err := jobStats(ctx, run, d, q, false)
+				st, err := jobStats(ctx, run, d, q, false, nil)
 				if err != nil || st.Total.Items != 100_000 {
 					b.Fatalf("%v %+v", err, st.Total)
 				}
@@ -108,7 +108,7 @@ func BenchmarkJobStats100k(b *testing.B) {
 			cq := q
 			cq.Job, cq.Bucket = "", time.Minute
 			for b.Loop() {
-				st, err := clusterStats(ctx, run, d, cq, false)
+				st, err := clusterStats(ctx, run, d, cq, false, nil)
 				if err != nil || st.Total.Items != 200_000 {
 					b.Fatalf("%v %+v", err, st.Total)
 				}

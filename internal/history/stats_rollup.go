@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"time"
+
+	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
 // The stats read the rollup of migration 0009 (EXECUTION_STATS_MINUTE, EXECUTION_FIRES_MINUTE,
@@ -31,7 +33,9 @@ type statsPlan struct {
 }
 
 // planStats splits sq's window between the rollup and the rows; without useRollup every part reads the rows.
-func planStats(sq StatsQuery, useRollup bool) statsPlan {
+// front is how far the rollup has counted the rows (SQLite's, migration 0017; nil: every row, PostgreSQL's
+// triggers): the rows of the rollup's periods it has not counted are read beside the cells.
+func planStats(sq StatsQuery, useRollup bool, front *rollup.Frontier) statsPlan {
 	from, to := normalize(sq.From), normalize(sq.To)
 	var p statsPlan
 	split := func(unit time.Duration) ([2]int64, []span) {
@@ -40,21 +44,46 @@ func planStats(sq StatsQuery, useRollup bool) statsPlan {
 			a = a.Add(unit)
 		}
 		if !useRollup || !a.Before(b) {
-			return [2]int64{}, []span{{from, to}}
+			return [2]int64{}, []span{{from: from, to: to}}
 		}
 		var edges []span
 		if from.Before(a) {
-			edges = append(edges, span{from, a})
+			edges = append(edges, span{from: from, to: a})
 		}
 		if b.Before(to) {
-			edges = append(edges, span{b, to})
+			edges = append(edges, span{from: b, to: to})
 		}
 		return [2]int64{a.Unix() / int64(unit/time.Second), b.Unix() / int64(unit/time.Second)}, edges
 	}
 	p.minutes, p.minuteEdges = split(time.Minute)
 	p.hours, p.hourEdges = split(time.Hour)
+	if front != nil {
+		p.minuteEdges = append(p.minuteEdges, uncounted(p.minutes, time.Minute, *front)...)
+		p.hourEdges = append(p.hourEdges, uncounted(p.hours, time.Hour, *front)...)
+	}
 	p.rollupBuckets = useRollup && from.Equal(from.Truncate(time.Minute)) && sq.Bucket%time.Minute == 0
 	return p
+}
+
+// uncounted is where the rows of the periods r (of unit, in epoch units) that front has not counted are: from
+// the frontier's minute (its jobs up to front.Job excepted) or r's start, whichever is later, to r's end.
+func uncounted(r [2]int64, unit time.Duration, front rollup.Frontier) []span {
+	if r[0] == r[1] {
+		return nil
+	}
+	from, to := time.Unix(r[0]*int64(unit/time.Second), 0).UTC(), time.Unix(r[1]*int64(unit/time.Second), 0).UTC()
+	edge := time.Unix(front.Minute*60, 0).UTC()
+	if !edge.Before(to) {
+		return nil
+	}
+	if edge.Before(from) {
+		return []span{{from: from, to: to}}
+	}
+	out := span{from: edge, to: to}
+	if front.Job != "" {
+		out.countedUpTo = front.Job
+	}
+	return []span{out}
 }
 
 // statsAggregator reads one stats call's groups.
@@ -90,7 +119,7 @@ func (a statsAggregator) bucketsAndTotal(ctx context.Context) (groups, *group, e
 	bucketKey := func(q *query) string { return a.s.bucketKey(q, a.sq) }
 	byBucket, all := groups{}, groups{}
 	if !a.plan.rollupBuckets {
-		if err := rawCounts(ctx, a.run, a.s, a.sq, span{a.sq.From, a.sq.To}, a.oneJob, bucketKey, byBucket); err != nil {
+		if err := rawCounts(ctx, a.run, a.s, a.sq, span{from: a.sq.From, to: a.sq.To}, a.oneJob, bucketKey, byBucket); err != nil {
 			return nil, nil, err
 		}
 		if err := a.counts(ctx, wholeKey, wholeKey, false, all); err != nil {

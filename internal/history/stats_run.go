@@ -2,14 +2,22 @@ package history
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
 // The stores' Stats: the shared statements (stats.go) run on each driver.
 
 func (s *sqliteStore) run(ctx context.Context, q *query, each func(rowScanner) error) error {
 	rows, err := s.r.QueryContext(ctx, q.String(), q.args...)
+	return scanAll(rows, err, each)
+}
+
+// scanAll calls each for every row of a query's rows (or returns its error), and closes them.
+func scanAll(rows *sql.Rows, err error, each func(rowScanner) error) error {
 	if err != nil {
 		return sqliteError("stats", err)
 	}
@@ -22,16 +30,44 @@ func (s *sqliteStore) run(ctx context.Context, q *query, each func(rowScanner) e
 	return sqliteError("stats", rows.Err())
 }
 
-func (s *sqliteStore) JobStats(ctx context.Context, q StatsQuery) (JobStats, error) {
-	return jobStats(ctx, s.run, sqliteDialect, q, true)
+// inSnapshot runs fn with a runQuery whose statements read one snapshot of the file (a read transaction), and
+// the rollup's frontier in it: the cells and the rows the frontier has not counted are then read as of the
+// same moment, while the writer moves rows from one to the other.
+func (s *sqliteStore) inSnapshot(ctx context.Context, fn func(run runQuery, front *rollup.Frontier) error) error {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return sqliteError("stats", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	front, err := readFrontier(ctx, tx)
+	if err != nil {
+		return sqliteError("stats", err)
+	}
+	run := func(ctx context.Context, q *query, each func(rowScanner) error) error {
+		rows, err := tx.QueryContext(ctx, q.String(), q.args...)
+		return scanAll(rows, err, each)
+	}
+	return fn(run, &front)
+}
+
+func (s *sqliteStore) JobStats(ctx context.Context, q StatsQuery) (out JobStats, err error) {
+	err = s.inSnapshot(ctx, func(run runQuery, front *rollup.Frontier) error {
+		out, err = jobStats(ctx, run, sqliteDialect, q, true, front)
+		return err
+	})
+	return out, err
 }
 
 func (s *sqliteStore) JobPoints(ctx context.Context, q StatsQuery) (PointList, error) {
 	return jobPoints(ctx, s.run, sqliteDialect, q)
 }
 
-func (s *sqliteStore) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error) {
-	return clusterStats(ctx, s.run, sqliteDialect, q, true)
+func (s *sqliteStore) ClusterStats(ctx context.Context, q StatsQuery) (out ClusterStats, err error) {
+	err = s.inSnapshot(ctx, func(run runQuery, front *rollup.Frontier) error {
+		out, err = clusterStats(ctx, run, sqliteDialect, q, true, front)
+		return err
+	})
+	return out, err
 }
 
 func (s *postgresStore) run(ctx context.Context, q *query, each func(rowScanner) error) error {
@@ -52,7 +88,7 @@ func (s *postgresStore) run(ctx context.Context, q *query, each func(rowScanner)
 type pgRows struct{ pgx.Rows }
 
 func (s *postgresStore) JobStats(ctx context.Context, q StatsQuery) (JobStats, error) {
-	return jobStats(ctx, s.run, postgresDialect, q, true)
+	return jobStats(ctx, s.run, postgresDialect, q, true, nil)
 }
 
 func (s *postgresStore) JobPoints(ctx context.Context, q StatsQuery) (PointList, error) {
@@ -60,7 +96,7 @@ func (s *postgresStore) JobPoints(ctx context.Context, q StatsQuery) (PointList,
 }
 
 func (s *postgresStore) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error) {
-	return clusterStats(ctx, s.run, postgresDialect, q, true)
+	return clusterStats(ctx, s.run, postgresDialect, q, true, nil)
 }
 
 // JobStats implements Store.

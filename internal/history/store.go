@@ -14,6 +14,7 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/audit"
+	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/lease"
 	"github.com/ejserver/ejserver/internal/notify"
 )
@@ -143,6 +144,7 @@ type Option func(*options)
 type options struct {
 	logger   *slog.Logger
 	maxConns int
+	clock    clock.Clock
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -152,10 +154,14 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // always has exactly one writer connection besides). Default: PostgreSQL 8, SQLite 4.
 func WithMaxConns(n int) Option { return func(o *options) { o.maxConns = n } }
 
+// WithClock sets the clock SQLite's writer reads to tell which minutes are over, whose rows it then counts
+// into the stats' rollup (default: the system's). Tests give their own.
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+
 // Open opens the history store named by dsnOrPath, creating or migrating its schema: PostgreSQL for a
 // postgres:// or postgresql:// URL, otherwise an SQLite file at that path (created with its directory).
 func Open(ctx context.Context, dsnOrPath string, opts ...Option) (Store, error) {
-	o := options{logger: slog.Default()}
+	o := options{logger: slog.Default(), clock: clock.Real{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
