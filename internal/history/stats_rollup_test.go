@@ -177,8 +177,8 @@ func TestRollupAnswersAsTheRows(t *testing.T) {
 			mustWrite(t, s, redo...)
 			run, d := rawStats(t, s)
 			ctx := testCtx(t)
-			check := func(stage string) {
-				for i := range 12 {
+			check := func(stage string, queries int) {
+				for i := range queries {
 					q := randomQuery(r)
 					if i < 3 { // the minutes about the prune's cut-off, partly pruned
 						q = StatsQuery{From: t0.Add(89 * time.Minute), To: t0.Add(92 * time.Minute), Bucket: time.Minute}
@@ -212,14 +212,15 @@ func TestRollupAnswersAsTheRows(t *testing.T) {
 					}
 				}
 			}
-			check("written")
+			check("written", 12)
 			if st, ok := s.(*sqliteStore); ok {
 				// SQLite's frontier at places through the history: where the migration set it (the rows before
 				// it counted, the later ones not), moved by a few rows (inside a minute), by more, to the end
-				for _, n := range []int{17, 1, 5, 230, 600, 1 << 20} {
+				// (five windows each: the statements are slow under -race)
+				for _, n := range []int{17, 230, 1 << 20} {
 					advanceRollupBy(t, st, n)
 					f, _ := readFrontier(ctx, st.r)
-					check(fmt.Sprintf("counted %d rows more (up to minute %d, job %q)", n, f.Minute, f.Job))
+					check(fmt.Sprintf("counted %d rows more (up to minute %d, job %q)", n, f.Minute, f.Job), 5)
 				}
 				checkRollupTables(t, st, "counted")
 			}
@@ -233,7 +234,7 @@ func TestRollupAnswersAsTheRows(t *testing.T) {
 					break
 				}
 			}
-			check("pruned")
+			check("pruned", 12)
 			// the cells pruning emptied went with the rows
 			cut := t0.Add(90*time.Minute + 17*time.Second)
 			for _, c := range []struct {
