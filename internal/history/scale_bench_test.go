@@ -126,7 +126,7 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 			return s.inTx(ctx, "advance", func(tx *sql.Tx) error {
 				before, err := s.frontier(ctx, tx)
 				if err == nil {
-					err = s.advanceRollup(ctx, tx)
+					err = s.advanceRollup(ctx, tx, before)
 				}
 				after, _ := s.frontier(ctx, tx)
 				moved = after != before

@@ -310,10 +310,15 @@ func (s *sqliteStore) writeExecutions(ctx context.Context, tx *sql.Tx, recs []ej
 			}
 		}
 	}
-	if err := s.rollup(ctx, tx, removed, added); err != nil {
+	// the frontier, read once: the batch's rows behind it change their cells, then it moves on
+	f, err := s.frontier(ctx, tx)
+	if err != nil {
 		return err
 	}
-	return s.advanceRollup(ctx, tx)
+	if err := s.rollup(ctx, tx, f, removed, added); err != nil {
+		return err
+	}
+	return s.advanceRollup(ctx, tx, f)
 }
 
 func (s *sqliteStore) WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error {
@@ -526,7 +531,11 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 		for i, g := range gone {
 			removed[i] = g.Row
 		}
-		if err := s.rollup(ctx, tx, removed, nil); err != nil {
+		f, err := s.frontier(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := s.rollup(ctx, tx, f, removed, nil); err != nil {
 			return err
 		}
 		for _, stmt := range []string{

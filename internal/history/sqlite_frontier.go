@@ -55,17 +55,19 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// readFrontier reads how far the rollup has counted, in q (a write transaction, or a stats read's).
+// readFrontier reads how far the rollup has counted, in q (a stats read's transaction, a test's pool).
 func readFrontier(ctx context.Context, q queryer) (rollup.Frontier, error) {
-	var f rollup.Frontier
-	err := q.QueryRowContext(ctx, sqliteFrontierRead).Scan(&f.Minute, &f.Job)
-	return f, err
+	return scanFrontier(q.QueryRowContext(ctx, sqliteFrontierRead))
 }
 
 // frontier reads it in the writer's transaction tx, through the prepared statement.
 func (s *sqliteStore) frontier(ctx context.Context, tx *sql.Tx) (rollup.Frontier, error) {
+	return scanFrontier(s.stmt(ctx, tx, "frontier").QueryRowContext(ctx))
+}
+
+func scanFrontier(row *sql.Row) (rollup.Frontier, error) {
 	var f rollup.Frontier
-	err := s.stmt(ctx, tx, "frontier").QueryRowContext(ctx).Scan(&f.Minute, &f.Job)
+	err := row.Scan(&f.Minute, &f.Job)
 	return f, err
 }
 
@@ -75,14 +77,10 @@ func (s *sqliteStore) stmt(ctx context.Context, tx *sql.Tx, kind string) *sql.St
 }
 
 // advanceRollup counts into the rollup the rows of the minutes that are over (rollupSettle after their
-// end), up to advanceRows of them, and moves the frontier past them, in tx.
-func (s *sqliteStore) advanceRollup(ctx context.Context, tx *sql.Tx) error {
+// end), up to advanceRows of them, and moves the frontier f (as tx holds it) past them, in tx.
+func (s *sqliteStore) advanceRollup(ctx context.Context, tx *sql.Tx, f rollup.Frontier) error {
 	if s.noRollup {
 		return nil
-	}
-	f, err := s.frontier(ctx, tx)
-	if err != nil {
-		return err
 	}
 	start := f
 	due := rollup.DueMinute(s.clock.Now(), rollupSettle)
@@ -125,7 +123,7 @@ func (s *sqliteStore) advanceRollup(ctx context.Context, tx *sql.Tx) error {
 	if f == start {
 		return nil
 	}
-	_, err = s.stmt(ctx, tx, "frontier write").ExecContext(ctx, f.Minute, f.Job)
+	_, err := s.stmt(ctx, tx, "frontier write").ExecContext(ctx, f.Minute, f.Job)
 	return err
 }
 

@@ -97,14 +97,10 @@ func (s *sqliteStore) storedRollupRows(ctx context.Context, tx *sql.Tx, ids []st
 
 // rollup applies the rollup's change when the rows removed went and the rows added came, in tx (after
 // the rows were written, so that the fires' rows and the cells' largest values are read as they now are):
-// of the rows its frontier has counted; the others change no cell (sqlite_frontier.go).
-func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, removed, added []rollup.Row) error {
+// of the rows its frontier f has counted; the others change no cell (sqlite_frontier.go).
+func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, f rollup.Frontier, removed, added []rollup.Row) error {
 	if s.noRollup || len(removed) == 0 && len(added) == 0 {
 		return nil
-	}
-	f, err := s.frontier(ctx, tx)
-	if err != nil {
-		return err
 	}
 	removed, added = f.Filter(removed), f.Filter(added)
 	if len(removed) == 0 && len(added) == 0 {

@@ -122,7 +122,13 @@ func advanceRollupBy(t *testing.T, st *sqliteStore, n int) {
 	defer func() { st.advanceRows = before }()
 	st.advanceRows = n
 	ctx := testCtx(t)
-	if err := st.inTx(ctx, "advance", func(tx *sql.Tx) error { return st.advanceRollup(ctx, tx) }); err != nil {
+	if err := st.inTx(ctx, "advance", func(tx *sql.Tx) error {
+		f, err := st.frontier(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return st.advanceRollup(ctx, tx, f)
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
