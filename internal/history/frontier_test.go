@@ -117,6 +117,45 @@ func TestAdvanceCountsAJobOverTheBudgetWhole(t *testing.T) {
 	}
 }
 
+// TestAdvanceCountsRowsWrittenAfterItsPlan: a minute's chunks end where the jobs read at its first chunk say,
+// and the rows written into the minute since are counted all the same: behind the frontier as they are
+// written, between the plan's jobs with the chunk they fall in, after its last job when the plan is read again.
+func TestAdvanceCountsRowsWrittenAfterItsPlan(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, "sqlite").(*sqliteStore)
+	s.clock, s.advanceRows = clock.NewFake(t0.Add(time.Hour)), 0
+	at := t0.Add(10 * time.Minute)
+	m := at.Unix() / 60
+	write := func(jobs ...string) {
+		for i, job := range jobs {
+			mustWrite(t, s, newExec(job, 0, at.Add(time.Duration(i)*time.Second)))
+		}
+	}
+	step := func(stage string, want rollup.Frontier) {
+		t.Helper()
+		advanceRollupBy(t, s, 2)
+		if f, err := readFrontier(testCtx(t), s.r); err != nil || f != want {
+			t.Fatalf("%s: frontier %+v (%v), want %+v", stage, f, err, want)
+		}
+		checkRollupTables(t, s, stage)
+	}
+	behind := func(want time.Duration) {
+		t.Helper()
+		if got, err := s.RollupBehind(testCtx(t)); err != nil || got != want {
+			t.Fatalf("RollupBehind = %s (%v), want %s", got, err, want)
+		}
+	}
+	behind(0) // no row
+	write("b", "d", "f")
+	behind(s.clock.Now().Sub(time.Unix((m+1)*60, 0).Add(rollupSettle))) // due since the minute's end and 30 s
+	step("the plan b d f, two rows counted", rollup.Frontier{Minute: m, Job: "d"})
+	write("c", "e", "g") // c behind the frontier, e between the plan's jobs, g after its last
+	checkRollupTables(t, s, "rows written after the plan")
+	step("f's chunk, with e", rollup.Frontier{Minute: m, Job: "f"})
+	step("the plan read again: g, then the minute is over", rollup.Frontier{Minute: rollup.DueMinute(s.clock.Now(), rollupSettle)})
+	behind(0)
+}
+
 // checkStatsAsRows fails t unless four random stats windows read through the rollup answer as the rows do.
 func checkStatsAsRows(t *testing.T, s *sqliteStore, r *rand.Rand, stage string) {
 	t.Helper()
@@ -149,7 +188,7 @@ func sameAnswer[T any](t *testing.T, what string, q StatsQuery, got, want func(c
 }
 
 // TestExplainAdvanceReadsOneMinute checks on SQLite that the frontier's reads are ranges of an index: a minute's
-// rows (the start-ordered covering index), one job's rows of a minute (the job's), the next minute with rows.
+// jobs and a chunk's rows (the minute's range of the start-ordered covering index), the next minute with rows.
 func TestExplainAdvanceReadsOneMinute(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, "sqlite").(*sqliteStore)
@@ -159,8 +198,8 @@ func TestExplainAdvanceReadsOneMinute(t *testing.T) {
 		name, stmt, want string
 		args             []any
 	}{
-		{"a minute's rows", sqliteMinuteRows, "SEARCH JOB_EXECUTION_LOG USING COVERING INDEX job_execution_log_start (start_time>? AND start_time<?)", []any{m, "m", 2001}},
-		{"a job's rows of a minute", sqliteJobMinuteRows, "SEARCH JOB_EXECUTION_LOG USING COVERING INDEX job_execution_log_job_start (job_name=? AND start_time>? AND start_time<?)", []any{m, "big"}},
+		{"a minute's jobs", sqliteMinuteJobs, "SEARCH JOB_EXECUTION_LOG USING COVERING INDEX job_execution_log_start (start_time>? AND start_time<?)", []any{m, "m"}},
+		{"a chunk's rows of a minute", sqliteMinuteRows, "SEARCH JOB_EXECUTION_LOG USING COVERING INDEX job_execution_log_start (start_time>? AND start_time<?)", []any{m, "m", "p"}},
 		{"the next minute with rows", sqliteNextRowMinute, "SEARCH JOB_EXECUTION_LOG USING COVERING INDEX job_execution_log_start (start_time>?)", []any{m}},
 	} {
 		plan := strings.Join(sqlitePlan(t, s, "EXPLAIN QUERY PLAN "+c.stmt, c.args), "\n")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -38,6 +39,9 @@ type sqliteStore struct {
 	// advanceRows of them at most a write (rollupAdvanceRows; tests make chunks small).
 	clock       clock.Clock
 	advanceRows int
+	// plan is the jobs of the minute the frontier is in, as last read (minuteAhead).
+	planMu sync.Mutex
+	plan   rollup.Plan
 }
 
 var _ Store = (*sqliteStore)(nil)

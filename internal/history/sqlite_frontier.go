@@ -31,14 +31,15 @@ const (
 const (
 	sqliteFrontierRead  = `SELECT minute, job FROM EXECUTION_ROLLUP_FRONTIER WHERE id = 1`
 	sqliteFrontierWrite = `UPDATE EXECUTION_ROLLUP_FRONTIER SET minute = ?, job = ? WHERE id = 1`
-	// sqliteMinuteRows: the rows of minute ?1 after job ?2, in their job's order, at most ?3 (a minute's range
-	// of the start-ordered covering index, sorted).
-	sqliteMinuteRows = `SELECT ` + rollupColumns + ` FROM JOB_EXECUTION_LOG INDEXED BY job_execution_log_start
+	// sqliteMinuteJobs: the jobs of minute ?1 after job ?2, in order, with how many rows each has there (the
+	// minute's range of the start-ordered covering index, the names sorted): the minute's plan, read once.
+	sqliteMinuteJobs = `SELECT job_name, COUNT(*) FROM JOB_EXECUTION_LOG INDEXED BY job_execution_log_start
 		WHERE start_time >= ?1 * 60000000 AND start_time < (?1 + 1) * 60000000 AND job_name > ?2
-		ORDER BY job_name LIMIT ?3`
-	// sqliteJobMinuteRows: the rows of job ?2 in minute ?1.
-	sqliteJobMinuteRows = `SELECT ` + rollupColumns + ` FROM JOB_EXECUTION_LOG INDEXED BY job_execution_log_job_start
-		WHERE job_name = ?2 AND start_time >= ?1 * 60000000 AND start_time < (?1 + 1) * 60000000`
+		GROUP BY job_name ORDER BY job_name`
+	// sqliteMinuteRows: the rows of minute ?1 of the jobs after ?2 up to ?3 (the minute's range of the same
+	// index, not sorted: the rollup's aggregate orders the cells it writes).
+	sqliteMinuteRows = `SELECT ` + rollupColumns + ` FROM JOB_EXECUTION_LOG INDEXED BY job_execution_log_start
+		WHERE start_time >= ?1 * 60000000 AND start_time < (?1 + 1) * 60000000 AND job_name > ?2 AND job_name <= ?3`
 	// sqliteNextRowMinute: the minute of the first row that started at minute ?1 or later (NULL: none).
 	sqliteNextRowMinute = `SELECT MIN(start_time) / 60000000 FROM JOB_EXECUTION_LOG WHERE start_time >= ?1 * 60000000`
 )
@@ -46,7 +47,7 @@ const (
 // frontierStatements are the frontier's statements, prepared with the writes'.
 var frontierStatements = map[stmtKey]string{
 	{"frontier", 1}: sqliteFrontierRead, {"frontier write", 1}: sqliteFrontierWrite,
-	{"minute rows", 1}: sqliteMinuteRows, {"job minute rows", 1}: sqliteJobMinuteRows,
+	{"minute jobs", 1}: sqliteMinuteJobs, {"minute rows", 1}: sqliteMinuteRows,
 	{"next row minute", 1}: sqliteNextRowMinute,
 }
 
@@ -77,7 +78,9 @@ func (s *sqliteStore) stmt(ctx context.Context, tx *sql.Tx, kind string) *sql.St
 }
 
 // advanceRollup counts into the rollup the rows of the minutes that are over (rollupSettle after their
-// end), up to advanceRows of them, and moves the frontier f (as tx holds it) past them, in tx.
+// end), up to advanceRows of them, and moves the frontier f (as tx holds it) past them, in tx. A minute's
+// chunks end where its plan says (rollup.Plan, its jobs read once): each chunk reads its jobs' rows from the
+// minute's range of the index, instead of sorting the rest of the minute again for each chunk.
 func (s *sqliteStore) advanceRollup(ctx context.Context, tx *sql.Tx, f rollup.Frontier) error {
 	if s.noRollup {
 		return nil
@@ -85,13 +88,11 @@ func (s *sqliteStore) advanceRollup(ctx context.Context, tx *sql.Tx, f rollup.Fr
 	start := f
 	due := rollup.DueMinute(s.clock.Now(), rollupSettle)
 	for budget := s.advanceRows; f.Minute < due && budget > 0; {
-		rows, err := s.rollupRows(ctx, tx, "minute rows", f.Minute, f.Job, budget+1)
+		jobs, err := s.minuteAhead(ctx, tx, f)
 		if err != nil {
 			return err
 		}
-		n, more := rollup.Chunk(rows, budget)
-		switch {
-		case len(rows) == 0: // the minute is counted: on to the next one that has rows, or to due
+		if len(jobs) == 0 { // the minute is counted: on to the next one that has rows, or to due
 			var next sql.NullInt64
 			if err := s.stmt(ctx, tx, "next row minute").QueryRowContext(ctx, f.Minute+1).Scan(&next); err != nil {
 				return err
@@ -101,30 +102,54 @@ func (s *sqliteStore) advanceRollup(ctx context.Context, tx *sql.Tx, f rollup.Fr
 				f.Minute = next.Int64
 			}
 			continue
-		case n == 0: // the first job alone has more rows than the budget: all of them
-			if rows, err = s.rollupRows(ctx, tx, "job minute rows", f.Minute, rows[0].Job); err != nil {
-				return err
-			}
-			n = len(rows)
 		}
-		counted := rows[:n]
-		d := rollup.Aggregate(nil, counted)
+		last := jobs[rollup.Chunk(jobs, budget)-1].Job
+		rows, err := s.rollupRows(ctx, tx, "minute rows", f.Minute, f.Job, last)
+		if err != nil {
+			return err
+		}
+		d := rollup.Aggregate(nil, rows)
 		d.Fires(d.FireRows) // the rows of each fire counted are all of its rows in the minute
 		if err := s.applyRollup(ctx, tx, d, f); err != nil {
 			return err
 		}
-		budget -= n
-		if more {
-			f.Job = counted[n-1].Job
-		} else {
-			f = rollup.Frontier{Minute: f.Minute + 1}
-		}
+		budget -= max(len(rows), 1)
+		f.Job = last
 	}
 	if f == start {
 		return nil
 	}
 	_, err := s.stmt(ctx, tx, "frontier write").ExecContext(ctx, f.Minute, f.Job)
 	return err
+}
+
+// minuteAhead is the jobs of f's minute that f has not reached, with their rows: from the minute's plan while
+// it has some, else read again (the jobs whose rows were written since, or the minute's first plan). None:
+// the minute is counted.
+func (s *sqliteStore) minuteAhead(ctx context.Context, tx *sql.Tx, f rollup.Frontier) ([]rollup.JobRows, error) {
+	s.planMu.Lock()
+	defer s.planMu.Unlock()
+	if jobs := s.plan.Ahead(f); len(jobs) > 0 {
+		return jobs, nil
+	}
+	rows, err := s.stmt(ctx, tx, "minute jobs").QueryContext(ctx, f.Minute, f.Job)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	plan := rollup.Plan{Minute: f.Minute}
+	for rows.Next() {
+		var j rollup.JobRows
+		if err := rows.Scan(&j.Job, &j.Rows); err != nil {
+			return nil, err
+		}
+		plan.Jobs = append(plan.Jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	s.plan = plan
+	return plan.Jobs, nil
 }
 
 // rollupRows reads the rows of a minute that the prepared statement kind selects (rollupColumns).
@@ -139,4 +164,35 @@ func (s *sqliteStore) rollupRows(ctx context.Context, tx *sql.Tx, kind string, a
 		out[i] = g.Row
 	}
 	return out, nil
+}
+
+// sqliteOldestUncounted: the start of the oldest row that frontier (?1, ?2) has not counted (NULL: none).
+const sqliteOldestUncounted = `SELECT MIN(start_time) FROM JOB_EXECUTION_LOG INDEXED BY job_execution_log_start
+	WHERE start_time >= ?1 * 60000000 AND (start_time >= (?1 + 1) * 60000000 OR job_name > ?2)`
+
+// RollupReporter is a store whose stats rollup counts rows after they are written (SQLite's, a minute at a
+// time): RollupBehind says how far behind it is.
+type RollupReporter interface {
+	// RollupBehind is how long ago the oldest row the rollup has not counted was due to be counted (its
+	// minute's end and rollupSettle); 0 when none is due. While it grows the stats read more rows one by one.
+	RollupBehind(ctx context.Context) (time.Duration, error)
+}
+
+var _ RollupReporter = (*sqliteStore)(nil)
+
+func (s *sqliteStore) RollupBehind(ctx context.Context) (time.Duration, error) {
+	tx, err := s.r.BeginTx(ctx, nil) // the frontier and the rows of one moment
+	if err != nil {
+		return 0, sqliteError("rollup behind", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	f, err := readFrontier(ctx, tx)
+	if err != nil {
+		return 0, sqliteError("rollup behind", err)
+	}
+	var oldest sql.NullInt64
+	if err := tx.QueryRowContext(ctx, sqliteOldestUncounted, f.Minute, f.Job).Scan(&oldest); err != nil || !oldest.Valid {
+		return 0, sqliteError("rollup behind", err)
+	}
+	return rollup.Behind(rollup.Row{Start: oldest.Int64}.Minute(), s.clock.Now(), rollupSettle), nil
 }

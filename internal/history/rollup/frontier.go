@@ -1,6 +1,9 @@
 package rollup
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // Frontier is how far the rollup has counted the execution rows: every row that started in a minute before
 // Minute, and the rows of Minute whose job's name is at most Job (none of Minute's when Job is ""). SQLite's
@@ -45,18 +48,47 @@ func DueMinute(now time.Time, settle time.Duration) int64 {
 	return Row{Start: now.Add(-settle).UnixMicro()}.Minute()
 }
 
-// Chunk is how many of a minute's uncounted rows, read in their job's order (at most budget+1 of them), the
-// frontier moves over at once: whole jobs only, as many as fit in budget. more says that the minute has rows
-// after those n. When the first job alone has more than budget rows, n is 0 and more is true: the caller
-// reads that job's rows of the minute whole and counts them on their own.
-func Chunk(rows []Row, budget int) (n int, more bool) {
-	if len(rows) <= budget {
-		return len(rows), false
+// Behind is how long ago, at now, the rows of minute were due to be counted (settle after its end); 0 when
+// they are not due yet.
+func Behind(minute int64, now time.Time, settle time.Duration) time.Duration {
+	due := time.Unix((minute+1)*60, 0).Add(settle)
+	return max(now.Sub(due), 0)
+}
+
+// JobRows is how many rows a job has in a minute that the rollup has not counted.
+type JobRows struct {
+	Job  string
+	Rows int
+}
+
+// Plan is a minute's jobs that the rollup has not counted, in their name's order, as the writer read them once
+// for the minute: where the frontier's chunks of the minute end. It is only a plan: a chunk counts the rows
+// the store holds for its jobs when it is counted (rows written since the plan was read included).
+type Plan struct {
+	Minute int64
+	Jobs   []JobRows
+}
+
+// Ahead returns the jobs of the plan that f has not reached (none when the plan is of another minute).
+func (p Plan) Ahead(f Frontier) []JobRows {
+	if p.Minute != f.Minute {
+		return nil
 	}
-	last := rows[budget].Job // read past the budget: the job the budget may have cut
-	n = budget
-	for n > 0 && rows[n-1].Job == last {
-		n--
+	i := sort.Search(len(p.Jobs), func(i int) bool { return p.Jobs[i].Job > f.Job })
+	return p.Jobs[i:]
+}
+
+// Chunk is how many of a minute's jobs (jobs, in their name's order) the frontier moves over at once: whole
+// jobs, as many as fit in budget rows, and at least the first one when there is a budget (a job with more
+// rows than the budget is counted whole, on its own).
+func Chunk(jobs []JobRows, budget int) int {
+	if budget <= 0 || len(jobs) == 0 {
+		return 0
 	}
-	return n, true
+	n, rows := 1, jobs[0].Rows
+	for n < len(jobs) && rows+jobs[n].Rows <= budget {
+		rows += jobs[n].Rows
+		n++
+	}
+	return n
 }

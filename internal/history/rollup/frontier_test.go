@@ -1,7 +1,9 @@
 package rollup
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,78 +68,128 @@ func TestDueMinute(t *testing.T) {
 	}
 }
 
-func TestChunk(t *testing.T) {
-	jobs := func(names string) []Row {
-		var out []Row
-		for _, n := range strings.Fields(names) {
-			out = append(out, Row{Job: n})
-		}
-		return out
-	}
+func TestBehind(t *testing.T) {
+	const m = int64(29_000_000)
+	end := time.Unix((m+1)*60, 0) // the minute's end
 	for _, c := range []struct {
-		rows   string
-		budget int
-		n      int
-		more   bool
+		now  time.Time
+		want time.Duration
 	}{
-		{"", 4, 0, false},
-		{"a a b", 4, 3, false},
-		{"a a b c", 4, 4, false},        // all of the minute's rows fit
-		{"a a b c c", 4, 3, true},       // c cut by the budget: left for the next chunk
-		{"a a b b c", 4, 4, true},       // the budget ends at a job's end
-		{"a a a a a", 4, 0, true},       // one job over the budget: read whole by the caller
-		{"a b b b b b", 4, 1, true},     // the job after a is over the budget: a alone
-		{"a b c d e f g h", 1, 1, true}, // a budget of one row
-		{"a a b", 0, 0, true},           // no budget: nothing
-		{"aa ab ab", 2, 1, true},        // names, not prefixes
-		{"x", 1, 1, false},              // exactly the budget
-		{"x y", 1, 1, true},             // the budget ends at a job's end
-		{"x x", 1, 0, true},             // one job over a budget of one
-		{"p p q q q r", 5, 5, true},     // the budget ends at q's end
-		{"p p q q q r", 4, 2, true},     // q cut: only p
-		{"p p q q q r r", 6, 5, true},   // r cut
-		{"p p q q q r r", 7, 7, false},  // all
-		{"p q r s t u v w", 100, 8, false},
+		{end.Add(-time.Minute), 0},
+		{end, 0},
+		{end.Add(30 * time.Second), 0}, // due now
+		{end.Add(31 * time.Second), time.Second},
+		{end.Add(10*time.Minute + 30*time.Second), 10 * time.Minute},
 	} {
-		rows := jobs(c.rows)
-		n, more := Chunk(rows, c.budget)
-		if n != c.n || more != c.more {
-			t.Errorf("Chunk(%q, %d) = %d, %v; want %d, %v", c.rows, c.budget, n, more, c.n, c.more)
+		got := Behind(m, c.now, 30*time.Second)
+		if got != c.want {
+			t.Errorf("Behind at %s = %s, want %s", c.now.Sub(end), got, c.want)
+		}
+		if due := DueMinute(c.now, 30*time.Second) > m; got > 0 && !due {
+			t.Errorf("Behind at %s = %s for a minute DueMinute does not count yet", c.now.Sub(end), got)
 		}
 	}
 }
 
-// FuzzChunk: a chunk is whole jobs within the budget, the rows after it begin a new job, and it is empty only
-// when the first job alone is over the budget (or there is no budget).
+// jobRows parses "a:2 b c:3" (a job's rows, 1 when not given).
+func jobRows(t testing.TB, s string) []JobRows {
+	var out []JobRows
+	for _, f := range strings.Fields(s) {
+		name, n, ok := strings.Cut(f, ":")
+		rows := 1
+		if ok {
+			var err error
+			if rows, err = strconv.Atoi(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, JobRows{Job: name, Rows: rows})
+	}
+	return out
+}
+
+func TestChunk(t *testing.T) {
+	for _, c := range []struct {
+		jobs   string
+		budget int
+		n      int
+	}{
+		{"", 4, 0},
+		{"a:2 b", 4, 2},       // all of the minute's rows fit
+		{"a:2 b c", 4, 3},     // exactly the budget
+		{"a:2 b c:2", 4, 2},   // c would pass the budget: left for the next chunk
+		{"a:2 b:2 c", 4, 2},   // the budget ends at a job's end
+		{"a:5", 4, 1},         // one job over the budget: whole, on its own
+		{"a:5 b", 4, 1},       // and alone
+		{"a b:5", 4, 1},       // the job after a is over the budget: a alone
+		{"a b c d e f", 1, 1}, // a budget of one row
+		{"a:2 b", 0, 0},       // no budget: nothing
+		{"a:2 b", -1, 0},
+		{"p:2 q:3 r", 5, 2},
+		{"p:2 q:3 r:2", 7, 3},
+		{"p q r s t u v w", 100, 8},
+		{"p:0 q:0 r:4", 4, 3}, // jobs whose rows went since the plan was read cost nothing
+	} {
+		if n := Chunk(jobRows(t, c.jobs), c.budget); n != c.n {
+			t.Errorf("Chunk(%q, %d) = %d, want %d", c.jobs, c.budget, n, c.n)
+		}
+	}
+}
+
+func TestPlanAhead(t *testing.T) {
+	p := Plan{Minute: 7, Jobs: jobRows(t, "b c:2 e")}
+	for _, c := range []struct {
+		f    Frontier
+		want string
+	}{
+		{Frontier{Minute: 7}, "b c:2 e"},
+		{Frontier{Minute: 7, Job: "a"}, "b c:2 e"},
+		{Frontier{Minute: 7, Job: "b"}, "c:2 e"},
+		{Frontier{Minute: 7, Job: "bb"}, "c:2 e"}, // names, not prefixes
+		{Frontier{Minute: 7, Job: "d"}, "e"},
+		{Frontier{Minute: 7, Job: "e"}, ""},
+		{Frontier{Minute: 7, Job: "z"}, ""},
+		{Frontier{Minute: 8}, ""}, // another minute's plan says nothing
+		{Frontier{Minute: 6, Job: "a"}, ""},
+	} {
+		got, want := p.Ahead(c.f), jobRows(t, c.want)
+		if len(got) != len(want) || len(want) > 0 && !slices.Equal(got, want) {
+			t.Errorf("Ahead(%+v) = %v, want %v", c.f, got, want)
+		}
+	}
+}
+
+// FuzzChunk: a chunk is whole jobs within the budget, or the first job alone; the job after it would pass
+// the budget; it is empty only when there is no job or no budget.
 func FuzzChunk(f *testing.F) {
-	f.Add([]byte{0, 0, 1, 2, 2, 2, 3}, 3)
-	f.Add([]byte{5, 5, 5, 5}, 2)
+	f.Add([]byte{2, 1, 3, 1}, 3)
+	f.Add([]byte{5}, 2)
 	f.Add([]byte{}, 1)
-	f.Fuzz(func(t *testing.T, js []byte, budget int) {
-		if budget < 0 || budget > 1000 {
+	f.Add([]byte{0, 0, 9}, 4)
+	f.Fuzz(func(t *testing.T, counts []byte, budget int) {
+		if budget < -1 || budget > 1000 {
 			return
 		}
-		slices.Sort(js)
-		rows := make([]Row, min(len(js), budget+1)) // what the caller reads: at most budget+1 rows
-		for i := range rows {
-			rows[i] = Row{Job: string(rune('a' + js[i]%26))}
+		jobs := make([]JobRows, len(counts))
+		for i, c := range counts {
+			jobs[i] = JobRows{Job: fmt.Sprintf("j%03d", i), Rows: int(c)}
 		}
-		n, more := Chunk(rows, budget)
-		if n < 0 || n > budget || n > len(rows) {
-			t.Fatalf("n = %d of %d rows, budget %d", n, len(rows), budget)
+		n := Chunk(jobs, budget)
+		if (n == 0) != (len(jobs) == 0 || budget <= 0) {
+			t.Fatalf("n = %d of %d jobs, budget %d", n, len(jobs), budget)
 		}
-		if more != (len(rows) > budget) {
-			t.Fatalf("more = %v with %d rows read, budget %d", more, len(rows), budget)
+		if n > len(jobs) {
+			t.Fatalf("n = %d of %d jobs", n, len(jobs))
 		}
-		if n < len(rows) && n > 0 && rows[n].Job == rows[n-1].Job {
-			t.Fatalf("job %q cut at %d", rows[n].Job, n)
+		rows := 0
+		for _, j := range jobs[:n] {
+			rows += j.Rows
 		}
-		if n == 0 && len(rows) > 0 && budget > 0 {
-			for _, r := range rows[:budget] {
-				if r.Job != rows[0].Job {
-					t.Fatalf("empty chunk though %q fits the budget %d", rows[0].Job, budget)
-				}
-			}
+		if n > 1 && rows > budget {
+			t.Fatalf("%d jobs of %d rows over the budget %d", n, rows, budget)
+		}
+		if n > 0 && n < len(jobs) && rows+jobs[n].Rows <= budget {
+			t.Fatalf("chunk of %d jobs (%d rows) stops before job %d (%d rows), budget %d", n, rows, n, jobs[n].Rows, budget)
 		}
 	})
 }
