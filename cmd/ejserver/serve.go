@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -339,9 +340,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 				st := writer.Stats()
 				return int64(st.Backlog), st.Written, st.Dropped, st.Failures
 			},
-			HistoryTracesShed: func() int64 { return writer.Stats().TracesShed },
-			HistoryDegraded:   func() bool { return writer.Health().State == history.HealthDegraded },
-			SessionHealthy:    sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
+			HistoryTracesShed:   func() int64 { return writer.Stats().TracesShed },
+			HistoryDegraded:     func() bool { return writer.Health().State == history.HealthDegraded },
+			HistoryRollupBehind: rollupBehind(store),
+			SessionHealthy:      sess.Healthy, SessionLease: sess.Lease, Reconnects: sess.Reconnects, Expirations: sess.Expirations,
 			Leaderships:       reg.Leaderships,
 			ScheduledJobs:     func() int { return sched.Len() },
 			GCBetweenBursts:   collector.Collections,
@@ -650,6 +652,24 @@ func openHistory(ctx context.Context, c serveConfig, log *slog.Logger) (history.
 		return nil, fmt.Errorf("open the history store: %w", err)
 	}
 	return store, nil
+}
+
+// rollupBehind reads how far the store's stats rollup is behind, in seconds (NaN when it cannot be read), or
+// is nil when the store does not say (PostgreSQL's triggers count every row as it is written).
+func rollupBehind(store history.Store) func() float64 {
+	r, ok := store.(history.RollupReporter)
+	if !ok {
+		return nil
+	}
+	return func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		d, err := r.RollupBehind(ctx)
+		if err != nil {
+			return math.NaN()
+		}
+		return d.Seconds()
+	}
 }
 
 // urlChecker adapts the webhook target policy to the service.

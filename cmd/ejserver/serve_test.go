@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ejserver/ejserver/internal/history"
 )
 
 func TestServeFireLead(t *testing.T) {
@@ -113,5 +118,31 @@ func TestServeHistoryStatusTraces(t *testing.T) {
 	}
 	if _, err := parseServe([]string{"--history-status-traces=maybe"}); err == nil || !strings.Contains(err.Error(), "history-status-traces") {
 		t.Fatalf("a value that is no boolean: %v", err)
+	}
+}
+
+// TestRollupBehindSource: the metric reads an SQLite store's rollup (0: nothing to count), NaN once the store
+// cannot be read, and is left out for a store that does not say.
+func TestRollupBehindSource(t *testing.T) {
+	ctx := context.Background()
+	store, err := history.Open(ctx, filepath.Join(t.TempDir(), "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := rollupBehind(store)
+	if read == nil {
+		t.Fatal("an SQLite history got no source")
+	}
+	if v := read(); v != 0 {
+		t.Fatalf("an empty SQLite history is %v s behind, want 0", v)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := read(); !math.IsNaN(v) {
+		t.Fatalf("a closed store read %v, want NaN", v)
+	}
+	if rollupBehind(struct{ history.Store }{store}) != nil {
+		t.Fatal("a store that does not report its rollup got the series")
 	}
 }

@@ -34,7 +34,7 @@ func registeredFamilies(t *testing.T) map[string][]string {
 	i64 := func() int64 { return 0 }
 	b := func() bool { return true }
 	all := Sources{InFlight: i, Waiting: i, HistoryStats: func() (int64, int64, int64, int64) { return 0, 0, 0, 0 },
-		HistoryDegraded: b, SessionHealthy: b, SessionLease: b, Reconnects: i64, Expirations: i64,
+		HistoryDegraded: b, HistoryRollupBehind: func() float64 { return 0 }, SessionHealthy: b, SessionLease: b, Reconnects: i64, Expirations: i64,
 		Leaderships: i, ScheduledJobs: i, GCBetweenBursts: i64,
 		RegistryBacklog: func() (int, int, int) { return 0, 0, 0 },
 		ZooKeeperWrites: func() ZooKeeperWrites { return ZooKeeperWrites{} }}

@@ -35,6 +35,7 @@
 //	| ejserver_history_write_failures_total        | counter   |                       | failed history writes                                              |
 //	| ejserver_history_status_traces_shed_total    | counter   |                       | tasks left without status traces while the writer was behind       |
 //	| ejserver_history_degraded                    | gauge     |                       | 1 while the last history write failed, else 0                      |
+//	| ejserver_history_rollup_behind_seconds       | gauge     |                       | how long the oldest execution the stats rollup has not counted has been due (SQLite) |
 //	| ejserver_build_info                          | gauge     | version, commit, goversion | always 1: the running build (Config.Build)                    |
 //
 // Label values:

@@ -41,6 +41,9 @@ type Sources struct {
 	// HistoryTracesShed: the tasks history.Writer left without status traces because it was behind.
 	HistoryTracesShed func() int64
 	HistoryDegraded   func() bool
+	// HistoryRollupBehind: how long ago the oldest execution the store's stats rollup has not counted was due
+	// to be counted (history.RollupReporter; SQLite), NaN when the store cannot tell.
+	HistoryRollupBehind func() float64
 	// SessionHealthy, SessionLease, Reconnects, Expirations: cluster.Session's methods of those names.
 	SessionHealthy, SessionLease func() bool
 	Reconnects, Expirations      func() int64

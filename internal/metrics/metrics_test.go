@@ -356,15 +356,16 @@ func TestSources(t *testing.T) {
 		HistoryStats: func() (int64, int64, int64, int64) {
 			return 11, 1200, 4, 2
 		},
-		HistoryDegraded: func() bool { return true },
-		SessionHealthy:  func() bool { mu.Lock(); defer mu.Unlock(); return healthy },
-		SessionLease:    func() bool { return false },
-		Reconnects:      func() int64 { return 5 },
-		Expirations:     func() int64 { return 1 },
-		Leaderships:     func() int { return 42 },
-		ScheduledJobs:   func() int { return 10000 },
-		GCBetweenBursts: func() int64 { return 9 },
-		RegistryBacklog: func() (int, int, int) { return 12, 0, 30000 },
+		HistoryDegraded:     func() bool { return true },
+		HistoryRollupBehind: func() float64 { return 90 },
+		SessionHealthy:      func() bool { mu.Lock(); defer mu.Unlock(); return healthy },
+		SessionLease:        func() bool { return false },
+		Reconnects:          func() int64 { return 5 },
+		Expirations:         func() int64 { return 1 },
+		Leaderships:         func() int { return 42 },
+		ScheduledJobs:       func() int { return 10000 },
+		GCBetweenBursts:     func() int64 { return 9 },
+		RegistryBacklog:     func() (int, int, int) { return 12, 0, 30000 },
 		ZooKeeperWrites: func() ZooKeeperWrites {
 			return ZooKeeperWrites{Groups: 5000, Multis: 40, Refused: 3, Seconds: 2.5, Waiting: 17}
 		},
@@ -398,6 +399,7 @@ func TestSources(t *testing.T) {
 		{"ejserver_history_dropped_total", dto.MetricType_COUNTER, 4},
 		{"ejserver_history_write_failures_total", dto.MetricType_COUNTER, 2},
 		{"ejserver_history_degraded", dto.MetricType_GAUGE, 1},
+		{"ejserver_history_rollup_behind_seconds", dto.MetricType_GAUGE, 90},
 		{"ejserver_zookeeper_session_up", dto.MetricType_GAUGE, 1},
 		{"ejserver_zookeeper_lease_valid", dto.MetricType_GAUGE, 0},
 		{"ejserver_zookeeper_reconnects_total", dto.MetricType_COUNTER, 5},

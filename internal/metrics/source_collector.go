@@ -76,6 +76,11 @@ func newSourceCollector(s Sources) *sourceCollector {
 		counter("ejserver_history_status_traces_shed_total", "Tasks left without status traces because the history "+
 			"writer was behind (its backlog past half its queue): executions are kept first.", int64f(f))
 	}
+	if f := s.HistoryRollupBehind; f != nil {
+		gauge("ejserver_history_rollup_behind_seconds", "How long ago the oldest execution the stats rollup has not "+
+			"counted was due to be counted (SQLite counts a minute's executions 30 s after it ends); 0 when caught "+
+			"up. While it grows, the stats read those executions one by one.", f)
+	}
 	if f := s.HistoryDegraded; f != nil {
 		gauge("ejserver_history_degraded", "1 while the last history write failed, else 0.", boolf(f))
 	}
