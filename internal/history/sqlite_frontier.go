@@ -136,7 +136,7 @@ func (s *sqliteStore) minuteAhead(ctx context.Context, tx *sql.Tx, f rollup.Fron
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	plan := rollup.Plan{Minute: f.Minute}
 	for rows.Next() {
 		var j rollup.JobRows
