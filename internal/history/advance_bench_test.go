@@ -57,21 +57,28 @@ func BenchmarkAdvanceAMinute(b *testing.B) {
 
 // countDue counts every row of s that is due into the rollup, in writes of s.advanceRows as the writer would.
 func countDue(ctx context.Context, s *sqliteStore) error {
-	for moved := true; moved; {
-		if err := s.inTx(ctx, "advance", func(tx *sql.Tx) error {
-			before, err := s.frontier(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if err := s.advanceRollup(ctx, tx, before); err != nil {
-				return err
-			}
-			after, err := s.frontier(ctx, tx)
-			moved = after != before
-			return err
-		}); err != nil {
+	for {
+		moved, err := advanceOnce(ctx, s)
+		if err != nil || !moved {
 			return err
 		}
 	}
-	return nil
+}
+
+// advanceOnce moves s's frontier as one write's advance does (s.advanceRows rows at most), and says whether it
+// moved.
+func advanceOnce(ctx context.Context, s *sqliteStore) (moved bool, err error) {
+	err = s.inTx(ctx, "advance", func(tx *sql.Tx) error {
+		before, err := s.frontier(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := s.advanceRollup(ctx, tx, before); err != nil {
+			return err
+		}
+		after, err := s.frontier(ctx, tx)
+		moved = after != before
+		return err
+	})
+	return moved, err
 }

@@ -181,18 +181,14 @@ type RollupReporter interface {
 var _ RollupReporter = (*sqliteStore)(nil)
 
 func (s *sqliteStore) RollupBehind(ctx context.Context) (time.Duration, error) {
-	tx, err := s.r.BeginTx(ctx, nil) // the frontier and the rows of one moment
-	if err != nil {
-		return 0, sqliteError("rollup behind", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	f, err := readFrontier(ctx, tx)
-	if err != nil {
-		return 0, sqliteError("rollup behind", err)
-	}
 	var oldest sql.NullInt64
-	if err := tx.QueryRowContext(ctx, sqliteOldestUncounted, f.Minute, f.Job).Scan(&oldest); err != nil || !oldest.Valid {
-		return 0, sqliteError("rollup behind", err)
+	err := s.inSnapshot(ctx, func(run runQuery, f *rollup.Frontier) error { // the frontier and the rows of one moment
+		q := &query{d: sqliteDialect, args: []any{f.Minute, f.Job}}
+		q.write(sqliteOldestUncounted)
+		return run(ctx, q, func(r rowScanner) error { return r.Scan(&oldest) })
+	})
+	if err != nil || !oldest.Valid {
+		return 0, err
 	}
 	return rollup.Behind(rollup.Row{Start: oldest.Int64}.Minute(), s.clock.Now(), rollupSettle), nil
 }

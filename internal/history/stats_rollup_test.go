@@ -2,7 +2,6 @@ package history
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -121,14 +120,7 @@ func advanceRollupBy(t *testing.T, st *sqliteStore, n int) {
 	before := st.advanceRows
 	defer func() { st.advanceRows = before }()
 	st.advanceRows = n
-	ctx := testCtx(t)
-	if err := st.inTx(ctx, "advance", func(tx *sql.Tx) error {
-		f, err := st.frontier(ctx, tx)
-		if err != nil {
-			return err
-		}
-		return st.advanceRollup(ctx, tx, f)
-	}); err != nil {
+	if _, err := advanceOnce(testCtx(t), st); err != nil {
 		t.Fatal(err)
 	}
 }
