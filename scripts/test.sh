@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test: installs what the tests need, then gofmt, go mod tidy -diff, vet, unit tests with -race (fuzz
-# seed corpora run as part of them), the integration tests against real ZooKeeper/PostgreSQL/receivers, and
+# seed corpora run as part of them; internal/history once more without -race), the integration tests against real ZooKeeper/PostgreSQL/receivers, and
 # the OpenAPI freshness check. Every server a test needs is started by the test itself and stopped by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +26,9 @@ staticcheck ./...
 
 step "unit tests with -race (fuzz seeds included)"
 go test -race -count=1 -timeout 10m $(go list ./... | grep -v /integration)
+# internal/history again without -race: its data-heavy tests (query plans, migrations, the rollup against its
+# rows; one goroutine each) leave the race pass, where modernc's SQLite is ~30x slower, and run here (dataHeavy)
+go test -count=1 -timeout 5m ./internal/history
 # the go-zookeeper fork is a module of its own (go.mod's replace): its vet and tests run from its folder
 (cd internal/third_party/zk && go vet ./... && go test -race -count=1 -timeout 5m ./...)
 

@@ -34,6 +34,7 @@ func completed(e ejserver.Execution, hb, end time.Time) ejserver.Execution {
 }
 
 func TestAsyncRoundTrip(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		hb := accepted(newExec("settle", 2, t0), t0.Add(1234567*time.Nanosecond), 0) // progress 0 is not "none"
 		end := completed(newExec("settle", 3, t0), t0.Add(time.Second), t0.Add(2*time.Second))
@@ -77,6 +78,7 @@ func TestAsyncRoundTrip(t *testing.T) {
 }
 
 func TestAsyncStringsSanitizedAndBounded(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		e := completed(newExec("settle", 0, t0), t0, t0.Add(time.Second))
 		e.Message = "a\x00b\xffc"
@@ -101,6 +103,7 @@ func TestAsyncStringsSanitizedAndBounded(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s    string
 		n    int
@@ -122,6 +125,7 @@ func TestTruncate(t *testing.T) {
 }
 
 func TestListExecutionsAsyncFilters(t *testing.T) {
+	t.Parallel()
 	a0 := newExec("a", 0, t0)
 	aRun := running(newExec("a", 1, t0.Add(time.Second)))
 	aHB := accepted(newExec("a", 2, t0.Add(2*time.Second)), t0.Add(3*time.Second), 50)

@@ -27,6 +27,7 @@ func newEntry(i int, actor string, action audit.Action, job string) audit.Entry 
 // TestAudit writes audit entries and reads them back filtered and paged, newest first, on both stores; an
 // entry written twice stays as first written; Prune removes old ones.
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		ctx := testCtx(t)
 		var all []audit.Entry
@@ -97,6 +98,7 @@ func TestAudit(t *testing.T) {
 // TestTraceID: an execution's trace id is stored and read back on both stores; a later record of the same
 // execution without one (a callback's end) keeps it.
 func TestTraceID(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		run := running(newExec("traced", 0, t0))
 		run.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -10,6 +10,8 @@ import (
 // 0012 merged (job_execution_log_job_start for a job's, job_execution_log_start for all), without sorting:
 // a page reads its rows and stops.
 func TestExplainExecutionPages(t *testing.T) {
+	t.Parallel()
+	dataHeavy(t)
 	s := openStore(t, "sqlite").(*sqliteStore)
 	seedStats(t, s, 2_000)
 	cur := cursor{start: micros(t0.Add(time.Hour)), id: "01900000-0000-7000-8000-000000000000"}.encode()

@@ -18,6 +18,7 @@ import (
 // they come or once their minute is over.
 func TestMigration17StartsTheFrontierAfterTheRows(t *testing.T) {
 	t.Parallel()
+	dataHeavy(t)
 	ctx := testCtx(t)
 	r := rand.New(rand.NewPCG(17, 3))
 	starts, later := randomHistory(r, 200)

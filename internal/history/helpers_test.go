@@ -121,6 +121,17 @@ func eachStore(t *testing.T, fn func(t *testing.T, s Store)) {
 	}
 }
 
+// dataHeavy marks a test that checks data in one goroutine against modernc's SQLite (a query's plan, a
+// migration, the rollup against its rows): under the race detector, which makes that SQLite about 30 times
+// slower and has no goroutines of the test's own to watch, it is left out; make test runs the package a second
+// time without -race (scripts/test.sh), and every such test runs there.
+func dataHeavy(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("data-heavy: runs in make test's pass of internal/history without -race")
+	}
+}
+
 // t0 is the tests' reference time; record times are offsets from it.
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 

@@ -22,6 +22,7 @@ import (
 // together do: every Open succeeds, each migration is applied once (one log line, one schema_migrations row),
 // and the stores work.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
@@ -108,6 +109,7 @@ func countMigrations(t *testing.T, kind, dsn string) int {
 }
 
 func TestMigrationFiles(t *testing.T) {
+	t.Parallel()
 	// Both dialects have the same versions, so a peer on either store has the same columns.
 	sq, err := migrations("sqlite")
 	if err != nil {
@@ -128,6 +130,7 @@ func TestMigrationFiles(t *testing.T) {
 }
 
 func TestOpenRejectsBadPaths(t *testing.T) {
+	t.Parallel()
 	for _, dsn := range []string{"", "/tmp/x.db?mode=ro"} {
 		if _, err := Open(testCtx(t), dsn); err == nil {
 			t.Errorf("Open(%q) succeeded", dsn)
@@ -140,6 +143,7 @@ func TestOpenRejectsBadPaths(t *testing.T) {
 // fields. The migrated rows then take the new records under the new rule, and a peer still on version 1 can
 // go on writing its columns.
 func TestUpgradeFromVersion1(t *testing.T) {
+	t.Parallel()
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -21,6 +21,7 @@ func newRecord(i int, channel, job, outcome string) notify.Record {
 // TestNotifications writes notification records and reads them back filtered and paged, newest first, on both
 // stores; a second write of the same notification and channel updates the row; Prune removes old ones.
 func TestNotifications(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		ctx := testCtx(t)
 		var all []notify.Record

@@ -14,6 +14,8 @@ import (
 // again after a removal took them (migration 0013 dropped the job cells' indexes by largest value), are read
 // off one minute's rows: a range of job_execution_log_start, covering, not the table nor every row.
 func TestExplainPeerMaxReadsOneMinute(t *testing.T) {
+	t.Parallel()
+	dataHeavy(t)
 	s := openStore(t, "sqlite").(*sqliteStore)
 	seedStats(t, s, 2_000)
 	for name, stmt := range map[string]string{"duration": sqlitePeerDurMax, "lateness": sqlitePeerLateMax} {
@@ -28,6 +30,8 @@ func TestExplainPeerMaxReadsOneMinute(t *testing.T) {
 // TestExplainFireRowsSeekTheFire checks on SQLite that the rollup's lookup of a fire's rows in a minute seeks
 // the fire in job_execution_log_fire, keyed by the fire's time first since 0015.
 func TestExplainFireRowsSeekTheFire(t *testing.T) {
+	t.Parallel()
+	dataHeavy(t)
 	s := openStore(t, "sqlite").(*sqliteStore)
 	seedStats(t, s, 2_000)
 	arg := `[["big", ` + strconv.FormatInt(rollupPeriod(t0, time.Minute), 10) + `, ` + strconv.FormatInt(micros(t0), 10) + `]]`
@@ -43,6 +47,7 @@ func TestExplainFireRowsSeekTheFire(t *testing.T) {
 // computation from the rows.
 func TestMigration15KeepsAHistory(t *testing.T) {
 	t.Parallel()
+	dataHeavy(t)
 	migrationKeepsAHistory(t, 15, []string{
 		"DROP INDEX job_execution_log_fire",
 		"CREATE INDEX job_execution_log_fire ON JOB_EXECUTION_LOG (job_name, scheduled_at, start_time, id)",
@@ -61,6 +66,7 @@ func TestMigration15KeepsAHistory(t *testing.T) {
 // computation from the rows (the peers' largest values now read again off the rows).
 func TestMigration13KeepsAHistory(t *testing.T) {
 	t.Parallel()
+	dataHeavy(t)
 	migrationKeepsAHistory(t, 13, []string{
 		"CREATE INDEX execution_stats_minute_peer_duration ON EXECUTION_STATS_MINUTE (minute, instance_id, dur_max)",
 		"CREATE INDEX execution_stats_minute_peer_lateness ON EXECUTION_STATS_MINUTE (minute, instance_id, late_max)",
@@ -79,6 +85,7 @@ func TestMigration13KeepsAHistory(t *testing.T) {
 // and pruned.
 func TestMigration14KeepsAHistory(t *testing.T) {
 	t.Parallel()
+	dataHeavy(t)
 	migrationKeepsAHistory(t, 14, []string{
 		`CREATE TABLE EXECUTION_STATS_MINUTE_J (job_name TEXT NOT NULL, minute INTEGER NOT NULL, instance_id TEXT NOT NULL,
 			peer_fires INTEGER NOT NULL DEFAULT 0, items INTEGER NOT NULL DEFAULT 0, success INTEGER NOT NULL DEFAULT 0,
@@ -163,14 +170,7 @@ func migrationKeepsAHistory(t *testing.T, version int, downgrade []string, migra
 
 	mustWrite(t, s, later[len(later)/2:]...)
 	checkRollupTables(t, s, "written after")
-	var redo = later[:0:0]
-	for j, e := range later {
-		if j%3 == 0 && !e.CompletedAt.IsZero() {
-			e.CompletedAt, e.DurationMs = e.CompletedAt.Add(time.Second), e.DurationMs/4
-			redo = append(redo, e)
-		}
-	}
-	mustWrite(t, s, redo...)
+	mustWrite(t, s, shorterEnds(later, 3, 4)...)
 	checkRollupTables(t, s, "shorter ends")
 	for {
 		n, err := s.Prune(ctx, t0.Add(75*time.Minute+13*time.Second), 1+r.IntN(100))

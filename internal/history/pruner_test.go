@@ -12,6 +12,7 @@ import (
 // TestPruner keeps 7 days: at Start it deletes (in batches) what is older, and one interval later, with the
 // clock moved on, what has aged past the retention since.
 func TestPruner(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		now := t0.Add(30 * 24 * time.Hour)
 		clk := clock.NewFake(now)

@@ -2,5 +2,6 @@
 
 package history
 
-// raceEnabled shrinks the data sets: modernc's SQLite is about 30 times slower under the race detector.
+// raceEnabled shrinks the data sets and leaves out the data-heavy tests (dataHeavy): modernc's SQLite is about
+// 30 times slower under the race detector.
 const raceEnabled = true

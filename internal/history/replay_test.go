@@ -5,6 +5,7 @@ import "testing"
 // TestReplayOf: a replay's link to the execution it re-runs (0007_replay_of) is stored and read back on both
 // stores, and kept by a later record of the replay that does not repeat it.
 func TestReplayOf(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		orig := newExec("replayed", 0, t0)
 		mustWrite(t, s, orig)

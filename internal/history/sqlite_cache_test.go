@@ -5,6 +5,7 @@ import "testing"
 // TestSQLiteWriterCache checks the writer connection's page cache (sqliteWriterCache) and that the readers
 // keep SQLite's default.
 func TestSQLiteWriterCache(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, "sqlite").(*sqliteStore)
 	var w, r int
 	if err := s.w.QueryRowContext(testCtx(t), "PRAGMA cache_size").Scan(&w); err != nil {

@@ -77,6 +77,8 @@ var fullScan = regexp.MustCompile(`(?i)(^|[^a-z])(SCAN|Seq Scan on) (job_executi
 //
 //	EJ_EXPLAIN=1 go test ./internal/history -run TestExplainStats -v
 func TestExplainStats(t *testing.T) {
+	t.Parallel()
+	dataHeavy(t)
 	for l, scan := range map[string]bool{"SCAN JOB_EXECUTION_LOG": true, "  ->  Seq Scan on execution_peer_stats_hist": true,
 		"SEARCH EXECUTION_STATS_HIST USING PRIMARY KEY (job_name=? AND hour>? AND hour<?)": false,
 		"Index Scan using execution_stats_minute_pkey on execution_stats_minute":           false, "SCAN base": false} {

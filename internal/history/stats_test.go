@@ -49,6 +49,7 @@ func statsHistory() []ejserver.Execution {
 func i64(v int64) *int64 { return &v }
 
 func TestJobStats(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		mustWrite(t, s, statsHistory()...)
 		got, err := s.JobStats(testCtx(t), StatsQuery{Job: "pay", From: t0, To: t0.Add(10 * time.Minute), Bucket: time.Minute})
@@ -84,6 +85,7 @@ func TestJobStats(t *testing.T) {
 }
 
 func TestJobPoints(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		mustWrite(t, s, statsHistory()...)
 		got, err := s.JobPoints(testCtx(t), StatsQuery{Job: "pay", From: t0, To: t0.Add(6 * time.Minute)})
@@ -110,6 +112,7 @@ func TestJobPoints(t *testing.T) {
 }
 
 func TestClusterStats(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		mustWrite(t, s, statsHistory()...)
 		q := StatsQuery{From: t0, To: t0.Add(10 * time.Minute), Bucket: 5 * time.Minute}
@@ -154,6 +157,7 @@ func TestClusterStats(t *testing.T) {
 }
 
 func TestFireItems(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		mustWrite(t, s, statsHistory()...)
 		page, err := s.ListExecutions(testCtx(t), ExecutionFilter{JobName: "pay", ScheduledAt: t0.Add(2 * time.Minute)})
@@ -167,6 +171,7 @@ func TestFireItems(t *testing.T) {
 }
 
 func TestCheckStatsQuery(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		window time.Duration
@@ -221,6 +226,7 @@ func show(v any) string {
 // Above 1,000 ms a percentile is its value rounded down to 3 significant digits, on both stores (one item per
 // 30-hour bucket, late and long by the same value).
 func TestPercentileBins(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		var recs []ejserver.Execution
 		for i, d := range []time.Duration{999, 1_234, 56_789, 3_456_789, 98_765_432} {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestExecutionRoundTrip(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		e := newExec("settle", 2, t0.Add(123456789*time.Nanosecond))
 		e.Permanent, e.FailureCause, e.Source = true, "410 Gone", ejserver.SourceFailover
@@ -30,6 +31,7 @@ func TestExecutionRoundTrip(t *testing.T) {
 }
 
 func TestUpsert(t *testing.T) {
+	t.Parallel()
 	end := newExec("settle", 0, t0)
 	start := running(end)
 	laterEnd := failed(end, 500)
@@ -72,6 +74,7 @@ func TestUpsert(t *testing.T) {
 }
 
 func TestStoredStringsAreSanitized(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		e := newExec("settle", 0, t0)
 		e.ResponseExcerpt = "a\x00b\xffc"
@@ -85,6 +88,7 @@ func TestStoredStringsAreSanitized(t *testing.T) {
 }
 
 func TestGetExecutionNotFound(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		_, err := s.GetExecution(testCtx(t), ejserver.NewExecutionID())
 		if !ejserver.IsNotFound(err) {
@@ -94,6 +98,7 @@ func TestGetExecutionNotFound(t *testing.T) {
 }
 
 func TestListExecutionsFilters(t *testing.T) {
+	t.Parallel()
 	// Executions of two jobs, newest last.
 	var all []ejserver.Execution
 	add := func(e ejserver.Execution) ejserver.Execution { all = append(all, e); return e }
@@ -147,6 +152,7 @@ func TestListExecutionsFilters(t *testing.T) {
 }
 
 func TestListExecutionsInvalid(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		f     ExecutionFilter
@@ -177,6 +183,7 @@ func TestListExecutionsInvalid(t *testing.T) {
 }
 
 func TestListExecutionsLimits(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		var recs []ejserver.Execution
 		for i := range MaxLimit + 1 {
@@ -201,6 +208,7 @@ func TestListExecutionsLimits(t *testing.T) {
 // that existed before paging began, and every one added below the cursor, is seen exactly once; none is seen
 // twice; the order never goes back.
 func TestCursorPagingWhileInserting(t *testing.T) {
+	t.Parallel()
 	n := 300
 	if raceEnabled {
 		n = 60
@@ -287,6 +295,7 @@ func TestCursorPagingWhileInserting(t *testing.T) {
 }
 
 func TestTraces(t *testing.T) {
+	t.Parallel()
 	trace := func(job, task string, state ejserver.TaskState, at time.Time) ejserver.StatusTrace {
 		return ejserver.StatusTrace{
 			ID: ejserver.NewExecutionID(), JobName: job, OriginalTaskID: "", TaskID: task, InstanceID: "10.0.0.7@-@4242",
@@ -345,6 +354,7 @@ func TestTraces(t *testing.T) {
 }
 
 func TestCountsSince(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		var recs []ejserver.Execution
 		// Job a: an old success (before the window), 3 successes and 2 failures in it, 1 running.
@@ -376,6 +386,7 @@ func TestCountsSince(t *testing.T) {
 }
 
 func TestCountsSinceManyJobs(t *testing.T) {
+	t.Parallel()
 	// The API asks for a page of ~100 jobs in one query.
 	eachStore(t, func(t *testing.T, s Store) {
 		var jobs []string
@@ -401,6 +412,7 @@ func TestCountsSinceManyJobs(t *testing.T) {
 }
 
 func TestLastExecutions(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		a1 := newExec("a", 0, t0)
 		a2 := failed(newExec("a", 1, t0.Add(time.Minute)), 500)
@@ -424,6 +436,7 @@ func TestLastExecutions(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		ctx := testCtx(t)
 		var old, young []ejserver.Execution
@@ -474,6 +487,7 @@ func TestPrune(t *testing.T) {
 }
 
 func TestPing(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		if err := s.Ping(testCtx(t)); err != nil {
 			t.Fatal(err)
@@ -484,6 +498,7 @@ func TestPing(t *testing.T) {
 // A token's scope is in the query: prefixes compare exactly (no LIKE wildcards, case kept), names join
 // them, and paging over a scoped list neither skips nor repeats a row.
 func TestListExecutionsJobSet(t *testing.T) {
+	t.Parallel()
 	var all []ejserver.Execution
 	add := func(job string, sec int) ejserver.Execution {
 		e := newExec(job, 0, t0.Add(time.Duration(sec)*time.Second))

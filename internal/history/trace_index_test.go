@@ -40,6 +40,7 @@ func seedTraces(t *testing.T, s Store, jobs, tasks int) []ejserver.StatusTrace {
 // job_status_trace_log_job_time (sorting only ties of one creation time, not the job's traces), and a task's
 // through job_status_trace_log_task, with or without its job: never the job's whole index walked for one task.
 func TestExplainTracePages(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, "sqlite").(*sqliteStore)
 	seedTraces(t, s, 20, 50)
 	task := "job-3@-@0@-@READY@-@10.0.0.7@-@4242@-@u00007"

@@ -13,6 +13,7 @@ import (
 )
 
 func TestReplaces(t *testing.T) {
+	t.Parallel()
 	e := newExec("settle", 0, t0)
 	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
 	start := running(e) // no heartbeat: a synchronous item, or an accepted one before its first heartbeat
@@ -79,6 +80,7 @@ func permutations(n int) [][]int {
 }
 
 func TestMergeExecutionsKeepsTheLastInOrder(t *testing.T) {
+	t.Parallel()
 	recs := progression(newExec("settle", 0, t0))
 	want := sanitizeExecution(recs[len(recs)-1])
 	for _, p := range permutations(len(recs)) {
@@ -95,6 +97,7 @@ func TestMergeExecutionsKeepsTheLastInOrder(t *testing.T) {
 
 // TestAsyncUpsertOrder checks the stores' SQL (not the merge): each step is one WriteExecutions call.
 func TestAsyncUpsertOrder(t *testing.T) {
+	t.Parallel()
 	e := newExec("settle", 0, t0)
 	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
 	hb1, hb2, end := accepted(e, t1, 10), accepted(e, t2, 20), completed(e, t2, t2.Add(time.Second))
@@ -157,6 +160,7 @@ func TestAsyncUpsertOrder(t *testing.T) {
 // took callbacks), concurrently and each in its own shuffled order: the newest heartbeat stays, then the end,
 // which no heartbeat written after it displaces.
 func TestHeartbeatsAtTwoPeers(t *testing.T) {
+	t.Parallel()
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

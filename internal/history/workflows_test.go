@@ -9,6 +9,7 @@ import (
 // A workflow run is upserted by id (started, then ended), listed newest first per workflow, and pruned with
 // the history.
 func TestWorkflowRuns(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, s Store) {
 		ctx := testCtx(t)
 		run := func(id, wf, state string, at time.Time) WorkflowRun {
