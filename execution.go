@@ -60,7 +60,8 @@ func (l *lockedReader) Read(p []byte) (int, error) {
 }
 
 // TaskID builds ElasticJob's task id for one fire on one instance:
-// {jobName}@-@{items}@-@{READY|FAILOVER}@-@{instanceId}@-@{unique}.
+// {jobName}@-@{items}@-@{READY|FAILOVER}@-@{instanceId}@-@{unique}. The unique is a UUIDv7, ordered by time
+// (the SQLite history's task index is keyed by it: a new task's entry goes at the index's end).
 func TaskID(jobName string, items []int, failover bool, instanceID string) string {
 	parts := make([]string, len(items))
 	for i, it := range items {
@@ -70,7 +71,7 @@ func TaskID(jobName string, items []int, failover bool, instanceID string) strin
 	if failover {
 		kind = "FAILOVER"
 	}
-	return strings.Join([]string{jobName, strings.Join(parts, ","), kind, instanceID, uuid.Must(uuid.NewRandomFromReader(idRandom)).String()}, "@-@")
+	return strings.Join([]string{jobName, strings.Join(parts, ","), kind, instanceID, uuid.Must(uuid.NewV7FromReader(idRandom)).String()}, "@-@")
 }
 
 // Execution is one item of one fire on one instance: ElasticJob's JOB_EXECUTION_LOG row plus what HTTP adds.

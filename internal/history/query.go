@@ -65,8 +65,11 @@ type dialect struct {
 	rollupTimeFirst bool
 	// traceByTask is written after the status traces' table when a task is asked for: SQLite's planner would
 	// otherwise walk the job's whole (job_name, creation_time) index, which gives the order, rather than seek the
-	// task's few traces and sort them (its 0016 keys the task index by the task alone).
+	// task's few traces and sort them (its 0018 keys the task index by the task id's unique part: traceTaskKey).
 	traceByTask string
+	// traceTaskKey is the task index's key (SQLite's 0018: the task id's unique part, time-ordered), compared
+	// with the same of the asked id before the id itself.
+	traceTaskKey string
 }
 
 var (
@@ -84,6 +87,7 @@ var (
 
 		rollupTimeFirst: true,
 		traceByTask:     " INDEXED BY job_status_trace_log_task",
+		traceTaskKey:    "substr(task_id, -36)",
 	}
 )
 
@@ -221,6 +225,9 @@ func listTraces(d dialect, f TraceFilter, limit int) *query {
 		q.where("job_name = " + q.arg(f.JobName))
 	}
 	if f.TaskID != "" {
+		if d.traceTaskKey != "" {
+			q.where(d.traceTaskKey + " = substr(" + q.arg(f.TaskID) + ", -36)")
+		}
 		q.where("task_id = " + q.arg(f.TaskID))
 	}
 	q.write(" ORDER BY creation_time DESC, id DESC LIMIT ", q.arg(limit))

@@ -50,8 +50,8 @@ func TestExplainTracePages(t *testing.T) {
 		index string
 	}{
 		{"a job's traces", TraceFilter{JobName: "job-3"}, "job_status_trace_log_job_time (job_name=?)"},
-		{"a task's traces", TraceFilter{TaskID: task}, "job_status_trace_log_task (task_id=?)"},
-		{"a job's task", TraceFilter{JobName: "job-3", TaskID: task}, "job_status_trace_log_task (task_id=?)"},
+		{"a task's traces", TraceFilter{TaskID: task}, "job_status_trace_log_task (<expr>=?)"},
+		{"a job's task", TraceFilter{JobName: "job-3", TaskID: task}, "job_status_trace_log_task (<expr>=?)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			q := listTraces(sqliteDialect, c.f, 50)
@@ -70,6 +70,29 @@ func TestExplainTracePages(t *testing.T) {
 // job's and a task's traces read the same as before, newest first, ties of one creation time by id.
 func TestMigration16KeepsTraces(t *testing.T) {
 	t.Parallel()
+	migrationKeepsTraces(t, 16, []string{
+		"DROP INDEX job_status_trace_log_job_time",
+		"CREATE INDEX job_status_trace_log_job_time ON JOB_STATUS_TRACE_LOG (job_name, creation_time, id)",
+		"DROP INDEX job_status_trace_log_task",
+		"CREATE INDEX job_status_trace_log_task ON JOB_STATUS_TRACE_LOG (task_id, creation_time, id)",
+	}, map[string]string{"job_status_trace_log_job_time": "(job_name, creation_time)", "job_status_trace_log_task": "(task_id)"})
+}
+
+// TestMigration18KeepsTraces upgrades a file of schema version 17 (the task index keyed by the whole task id)
+// to 18 (keyed by its unique part): every trace is kept and a task's traces read the same, with or without
+// its job, for tasks of the old random uniques and the new time-ordered ones.
+func TestMigration18KeepsTraces(t *testing.T) {
+	t.Parallel()
+	migrationKeepsTraces(t, 18, []string{
+		"DROP INDEX job_status_trace_log_task",
+		"CREATE INDEX job_status_trace_log_task ON JOB_STATUS_TRACE_LOG (task_id)",
+	}, map[string]string{"job_status_trace_log_task": "(substr(task_id, -36))"})
+}
+
+// migrationKeepsTraces seeds traces, takes the file back to the schema before version (downgrade, and the
+// version forgotten), reads a few jobs' and tasks' traces, migrates it again and checks that the indexes
+// are as want has them (their definitions' ends) and that every trace is kept and reads the same.
+func migrationKeepsTraces(t *testing.T, version int, downgrade []string, want map[string]string) {
 	ctx := testCtx(t)
 	dsn := newDSN(t, "sqlite")
 	s := openDSN(t, dsn).(*sqliteStore)
@@ -83,19 +106,28 @@ func TestMigration16KeepsTraces(t *testing.T) {
 	if err := s.WriteTraces(ctx, tie); err != nil {
 		t.Fatal(err)
 	}
-	for _, stmt := range []string{
-		"DROP INDEX job_status_trace_log_job_time",
-		"CREATE INDEX job_status_trace_log_job_time ON JOB_STATUS_TRACE_LOG (job_name, creation_time, id)",
-		"DROP INDEX job_status_trace_log_task",
-		"CREATE INDEX job_status_trace_log_task ON JOB_STATUS_TRACE_LOG (task_id, creation_time, id)",
-		"DELETE FROM schema_migrations WHERE version = 16",
-	} {
+	// tasks with ElasticJob's ids as this peer makes them (a time-ordered unique) and as it made them before
+	// 0018 (a random one), two traces each
+	var made []ejserver.StatusTrace
+	for i, id := range []string{ejserver.TaskID("job-4", []int{0, 2}, false, "10.0.0.7@-@4242"),
+		"job-4@-@1@-@FAILOVER@-@10.0.0.7@-@4242@-@4f1c2a77-93d0-4b57-9c9e-0d6a8f3b2e11"} {
+		for n, state := range []ejserver.TaskState{ejserver.TaskStaging, ejserver.TaskFinished} {
+			made = append(made, ejserver.StatusTrace{ID: ejserver.NewExecutionID(), JobName: "job-4", TaskID: id,
+				InstanceID: "10.0.0.7@-@4242", ExecutionType: "READY", ShardingItems: "0", Source: "NORMAL_TRIGGER",
+				State: state, CreationTime: t0.Add(time.Duration(i*10+n) * time.Millisecond)})
+		}
+	}
+	if err := s.WriteTraces(ctx, made); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range append(downgrade, "DELETE FROM schema_migrations WHERE version = "+strconv.Itoa(version)) {
 		if _, err := s.w.ExecContext(ctx, stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
 	filters := []TraceFilter{{JobName: "job-2"}, {JobName: "job-2", Limit: 4}, {JobName: "job-6", Limit: MaxLimit},
-		{TaskID: all[40].TaskID}, {JobName: all[40].JobName, TaskID: all[40].TaskID}, {TaskID: tie[1].TaskID}}
+		{TaskID: all[40].TaskID}, {JobName: all[40].JobName, TaskID: all[40].TaskID}, {TaskID: tie[1].TaskID},
+		{TaskID: made[0].TaskID}, {JobName: "job-4", TaskID: made[2].TaskID}}
 	read := func(s Store) [][]ejserver.StatusTrace {
 		var out [][]ejserver.StatusTrace
 		for _, f := range filters {
@@ -108,33 +140,30 @@ func TestMigration16KeepsTraces(t *testing.T) {
 		return out
 	}
 	before := read(s)
-	if len(before[0]) != min(DefaultLimit, 3*30+2) || len(before[3]) != 3 || len(before[5]) != 1 {
-		t.Fatalf("before 0016: %d, %d, %d traces", len(before[0]), len(before[3]), len(before[5]))
+	if len(before[0]) != min(DefaultLimit, 3*30+2) || len(before[3]) != 3 || len(before[5]) != 1 || len(before[6]) != 2 || len(before[7]) != 2 {
+		t.Fatalf("before %d: %d, %d, %d, %d, %d traces", version, len(before[0]), len(before[3]), len(before[5]), len(before[6]), len(before[7]))
 	}
 	// newest first: the two ties, by id descending, ahead of the task's end at the same time
 	first := before[0][:3]
 	if !first[0].CreationTime.Equal(first[2].CreationTime) || first[0].ID < first[1].ID || first[1].ID < first[2].ID {
-		t.Fatalf("a job's newest traces before 0016: %+v", first)
+		t.Fatalf("a job's newest traces before %d: %+v", version, first)
 	}
 	s = reopenMigrated(t, s, dsn)
-	for name, want := range map[string]string{
-		"job_status_trace_log_job_time": "(job_name, creation_time)",
-		"job_status_trace_log_task":     "(task_id)",
-	} {
+	for name, want := range want {
 		var stmt string
 		if err := s.r.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = ?`, name).Scan(&stmt); err != nil ||
 			!strings.HasSuffix(stmt, want) {
-			t.Errorf("%s after 0016: %q, %v; want it on %s", name, stmt, err, want)
+			t.Errorf("%s after %d: %q, %v; want it on %s", name, version, stmt, err, want)
 		}
 	}
 	var n int
-	if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM JOB_STATUS_TRACE_LOG").Scan(&n); err != nil || n != len(all)+len(tie) {
-		t.Errorf("traces after 0016: %d, %v; want %d", n, err, len(all)+len(tie))
+	if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM JOB_STATUS_TRACE_LOG").Scan(&n); err != nil || n != len(all)+len(tie)+len(made) {
+		t.Errorf("traces after %d: %d, %v; want %d", version, n, err, len(all)+len(tie)+len(made))
 	}
 	if after := read(s); !reflect.DeepEqual(after, before) {
 		for i := range after {
 			if !reflect.DeepEqual(after[i], before[i]) {
-				t.Errorf("%+v after 0016:\n got %+v\nwant %+v", filters[i], after[i], before[i])
+				t.Errorf("%+v after %d:\n got %+v\nwant %+v", filters[i], version, after[i], before[i])
 			}
 		}
 	}
