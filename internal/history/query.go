@@ -67,9 +67,9 @@ type dialect struct {
 	// otherwise walk the job's whole (job_name, creation_time) index, which gives the order, rather than seek the
 	// task's few traces and sort them (its 0018 keys the task index by the task id's unique part: traceTaskKey).
 	traceByTask string
-	// traceTaskKey is the task index's key (SQLite's 0018: the task id's unique part, time-ordered), compared
-	// with the same of the asked id before the id itself.
-	traceTaskKey string
+	// traceTaskKey is the task index's key of a task id (SQLite's 0018: its unique part, time-ordered), taken
+	// of the column and of the asked id and compared before the id itself; nil: the index is the id's.
+	traceTaskKey func(taskID string) string
 }
 
 var (
@@ -87,7 +87,7 @@ var (
 
 		rollupTimeFirst: true,
 		traceByTask:     " INDEXED BY job_status_trace_log_task",
-		traceTaskKey:    "substr(task_id, -36)",
+		traceTaskKey:    func(id string) string { return "substr(" + id + ", -36)" },
 	}
 )
 
@@ -225,8 +225,8 @@ func listTraces(d dialect, f TraceFilter, limit int) *query {
 		q.where("job_name = " + q.arg(f.JobName))
 	}
 	if f.TaskID != "" {
-		if d.traceTaskKey != "" {
-			q.where(d.traceTaskKey + " = substr(" + q.arg(f.TaskID) + ", -36)")
+		if d.traceTaskKey != nil {
+			q.where(d.traceTaskKey("task_id") + " = " + d.traceTaskKey(q.arg(f.TaskID)))
 		}
 		q.where("task_id = " + q.arg(f.TaskID))
 	}

@@ -109,7 +109,7 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 	for i := range b.N {
 		execsB, traces = appendItem(execsB, traces, jobs, i, *scaleSpread, start)
 		if len(execsB) == *scaleBatch || i == b.N-1 {
-			clk.Advance(execsB[len(execsB)-1].StartedAt.Sub(clk.Now()))
+			clockTo(clk, execsB)
 			timed(func() error { return s.WriteBatch(ctx, execsB, traces) })
 			execsB, traces = execsB[:0], traces[:0]
 			if (i / *scaleBatch)%*scaleCheckpoint == *scaleCheckpoint-1 || i == b.N-1 {
@@ -137,6 +137,11 @@ var (
 	scaleCheckpoint = flag.Int("scale.checkpoint", 64, "BenchmarkSmallBatchesAtScale: batches between checkpoints")
 	scaleSpread     = flag.Int("scale.spread", 7919, "BenchmarkSmallBatchesAtScale: item i is of job i*spread%jobs (coprime to jobs)")
 )
+
+// clockTo moves clk to the start of the last of batch, the items being written: a store's clock follows them.
+func clockTo(clk *clock.Fake, batch []ejserver.Execution) {
+	clk.Advance(batch[len(batch)-1].StartedAt.Sub(clk.Now()))
+}
 
 // appendItem appends item i of a history of jobs jobs at 1,000 items a second from start (job i%jobs): an
 // ended execution and its task's three status traces. Item i is of job i*spread%jobs: with a spread coprime
@@ -191,7 +196,7 @@ func filledStore(b *testing.B, jobs, execs int) string {
 	for i := range jobs * execs {
 		es, ts = appendItem(es, ts, jobs, i, 1, t0)
 		if len(es) == 500 || i == jobs*execs-1 {
-			clk.Advance(es[len(es)-1].StartedAt.Sub(clk.Now()))
+			clockTo(clk, es)
 			if err := st.(BatchSink).WriteBatch(ctx, es, ts); err != nil {
 				b.Fatal(err)
 			}
