@@ -83,6 +83,12 @@ func advance(t *testing.T, clk *clock.Fake, d time.Duration) {
 	clk.Advance(d)
 }
 
+// advanceTo is advance to the moment at.
+func advanceTo(t *testing.T, clk *clock.Fake, at time.Time) {
+	t.Helper()
+	advance(t, clk, at.Sub(clk.Now()))
+}
+
 func TestSchedulerFiresDueJobsInOrder(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
 	startScheduler(s, clk)
@@ -212,7 +218,7 @@ func TestSchedulerFiringCoversAFireFromItsHandOff(t *testing.T) {
 		{16600 * time.Millisecond, true},  // 2.9 s before
 		{19 * time.Second, true},
 	} {
-		clk.Advance(time.Unix(1000, 0).Add(tc.at).Sub(clk.Now())) // before the hand-off: nothing fires
+		advanceTo(t, clk, time.Unix(1000, 0).Add(tc.at)) // before the hand-off: nothing fires
 		if got := s.Firing("a", guard); got != tc.firing {
 			t.Fatalf("at 1000+%s: firing %v, want %v", tc.at, got, tc.firing)
 		}
@@ -231,7 +237,7 @@ func TestSchedulerFiringCoversAFireFromItsHandOff(t *testing.T) {
 		{56 * time.Second, false},
 		{56600 * time.Millisecond, true}, // 2.9 s before the next hand-off
 	} {
-		clk.Advance(time.Unix(1020, 0).Add(tc.at).Sub(clk.Now())) // before the next hand-off
+		advanceTo(t, clk, time.Unix(1020, 0).Add(tc.at)) // before the next hand-off
 		if got := s.Firing("a", guard); got != tc.firing {
 			t.Fatalf("at 1020+%s: firing %v, want %v", tc.at, got, tc.firing)
 		}
@@ -258,12 +264,12 @@ func TestSchedulerQuietAtEndsTheFiringWindow(t *testing.T) {
 		}
 	}
 	check("a", 1000, true) // not firing: now
-	clk.Advance(17 * time.Second)
+	advance(t, clk, 17*time.Second)
 	check("a", 1023, true)                 // 2.5 s before the hand-off of 1020: its window ends 3 s after it
 	check("b", 0, false)                   // fired every 5 s: its windows touch
 	advance(t, clk, 2500*time.Millisecond) // 1019.5: the fire of 1020 is handed off
 	log.wait(t, 1)
-	clk.Advance(time.Unix(1021, 0).Sub(clk.Now()))
+	advanceTo(t, clk, time.Unix(1021, 0))
 	check("a", 1023, true) // in the window after the fire
 }
 
@@ -292,7 +298,7 @@ func TestSchedulerDueIsAWaitingFireElseTheNext(t *testing.T) {
 		{29 * time.Second, 1020}, // the fire of 1020 may still wait
 		{30 * time.Second, 1080}, // it has given up: the next one
 	} {
-		clk.Advance(time.Unix(1020, 0).Add(tc.at).Sub(clk.Now()))
+		advanceTo(t, clk, time.Unix(1020, 0).Add(tc.at))
 		if due := s.Due("a", wait); due.Unix() != tc.due {
 			t.Fatalf("at 1020+%s: due %d, want %d", tc.at, due.Unix(), tc.due)
 		}
