@@ -65,6 +65,7 @@ type serveConfig struct {
 	serverGC            time.Duration
 	fireLead            time.Duration
 	gcBetweenBursts     bool
+	gcHeadroom          uint64 // bytes
 	zkDigest            string
 	metricsPerJob       bool
 	apiTokens           string // tokens file; EJ_API_TOKEN adds one admin token
@@ -115,6 +116,7 @@ func parseServe(args []string) (serveConfig, error) {
 	lostGrace := alertFlags(f)
 	pacingOf := backfillFlags(f)
 	pprofFlag(f)
+	headroom := gcHeadroomFlag(f)
 	err := f.Parse(args)
 	if err != nil {
 		return c, err
@@ -126,6 +128,9 @@ func parseServe(args []string) (serveConfig, error) {
 		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(),
 		alertLostGrace: *lostGrace, otlpEndpoint: *otlp}
 	if err := c.tls.check(); err != nil {
+		return c, err
+	}
+	if c.gcHeadroom, err = headroom(); err != nil {
 		return c, err
 	}
 	if c.backfillPacing, c.backfillRetain, err = pacingOf(); err != nil {
@@ -239,6 +244,10 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		collector.Start()
 	}
 	defer collector.Stop()
+	// and less often while the heap is small: a floor of headroom under Go's heap goal
+	pacer := newGCPacer(c.gcHeadroom, log)
+	pacer.Start()
+	defer pacer.Stop()
 	pruner := history.NewPruner(store, history.PrunerConfig{Retention: c.historyRetention, Logger: log})
 	if err := pruner.Start(context.Background()); err != nil {
 		return err

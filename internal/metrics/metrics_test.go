@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -574,4 +575,11 @@ func TestBuildInfo(t *testing.T) {
 	}
 	fams := gather(t, New(Config{Build: Build{Version: "v1.2.3", Commit: "abc", GoVersion: "go1.26.8"}}))
 	want(t, fams, "ejserver_build_info", map[string]string{"version": "v1.2.3", "commit": "abc", "goversion": "go1.26.8"}, 1)
+}
+
+// The GC percent in effect (the pacer of --gc-headroom sets it) is on /metrics, from Go's collector.
+func TestGoCollectorShowsTheGCPercent(t *testing.T) {
+	prev := debug.SetGCPercent(345)
+	defer debug.SetGCPercent(prev)
+	want(t, gather(t, New(Config{})), "go_gc_gogc_percent", l(), 345)
 }
