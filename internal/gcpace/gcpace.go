@@ -7,9 +7,10 @@
 // allocation fills the room between live and the goal, so the collector's CPU is about the allocation rate
 // divided by GOGC, whatever the heap's size. Where the live heap is small and the allocation fast (a peer of
 // 10,000 jobs holds ~40 MB and allocates ~10 MB a second) that room lasts two seconds. Room in proportion to
-// the allocation, not the live heap, spends memory only where the collector runs often: a peer of 1,000 jobs
-// (~1 MB a second) keeps Go's own goal, as does one of 100,000 (~320 MB live, above a 128 MiB headroom). The
-// goal is max(live × (1 + base/100), live + min(headroom, allocated in the last Window)).
+// the allocation, not the live heap, spends memory where the collector runs often: a peer of 1,000 jobs gets
+// ~45 MB of room (steady-1k's RSS 80 -> 125 MB, where a fixed 128 MiB took it to 176), one of 10,000 the whole
+// headroom, and one of 100,000 keeps Go's own goal (~320 MB live, above a 128 MiB headroom). The goal is
+// max(live × (1 + base/100), live + min(headroom, allocated in the last Window)).
 //
 // Percent is the decision, a function of values; Pacer applies it after each collection.
 package gcpace
@@ -24,8 +25,8 @@ import (
 	"github.com/ejserver/ejserver/internal/clock"
 )
 
-// minLive is the smallest live heap Percent divides by: a heap that small (a process starting) takes the
-// headroom over minLive, not a percent in the tens of thousands.
+// minLive is the smallest live heap Percent divides by: a heap that small (a process starting) gets its room
+// over minLive, not a percent in the tens of thousands.
 const minLive = 4 << 20
 
 // Percent returns the GOGC percent that gives a live heap of live bytes a goal at least room bytes above it,
