@@ -9,7 +9,7 @@ import (
 )
 
 // defaultGCHeadroomMiB is --gc-headroom's default: at steady-10k (~10 MB allocated a second) it made a peer's
-// collections 4.4 times rarer and its CPU ~10 % lower for ~70 MB more RSS (docs/benchmarks.md); a peer that
+// collections 4.4 times rarer and its CPU 10-15 % lower for ~70 MB more RSS (docs/benchmarks.md); a peer that
 // allocates less gets less room, and from ~128 MB of live heap up (tens of thousands of jobs) Go's own goal is
 // above it and nothing changes.
 const defaultGCHeadroomMiB = 128

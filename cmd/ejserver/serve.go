@@ -244,7 +244,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		collector.Start()
 	}
 	defer collector.Stop()
-	// and less often while the heap is small: a floor of headroom under Go's heap goal
+	// and less often where it would run every second or two: room for the heap as the peer allocates, up to
+	// --gc-headroom
 	pacer := newGCPacer(c.gcHeadroom, log)
 	pacer.Start()
 	defer pacer.Stop()
