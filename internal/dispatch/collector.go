@@ -3,12 +3,12 @@ package dispatch
 import (
 	"log/slog"
 	"runtime"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/gcpace"
 )
 
 // Collector runs the Go garbage collector between this peer's bursts of webhooks rather than in them.
@@ -41,21 +41,16 @@ type CollectorConfig struct {
 	// Activity tells when the peer's bursts leave and which are due (the executor's).
 	Activity *Activity
 	Clock    clock.Clock
-	// Heap reads the heap's figures (default: the runtime's own, readHeap); Collect runs a collection and
+	// Heap reads the heap's figures (default: the runtime's own, gcpace.ReadHeap); Collect runs a collection and
 	// returns when it is done (default: runtime.GC). Tests give their own.
 	Heap    func() HeapStats
 	Collect func()
 	Logger  *slog.Logger
 }
 
-// HeapStats are the heap figures the Collector decides on, in bytes.
-type HeapStats struct {
-	Allocated uint64 // allocated since the process started
-	Heap      uint64 // in heap objects now: live, and dead not yet swept
-	Marked    uint64 // found live by the last collection
-	Goal      uint64 // where the current cycle's pacer aims to have finished its next collection
-	Cycles    uint64 // collections completed since the process started
-}
+// HeapStats are the heap figures the Collector decides on, in bytes: Objects, the heap's objects now (live,
+// and dead not yet swept); Live, what the last collection found live (gcpace.Heap).
+type HeapStats = gcpace.Heap
 
 const (
 	// collectorTick is how often the Collector looks: often enough to find a gap between bursts a second
@@ -64,7 +59,7 @@ const (
 	// allocWindow is how far back the allocation rate is measured: one period of the densest schedule
 	// (every second), so a burst and its preparation are inside it.
 	allocWindow = time.Second
-	// minTriggerShare is the earliest point of the way from Marked to Goal at which Go's pacer starts a
+	// minTriggerShare is the earliest point of the way from Live to Goal at which Go's pacer starts a
 	// collection (its trigger lies between 0.7 and 0.95 of it, runtime/mgcpacer.go); the Collector plans for
 	// the earliest.
 	minTriggerShare = 0.7
@@ -79,7 +74,7 @@ func NewCollector(cfg CollectorConfig) *Collector {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Heap == nil {
-		cfg.Heap = readHeap
+		cfg.Heap = gcpace.ReadHeap
 	}
 	if cfg.Collect == nil {
 		cfg.Collect = runtime.GC
@@ -108,22 +103,22 @@ func (c *Collector) Stop() {
 
 func (c *Collector) loop() {
 	defer close(c.done)
-	rate := allocRate{}
+	rate := gcpace.AllocWindow{Span: allocWindow}
 	took := time.Duration(0)     // how long the last collection took
 	var collectedAfter time.Time // the burst the last collection followed
 	var base cycleBase
 	for clock.Sleep(c.cfg.Clock, collectorTick, c.stop) {
 		now := c.cfg.Clock.Now()
 		h := c.cfg.Heap()
-		h.Heap = base.heapNow(h)
-		perWindow := rate.add(now, h.Allocated)
+		h.Objects = base.heapNow(h)
+		perWindow := rate.Add(now, h.Allocated)
 		gap, burst := c.cfg.Activity.Gap(minGuard, max(minGuard, took*3/2))
 		if gap && burst.After(collectedAfter) && shouldCollect(h, perWindow) {
 			c.cfg.Collect()
 			took = c.cfg.Clock.Since(now)
 			collectedAfter = burst
 			c.collections.Add(1)
-			c.cfg.Logger.Debug("garbage collected between bursts", "heap_mb", h.Heap>>20, "goal_mb", h.Goal>>20,
+			c.cfg.Logger.Debug("garbage collected between bursts", "heap_mb", h.Objects>>20, "goal_mb", h.Goal>>20,
 				"alloc_per_window_mb", perWindow>>20, "took", took)
 		}
 	}
@@ -138,11 +133,11 @@ func (c *Collector) loop() {
 // jobs Go's trigger was at its earliest, and peers ran such a second collection after each of Go's: 0.5-1.1 s
 // of marking for a heap that had grown by 0-3 MB).
 func shouldCollect(h HeapStats, perWindow uint64) bool {
-	if h.Goal <= h.Marked || perWindow == 0 {
+	if h.Goal <= h.Live || perWindow == 0 {
 		return false
 	}
-	way := uint64(float64(h.Goal-h.Marked) * minTriggerShare)
-	return perWindow < way && h.Heap < h.Marked+way && h.Heap+perWindow >= h.Marked+way
+	way := uint64(float64(h.Goal-h.Live) * minTriggerShare)
+	return perWindow < way && h.Objects < h.Live+way && h.Objects+perWindow >= h.Live+way
 }
 
 // cycleBase remembers how much had been allocated when the Collector first saw the latest collection done.
@@ -153,62 +148,17 @@ type cycleBase struct {
 }
 
 // heapNow is the heap Go's pacer compares with its trigger: what the last collection found live and what was
-// allocated since (h.Heap when no collection has been seen done since the first reading). The heap's objects
-// (h.Heap) also count the dead objects the last collection found until they are swept, lazily, by the
+// allocated since (h.Objects when no collection has been seen done since the first reading). The heap's objects
+// (h.Objects) also count the dead objects the last collection found until they are swept, lazily, by the
 // allocating goroutines: on a busy peer they are still there a second after the collection, and a Collector
-// reading h.Heap then would find it as full as before the collection.
+// reading h.Objects then would find it as full as before the collection.
 func (b *cycleBase) heapNow(h HeapStats) uint64 {
 	if h.Cycles != b.cycles || !b.looked {
 		b.known = b.looked
 		b.cycles, b.allocated, b.looked = h.Cycles, h.Allocated, true
 	}
 	if !b.known || h.Allocated < b.allocated {
-		return h.Heap
+		return h.Objects
 	}
-	return min(h.Heap, h.Marked+(h.Allocated-b.allocated))
-}
-
-// allocRate measures the bytes allocated over the last allocWindow from cumulative readings.
-type allocRate struct {
-	samples []allocSample // oldest first, spanning at least allocWindow once warm
-}
-
-type allocSample struct {
-	at    time.Time
-	bytes uint64
-}
-
-// add records a reading and returns the bytes allocated since the newest reading at least allocWindow
-// old, or since the oldest when none is; 0 until there are two readings.
-func (r *allocRate) add(at time.Time, allocated uint64) uint64 {
-	r.samples = append(r.samples, allocSample{at, allocated})
-	// drop the readings that a younger one, still allocWindow old, makes unneeded
-	for len(r.samples) > 2 && at.Sub(r.samples[1].at) >= allocWindow {
-		r.samples = r.samples[1:]
-	}
-	first := r.samples[0]
-	if allocated < first.bytes {
-		return 0
-	}
-	return allocated - first.bytes
-}
-
-// heapMetrics are the runtime/metrics names readHeap reads, in HeapStats' order.
-var heapMetrics = [...]string{"/gc/heap/allocs:bytes", "/memory/classes/heap/objects:bytes", "/gc/heap/live:bytes", "/gc/heap/goal:bytes",
-	"/gc/cycles/total:gc-cycles"}
-
-// readHeap reads the runtime's heap figures.
-func readHeap() HeapStats {
-	var s [len(heapMetrics)]metrics.Sample
-	for i, name := range heapMetrics {
-		s[i].Name = name
-	}
-	metrics.Read(s[:])
-	v := func(i int) uint64 {
-		if s[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return s[i].Value.Uint64()
-	}
-	return HeapStats{Allocated: v(0), Heap: v(1), Marked: v(2), Goal: v(3), Cycles: v(4)}
+	return min(h.Objects, h.Live+(h.Allocated-b.allocated))
 }

@@ -12,13 +12,13 @@
 // headroom, and one of 100,000 keeps Go's own goal (~320 MB live, above a 128 MiB headroom). The goal is
 // max(live × (1 + base/100), live + min(headroom, allocated in the last Window)).
 //
-// Percent is the decision, a function of values; Pacer applies it after each collection.
+// Percent is the decision, a function of values; Pacer applies it after each collection. ReadHeap and
+// AllocWindow read the runtime's figures, for the Pacer and dispatch's Collector alike.
 package gcpace
 
 import (
 	"log/slog"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -66,18 +66,11 @@ type Config struct {
 	// most this long after each one.
 	Tick  time.Duration
 	Clock clock.Clock
-	// Read returns the runtime's figures (default: readRuntime); Set sets the percent and returns the
+	// Read returns the runtime's figures (default: ReadHeap); Set sets the percent and returns the
 	// previous one (default: debug.SetGCPercent). Tests give their own.
 	Read   func() Heap
 	Set    func(int) int
 	Logger *slog.Logger
-}
-
-// Heap is what the Pacer reads, in bytes.
-type Heap struct {
-	Live      uint64 // found live by the last collection
-	Allocated uint64 // allocated since the process started
-	Cycles    uint64 // collections finished since the process started
 }
 
 // Pacer sets Go's GC percent after each collection to Percent of the live heap that collection found and the
@@ -107,7 +100,7 @@ func New(cfg Config) *Pacer {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Read == nil {
-		cfg.Read = readRuntime
+		cfg.Read = ReadHeap
 	}
 	if cfg.Set == nil {
 		cfg.Set = debug.SetGCPercent
@@ -153,11 +146,11 @@ func (p *Pacer) Percent() int {
 
 func (p *Pacer) loop() {
 	defer close(p.done)
-	var window allocWindow
+	window := AllocWindow{Span: p.cfg.Window}
 	seen := uint64(0)
 	for {
 		h := p.cfg.Read()
-		allocated := window.add(p.cfg.Clock.Now(), h.Allocated, p.cfg.Window)
+		allocated := window.Add(p.cfg.Clock.Now(), h.Allocated)
 		if h.Cycles != seen {
 			p.apply(h.Live, Room(allocated, p.cfg.Headroom))
 			seen = h.Cycles
@@ -166,30 +159,6 @@ func (p *Pacer) loop() {
 			return
 		}
 	}
-}
-
-// allocWindow holds the readings of the allocation counter over the last window.
-type allocWindow struct {
-	samples []allocSample // oldest first
-}
-
-type allocSample struct {
-	at    time.Time
-	bytes uint64
-}
-
-// add records a reading and returns the bytes allocated since the oldest reading within window of it.
-func (w *allocWindow) add(at time.Time, allocated uint64, window time.Duration) uint64 {
-	w.samples = append(w.samples, allocSample{at, allocated})
-	drop := 0
-	for drop < len(w.samples)-1 && at.Sub(w.samples[drop].at) > window {
-		drop++
-	}
-	w.samples = w.samples[drop:]
-	if first := w.samples[0].bytes; allocated > first {
-		return allocated - first
-	}
-	return 0
 }
 
 // apply sets the percent for live and room unless it is set already.
@@ -203,24 +172,4 @@ func (p *Pacer) apply(live, room uint64) {
 	p.cfg.Set(want)
 	p.cfg.Logger.Debug("garbage collector paced", "live_mb", live>>20, "room_mb", room>>20, "gc_percent", want)
 	p.percent = want
-}
-
-// runtimeMetrics are what readRuntime reads, in Heap's order.
-var runtimeMetrics = [...]string{"/gc/heap/live:bytes", "/gc/heap/allocs:bytes", "/gc/cycles/total:gc-cycles"}
-
-// readRuntime reads the heap's figures from the runtime.
-func readRuntime() Heap {
-	var s [len(runtimeMetrics)]metrics.Sample
-	for i, name := range runtimeMetrics {
-		s[i].Name = name
-	}
-	metrics.Read(s[:])
-	return Heap{Live: value(s[0]), Allocated: value(s[1]), Cycles: value(s[2])}
-}
-
-func value(s metrics.Sample) uint64 {
-	if s.Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s.Value.Uint64()
 }

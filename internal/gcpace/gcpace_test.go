@@ -66,7 +66,7 @@ func TestRoomIsTheWindowsAllocationUpToTheHeadroom(t *testing.T) {
 }
 
 func TestAllocWindowCountsTheLastWindow(t *testing.T) {
-	var w allocWindow
+	w := AllocWindow{Span: 15 * time.Second}
 	t0 := time.Unix(1000, 0)
 	steps := []struct {
 		at    time.Duration
@@ -78,17 +78,37 @@ func TestAllocWindowCountsTheLastWindow(t *testing.T) {
 		{10 * time.Second, 600, 500},  //
 		{15 * time.Second, 900, 800},  // the first is 15 s old: still in
 		{16 * time.Second, 1000, 850}, // now it is out: since the reading at 1 s
-		{40 * time.Second, 1000, 0},   // every older one out: since itself
+		{40 * time.Second, 1000, 0},   // since the reading at 16 s, the newest older than the window
 		{41 * time.Second, 900, 0},    // a counter that went back (never, in Go): 0, not a wrap
-		{42 * time.Second, 1900, 900}, // since the reading at 40 s
+		{42 * time.Second, 1900, 900}, // since the reading at 16 s
 	}
 	for _, st := range steps {
-		if got := w.add(t0.Add(st.at), st.bytes, 15*time.Second); got != st.want {
+		if got := w.Add(t0.Add(st.at), st.bytes); got != st.want {
 			t.Fatalf("at %s, %d allocated: %d in the window, want %d", st.at, st.bytes, got, st.want)
 		}
 	}
-	if len(w.samples) > 3 {
+	if len(w.samples) > 4 { // those within the window, and the newest one older
 		t.Fatalf("kept %d readings", len(w.samples))
+	}
+}
+
+// The Collector's use: readings every 100 ms, a 1 s window.
+func TestAllocWindowSpansTheLastWindow(t *testing.T) {
+	const tick = 100 * time.Millisecond
+	r := AllocWindow{Span: time.Second}
+	at := time.Unix(1000, 0)
+	if got := r.Add(at, 5*mib); got != 0 {
+		t.Fatalf("one reading: %d bytes, want 0", got)
+	}
+	for i := 1; i <= 30; i++ { // 1 MB every 100 ms
+		got := r.Add(at.Add(time.Duration(i)*tick), uint64(5+i)*mib)
+		want := uint64(min(i, 10)) * mib
+		if got != want {
+			t.Fatalf("reading %d: %d MB over the window, want %d", i, got/mib, want/mib)
+		}
+	}
+	if len(r.samples) > 12 {
+		t.Fatalf("%d readings kept for a 1 s window at 100 ms", len(r.samples))
 	}
 }
 
@@ -292,18 +312,29 @@ func TestPacerWithoutHeadroomDoesNothing(t *testing.T) {
 func TestPacerOnTheRuntime(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
-	p := New(Config{Headroom: 256 * mib, Tick: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	set := make(chan int, 64)
+	p := New(Config{Headroom: 256 * mib, Tick: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Set: func(percent int) int {
+			prev := debug.SetGCPercent(percent)
+			select {
+			case set <- percent:
+			default:
+			}
+			return prev
+		}})
 	p.Start()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.After(5 * time.Second)
 	for p.Percent() <= 100 {
-		if time.Now().After(deadline) {
-			t.Fatalf("Percent() = %d after 64 MiB allocated and collected", p.Percent())
-		}
 		for range 64 {
 			sink = make([]byte, mib)
 		}
 		runtime.GC()
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-set: // looked after the collection
+		case <-time.After(50 * time.Millisecond): // not yet: another collection
+		case <-deadline:
+			t.Fatalf("Percent() = %d after 64 MiB allocated and collected, again and again", p.Percent())
+		}
 	}
 	got := p.Percent()
 	if now := debug.SetGCPercent(got); now != got {
@@ -316,3 +347,16 @@ func TestPacerOnTheRuntime(t *testing.T) {
 }
 
 var sink []byte
+
+func TestReadHeapReadsTheRuntime(t *testing.T) {
+	runtime.GC() // so that a collection has marked the live heap
+	h := ReadHeap()
+	if h.Allocated == 0 || h.Objects == 0 || h.Live == 0 || h.Goal <= h.Live || h.Cycles == 0 {
+		t.Fatalf("runtime heap figures: %+v", h)
+	}
+	keep := make([]byte, 4*mib)
+	if after := ReadHeap(); after.Allocated < h.Allocated+uint64(len(keep)) {
+		t.Fatalf("allocated %d bytes, then the figure went from %d to %d", len(keep), h.Allocated, after.Allocated)
+	}
+	_ = keep[len(keep)-1]
+}
