@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -95,6 +96,24 @@ func (q *eventQueue) idle() <-chan struct{} {
 		q.idleCh = make(chan struct{})
 	}
 	return q.idleCh
+}
+
+// waitFor returns when done, a condition the consumer's handling of events makes true, holds, or with ctx's
+// error. It asks for the idle channel before it looks at done: looked at first, done could turn true and the
+// queue drain between the look and the ask, and the channel asked for then would wait for an event that may
+// never come (a Dial hung for its 30 s so, in CI, with the session granted).
+func (q *eventQueue) waitFor(ctx context.Context, done func() bool) error {
+	for {
+		drained := q.idle()
+		if done() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-drained:
+		}
+	}
 }
 
 func (q *eventQueue) close() {

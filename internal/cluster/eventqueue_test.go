@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,4 +73,57 @@ func TestEventQueueAllocatesNothingInSteadyState(t *testing.T) {
 		t.Fatalf("%.1f allocations per two events pushed and popped", allocs)
 	}
 	q.close()
+}
+
+// waitFor sees a condition that turned true, and a queue that drained, between its look and its wait: the
+// condition here does what the session goroutine did in a Dial that hung in CI (handles the last event, which
+// makes the session healthy, and drains the queue) right after waitFor has looked.
+func TestEventQueueWaitForACondition(t *testing.T) {
+	var q eventQueue
+	q.init()
+	popped := make(chan bool)
+	go func() {
+		for {
+			_, _, ok := q.pop()
+			popped <- ok
+			if !ok {
+				return
+			}
+		}
+	}()
+	var healthy atomic.Bool
+	looks := 0
+	done := func() bool {
+		looks++
+		if looks == 1 {
+			q.push(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
+			<-popped
+			healthy.Store(true)
+			// the consumer finds the queue drained: wait until it has closed the idle channel, if one is asked for
+			q.mu.Lock()
+			for q.idleCh != nil {
+				q.mu.Unlock()
+				time.Sleep(time.Millisecond)
+				q.mu.Lock()
+			}
+			q.mu.Unlock()
+			time.Sleep(20 * time.Millisecond) // and has gone back to wait for the next event
+			return false
+		}
+		return healthy.Load()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := q.waitFor(ctx, done); err != nil {
+		t.Fatalf("waitFor: %v after %d looks, the condition true and the queue drained", err, looks)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if err := q.waitFor(ctx2, func() bool { return false }); err != context.DeadlineExceeded {
+		t.Fatalf("waitFor of a condition never true: %v, want the context's deadline", err)
+	}
+	q.close()
+	if ok := <-popped; ok {
+		t.Fatal("pop returned an event after close")
+	}
 }

@@ -162,19 +162,11 @@ func Dial(ctx context.Context, cfg SessionConfig) (*Session, error) {
 }
 
 func (s *Session) waitHealthy(ctx context.Context) error {
-	for {
+	return s.queue.waitFor(ctx, func() bool {
 		s.mu.Lock()
-		ok := s.healthy
-		s.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.queue.idle():
-		}
-	}
+		defer s.mu.Unlock()
+		return s.healthy
+	})
 }
 
 // Close ends the session (its ephemeral nodes go at once) and waits for the session's goroutines.
