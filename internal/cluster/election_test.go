@@ -57,6 +57,10 @@ func TestTheNextLeaderIsThePreferredSurvivor(t *testing.T) {
 		}
 		jobs = append(jobs, job)
 	}
+	for _, job := range jobs { // x leads every job before a starts: a preferred for a job x has not campaigned
+		// for yet (a slow machine) would campaign at once and lead it with x still there
+		waitJob(t, x, job, "x leads", func(s *JobSnapshot) bool { return s.IsLeader() })
+	}
 	// the others' campaigns put off for longer than the test: a preferred survivor slowed down (-race, a busy
 	// machine) must not lose its job to one that campaigned after the usual 2 s
 	putOff := func(r *Registry) { r.later.delay = time.Minute }
