@@ -41,16 +41,13 @@ type CollectorConfig struct {
 	// Activity tells when the peer's bursts leave and which are due (the executor's).
 	Activity *Activity
 	Clock    clock.Clock
-	// Heap reads the heap's figures (default: the runtime's own, gcpace.ReadHeap); Collect runs a collection and
-	// returns when it is done (default: runtime.GC). Tests give their own.
-	Heap    func() HeapStats
+	// Heap reads the heap's figures (default: the runtime's own, gcpace.ReadHeap; the Collector decides on
+	// Objects, the heap's objects now, live and dead not yet swept, and Live, what the last collection found
+	// live); Collect runs a collection and returns when it is done (default: runtime.GC). Tests give their own.
+	Heap    func() gcpace.Heap
 	Collect func()
 	Logger  *slog.Logger
 }
-
-// HeapStats are the heap figures the Collector decides on, in bytes: Objects, the heap's objects now (live,
-// and dead not yet swept); Live, what the last collection found live (gcpace.Heap).
-type HeapStats = gcpace.Heap
 
 const (
 	// collectorTick is how often the Collector looks: often enough to find a gap between bursts a second
@@ -132,7 +129,7 @@ func (c *Collector) loop() {
 // have started a collection already, and runtime.GC would wait for it to end and then run another (at 100,000
 // jobs Go's trigger was at its earliest, and peers ran such a second collection after each of Go's: 0.5-1.1 s
 // of marking for a heap that had grown by 0-3 MB).
-func shouldCollect(h HeapStats, perWindow uint64) bool {
+func shouldCollect(h gcpace.Heap, perWindow uint64) bool {
 	if h.Goal <= h.Live || perWindow == 0 {
 		return false
 	}
@@ -152,7 +149,7 @@ type cycleBase struct {
 // (h.Objects) also count the dead objects the last collection found until they are swept, lazily, by the
 // allocating goroutines: on a busy peer they are still there a second after the collection, and a Collector
 // reading h.Objects then would find it as full as before the collection.
-func (b *cycleBase) heapNow(h HeapStats) uint64 {
+func (b *cycleBase) heapNow(h gcpace.Heap) uint64 {
 	if h.Cycles != b.cycles || !b.looked {
 		b.known = b.looked
 		b.cycles, b.allocated, b.looked = h.Cycles, h.Allocated, true

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/gcpace"
 )
 
 const mb = 1 << 20
 
 func TestShouldCollect(t *testing.T) {
 	// Live 100 MB, goal 200 MB: Go may start a collection from 170 MB on
-	h := HeapStats{Live: 100 * mb, Goal: 200 * mb}
+	h := gcpace.Heap{Live: 100 * mb, Goal: 200 * mb}
 	for _, tc := range []struct {
 		heap, perWindow uint64
 		want            bool
@@ -32,7 +33,7 @@ func TestShouldCollect(t *testing.T) {
 			t.Errorf("heap %d MB, %d MB per window: collect %t, want %t", tc.heap/mb, tc.perWindow/mb, got, tc.want)
 		}
 	}
-	if shouldCollect(HeapStats{Objects: 500 * mb, Live: 100 * mb, Goal: 100 * mb}, mb) {
+	if shouldCollect(gcpace.Heap{Objects: 500 * mb, Live: 100 * mb, Goal: 100 * mb}, mb) {
 		t.Error("collected without a goal above the live heap (GOGC=off reads so)")
 	}
 }
@@ -40,10 +41,10 @@ func TestShouldCollect(t *testing.T) {
 // fakeHeap is a heap a test grows by hand.
 type fakeHeap struct {
 	mu sync.Mutex
-	h  HeapStats
+	h  gcpace.Heap
 }
 
-func (f *fakeHeap) read() HeapStats {
+func (f *fakeHeap) read() gcpace.Heap {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.h
@@ -81,7 +82,7 @@ type collectorHarness struct {
 func newCollectorHarness(t *testing.T, gcTakes time.Duration) *collectorHarness {
 	h := &collectorHarness{clk: clock.NewFake(time.Unix(1000, 0)), heap: &fakeHeap{},
 		collected: make(chan time.Time, 100)}
-	h.heap.h = HeapStats{Objects: 120 * mb, Live: 100 * mb, Goal: 200 * mb}
+	h.heap.h = gcpace.Heap{Objects: 120 * mb, Live: 100 * mb, Goal: 200 * mb}
 	h.act = NewActivity(h.clk)
 	h.c = NewCollector(CollectorConfig{Activity: h.act, Clock: h.clk, Heap: h.heap.read, Collect: func() {
 		h.collected <- h.clk.Now()
@@ -217,7 +218,7 @@ func TestCollectorTellsTheHeapSinceACollectionFromItsUnsweptDead(t *testing.T) {
 
 func TestCycleBaseHeapNow(t *testing.T) {
 	var b cycleBase
-	h := HeapStats{Allocated: 1000 * mb, Objects: 300 * mb, Live: 100 * mb, Goal: 200 * mb, Cycles: 7}
+	h := gcpace.Heap{Allocated: 1000 * mb, Objects: 300 * mb, Live: 100 * mb, Goal: 200 * mb, Cycles: 7}
 	if got := b.heapNow(h); got != 300*mb {
 		t.Fatalf("first reading: %d MB, want the heap's objects (300): the last collection's end is unknown", got/mb)
 	}
