@@ -546,7 +546,8 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	fo.Stop()
 	coord.Stop()
 	reg.Stop()
-	sess.Close() // removes this peer's ephemeral nodes now: the others reshard and fail over at once
+	withdraw(reg, log)
+	sess.Close() // removes this peer's other ephemeral nodes now (peer, duties, any job node left)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)
@@ -557,10 +558,6 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 // is put off (dispatch.Scheduler.Firing): it covers a fire's items being decided and begun on every peer, round
 // trips to a loaded ZooKeeper included.
 const fireGuard = 3 * time.Second
-
-// leaveWait bounds how long a stopping peer waits to see its peer node go (Registry.Leave) before it stops
-// firing all the same.
-const leaveWait = 2 * time.Second
 
 // the history writer tells the executor whether to build status traces at all
 var _ dispatch.StatusTracer = (*history.Writer)(nil)

@@ -77,7 +77,7 @@ func (r *Registry) PeerLeft(id string) bool {
 
 // Leave is a stopping peer's first step: it removes the peer's node (/{namespace}.ejserver/peers/{id}) and
 // never writes it again, so that the other peers hold the fires of the items it owns (PeerLeft) until their
-// leaders have resharded them away, which they do once its session closes and its instance nodes go. It
+// leaders have resharded them away, which they do as its instance nodes go (Withdraw, or its session's close). It
 // returns once this peer's own watch has seen the node go (the others' watches see it about then), or when
 // ctx ends. The peer should go on firing its items for a fire lead after that: a fire another peer prepared
 // before it saw the node go is not held there; the held ones skip the items this peer ran.

@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// withdrawBatchOps bounds the deletions a stopping peer sends in one multi (Withdraw): at ZooKeeper's ~70 µs a
+// deleted node with its watch notifications (the close measured at 30,000 and 60,000 jobs, docs/benchmarks.md),
+// a multi holds the other sessions' requests back some 35 ms.
+const withdrawBatchOps = 500
+
+// withdrawInFlight is how many of those multis Withdraw keeps in flight: one waits on its round trip and
+// ZooKeeper's log while the other is applied.
+const withdrawInFlight = 2
+
+// Withdrawal counts what Withdraw did: the jobs whose nodes it deleted, the nodes, the multis that carried them,
+// the deletions ZooKeeper refused (the node gone or replaced already: left as they are) and those not sent
+// (ctx ended or ZooKeeper failed first: they go when the session closes).
+type Withdrawal struct {
+	Jobs, Deleted, Multis, Refused, Left int
+}
+
+// heldNodes is what this peer's session holds of one job: its leader node (leads, at leaderVersion) and its
+// instance node (registered).
+type heldNodes struct {
+	job           string
+	leads         bool
+	leaderVersion int32
+	registered    bool
+}
+
+// Withdraw is a stopping peer's last step before it closes its session, after Stop: it deletes the job nodes
+// the session holds (each job's leader node where this peer leads, and its instance node) in multis of
+// withdrawBatchOps, withdrawInFlight at a time. Closing the session would delete them all in one transaction,
+// and ZooKeeper answers no other session while it runs: ~3 s at 30,000 jobs, ~5.5 s at 60,000, longer than the
+// other peers' lease at 100,000 (docs/benchmarks.md). Between the multis ZooKeeper answers everyone else, and
+// the other peers elect and reshard job by job as the nodes go instead of all at once. ElasticJob's shutdown
+// hook removes a job's leader and instance nodes the same way. It returns when every node is deleted, when
+// ctx ends, or after the first failure that is not one node's refusal; what is left goes with the session.
+func (r *Registry) Withdraw(ctx context.Context) (Withdrawal, error) {
+	held := r.heldNodes()
+	var w Withdrawal
+	for _, h := range held {
+		if h.leads || h.registered {
+			w.Jobs++
+		}
+	}
+	batches := withdrawBatches(r.p, r.me.InstanceID, held, withdrawBatchOps, maxBatchBytes)
+	var (
+		mu     sync.Mutex
+		failed error
+		wg     sync.WaitGroup
+	)
+	next := make(chan []any)
+	for range withdrawInFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ops := range next {
+				b, err := r.withdrawBatch(ops)
+				mu.Lock()
+				w.Deleted, w.Multis, w.Refused, w.Left = w.Deleted+b.Deleted, w.Multis+b.Multis, w.Refused+b.Refused, w.Left+b.Left
+				if err != nil && failed == nil {
+					failed = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i, ops := range batches {
+		mu.Lock()
+		stop := failed != nil || ctx.Err() != nil // a select would take either of two ready cases
+		mu.Unlock()
+		if !stop {
+			select {
+			case next <- ops:
+				continue
+			case <-ctx.Done():
+			}
+		}
+		mu.Lock()
+		w.Left += countOps(batches[i:])
+		mu.Unlock()
+		break
+	}
+	close(next)
+	wg.Wait()
+	if failed == nil && ctx.Err() != nil && w.Left > 0 {
+		failed = ctx.Err()
+	}
+	if failed != nil {
+		return w, fmt.Errorf("withdrawing this peer's job nodes: %w", failed)
+	}
+	return w, nil
+}
+
+// withdrawBatch sends one batch of deletions, again without each op ZooKeeper refuses (a node gone or
+// replaced already). It counts the batch's deletions, multis and refusals, and on any other failure the ops
+// left unsent.
+func (r *Registry) withdrawBatch(ops []any) (Withdrawal, error) {
+	var w Withdrawal
+	for len(ops) > 0 {
+		resps, err := r.s.multi(ops...)
+		w.Multis++
+		if err == nil {
+			w.Deleted += len(ops)
+			return w, nil
+		}
+		bad, _ := failedOp(resps)
+		if bad < 0 {
+			w.Left = len(ops)
+			return w, err
+		}
+		w.Refused++
+		ops = slices.Delete(ops, bad, bad+1)
+	}
+	return w, nil
+}
+
+// heldNodes lists, in the jobs' order, what this session holds of each job by the registry's cache.
+func (r *Registry) heldNodes() []heldNodes {
+	session := r.s.ID()
+	r.mu.RLock()
+	entries := make([]*jobEntry, 0, len(r.jobs))
+	for _, e := range r.jobs {
+		entries = append(entries, e)
+	}
+	r.mu.RUnlock()
+	held := make([]heldNodes, 0, len(entries))
+	for _, e := range entries {
+		e.mu.Lock()
+		h := heldNodes{job: e.name, registered: e.st.registered,
+			leads:         e.st.leader == r.me.InstanceID && e.st.leaderOwner != 0 && e.st.leaderOwner == session,
+			leaderVersion: e.st.leaderVersion}
+		e.mu.Unlock()
+		held = append(held, h)
+	}
+	slices.SortFunc(held, func(a, b heldNodes) int { return cmp.Compare(a.job, b.job) })
+	return held
+}
+
+// withdrawBatches packs the deletions of the held nodes into multis of at most maxOps ops and maxBytes bytes,
+// a job's leader node before its instance node and both in one multi, so that a peer electing the job's next
+// leader already sees this peer's instance gone.
+func withdrawBatches(p Paths, me string, held []heldNodes, maxOps, maxBytes int) [][]any {
+	var batches [][]any
+	var cur []any
+	size := 0
+	for _, h := range held {
+		var ops []any
+		if h.leads {
+			ops = append(ops, opDelete(p.LeaderInstance(h.job), h.leaderVersion))
+		}
+		if h.registered {
+			ops = append(ops, opDelete(p.Instance(h.job, me), -1))
+		}
+		n := 0
+		for _, op := range ops {
+			n += opSize(op)
+		}
+		if len(cur) > 0 && (len(cur)+len(ops) > maxOps || size+n > maxBytes) {
+			batches = append(batches, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, ops...)
+		size += n
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches
+}
+
+func countOps(batches [][]any) int {
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	return n
+}
