@@ -25,12 +25,36 @@ type Withdrawal struct {
 }
 
 // heldNodes is what this peer's session holds of one job: its leader node (leads, at leaderVersion) and its
-// instance node (registered).
+// instance node (registered); owns: an item of the job is this peer's (its owner or failover).
 type heldNodes struct {
 	job           string
 	leads         bool
 	leaderVersion int32
 	registered    bool
+	owns          bool
+}
+
+// withdrawOrder is the order Withdraw deletes the jobs' nodes in: first the jobs whose items this peer owns,
+// whose fires the others hold until their leader has resharded them away (and that leader may have to be
+// elected first), then the jobs it leads, then the rest, whose instance node only goes from a list; by name
+// within each. In a restart at 100,000 jobs deleted by name, the fires held for the jobs whose nodes went last
+// (or with the session, past the 10-s bound) waited their 30 s in vain: 2,345 missed (docs/benchmarks.md).
+func withdrawOrder(a, b heldNodes) int {
+	rank := func(h heldNodes) int {
+		switch {
+		case h.owns && h.leads:
+			return 0
+		case h.owns:
+			return 1
+		case h.leads:
+			return 2
+		}
+		return 3
+	}
+	if c := cmp.Compare(rank(a), rank(b)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.job, b.job)
 }
 
 // Withdraw is a stopping peer's last step before it closes its session, after Stop: it deletes the job nodes
@@ -121,7 +145,7 @@ func (r *Registry) withdrawBatch(ops []any) (Withdrawal, error) {
 	return w, nil
 }
 
-// heldNodes lists, in the jobs' order, what this session holds of each job by the registry's cache.
+// heldNodes lists, in withdrawOrder, what this session holds of each job by the registry's cache.
 func (r *Registry) heldNodes() []heldNodes {
 	session := r.s.ID()
 	r.mu.RLock()
@@ -136,10 +160,16 @@ func (r *Registry) heldNodes() []heldNodes {
 		h := heldNodes{job: e.name, registered: e.st.registered,
 			leads:         e.st.leader == r.me.InstanceID && e.st.leaderOwner != 0 && e.st.leaderOwner == session,
 			leaderVersion: e.st.leaderVersion}
+		for _, it := range e.st.items.all() {
+			if it.Owner == r.me.InstanceID || it.FailoverTo == r.me.InstanceID {
+				h.owns = true
+				break
+			}
+		}
 		e.mu.Unlock()
 		held = append(held, h)
 	}
-	slices.SortFunc(held, func(a, b heldNodes) int { return cmp.Compare(a.job, b.job) })
+	slices.SortFunc(held, withdrawOrder)
 	return held
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -56,6 +58,26 @@ func TestWithdrawBatches(t *testing.T) {
 				t.Fatalf("got  %v\nwant %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestWithdrawOrder(t *testing.T) {
+	held := []heldNodes{
+		{job: "a", registered: true},
+		{job: "b", leads: true, registered: true},
+		{job: "c", owns: true, registered: true},
+		{job: "d", owns: true, leads: true, registered: true},
+		{job: "e", owns: true, registered: true},
+		{job: "f", leads: true},
+	}
+	slices.SortFunc(held, withdrawOrder)
+	var got []string
+	for _, h := range held {
+		got = append(got, h.job)
+	}
+	// owned and led, owned, led, the rest; by name within each
+	if want := "d c e b f a"; strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
 	}
 }
 
