@@ -257,6 +257,12 @@ func (r *Registry) leaderKnown(e *jobEntry) bool {
 // led reports whether the job's leader node is known to exist: read, or reported created by the watch.
 func (st *jobState) led() bool { return st.leader != "" || st.leaderSeen }
 
+// leaderHeld reports whether leader/election/instance, as cached, names me and was created by session: the
+// node this session holds, whose cached version guards leader writes (leaderGuard) and deletes it (Withdraw).
+func (st *jobState) leaderHeld(me string, session int64) bool {
+	return st.leader == me && st.leaderOwner != 0 && st.leaderOwner == session
+}
+
 // campaigned applies the outcome of a campaign's create. The listeners hear of a won leadership from the
 // refresher (kindReport), and a lost race or a failure is a refresh queued.
 func (r *Registry) campaigned(e *jobEntry, session int64, err error) {
@@ -493,7 +499,7 @@ func (r *Registry) leaderGuard(job string) (any, error) {
 		return nil, ErrNotLeader
 	}
 	e.mu.Lock()
-	held := e.st.leader == r.me.InstanceID && e.st.leaderOwner != 0 && e.st.leaderOwner == r.s.ID()
+	held := e.st.leaderHeld(r.me.InstanceID, r.s.ID())
 	version := e.st.leaderVersion
 	e.mu.Unlock()
 	if !held || !r.s.Lease() {

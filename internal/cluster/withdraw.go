@@ -24,6 +24,11 @@ type Withdrawal struct {
 	Jobs, Deleted, Multis, Refused, Left int
 }
 
+// add counts a batch's outcome (withdrawBatch) into w.
+func (w *Withdrawal) add(b Withdrawal) {
+	w.Deleted, w.Multis, w.Refused, w.Left = w.Deleted+b.Deleted, w.Multis+b.Multis, w.Refused+b.Refused, w.Left+b.Left
+}
+
 // heldNodes is what this peer's session holds of one job: its leader node (leads, at leaderVersion) and its
 // instance node (registered); owns: an item of the job is this peer's (its owner or failover).
 type heldNodes struct {
@@ -74,46 +79,40 @@ func (r *Registry) Withdraw(ctx context.Context) (Withdrawal, error) {
 		}
 	}
 	batches := withdrawBatches(r.p, r.me.InstanceID, held, withdrawBatchOps, maxBatchBytes)
+	queue := make(chan []any, len(batches))
+	for _, ops := range batches {
+		queue <- ops
+	}
+	close(queue)
 	var (
 		mu     sync.Mutex
 		failed error
 		wg     sync.WaitGroup
 	)
-	next := make(chan []any)
 	for range withdrawInFlight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ops := range next {
-				b, err := r.withdrawBatch(ops)
+		wg.Go(func() {
+			for ops := range queue {
 				mu.Lock()
-				w.Deleted, w.Multis, w.Refused, w.Left = w.Deleted+b.Deleted, w.Multis+b.Multis, w.Refused+b.Refused, w.Left+b.Left
+				stop := failed != nil || ctx.Err() != nil
+				mu.Unlock()
+				var b Withdrawal
+				var err error
+				if stop {
+					b.Left = len(ops) // goes with the session
+				} else {
+					b, err = r.withdrawBatch(ops)
+				}
+				mu.Lock()
+				w.add(b)
 				if err != nil && failed == nil {
 					failed = err
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
-	for i, ops := range batches {
-		mu.Lock()
-		stop := failed != nil || ctx.Err() != nil // a select would take either of two ready cases
-		mu.Unlock()
-		if !stop {
-			select {
-			case next <- ops:
-				continue
-			case <-ctx.Done():
-			}
-		}
-		mu.Lock()
-		w.Left += countOps(batches[i:])
-		mu.Unlock()
-		break
-	}
-	close(next)
 	wg.Wait()
-	if failed == nil && ctx.Err() != nil && w.Left > 0 {
+	if failed == nil && w.Left > 0 {
 		failed = ctx.Err()
 	}
 	if failed != nil {
@@ -157,8 +156,7 @@ func (r *Registry) heldNodes() []heldNodes {
 	held := make([]heldNodes, 0, len(entries))
 	for _, e := range entries {
 		e.mu.Lock()
-		h := heldNodes{job: e.name, registered: e.st.registered,
-			leads:         e.st.leader == r.me.InstanceID && e.st.leaderOwner != 0 && e.st.leaderOwner == session,
+		h := heldNodes{job: e.name, registered: e.st.registered, leads: e.st.leaderHeld(r.me.InstanceID, session),
 			leaderVersion: e.st.leaderVersion}
 		for _, it := range e.st.items.all() {
 			if it.Owner == r.me.InstanceID || it.FailoverTo == r.me.InstanceID {
@@ -203,12 +201,4 @@ func withdrawBatches(p Paths, me string, held []heldNodes, maxOps, maxBytes int)
 		batches = append(batches, cur)
 	}
 	return batches
-}
-
-func countOps(batches [][]any) int {
-	n := 0
-	for _, b := range batches {
-		n += len(b)
-	}
-	return n
 }
