@@ -32,6 +32,41 @@ type benchCluster struct {
 	client *http.Client
 	// secretFile holds the cluster's callback token secret (--callback-secret-file)
 	secretFile string
+	// stopSamples holds, by peer index, its counters read just before a restart stopped it (noteStop)
+	mu          sync.Mutex
+	stopSamples map[int][]counterSample
+}
+
+// noteStop reads peer i's counters before it is stopped, so that the window's figures keep what its process
+// counted until then.
+func (c *benchCluster) noteStop(i int) {
+	s := c.peerSample(c.peers[i])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopSamples == nil {
+		c.stopSamples = map[int][]counterSample{}
+	}
+	c.stopSamples[i] = append(c.stopSamples[i], s)
+}
+
+// windowCounters is how the peers' counters changed since before (peerCounters at the window's start), summed
+// over the peers, a restarted peer's old and new processes both counted.
+func (c *benchCluster) windowCounters(before []counterSample) map[string]float64 {
+	after := c.peerCounters()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]float64{}
+	for i := range after {
+		var samples []counterSample
+		if i < len(before) {
+			samples = append(samples, before[i])
+		}
+		samples = append(append(samples, c.stopSamples[i]...), after[i])
+		for k, v := range processDelta(samples) {
+			out[k] += v
+		}
+	}
+	return out
 }
 
 func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
@@ -354,42 +389,87 @@ var counterPrefixes = []string{"ejserver_fires_skipped_total", "ejserver_item_ex
 	"ejserver_gc_between_bursts_total", "go_gc_duration_seconds_count", "ejserver_async_", "ejserver_zookeeper_write_",
 	"ejserver_zookeeper_requests_total", "ejserver_zookeeper_events_total"}
 
+// counterSample is one peer process's counterPrefixes series as read from its /metrics.
+type counterSample struct {
+	pid  int
+	vals map[string]float64
+}
+
 // counters reads counterPrefixes' series from every peer's /metrics, summed by series.
-func (c *benchCluster) counters() map[string]float64 {
+func (c *benchCluster) counters() map[string]float64 { return sumSamples(c.peerCounters()) }
+
+// sumSamples sums samples by series.
+func sumSamples(samples []counterSample) map[string]float64 {
 	out := map[string]float64{}
-	for _, p := range c.peers {
-		if p.Exited() {
-			continue
+	for _, s := range samples {
+		for k, v := range s.vals {
+			out[k] += v
 		}
-		resp, err := c.client.Get(p.URL("/metrics"))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			for _, pre := range counterPrefixes {
-				if strings.HasPrefix(line, pre) {
-					i := strings.LastIndexByte(line, ' ')
-					v, err := strconv.ParseFloat(line[i+1:], 64)
-					if err == nil {
-						out[strings.TrimPrefix(line[:i], "ejserver_")] += v
-					}
-				}
-			}
-		}
-		resp.Body.Close()
 	}
 	return out
 }
 
-// counterDelta is after minus before, without the series that did not change.
-func counterDelta(before, after map[string]float64) map[string]float64 {
+// peerCounters reads each peer's counterPrefixes series (a peer that has exited or does not answer: no series).
+func (c *benchCluster) peerCounters() []counterSample {
+	out := make([]counterSample, len(c.peers))
+	for i, p := range c.peers {
+		out[i] = c.peerSample(p)
+	}
+	return out
+}
+
+func (c *benchCluster) peerSample(p *harness.Peer) counterSample {
+	s := counterSample{pid: p.PID(), vals: map[string]float64{}}
+	if p.Exited() {
+		return s
+	}
+	resp, err := c.client.Get(p.URL("/metrics"))
+	if err != nil {
+		return s
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, pre := range counterPrefixes {
+			if strings.HasPrefix(line, pre) {
+				i := strings.LastIndexByte(line, ' ')
+				v, err := strconv.ParseFloat(line[i+1:], 64)
+				if err == nil {
+					s.vals[strings.TrimPrefix(line[:i], "ejserver_")] += v
+				}
+			}
+		}
+	}
+	return s
+}
+
+// processDelta is how one peer's counters changed over samples taken in order (the window's start, any taken
+// just before the peer was stopped, its end): a new process (another pid) counts from zero, so a restart in
+// the window adds the old process's change up to its stop to the new one's from its start.
+func processDelta(samples []counterSample) map[string]float64 {
 	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
+	if len(samples) == 0 {
+		return out
+	}
+	add := func(last, first map[string]float64) {
+		for k, v := range last {
+			out[k] += v - first[k]
+		}
+	}
+	first, cur := samples[0].vals, samples[0]
+	for _, s := range samples[1:] {
+		if s.pid != cur.pid {
+			add(cur.vals, first)
+			first = nil
+		}
+		cur = s
+	}
+	add(cur.vals, first)
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
 		}
 	}
 	return out

@@ -27,6 +27,7 @@ func (e *env) restartPeer(c *benchCluster, t time.Time, jobs int) <-chan *Restar
 		defer func() { out <- rr }()
 		time.Sleep(time.Until(t))
 		e.logf("restarting peer %d (load average %s)", i+1, loadAvg())
+		c.noteStop(i) // its process's counters until now count in the window's
 		t0 := time.Now()
 		_ = p.Stop(20 * time.Second) // its exit status after SIGTERM is not what is measured
 		t1 := time.Now()

@@ -181,11 +181,11 @@ type measure struct {
 	zkAddr   string
 	zkPID    int
 	c        *benchCluster
-	counters map[string]float64
+	counters []counterSample // each peer's, at the window's start
 }
 
 func startMeasure(c *benchCluster) *measure {
-	m := &measure{u: startUsage(c.pids()), zkAddr: c.zk.Addr, zkPID: c.zkPID, c: c, counters: c.counters()}
+	m := &measure{u: startUsage(c.pids()), zkAddr: c.zk.Addr, zkPID: c.zkPID, c: c, counters: c.peerCounters()}
 	if c.zkPID > 0 {
 		m.zu = startUsage([]int{c.zkPID})
 	}
@@ -206,8 +206,8 @@ func (m *measure) end(r *Result) {
 	avg, _ := zkFloat(m.zkAddr, "zk_avg_latency")
 	mx, _ := zkFloat(m.zkAddr, "zk_max_latency")
 	r.ZKLatency = &Latency{P50: avg, Max: mx}
-	r.PeerCounters = counterDelta(m.counters, m.c.counters())
-	r.SetupCounters = counterDelta(nil, m.counters)
+	r.PeerCounters = m.c.windowCounters(m.counters)
+	r.SetupCounters = sumSamples(m.counters)
 	if st, err := zkState(m.zkAddr, m.zkPID); err == nil {
 		r.ZKEnd = &st
 	}
@@ -261,7 +261,7 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 	e.sleepUntil(to, rec, w.name)
 	if restarted != nil {
 		r.Restart = <-restarted
-		r.Notes = append(r.Notes, "a peer was restarted in the window: the peers' CPU, RSS and counters cover its new process from its start only")
+		r.Notes = append(r.Notes, "a peer was restarted in the window: the peers' CPU and RSS cover its new process from its start only (their counters, both processes)")
 	}
 	m.end(&r)
 	c.heapProfiles(w.name)
