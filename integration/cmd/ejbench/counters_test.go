@@ -2,7 +2,9 @@ package main
 
 import (
 	"maps"
+	"slices"
 	"testing"
+	"time"
 )
 
 // A peer's counters over the window: one process's change, or, when it was restarted, the old process's
@@ -28,6 +30,30 @@ func TestProcessDeltaCountsARestartedPeersTwoProcesses(t *testing.T) {
 		{"gone at the end (no series)", []counterSample{{1, m(0, 5)}, {1, m(0, 9)}, {2, m()}}, m(0, 4)},
 	} {
 		if got := processDelta(tc.samples); !maps.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The highest RSS of each process within a span of the window: samples outside it do not count, a process
+// with no sample in it reads 0.
+func TestMaxRSSBetween(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int, rss ...int64) rssSample { return rssSample{at: t0.Add(time.Duration(s) * time.Second), rss: rss} }
+	mb := int64(1 << 20)
+	samples := []rssSample{at(0, 10*mb, 20*mb), at(30, 15*mb, 5*mb), at(60, 99*mb, 99*mb), at(119, 40*mb, 30*mb), at(120, 50*mb, 60*mb)}
+	for _, tc := range []struct {
+		name     string
+		from, to int
+		want     []float64
+	}{
+		{"first minute", 0, 60, []float64{15, 20}},
+		{"last minute", 60, 120, []float64{99, 99}},
+		{"to is excluded", 61, 120, []float64{40, 30}},
+		{"nothing in it", 200, 260, []float64{0, 0}},
+	} {
+		got := maxRSSBetween(samples, 2, t0.Add(time.Duration(tc.from)*time.Second), t0.Add(time.Duration(tc.to)*time.Second))
+		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}

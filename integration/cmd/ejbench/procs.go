@@ -13,7 +13,8 @@ import (
 )
 
 // usage measures processes over a window: CPU time used (from /proc/{pid}/stat) and the highest RSS seen
-// (sampled twice a second), plus the whole machine's busy share (/proc/stat).
+// (sampled twice a second; over the whole window, its first minute and its last), plus the whole machine's
+// busy share (/proc/stat).
 type usage struct {
 	pids     []int
 	cpu0     []time.Duration
@@ -21,8 +22,15 @@ type usage struct {
 	start    time.Time
 	mu       sync.Mutex
 	maxRSS   []int64
+	samples  []rssSample // every sample, to read the window's first and last minute at its end
 	stop     chan struct{}
 	finished chan struct{}
+}
+
+// rssSample is every process's RSS at one time.
+type rssSample struct {
+	at  time.Time
+	rss []int64
 }
 
 func startUsage(pids []int) *usage {
@@ -51,18 +59,42 @@ func startUsage(pids []int) *usage {
 func (u *usage) sample() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	x := rssSample{at: time.Now(), rss: make([]int64, len(u.pids))}
 	for i, pid := range u.pids {
-		if rss, err := harness.RSS(pid); err == nil && rss > u.maxRSS[i] {
-			u.maxRSS[i] = rss
+		if rss, err := harness.RSS(pid); err == nil {
+			x.rss[i] = rss
+			u.maxRSS[i] = max(u.maxRSS[i], rss)
 		}
 	}
+	u.samples = append(u.samples, x)
+}
+
+// maxRSSBetween is each process's highest RSS sampled in [from, to), in MB.
+func maxRSSBetween(samples []rssSample, n int, from, to time.Time) []float64 {
+	top := make([]int64, n)
+	for _, x := range samples {
+		if !x.at.Before(from) && x.at.Before(to) {
+			for i := range min(n, len(x.rss)) {
+				top[i] = max(top[i], x.rss[i])
+			}
+		}
+	}
+	out := make([]float64, n)
+	for i, r := range top {
+		out[i] = round1(float64(r) / (1 << 20))
+	}
+	return out
 }
 
 // Usage is what the window used.
 type Usage struct {
 	CPUPercent []float64 `json:"cpuPercent"` // per process, of one core
 	RSSMB      []float64 `json:"maxRssMB"`   // per process
-	HostCPU    float64   `json:"hostCpuPercent"`
+	// RSSFirstMinuteMB and RSSLastMinuteMB: each process's highest RSS in the window's first and last minute
+	// (whether it is flat over the window); empty for a window shorter than two minutes
+	RSSFirstMinuteMB []float64 `json:"rssFirstMinuteMB,omitempty"`
+	RSSLastMinuteMB  []float64 `json:"rssLastMinuteMB,omitempty"`
+	HostCPU          float64   `json:"hostCpuPercent"`
 	// HostSteal is the share of the machine's CPU time the hypervisor gave to other guests (the "st" of
 	// top): high steal means every figure is slowed down by a neighbour, the baseline's too.
 	HostSteal float64 `json:"hostStealPercent"`
@@ -87,12 +119,37 @@ func (u *usage) end() Usage {
 	for _, r := range u.maxRSS {
 		out.RSSMB = append(out.RSSMB, round1(float64(r)/(1<<20)))
 	}
+	if end := u.start.Add(wall); wall >= 2*time.Minute {
+		out.RSSFirstMinuteMB = maxRSSBetween(u.samples, len(u.pids), u.start, u.start.Add(time.Minute))
+		out.RSSLastMinuteMB = maxRSSBetween(u.samples, len(u.pids), end.Add(-time.Minute), end.Add(time.Second))
+	}
 	u.mu.Unlock()
 	if busy, total := host.busy-u.host0.busy, host.total-u.host0.total; total > 0 {
 		out.HostCPU = round1(100 * float64(busy) / float64(total))
 		out.HostSteal = round1(100 * float64(host.steal-u.host0.steal) / float64(total))
 	}
 	return out
+}
+
+// first keeps the figures of the first n processes.
+func (u Usage) first(n int) Usage {
+	cut := func(f []float64) []float64 { return f[:min(n, len(f))] }
+	u.CPUPercent, u.RSSMB = cut(u.CPUPercent), cut(u.RSSMB)
+	u.RSSFirstMinuteMB, u.RSSLastMinuteMB = cut(u.RSSFirstMinuteMB), cut(u.RSSLastMinuteMB)
+	return u
+}
+
+// plus appends x's processes to u's (the machine's figures stay u's). The first and last minute are kept only
+// when both windows have them.
+func (u Usage) plus(x Usage) Usage {
+	u.CPUPercent, u.RSSMB = append(u.CPUPercent, x.CPUPercent...), append(u.RSSMB, x.RSSMB...)
+	if len(u.RSSFirstMinuteMB) > 0 && len(x.RSSFirstMinuteMB) > 0 {
+		u.RSSFirstMinuteMB = append(u.RSSFirstMinuteMB, x.RSSFirstMinuteMB...)
+		u.RSSLastMinuteMB = append(u.RSSLastMinuteMB, x.RSSLastMinuteMB...)
+	} else {
+		u.RSSFirstMinuteMB, u.RSSLastMinuteMB = nil, nil
+	}
+	return u
 }
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }

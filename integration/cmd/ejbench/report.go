@@ -149,7 +149,7 @@ func printTable(w io.Writer, results []Result) {
 		if len(r.PeerCounters) > 0 {
 			var cs []string
 			for _, k := range slices.Sorted(maps.Keys(r.PeerCounters)) {
-				gauge := strings.HasPrefix(k, "async_items_running")
+				gauge := strings.HasPrefix(k, "async_items_running") || strings.HasPrefix(k, "zookeeper_write_groups_waiting")
 				if !gauge && (!strings.HasPrefix(k, "item_executions_total") || !strings.Contains(k, `outcome="success"`)) {
 					cs = append(cs, fmt.Sprintf("%s %.0f", k, r.PeerCounters[k]))
 				}
@@ -168,6 +168,10 @@ func printTable(w io.Writer, results []Result) {
 			if len(cs) > 0 {
 				parts = append(parts, "peers' counters from their start to the window: "+strings.Join(cs, ", "))
 			}
+		}
+		if u := r.Usage; len(u.RSSFirstMinuteMB) > 0 && r.Run != "baseline" {
+			parts = append(parts, fmt.Sprintf("RSS MB per peer, highest in the window's first minute / last minute: %s / %s",
+				joinF(u.RSSFirstMinuteMB, 0), joinF(u.RSSLastMinuteMB, 0)))
 		}
 		if line := zkStateLine(r); line != "" {
 			parts = append(parts, line)

@@ -393,7 +393,7 @@ func (e *env) runFailover(w workload, rec *recorder) (Result, error) {
 	next := fire.Add(p)
 	e.sleepUntil(next.Add(5*time.Second), rec, "next fire")
 	m.end(&r)
-	r.Usage.CPUPercent, r.Usage.RSSMB = r.Usage.CPUPercent[:len(c.peers)-1], r.Usage.RSSMB[:len(c.peers)-1]
+	r.Usage = r.Usage.first(len(c.peers) - 1)
 	fr.NextFire = count(next)
 	a := analyze(rec.records(), w.sched, fire, next.Add(time.Second))
 	r.fill(a, next.Add(5*time.Second).Sub(fire))
@@ -460,7 +460,7 @@ func (e *env) runReshard(w workload, rec *recorder) (Result, error) {
 	e.sleepUntil(to, rec, w.name)
 	m.end(&r)
 	x := u4.end()
-	r.Usage.CPUPercent, r.Usage.RSSMB = append(r.Usage.CPUPercent, x.CPUPercent...), append(r.Usage.RSSMB, x.RSSMB...)
+	r.Usage = r.Usage.plus(x)
 	r.Peers = len(c.peers)
 	time.Sleep(e.o.grace)
 	recs := rec.records()
