@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -467,10 +468,11 @@ func processDelta(samples []counterSample) map[string]float64 {
 		cur = s
 	}
 	add(cur.vals, first)
-	for k, v := range out {
-		if v == 0 {
-			delete(out, k)
-		}
-	}
-	return out
+	return nonZero(out)
+}
+
+// nonZero drops m's series that are 0 (did not change).
+func nonZero(m map[string]float64) map[string]float64 {
+	maps.DeleteFunc(m, func(_ string, v float64) bool { return v == 0 })
+	return m
 }

@@ -207,7 +207,7 @@ func (m *measure) end(r *Result) {
 	mx, _ := zkFloat(m.zkAddr, "zk_max_latency")
 	r.ZKLatency = &Latency{P50: avg, Max: mx}
 	r.PeerCounters = m.c.windowCounters(m.counters)
-	r.SetupCounters = sumSamples(m.counters)
+	r.SetupCounters = nonZero(sumSamples(m.counters))
 	if st, err := zkState(m.zkAddr, m.zkPID); err == nil {
 		r.ZKEnd = &st
 	}
