@@ -39,7 +39,9 @@ func TestProcessDeltaCountsARestartedPeersTwoProcesses(t *testing.T) {
 // with no sample in it reads 0.
 func TestMaxRSSBetween(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	at := func(s int, rss ...int64) rssSample { return rssSample{at: t0.Add(time.Duration(s) * time.Second), rss: rss} }
+	at := func(s int, rss ...int64) rssSample {
+		return rssSample{at: t0.Add(time.Duration(s) * time.Second), rss: rss}
+	}
 	mb := int64(1 << 20)
 	samples := []rssSample{at(0, 10*mb, 20*mb), at(30, 15*mb, 5*mb), at(60, 99*mb, 99*mb), at(119, 40*mb, 30*mb), at(120, 50*mb, 60*mb)}
 	for _, tc := range []struct {

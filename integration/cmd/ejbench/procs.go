@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,15 +17,19 @@ import (
 // (sampled twice a second; over the whole window, its first minute and its last), plus the whole machine's
 // busy share (/proc/stat).
 type usage struct {
-	pids     []int
-	cpu0     []time.Duration
-	host0    hostCPU
-	start    time.Time
-	mu       sync.Mutex
-	maxRSS   []int64
-	samples  []rssSample // every sample, to read the window's first and last minute at its end
-	stop     chan struct{}
-	finished chan struct{}
+	// pidsOf names the processes now (a restarted peer's new process replaces its old one at the same index)
+	pidsOf func() []int
+	host0  hostCPU
+	start  time.Time
+	mu     sync.Mutex
+	pids   []int
+	// cpuBase is each current process's CPU time at the window's start (0 for a process started since),
+	// cpuLast its latest reading, cpuGone what the processes it replaced used in the window
+	cpuBase, cpuLast, cpuGone []time.Duration
+	maxRSS                    []int64
+	samples                   []rssSample // every sample, to read the window's first and last minute at its end
+	stop                      chan struct{}
+	finished                  chan struct{}
 }
 
 // rssSample is every process's RSS at one time.
@@ -33,11 +38,19 @@ type rssSample struct {
 	rss []int64
 }
 
-func startUsage(pids []int) *usage {
-	u := &usage{pids: pids, cpu0: make([]time.Duration, len(pids)), maxRSS: make([]int64, len(pids)),
+func startUsage(pids []int) *usage { return startUsageOf(func() []int { return pids }) }
+
+// startUsageOf measures the processes pidsOf names at each sample: when one is replaced (a peer restarted),
+// its CPU until its last sample and its successor's since its start both count.
+func startUsageOf(pidsOf func() []int) *usage {
+	pids := pidsOf()
+	n := len(pids)
+	u := &usage{pidsOf: pidsOf, pids: slices.Clone(pids), cpuBase: make([]time.Duration, n), cpuLast: make([]time.Duration, n),
+		cpuGone: make([]time.Duration, n), maxRSS: make([]int64, n),
 		stop: make(chan struct{}), finished: make(chan struct{}), host0: readHostCPU(), start: time.Now()}
 	for i, pid := range pids {
-		u.cpu0[i], _ = harness.CPUTime(pid)
+		u.cpuBase[i], _ = harness.CPUTime(pid)
+		u.cpuLast[i] = u.cpuBase[i]
 	}
 	u.sample()
 	go func() {
@@ -59,9 +72,17 @@ func startUsage(pids []int) *usage {
 func (u *usage) sample() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	now := u.pidsOf()
 	x := rssSample{at: time.Now(), rss: make([]int64, len(u.pids))}
-	for i, pid := range u.pids {
-		if rss, err := harness.RSS(pid); err == nil {
+	for i := range u.pids {
+		if i < len(now) && now[i] != u.pids[i] {
+			u.cpuGone[i] += u.cpuLast[i] - u.cpuBase[i]
+			u.pids[i], u.cpuBase[i], u.cpuLast[i] = now[i], 0, 0
+		}
+		if c, err := harness.CPUTime(u.pids[i]); err == nil {
+			u.cpuLast[i] = c
+		}
+		if rss, err := harness.RSS(u.pids[i]); err == nil {
 			x.rss[i] = rss
 			u.maxRSS[i] = max(u.maxRSS[i], rss)
 		}
@@ -105,21 +126,17 @@ func (u *usage) end() Usage {
 	wall := time.Since(u.start)
 	host := readHostCPU()
 	var out Usage
-	for i, pid := range u.pids {
-		c, err := harness.CPUTime(pid)
-		pct := 0.0
-		if err == nil {
-			pct = round1(100 * float64(c-u.cpu0[i]) / float64(wall))
-		}
-		out.CPUPercent = append(out.CPUPercent, pct)
-	}
 	close(u.stop)
 	<-u.finished
+	u.sample() // the CPU until now (a process that exited counts up to its last sample)
 	u.mu.Lock()
+	for i := range u.pids {
+		out.CPUPercent = append(out.CPUPercent, round1(100*float64(u.cpuGone[i]+u.cpuLast[i]-u.cpuBase[i])/float64(wall)))
+	}
 	for _, r := range u.maxRSS {
 		out.RSSMB = append(out.RSSMB, round1(float64(r)/(1<<20)))
 	}
-	if end := u.start.Add(wall); wall >= 2*time.Minute {
+	if end := u.start.Add(wall); wall >= 2*time.Minute-5*time.Second { // a 2-minute window measures a little less
 		out.RSSFirstMinuteMB = maxRSSBetween(u.samples, len(u.pids), u.start, u.start.Add(time.Minute))
 		out.RSSLastMinuteMB = maxRSSBetween(u.samples, len(u.pids), end.Add(-time.Minute), end.Add(time.Second))
 	}

@@ -185,7 +185,7 @@ type measure struct {
 }
 
 func startMeasure(c *benchCluster) *measure {
-	m := &measure{u: startUsage(c.pids()), zkAddr: c.zk.Addr, zkPID: c.zkPID, c: c, counters: c.peerCounters()}
+	m := &measure{u: startUsageOf(c.pids), zkAddr: c.zk.Addr, zkPID: c.zkPID, c: c, counters: c.peerCounters()}
 	if c.zkPID > 0 {
 		m.zu = startUsage([]int{c.zkPID})
 	}
@@ -261,7 +261,7 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 	e.sleepUntil(to, rec, w.name)
 	if restarted != nil {
 		r.Restart = <-restarted
-		r.Notes = append(r.Notes, "a peer was restarted in the window: the peers' CPU and RSS cover its new process from its start only (their counters, both processes)")
+		r.Notes = append(r.Notes, "a peer was restarted in the window: its CPU and counters are both processes' (the new one's from its start), its RSS the higher of the two")
 	}
 	m.end(&r)
 	c.heapProfiles(w.name)
