@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,8 @@ func (g *group) finish() {
 // batcher packs the groups submitted by concurrent callers into as few multi requests as it can: while one
 // multi is in flight the next groups queue up and leave together (natural batching: no added delay when
 // idle, large batches under a burst). A multi is atomic, so when one group's op fails, that group alone gets
-// the error and the others are sent again.
+// the error and the others are sent again; a group whose op an earlier group of its multi may have made fail
+// (writtenNear) is judged again after that group is written, so that what refuses it is ZooKeeper's state.
 type batcher struct {
 	s *Session
 
@@ -253,6 +255,17 @@ func (b *batcher) send(batch []*group) {
 	}
 	g := batch[gi]
 	k := bad - i
+	if gi > 0 && writtenNear(batch[:gi], opPath(g.ops[k])) {
+		// the op may have failed for an earlier group of this multi, whose ops ZooKeeper applied before it and
+		// then rolled back with it: a registration's create of servers/{ip} refused a second registration of the
+		// same job (NodeExists), which then registered without it while the first's resend came behind and was
+		// refused in turn (its instance node was there), and the job had no servers/{ip} at all. The earlier
+		// groups are written first, and the group is judged again leading a multi: what refuses it then is what
+		// ZooKeeper holds.
+		b.send(batch[:gi])
+		b.send(batch[gi:])
+		return
+	}
 	g.err = &OpError{Op: k, Path: opPath(g.ops[k]), Err: opErr}
 	b.refused.Add(1)
 	g.finish()
@@ -279,6 +292,24 @@ func resendParts(batch []*group, gi int) [][]*group {
 		}
 	}
 	return parts
+}
+
+// writtenNear reports whether one of the groups writes (creates, sets or deletes: a check changes nothing) the
+// node at pth, one above it or one below it: the writes that can make an op on pth fail in the same multi
+// (NodeExists, NoNode, BadVersion, NotEmpty, NoChildrenForEphemerals).
+func writtenNear(groups []*group, pth string) bool {
+	for _, g := range groups {
+		for _, op := range g.ops {
+			if _, check := op.(*zk.CheckVersionRequest); check {
+				continue
+			}
+			p := opPath(op)
+			if p == pth || strings.HasPrefix(pth, p+"/") || strings.HasPrefix(p, pth+"/") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // failedOp finds the op whose error made the multi fail: the first with an API error (the others report

@@ -102,6 +102,82 @@ func TestResendParts(t *testing.T) {
 	}
 }
 
+// writtenNear: the writes of earlier groups that can make an op on a path fail in the same multi.
+func TestWrittenNear(t *testing.T) {
+	s := &Session{}
+	grp := func(ops ...any) *group { return &group{ops: ops} }
+	for _, tt := range []struct {
+		name   string
+		groups []*group
+		pth    string
+		want   bool
+	}{
+		{"the same node created", []*group{grp(s.opCreate("/j/servers/ip", nil, 0))}, "/j/servers/ip", true},
+		{"its parent deleted", []*group{grp(opDelete("/j/servers", -1))}, "/j/servers/ip", true},
+		{"a child created (NotEmpty)", []*group{grp(s.opCreate("/j/servers/ip/x", nil, 0))}, "/j/servers/ip", true},
+		{"its data set (BadVersion)", []*group{grp(opCheck("/a", -1), &zk.SetDataRequest{Path: "/j/servers/ip"})}, "/j/servers/ip", true},
+		{"only a check of it", []*group{grp(opCheck("/j/servers/ip", -1))}, "/j/servers/ip", false},
+		{"a sibling", []*group{grp(s.opCreate("/j/servers/ip2", nil, 0))}, "/j/servers/ip", false},
+		{"a name that starts alike", []*group{grp(s.opCreate("/j/servers/i", nil, 0))}, "/j/servers/ip", false},
+		{"none", nil, "/j", false},
+	} {
+		if got := writtenNear(tt.groups, tt.pth); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Two registrations of one job in one multi (registerSoon's and the register refresh's): the first's create
+// of servers/{ip} makes the second's fail, and ZooKeeper rolls both back. The second is refused only once the
+// first is written (it is judged again leading a multi of its own): refused before, its owner registered
+// without servers/{ip} while the first's resend came behind and was refused by the instance node, and the job
+// was left with no servers/{ip} (TestEventsOfAJobWaitingForItsLoadQueueNoReads, 2 of 30 runs under load).
+func TestAGroupRefusedByAnEarlierGroupOfItsMultiIsJudgedAfterIt(t *testing.T) {
+	s := dialTest(t)
+	defer s.Close()
+	root := "/" + zktest.Namespace("batcher-order")
+	if err := s.ensurePath(root + "/job/instances"); err != nil {
+		t.Fatal(err)
+	}
+	server, instance := root+"/job/servers", root+"/job/instances/me"
+	if err := s.ensurePath(server); err != nil {
+		t.Fatal(err)
+	}
+	server += "/10.0.0.1"
+	register := func() []any {
+		return []any{opCheck(root+"/job", -1), s.opCreate(server, []byte("ENABLED"), 0), s.opCreate(instance, nil, zk.FlagEphemeral)}
+	}
+	b := &batcher{s: s, wake: make(chan struct{}, 1)} // no flushers: the test takes the batch and sends it
+	var serverThereAtRefusal, firstDoneAtRefusal bool
+	first := b.enqueue(register(), nil, false)
+	second := b.enqueue(register(), func(_ []zk.MultiResponse, err error) {
+		ok, _, _ := s.exists(server)
+		serverThereAtRefusal = ok
+		select {
+		case <-first.done:
+			firstDoneAtRefusal = true
+		default:
+		}
+	}, false)
+	b.send(b.take())
+	<-first.done
+	<-second.done
+	if first.err != nil {
+		t.Fatalf("the first registration: %v", first.err)
+	}
+	var opErr *OpError
+	if !errors.As(second.err, &opErr) || opErr.Op != 1 || !errors.Is(second.err, zk.ErrNodeExists) {
+		t.Fatalf("the second registration: %v, want op 1's NodeExists (the first wrote servers/{ip})", second.err)
+	}
+	if !serverThereAtRefusal || !firstDoneAtRefusal {
+		t.Fatalf("the second was refused before the first was written (servers/{ip} there: %v, first done: %v)",
+			serverThereAtRefusal, firstDoneAtRefusal)
+	}
+	if ok, _, err := s.exists(instance); err != nil || !ok {
+		t.Fatalf("the instance node: %v %v", ok, err)
+	}
+}
+
 // dialTest dials the test ZooKeeper; the caller closes the session.
 func dialTest(t *testing.T) *Session {
 	t.Helper()

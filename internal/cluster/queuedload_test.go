@@ -75,6 +75,14 @@ func TestEventsOfAJobWaitingForItsLoadQueueNoReads(t *testing.T) {
 	}
 
 	for i := range jobs {
+		// a's server node is in ZooKeeper (its registration wrote it): if b's view lacks it below, b lost it
+		job := fmt.Sprintf("job%02d", i)
+		if ok, _, err := a.r.s.exists(a.r.p.Server(job, "10.0.0.1")); err != nil || !ok {
+			t.Fatalf("ZooKeeper holds no servers/10.0.0.1 of %s (err %v): a's registration did not write it; a's view %+v",
+				job, err, a.r.Job(job))
+		}
+	}
+	for i := range jobs {
 		// what a wrote while b's load waited (its leader, instance, server and items' owners) came by events
 		// that queued nothing: b knows it from its load
 		waitJob(t, b, fmt.Sprintf("job%02d", i), "a's nodes, loaded", func(s *JobSnapshot) bool {
