@@ -295,8 +295,8 @@ func resendParts(batch []*group, gi int) [][]*group {
 }
 
 // writtenNear reports whether one of the groups writes (creates, sets or deletes: a check changes nothing) the
-// node at pth, one above it or one below it: the writes that can make an op on pth fail in the same multi
-// (NodeExists, NoNode, BadVersion, NotEmpty, NoChildrenForEphemerals).
+// node at pth, a node above it or a node below it: the writes that can make an op on pth fail in the same
+// multi (NodeExists, NoNode, BadVersion, NotEmpty, NoChildrenForEphemerals).
 func writtenNear(groups []*group, pth string) bool {
 	for _, g := range groups {
 		for _, op := range g.ops {
