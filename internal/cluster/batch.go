@@ -255,7 +255,8 @@ func (b *batcher) send(batch []*group) {
 	}
 	g := batch[gi]
 	k := bad - i
-	if gi > 0 && writtenNear(batch[:gi], opPath(g.ops[k])) {
+	pth := opPath(g.ops[k])
+	if gi > 0 && writtenNear(batch[:gi], pth) {
 		// the op may have failed for an earlier group of this multi, whose ops ZooKeeper applied before it and
 		// then rolled back with it: a registration's create of servers/{ip} refused a second registration of the
 		// same job (NodeExists), which then registered without it while the first's resend came behind and was
@@ -266,7 +267,7 @@ func (b *batcher) send(batch []*group) {
 		b.send(batch[gi:])
 		return
 	}
-	g.err = &OpError{Op: k, Path: opPath(g.ops[k]), Err: opErr}
+	g.err = &OpError{Op: k, Path: pth, Err: opErr}
 	b.refused.Add(1)
 	g.finish()
 	var wg sync.WaitGroup

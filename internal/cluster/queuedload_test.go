@@ -81,11 +81,9 @@ func TestEventsOfAJobWaitingForItsLoadQueueNoReads(t *testing.T) {
 			t.Fatalf("ZooKeeper holds no servers/10.0.0.1 of %s (err %v): a's registration did not write it; a's view %+v",
 				job, err, a.r.Job(job))
 		}
-	}
-	for i := range jobs {
 		// what a wrote while b's load waited (its leader, instance, server and items' owners) came by events
 		// that queued nothing: b knows it from its load
-		waitJob(t, b, fmt.Sprintf("job%02d", i), "a's nodes, loaded", func(s *JobSnapshot) bool {
+		waitJob(t, b, job, "a's nodes, loaded", func(s *JobSnapshot) bool {
 			return s.Registered && s.Settled && s.ItemsSettled && s.Leader == "10.0.0.1@-@1" &&
 				s.Instances["10.0.0.1@-@1"] == "10.0.0.1" && s.Servers["10.0.0.1"] != "" && len(s.Items) == 2 &&
 				s.Items[0].Owner != "" && s.Items[1].Owner != ""

@@ -163,10 +163,9 @@ func TestReconcileReshardsOfflineOwnersAndCollectsServers(t *testing.T) {
 	waitFor(t, a, "j", "sharded", func(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() })
 	// an item owned by an instance that is not online (as if its departure went unnoticed): the leader's own
 	// commit makes it look at nothing (its server node comes later: the leader looks at a job whose servers
-	// change, and would reshard it away at once)
-	// A check the leader queued before (its own registration's servers/{ip}, its leadership) may still run
-	// after the commit on a loaded machine and reshard the ghost away before it is seen (once in make test):
-	// the ghost is committed again until it is seen.
+	// change, and would reshard it away at once). A check the leader queued before (its own registration's
+	// servers/{ip}, its leadership) may still run after the commit on a loaded machine and reshard the ghost
+	// away before it is seen (once in make test): the ghost is committed again until it is seen.
 	ghost := func(s *cluster.JobSnapshot) bool { return s.Item(1).Owner == "10.3.0.9@-@9" && s.Settled }
 	for attempt := 1; ; attempt++ {
 		if err := a.r.CommitSharding("j", []string{"10.3.0.1@-@1", "10.3.0.9@-@9"}, nil); err != nil {

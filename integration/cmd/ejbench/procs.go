@@ -26,8 +26,7 @@ type usage struct {
 	// cpuBase is each current process's CPU time at the window's start (0 for a process started since),
 	// cpuLast its latest reading, cpuGone what the processes it replaced used in the window
 	cpuBase, cpuLast, cpuGone []time.Duration
-	maxRSS                    []int64
-	samples                   []rssSample // every sample, to read the window's first and last minute at its end
+	samples                   []rssSample // every sample: the window's highest RSS, and its first and last minute's
 	stop                      chan struct{}
 	finished                  chan struct{}
 }
@@ -46,8 +45,8 @@ func startUsageOf(pidsOf func() []int) *usage {
 	pids := pidsOf()
 	n := len(pids)
 	u := &usage{pidsOf: pidsOf, pids: slices.Clone(pids), cpuBase: make([]time.Duration, n), cpuLast: make([]time.Duration, n),
-		cpuGone: make([]time.Duration, n), maxRSS: make([]int64, n),
-		stop: make(chan struct{}), finished: make(chan struct{}), host0: readHostCPU(), start: time.Now()}
+		cpuGone: make([]time.Duration, n),
+		stop:    make(chan struct{}), finished: make(chan struct{}), host0: readHostCPU(), start: time.Now()}
 	for i, pid := range pids {
 		u.cpuBase[i], _ = harness.CPUTime(pid)
 		u.cpuLast[i] = u.cpuBase[i]
@@ -84,7 +83,6 @@ func (u *usage) sample() {
 		}
 		if rss, err := harness.RSS(u.pids[i]); err == nil {
 			x.rss[i] = rss
-			u.maxRSS[i] = max(u.maxRSS[i], rss)
 		}
 	}
 	u.samples = append(u.samples, x)
@@ -133,10 +131,10 @@ func (u *usage) end() Usage {
 	for i := range u.pids {
 		out.CPUPercent = append(out.CPUPercent, round1(100*float64(u.cpuGone[i]+u.cpuLast[i]-u.cpuBase[i])/float64(wall)))
 	}
-	for _, r := range u.maxRSS {
-		out.RSSMB = append(out.RSSMB, round1(float64(r)/(1<<20)))
-	}
-	if end := u.start.Add(wall); wall >= 2*time.Minute-5*time.Second { // a 2-minute window measures a little less
+	// the last sample is taken just after wall was read
+	end := u.start.Add(wall)
+	out.RSSMB = maxRSSBetween(u.samples, len(u.pids), u.start, end.Add(time.Second))
+	if wall >= 2*time.Minute-5*time.Second { // a 2-minute window measures a little less
 		out.RSSFirstMinuteMB = maxRSSBetween(u.samples, len(u.pids), u.start, u.start.Add(time.Minute))
 		out.RSSLastMinuteMB = maxRSSBetween(u.samples, len(u.pids), end.Add(-time.Minute), end.Add(time.Second))
 	}
