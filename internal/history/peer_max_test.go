@@ -52,12 +52,18 @@ func TestMigration15KeepsAHistory(t *testing.T) {
 		"DROP INDEX job_execution_log_fire",
 		"CREATE INDEX job_execution_log_fire ON JOB_EXECUTION_LOG (job_name, scheduled_at, start_time, id)",
 	}, func(s *sqliteStore) {
-		var stmt string
-		if err := s.r.QueryRowContext(testCtx(t), `SELECT sql FROM sqlite_schema WHERE name = 'job_execution_log_fire'`).Scan(&stmt); err != nil ||
-			!strings.Contains(stmt, "(scheduled_at, job_name, start_time, id)") {
-			t.Errorf("job_execution_log_fire after 0015: %q, %v", stmt, err)
-		}
+		checkIndexColumns(t, s, "job_execution_log_fire", "(scheduled_at, job_name, start_time, id)")
 	})
+}
+
+// checkIndexColumns checks that the index named index is on columns (its statement's end) after a migration.
+func checkIndexColumns(t *testing.T, s *sqliteStore, index, columns string) {
+	t.Helper()
+	var stmt string
+	if err := s.r.QueryRowContext(testCtx(t), `SELECT sql FROM sqlite_schema WHERE name = ?`, index).Scan(&stmt); err != nil ||
+		!strings.HasSuffix(stmt, columns) {
+		t.Errorf("%s after the migration: %q, want it on %s (%v)", index, stmt, columns, err)
+	}
 }
 
 // TestMigration13KeepsAHistory upgrades a file of schema version 12 that holds a history (random executions,

@@ -458,6 +458,22 @@ func (s *sqliteStore) ListTraces(ctx context.Context, f TraceFilter) ([]ejserver
 	})
 }
 
+// The job list's reads (CountsSince, LastExecutions) of the jobs listed in a JSON array: their outcomes counted
+// since a time, and each job's newest row, one probe of the job's end of job_execution_log_job_start. Both read
+// that index alone (0019 keeps is_success and complete_time in it; TestJobListReadsTheJobIndexAlone).
+const (
+	sqliteCountsSince = `SELECT job_name,
+		SUM(complete_time IS NOT NULL AND is_success),
+		SUM(complete_time IS NOT NULL AND NOT is_success),
+		SUM(complete_time IS NULL)
+		FROM JOB_EXECUTION_LOG WHERE job_name IN (SELECT value FROM json_each(?)) AND start_time >= ?
+		GROUP BY job_name`
+	sqliteLastExecutions = `SELECT ` + executionSelect + ` FROM JOB_EXECUTION_LOG WHERE rowid IN (
+		SELECT (SELECT e.rowid FROM JOB_EXECUTION_LOG AS e WHERE e.job_name = j.value
+			ORDER BY e.start_time DESC, e.id DESC LIMIT 1)
+		FROM json_each(?) AS j)`
+)
+
 func (s *sqliteStore) CountsSince(ctx context.Context, jobs []string, since time.Time) (map[string]Counts, error) {
 	out := make(map[string]Counts, len(jobs))
 	if len(jobs) == 0 {
@@ -470,12 +486,7 @@ func (s *sqliteStore) CountsSince(ctx context.Context, jobs []string, since time
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT job_name,
-		SUM(complete_time IS NOT NULL AND is_success),
-		SUM(complete_time IS NOT NULL AND NOT is_success),
-		SUM(complete_time IS NULL)
-		FROM JOB_EXECUTION_LOG WHERE job_name IN (SELECT value FROM json_each(?)) AND start_time >= ?
-		GROUP BY job_name`, string(names), micros(normalize(since)))
+	rows, err := s.r.QueryContext(ctx, sqliteCountsSince, string(names), micros(normalize(since)))
 	if err != nil {
 		return nil, sqliteError("count executions", err)
 	}
@@ -502,11 +513,7 @@ func (s *sqliteStore) LastExecutions(ctx context.Context, jobs []string) (map[st
 	if err != nil {
 		return nil, err
 	}
-	// One index probe per job, newest first.
-	items, err := s.queryExecutions(ctx, `SELECT `+executionSelect+` FROM JOB_EXECUTION_LOG WHERE rowid IN (
-		SELECT (SELECT e.rowid FROM JOB_EXECUTION_LOG AS e WHERE e.job_name = j.value
-			ORDER BY e.start_time DESC, e.id DESC LIMIT 1)
-		FROM json_each(?) AS j)`, string(names))
+	items, err := s.queryExecutions(ctx, sqliteLastExecutions, string(names))
 	if err != nil {
 		return nil, sqliteError("last executions", err)
 	}
