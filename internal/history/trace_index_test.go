@@ -150,11 +150,7 @@ func migrationKeepsTraces(t *testing.T, version int, downgrade []string, want ma
 	}
 	s = reopenMigrated(t, s, dsn)
 	for name, want := range want {
-		var stmt string
-		if err := s.r.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = ?`, name).Scan(&stmt); err != nil ||
-			!strings.HasSuffix(stmt, want) {
-			t.Errorf("%s after %d: %q, %v; want it on %s", name, version, stmt, err, want)
-		}
+		checkIndexColumns(t, s, name, want)
 	}
 	var n int
 	if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM JOB_STATUS_TRACE_LOG").Scan(&n); err != nil || n != len(all)+len(tie)+len(made) {
