@@ -45,3 +45,33 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSchedulerFires measures the scheduler's own work per fire (takeDue: finding the due jobs and moving
+// each on to its next fire) for the harness's steady-N jobs, one of 60 crons each, over simulated minutes: at
+// 100,000 jobs 1,667 jobs are due each second.
+//
+//	go test -run '^$' -bench BenchmarkSchedulerFires ./internal/dispatch/
+func BenchmarkSchedulerFires(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+			s := NewScheduler(clock.NewFake(start), nil, func(string, time.Time, int) {})
+			s.SetMaxLead(time.Second)
+			for k := range n {
+				sched, err := cronexpr.ParseShared(fmt.Sprintf("%d * * * * ?", k%60), time.UTC)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Set(fmt.Sprintf("steady-%06d", k), sched)
+			}
+			fires, now := 0, start
+			b.ResetTimer()
+			for fires < b.N {
+				now = now.Add(time.Second)
+				due, _ := s.takeDue(now)
+				fires += len(due)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(fires), "ns/fire")
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"container/heap"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,9 +18,9 @@ type Schedule interface {
 // they collapse into this one.
 type FireFunc func(job string, scheduledAt time.Time, missed int)
 
-// Scheduler is the one timer loop for all jobs: a min-heap of next fire times, so a fire costs O(log n)
-// and nothing scans or sorts every job. It fires each due job once per scheduled time; times that passed
-// while the peer could not fire (frozen, overloaded) collapse into one fire.
+// Scheduler is the one timer loop for all jobs: a queue of next fire times (fireQueue), so a fire costs a
+// map access and an append, and nothing scans or sorts every job. It fires each due job once per scheduled
+// time; times that passed while the peer could not fire (frozen, overloaded) collapse into one fire.
 type Scheduler struct {
 	clk  clock.Clock
 	log  *slog.Logger
@@ -30,7 +29,7 @@ type Scheduler struct {
 	mu      sync.Mutex
 	maxLead time.Duration
 	entries map[string]*entry
-	h       entryHeap
+	q       fireQueue
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -44,7 +43,7 @@ type entry struct {
 	next  time.Time // the scheduled time of the next fire
 	at    time.Time // when it is handed off: next minus the lead
 	prev  int64     // the scheduled time of the last fire handed off (Unix ns; 0: none yet)
-	index int
+	slot  int       // its place in its fireQueue bucket
 }
 
 // NewScheduler returns a stopped scheduler that calls fire.
@@ -103,7 +102,7 @@ func (s *Scheduler) Set(job string, sched Schedule) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entries[job]; e != nil {
-		heap.Remove(&s.h, e.index)
+		s.q.remove(e)
 		delete(s.entries, job)
 	}
 	if next.IsZero() {
@@ -111,7 +110,7 @@ func (s *Scheduler) Set(job string, sched Schedule) {
 	}
 	e := &entry{job: job, sched: sched, next: next, at: s.handOff(sched, next)}
 	s.entries[job] = e
-	heap.Push(&s.h, e)
+	s.q.push(e)
 	s.signal()
 }
 
@@ -262,36 +261,7 @@ func (s *Scheduler) loop() {
 	timer := s.clk.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		now := s.clk.Now()
-		var due []fireCall
-		s.mu.Lock()
-		for len(s.h) > 0 && !s.h[0].at.After(now) {
-			e := s.h[0]
-			at, missed := e.next, 0
-			next := e.sched.Next(at)
-			// collapse the times whose hand-off passed while we could not fire
-			for !next.IsZero() {
-				if e.at = s.handOff(e.sched, next); e.at.After(now) {
-					break
-				}
-				at, missed = next, missed+1
-				next = e.sched.Next(next)
-			}
-			due = append(due, fireCall{e.job, at, missed})
-			e.prev = at.UnixNano()
-			if next.IsZero() {
-				heap.Pop(&s.h)
-				delete(s.entries, e.job)
-				continue
-			}
-			e.next = next // e.at is its hand-off, from the loop above
-			heap.Fix(&s.h, 0)
-		}
-		wait := time.Hour
-		if len(s.h) > 0 {
-			wait = s.h[0].at.Sub(now)
-		}
-		s.mu.Unlock()
+		due, wait := s.takeDue(s.clk.Now())
 		for _, f := range due {
 			if f.missed > 0 {
 				s.log.Warn("fires were missed while the peer could not fire; firing once", "job", f.job, "missed", f.missed)
@@ -312,35 +282,47 @@ func (s *Scheduler) loop() {
 	}
 }
 
+// takeDue moves every job whose hand-off is due at now on to its next fire and returns their fires, in the
+// order of their hand-off and then of their names, and how long until the next hand-off.
+func (s *Scheduler) takeDue(now time.Time) ([]fireCall, time.Duration) {
+	var due []fireCall
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		k, ok := s.q.first()
+		if !ok || k > now.UnixNano() {
+			break
+		}
+		for _, e := range s.q.take() {
+			at, missed := e.next, 0
+			next := e.sched.Next(at)
+			// collapse the times whose hand-off passed while we could not fire
+			for !next.IsZero() {
+				if e.at = s.handOff(e.sched, next); e.at.After(now) {
+					break
+				}
+				at, missed = next, missed+1
+				next = e.sched.Next(next)
+			}
+			due = append(due, fireCall{e.job, at, missed})
+			e.prev = at.UnixNano()
+			if next.IsZero() {
+				delete(s.entries, e.job)
+				continue
+			}
+			e.next = next // e.at is its hand-off, from the loop above: after now
+			s.q.push(e)
+		}
+	}
+	wait := time.Hour
+	if k, ok := s.q.first(); ok {
+		wait = time.Unix(0, k).Sub(now)
+	}
+	return due, wait
+}
+
 type fireCall struct {
 	job    string
 	at     time.Time
 	missed int
-}
-
-type entryHeap []*entry
-
-func (h entryHeap) Len() int { return len(h) }
-func (h entryHeap) Less(i, j int) bool {
-	if h[i].at.Equal(h[j].at) {
-		return h[i].job < h[j].job
-	}
-	return h[i].at.Before(h[j].at)
-}
-func (h entryHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *entryHeap) Push(x any) {
-	e := x.(*entry)
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-func (h *entryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return e
 }
