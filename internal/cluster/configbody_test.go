@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -172,4 +173,101 @@ func TestAConfigChangeReplacesTheBody(t *testing.T) {
 	if got := r.Job("steady-000001").Config.Cron; got != "1 * * * * ?" {
 		t.Fatalf("the other job's cron changed to %q", got)
 	}
+}
+
+// TestTheSweepVisitsTheWarmJobsOnly: the sweep's list holds the jobs read since the last sweep and no other,
+// whatever reads, changes and sweeps run at once: every job that holds a snapshot or a named config is listed
+// (once), so the sweep that finds it unread lets them go; a job deleted meanwhile leaves with its next sweep.
+func TestTheSweepVisitsTheWarmJobsOnly(t *testing.T) {
+	r, names := coldRegistry(t, 200)
+	if n := len(r.entries.warm.take()); n != 0 {
+		t.Fatalf("%d jobs listed after two sweeps with no read", n)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := g; ; k += 7 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := names[k%len(names)]
+				if r.Job(name) == nil {
+					t.Errorf("job %s not loaded", name)
+					return
+				}
+				if k%5 == 0 { // a change: the snapshot goes, the named config stays
+					e := r.entry(name)
+					e.mu.Lock()
+					e.changedLocked()
+					e.mu.Unlock()
+				}
+			}
+		}()
+	}
+	for range 200 {
+		r.sweepCold()
+	}
+	close(stop)
+	wg.Wait()
+	check := func(when string) {
+		listed := map[*jobEntry]int{}
+		for _, e := range r.entries.warm.list {
+			listed[e]++
+		}
+		for _, name := range names {
+			e := r.entry(name)
+			e.mu.Lock()
+			holds, warm := e.snap != nil || e.st.cfg != nil, e.warm
+			e.mu.Unlock()
+			if holds && !warm || warm != (listed[e] == 1) || listed[e] > 1 {
+				t.Fatalf("%s: job %s holds %v, warm %v, listed %d times", when, name, holds, warm, listed[e])
+			}
+		}
+	}
+	check("after the race")
+	r.Job(names[3])
+	r.sweepCold()
+	r.sweepCold()
+	check("after two sweeps")
+	if n := len(r.entries.warm.list); n != 0 {
+		t.Fatalf("%d jobs listed after two sweeps with no read", n)
+	}
+	r.Job(names[3])
+	r.removeEntries([]string{names[3]})
+	r.sweepCold()
+	r.sweepCold()
+	if n := len(r.entries.warm.list); n != 0 {
+		t.Fatalf("a deleted job is still listed after two sweeps (%d listed)", n)
+	}
+}
+
+// BenchmarkSweepCold: one sweep of a peer of 100,000 one-item jobs of which 2,000 were read since the last
+// one (a minute's fires spread over its seconds: those of the last 5-10 s), in ns per sweep.
+//
+//	go test -run '^$' -bench BenchmarkSweepCold ./internal/cluster/
+func BenchmarkSweepCold(b *testing.B) {
+	r, names := coldRegistry(b, 100_000)
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		for k := range 2_000 {
+			r.Job(names[(i*2_000+k)%len(names)])
+		}
+		b.StartTimer()
+		r.sweepCold()
+	}
+}
+
+// coldRegistry is a registry of n loaded jobs, none read since two sweeps.
+func coldRegistry(tb testing.TB, n int) (*Registry, []string) {
+	r := benchRegistry()
+	names := loadBenchJobs(tb, r, n)
+	r.sweepCold()
+	r.sweepCold()
+	return r, names
 }

@@ -480,7 +480,7 @@ func (r *Registry) IsLeader(job string) bool {
 // Leaderships counts the loaded jobs whose leader node names this peer (JobSnapshot.IsLeader). The metrics
 // scrape calls it: the count is kept as the jobs' entries change (leadcount.go), so a scrape visits no job.
 func (r *Registry) Leaderships() int {
-	return int(r.leads.n.Load())
+	return int(r.entries.leads.n.Load())
 }
 
 // ReadsWaiting is how many of the registry's reads wait for a worker, by lane (see urgent in settled.go):

@@ -255,7 +255,7 @@ func (r *Registry) addEntries(names []string) []string {
 	defer r.mu.Unlock()
 	for _, n := range names {
 		if r.jobs[n] == nil {
-			r.jobs[n] = &jobEntry{name: n, st: jobState{appeared: appeared}, lc: &r.leads}
+			r.jobs[n] = &jobEntry{name: n, st: jobState{appeared: appeared}, sh: &r.entries}
 			added = append(added, n)
 		}
 	}

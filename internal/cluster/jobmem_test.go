@@ -72,7 +72,7 @@ func benchJobYAML(tb testing.TB, k int) []byte {
 func benchRegistry() *Registry {
 	r := &Registry{me: Identity{InstanceID: "10.0.0.1@-@1", ServerIP: "10.0.0.1"}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clk: clock.Real{}, jobs: make(map[string]*jobEntry), stop: make(chan struct{})}
-	r.leads.me = r.me.InstanceID
+	r.entries.leads.me = r.me.InstanceID
 	r.w = newRefresher(1, func(refreshKey) error { return nil }, r.log, r.clk, r.stop)
 	return r
 }

@@ -13,21 +13,21 @@ type leadCount struct {
 
 // leadsLocked reports whether the entry counts as one of this peer's leaderships (e.mu held).
 func (e *jobEntry) leadsLocked() bool {
-	return !e.detached && e.st.loaded && e.st.hasConfig && e.st.leader != "" && e.st.leader == e.lc.me
+	return !e.detached && e.st.loaded && e.st.hasConfig && e.st.leader != "" && e.st.leader == e.sh.leads.me
 }
 
 // recountLocked brings the peer's count up to date with the entry's state (e.mu held). Every change of
 // the fields leadsLocked reads is followed by changedLocked, which calls it.
 func (e *jobEntry) recountLocked() {
-	if e.lc == nil {
+	if e.sh == nil {
 		return
 	}
 	if leads := e.leadsLocked(); leads != e.counted {
 		e.counted = leads
 		if leads {
-			e.lc.n.Add(1)
+			e.sh.leads.n.Add(1)
 		} else {
-			e.lc.n.Add(-1)
+			e.sh.leads.n.Add(-1)
 		}
 	}
 }

@@ -102,8 +102,9 @@ type Registry struct {
 
 	mu   sync.RWMutex
 	jobs map[string]*jobEntry
-	// leads counts the entries that name this peer as their leader (leadcount.go)
-	leads leadCount
+	// entries is what every entry points to: the count of the entries that name this peer as their leader
+	// (leadcount.go) and the list of those that hold a snapshot or config (configbody.go)
+	entries entryShared
 
 	lmu       sync.Mutex
 	listeners []func(Event)
@@ -148,6 +149,13 @@ type Registry struct {
 }
 
 // jobEntry holds one job's mutable state; snap caches the published snapshot until the next change.
+// entryShared is what a registry's entries share, behind one pointer (jobEntry.sh) so that an entry keeps
+// its size class.
+type entryShared struct {
+	leads leadCount
+	warm  warmEntries
+}
+
 type jobEntry struct {
 	name string
 	// refreshMu serialises the refreshes of the job's job-level nodes (see Registry.refresh).
@@ -163,13 +171,15 @@ type jobEntry struct {
 	// changed is closed at the job's next change; made only when someone waits for one (Wait), so a job
 	// nobody waits on holds no channel and a change allocates none.
 	changed chan struct{}
-	// lc is the registry's leadership count; counted: this entry is in it; detached: the entry left the
-	// registry's map (a load still running on it must not count it again).
-	lc       *leadCount
+	// sh is what the registry's entries share; counted: this entry is in its leadership count; detached: the
+	// entry left the registry's map (a load still running on it must not count it again).
+	sh       *entryShared
 	counted  bool
 	detached bool
-	// touched: the snapshot or config was read since the last sweep (sweepCold)
+	// touched: the snapshot or config was read since the last sweep (sweepCold); warm: the entry is in
+	// sh.warm, the list the sweep visits (it holds, or held since that sweep, a snapshot or named config)
 	touched bool
+	warm    bool
 	// direct counts the changes applied from their events (deletions.go): a read that began before its
 	// count changed may be stale.
 	direct directCounts
@@ -239,7 +249,7 @@ func NewRegistry(s *Session, cfg RegistryConfig) (*Registry, error) {
 		jobs: make(map[string]*jobEntry), stop: make(chan struct{}), waiters: make(map[string][]chan struct{}),
 		oneShotWatches: cfg.OneShotWatches,
 	}
-	r.leads.me = cfg.Identity.InstanceID
+	r.entries.leads.me = cfg.Identity.InstanceID
 	r.w = newRefresher(cfg.Workers, r.refresh, r.log, r.clk, r.stop)
 	r.later.wake, r.later.delay = make(chan struct{}, 1), campaignDelay
 	r.campaigns.max, r.campaigns.due = campaignsInFlight, cfg.Due
@@ -462,7 +472,7 @@ func (r *Registry) Wait(ctx context.Context, name string, cond func(*JobSnapshot
 
 func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 	if e.snap != nil && e.snap.Settled == (e.pending == 0) && e.snap.ItemsSettled == (e.pendingItems == 0) {
-		e.touched = true
+		e.touchLocked()
 		return e.snap
 	}
 	st := &e.st
@@ -505,7 +515,7 @@ func (r *Registry) ensureEntry(name string) *jobEntry {
 	defer r.mu.Unlock()
 	e := r.jobs[name]
 	if e == nil {
-		e = &jobEntry{name: name, lc: &r.leads}
+		e = &jobEntry{name: name, sh: &r.entries}
 		r.jobs[name] = e
 	}
 	return e
