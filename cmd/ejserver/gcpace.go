@@ -8,13 +8,11 @@ import (
 	"github.com/ejserver/ejserver/internal/gcpace"
 )
 
-// defaultGCHeadroomMiB is --gc-headroom's default. The room is what the peer allocated in the last 15 s, so the
-// headroom only bounds a busy peer's: at steady-10k (~10 MB allocated a second, ~40 MB live) the room made its
-// collections 4.4 times rarer and its CPU 10-15 % lower for ~70 MB more RSS; at steady-100000 (~19 MB a second,
-// 150-220 MB live) a headroom of 128 MiB was below Go's own room (as much as was live) and changed nothing,
-// while 384 (a room of ~290 MB) halved the collections and took a quarter off the peer's CPU (17.0 -> 12.5 % of
-// a core) for ~190 MB more RSS, ~0.7 GB a peer (docs/benchmarks.md).
-const defaultGCHeadroomMiB = 384
+// defaultGCHeadroomMiB is --gc-headroom's default: at steady-10k (~10 MB allocated a second) it made a peer's
+// collections 4.4 times rarer and its CPU 10-15 % lower for ~70 MB more RSS (docs/benchmarks.md); a peer that
+// allocates less gets less room, and from ~128 MB of live heap up (tens of thousands of jobs) Go's own goal is
+// above it and nothing changes.
+const defaultGCHeadroomMiB = 128
 
 // maxGCHeadroomMiB bounds the flag (64 GiB): past it a value is a typo more likely than a plan.
 const maxGCHeadroomMiB = 64 << 10

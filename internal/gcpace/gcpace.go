@@ -8,9 +8,8 @@
 // divided by GOGC, whatever the heap's size. Where the live heap is small and the allocation fast (a peer of
 // 10,000 jobs holds ~40 MB and allocates ~10 MB a second) that room lasts two seconds. Room in proportion to
 // the allocation, not the live heap, spends memory where the collector runs often: a peer of 1,000 jobs gets
-// ~45 MB of room (steady-1k's RSS 80 -> 125 MB, where a fixed 128 MiB took it to 176), one of 10,000 ~150 MB
-// (it allocates ~10 MB a second), and one of 100,000 ~290 MB above its 150-220 MB live (Go's own room would be
-// the live heap): the headroom bounds the room of a peer that allocates a lot. The goal is
+// ~45 MB of room (steady-1k's RSS 80 -> 125 MB, where a fixed 128 MiB took it to 176), one of 10,000 the whole
+// headroom, and one of 100,000 keeps Go's own goal (~320 MB live, above a 128 MiB headroom). The goal is
 // max(live × (1 + base/100), live + min(headroom, allocated in the last Window)).
 //
 // Percent is the decision, a function of values; Pacer applies it after each collection. ReadHeap and
