@@ -177,7 +177,7 @@ func TestAConfigChangeReplacesTheBody(t *testing.T) {
 
 // TestTheSweepVisitsTheWarmJobsOnly: the sweep's list holds the jobs read since the last sweep and no other,
 // whatever reads, changes and sweeps run at once: every job that holds a snapshot or a named config is listed
-// (once), so the sweep that finds it unread lets them go; a job deleted meanwhile leaves with its next sweep.
+// (once), so the sweep that finds it unread lets them go; a deleted job leaves the list within two sweeps.
 func TestTheSweepVisitsTheWarmJobsOnly(t *testing.T) {
 	r, names := coldRegistry(t, 200)
 	if n := len(r.entries.warm.take()); n != 0 {
