@@ -135,7 +135,11 @@ func (e *jobEntry) touchLocked() {
 		return
 	}
 	e.warm = true
-	w := &e.sh.warm
+	e.sh.warm.add(e)
+}
+
+// add lists e (e.mu held).
+func (w *warmEntries) add(e *jobEntry) {
 	w.mu.Lock()
 	w.list = append(w.list, e)
 	w.mu.Unlock()
@@ -158,9 +162,7 @@ func (r *Registry) sweepCold() {
 		e.mu.Lock()
 		if e.touched {
 			e.touched = false
-			w.mu.Lock()
-			w.list = append(w.list, e)
-			w.mu.Unlock()
+			w.add(e)
 		} else {
 			e.snap = nil
 			if e.st.body != nil {
