@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -773,12 +772,6 @@ func itemNumbers(names []string) []int {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// itemNumber parses a canonical non-negative integer node name.
-func itemNumber(name string) (int, bool) {
-	i, err := strconv.Atoi(name)
-	return i, err == nil && i >= 0 && strconv.Itoa(i) == name
 }
 
 // ignoreNoNode is err, or nil when it says the node does not exist.

@@ -78,7 +78,7 @@ func (r Running) encode() []byte {
 		len(param)+len(r.Fire)+len(r.Workflow))
 	b = appendLine(b, "jobInstanceId: ", r.InstanceID)
 	b = appendLine(b, "executionId: ", r.ExecutionID)
-	b = appendLine(b, "taskId: ", r.TaskID)
+	b = append(appendTaskID(append(b, "taskId: "...), r.TaskID), '\n') // its items as ranges (taskid.go)
 	b = appendLine(b, "source: ", string(r.Source))
 	b = append(b, "scheduledAt: "...)
 	b = r.ScheduledAt.UTC().AppendFormat(b, time.RFC3339Nano)
@@ -106,7 +106,7 @@ func decodeRunning(data []byte) Running {
 	r := Running{
 		InstanceID:  yamlLine(data, "jobInstanceId"),
 		ExecutionID: yamlLine(data, "executionId"),
-		TaskID:      yamlLine(data, "taskId"),
+		TaskID:      expandTaskID(yamlLine(data, "taskId")),
 		Source:      ejserver.Source(yamlLine(data, "source")),
 	}
 	if r.InstanceID == "" { // an ElasticJob instance writes the bare id, or nothing
