@@ -55,13 +55,20 @@ func itemNumber(s string) (int, bool) {
 // taskIDForm is a task id and its form with ranges (appendTaskID's memo).
 type taskIDForm struct{ id, ranged string }
 
-// lastTaskID is the task id appendTaskID wrote last: every item of a fire writes its peer's task id, and a
-// wide fire's is parsed once rather than once per item.
+// lastTaskID is the wide task id appendTaskID wrote last: every item of a fire writes its peer's task id, and
+// a wide fire's is parsed once rather than once per item.
 var lastTaskID atomic.Pointer[taskIDForm]
+
+// memoItems is the length of an items field from which appendTaskID keeps its form: a shorter one (a fire of
+// one item, as most are) costs less to parse again than the memo's allocation.
+const memoItems = 64
 
 // appendTaskID appends id with its items written as ranges, or as it is when its items field is not a
 // comma-separated list of item numbers.
 func appendTaskID(b []byte, id string) []byte {
+	if start, end, ok := taskItems(id); !ok || end-start < memoItems {
+		return appendRanged(b, id)
+	}
 	if last := lastTaskID.Load(); last != nil && last.id == id {
 		return append(b, last.ranged...)
 	}

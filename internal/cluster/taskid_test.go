@@ -60,20 +60,34 @@ func TestExpandTaskIDLeavesOthersAlone(t *testing.T) {
 	}
 }
 
-// appendTaskID's memo answers for the task id it wrote last, and only for it.
+// appendTaskID's memo answers for the wide task id it wrote last, and only for it; a narrow one is written
+// without it, and neither allocates once the memo holds the wide one.
 func TestAppendTaskIDMemo(t *testing.T) {
-	a := ejserver.TaskID("a", []int{0, 1, 2, 3}, false, "1.2.3.4@-@5")
-	b := ejserver.TaskID("b", []int{7, 8, 9}, true, "1.2.3.4@-@5")
+	wide := func(job string, from int) string {
+		items := make([]int, 40)
+		for i := range items {
+			items[i] = from + i
+		}
+		items[20]++ // two runs
+		return ejserver.TaskID(job, items, false, "1.2.3.4@-@5")
+	}
+	a, b := wide("a", 0), wide("b", 100)
+	narrow := ejserver.TaskID("c", []int{7}, false, "1.2.3.4@-@5")
 	for range 3 {
-		for _, id := range []string{a, a, b, a, b, b} {
+		for _, id := range []string{a, a, b, narrow, a, b, b, narrow} {
 			if got, want := string(appendTaskID([]byte("x"), id)), "x"+rangedOracle(id); got != want {
 				t.Fatalf("%q written %q, want %q", id, got, want)
 			}
 		}
 	}
 	buf := make([]byte, 0, 256)
-	if n := testing.AllocsPerRun(100, func() { buf = appendTaskID(buf[:0], a) }); n != 0 {
-		t.Fatalf("a task id written again allocated %v times, want none", n)
+	for _, id := range []string{b, narrow} { // b: the memo's; narrow: not memoized
+		if n := testing.AllocsPerRun(100, func() { buf = appendTaskID(buf[:0], id) }); n != 0 {
+			t.Fatalf("%q written again allocated %v times, want none", id, n)
+		}
+	}
+	if last := lastTaskID.Load(); last == nil || last.id != b {
+		t.Fatalf("the memo holds %v, want the wide task id written last", last)
 	}
 }
 
