@@ -66,15 +66,15 @@ type Running struct {
 }
 
 // encode writes the node's lines into one buffer sized up front: a wide fire's task id lists every item its
-// peer runs (~3 KB at 667 items), and concatenating each line before appending it, then copying the whole
-// into the node's data, allocated that several times per item at each fire.
+// peer runs (~3 KB at 667 items, written as ranges), and concatenating each line before appending it, then
+// copying the whole into the node's data, allocated that several times per item at each fire.
 func (r Running) encode() []byte {
 	var param []byte
 	if r.JobParameter != "" {
 		param, _ = json.Marshal(r.JobParameter) // JSON quoting keeps it on one line
 	}
 	const keys = len("jobInstanceId: \nexecutionId: \ntaskId: \nsource: \nscheduledAt: \njobParameter: \nasync: true\nfire: \nworkflow: \n")
-	b := make([]byte, 0, keys+len(r.InstanceID)+len(r.ExecutionID)+len(r.TaskID)+len(r.Source)+len(time.RFC3339Nano)+
+	b := make([]byte, 0, keys+len(r.InstanceID)+len(r.ExecutionID)+rangedLen(r.TaskID)+len(r.Source)+len(time.RFC3339Nano)+
 		len(param)+len(r.Fire)+len(r.Workflow))
 	b = appendLine(b, "jobInstanceId: ", r.InstanceID)
 	b = appendLine(b, "executionId: ", r.ExecutionID)

@@ -91,6 +91,9 @@ func TestRunningNodeOfAWideFireIsSmall(t *testing.T) {
 	if !strings.Contains(string(data), "taskId: fanout-00000@-@0-666@-@READY@-@127.0.0.1@-@4242@-@") {
 		t.Fatalf("node:\n%s", data)
 	}
+	if n := testing.AllocsPerRun(100, func() { data = r.encode() }); n != 1 || cap(data) > 512 {
+		t.Fatalf("encode allocated %v times, %d bytes, want once, at most 512 (not sized for the list)", n, cap(data))
+	}
 	if back := decodeRunning(data); back.TaskID != r.TaskID {
 		t.Fatalf("task id read back:\n%s\nwant:\n%s", back.TaskID, r.TaskID)
 	}
@@ -138,4 +141,24 @@ func FuzzRunningEncode(f *testing.F) {
 			t.Fatalf("decode(encode(%+v)) = %+v", r, back)
 		}
 	})
+}
+
+// BenchmarkRunningEncode: a running node's data for an item of a one-item fire (most fires) and of a wide
+// fire (667 items on the peer: its task id's items written as a range).
+func BenchmarkRunningEncode(b *testing.B) {
+	narrow := wideRunning()
+	narrow.TaskID = ejserver.TaskID("steady-00042", []int{0}, false, narrow.InstanceID)
+	for _, c := range []struct {
+		name string
+		r    Running
+	}{{"one item", narrow}, {"667 items", wideRunning()}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				n += len(c.r.encode())
+			}
+			b.ReportMetric(float64(n)/float64(b.N), "bytes/node")
+		})
+	}
 }

@@ -66,16 +66,33 @@ const memoItems = 64
 // appendTaskID appends id with its items written as ranges, or as it is when its items field is not a
 // comma-separated list of item numbers.
 func appendTaskID(b []byte, id string) []byte {
+	if ranged, wide := wideRanged(id); wide {
+		return append(b, ranged...)
+	}
+	return appendRanged(b, id)
+}
+
+// rangedLen is the length appendTaskID writes for id, or more: a wide fire's running node is sized for its
+// ranges rather than for its list.
+func rangedLen(id string) int {
+	if ranged, wide := wideRanged(id); wide {
+		return len(ranged)
+	}
+	return len(id)
+}
+
+// wideRanged returns the form with ranges of a wide task id (an items field of memoItems bytes or more), kept
+// in lastTaskID, and whether id is one.
+func wideRanged(id string) (string, bool) {
 	if start, end, ok := taskItems(id); !ok || end-start < memoItems {
-		return appendRanged(b, id)
+		return "", false
 	}
 	if last := lastTaskID.Load(); last != nil && last.id == id {
-		return append(b, last.ranged...)
+		return last.ranged, true
 	}
-	mark := len(b)
-	b = appendRanged(b, id)
-	lastTaskID.Store(&taskIDForm{id: id, ranged: string(b[mark:])})
-	return b
+	ranged := string(appendRanged(make([]byte, 0, len(id)), id))
+	lastTaskID.Store(&taskIDForm{id: id, ranged: ranged})
+	return ranged, true
 }
 
 func appendRanged(b []byte, id string) []byte {
