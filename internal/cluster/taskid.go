@@ -9,7 +9,7 @@ import (
 // A running node names its execution's task id with the items as ranges. ElasticJob's task id lists every
 // item its instance runs in the fire, {job}@-@{items}@-@..., ~3 KB at 667 items, and the running node of each
 // of those items held the whole list: ~2 MB a fire a peer in `fanout` (2,000 items on 3 peers), four 512 KB
-// multis of begins, each taking ZooKeeper 200-400 ms when it was busy, so that a fire's last items were still
+// multis of begins, each taking ZooKeeper 200-500 ms when it was busy, so that a fire's last items were still
 // waiting for their running nodes half a second after their time (docs/benchmarks.md). Runs of three or more
 // consecutive items are written first-last ("0-666"), and read back as the list; a task id is otherwise
 // written as it is. Items are numbers, so a '-' in the items field is a range's only.
@@ -95,6 +95,7 @@ func wideRanged(id string) (string, bool) {
 	return ranged, true
 }
 
+// appendRanged appends id with its items written as ranges (appendTaskID without the memo).
 func appendRanged(b []byte, id string) []byte {
 	start, end, ok := taskItems(id)
 	if !ok {
@@ -108,13 +109,15 @@ func appendRanged(b []byte, id string) []byte {
 	}
 	b = append(b, id[:start]...)
 	first, prev, count := 0, 0, 0
+	written := false // an entry is in b: the next one follows a comma
 	flush := func() {
 		if count == 0 {
 			return
 		}
-		if len(b) > 0 && b[len(b)-1] != '@' {
+		if written {
 			b = append(b, ',')
 		}
+		written = true
 		if count >= 3 {
 			b = append(strconv.AppendInt(b, int64(first), 10), '-')
 			b = strconv.AppendInt(b, int64(prev), 10)
@@ -165,7 +168,7 @@ func expandTaskID(id string) string {
 	for part := range strings.SplitSeq(field, ",") {
 		lo, hi, _ := itemRange(part)
 		for n := lo; n <= hi; n++ {
-			if b[len(b)-1] != '@' {
+			if len(b) > start {
 				b = append(b, ',')
 			}
 			b = strconv.AppendInt(b, int64(n), 10)
