@@ -44,12 +44,20 @@ func (r realTimer) Stop() bool            { return r.t.Stop() }
 func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
 
 // Sleep waits for d on c, or returns false early when done closes.
-func Sleep(c Clock, d time.Duration, done <-chan struct{}) bool {
+func Sleep(c Clock, d time.Duration, done <-chan struct{}) bool { return SleepArmed(c, d, done, nil) }
+
+// SleepArmed is Sleep that calls armed, if set, once its timer is set (not at all when d <= 0): a caller that
+// reports itself asleep does it there, so that whoever acts on the report, a test moving a Fake clock past the
+// wake-up say, finds the timer already set rather than one made after the move, a whole d too late.
+func SleepArmed(c Clock, d time.Duration, done <-chan struct{}, armed func()) bool {
 	if d <= 0 {
 		return true
 	}
 	t := c.NewTimer(d)
 	defer t.Stop()
+	if armed != nil {
+		armed()
+	}
 	select {
 	case <-t.C():
 		return true

@@ -57,3 +57,22 @@ func TestTimerCreatedSignals(t *testing.T) {
 		t.Fatal("no signal")
 	}
 }
+
+// SleepArmed calls armed once its timer is set: a Fake clock moved past the wake-up from there wakes it.
+func TestSleepArmedCallsBackOnceTheTimerIsSet(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	done := make(chan bool, 1)
+	go func() { done <- SleepArmed(f, time.Second, nil, func() { f.Advance(time.Second) }) }()
+	select {
+	case slept := <-done:
+		if !slept {
+			t.Fatal("SleepArmed reported an early return")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a clock moved past the wake-up from armed did not wake the sleep")
+	}
+	called := false
+	if !SleepArmed(f, 0, nil, func() { called = true }) || called {
+		t.Fatal("a sleep of 0 armed a timer")
+	}
+}

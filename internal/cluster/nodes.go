@@ -73,12 +73,13 @@ func (r Running) encode() []byte {
 	if r.JobParameter != "" {
 		param, _ = json.Marshal(r.JobParameter) // JSON quoting keeps it on one line
 	}
+	task := rangedTaskID(r.TaskID) // its items as ranges (taskid.go)
 	const keys = len("jobInstanceId: \nexecutionId: \ntaskId: \nsource: \nscheduledAt: \njobParameter: \nasync: true\nfire: \nworkflow: \n")
-	b := make([]byte, 0, keys+len(r.InstanceID)+len(r.ExecutionID)+rangedLen(r.TaskID)+len(r.Source)+len(time.RFC3339Nano)+
+	b := make([]byte, 0, keys+len(r.InstanceID)+len(r.ExecutionID)+task.size()+len(r.Source)+len(time.RFC3339Nano)+
 		len(param)+len(r.Fire)+len(r.Workflow))
 	b = appendLine(b, "jobInstanceId: ", r.InstanceID)
 	b = appendLine(b, "executionId: ", r.ExecutionID)
-	b = append(appendTaskID(append(b, "taskId: "...), r.TaskID), '\n') // its items as ranges (taskid.go)
+	b = append(task.appendTo(append(b, "taskId: "...)), '\n')
 	b = appendLine(b, "source: ", string(r.Source))
 	b = append(b, "scheduledAt: "...)
 	b = r.ScheduledAt.UTC().AppendFormat(b, time.RFC3339Nano)

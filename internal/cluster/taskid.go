@@ -63,37 +63,58 @@ var lastTaskID atomic.Pointer[taskIDForm]
 // one item, as most are) costs less to parse again than the memo's allocation.
 const memoItems = 64
 
-// appendTaskID appends id with its items written as ranges, or as it is when its items field is not a
-// comma-separated list of item numbers.
-func appendTaskID(b []byte, id string) []byte {
-	if ranged, wide := wideRanged(id); wide {
-		return append(b, ranged...)
-	}
-	return appendRanged(b, id)
+// rangedID is a task id as a running node writes it: a wide one's form with ranges (memoized), or the id,
+// whose few items are written as they are appended. Its items field is found once.
+type rangedID struct {
+	id         string
+	start, end int // the items field of id; start < 0: none
+	wide       string
+	isWide     bool
 }
 
-// rangedLen is the length appendTaskID writes for id, or more: a wide fire's running node is sized for its
-// ranges rather than for its list.
-func rangedLen(id string) int {
-	if ranged, wide := wideRanged(id); wide {
-		return len(ranged)
+// rangedTaskID returns id's form with ranges, memoized in lastTaskID when its items field is memoItems bytes
+// or more.
+func rangedTaskID(id string) rangedID {
+	start, end, ok := taskItems(id)
+	if !ok {
+		return rangedID{id: id, start: -1}
 	}
-	return len(id)
-}
-
-// wideRanged returns the form with ranges of a wide task id (an items field of memoItems bytes or more), kept
-// in lastTaskID, and whether id is one.
-func wideRanged(id string) (string, bool) {
-	if start, end, ok := taskItems(id); !ok || end-start < memoItems {
-		return "", false
+	r := rangedID{id: id, start: start, end: end}
+	if end-start < memoItems {
+		return r
 	}
 	if last := lastTaskID.Load(); last != nil && last.id == id {
-		return last.ranged, true
+		r.wide, r.isWide = last.ranged, true
+		return r
 	}
-	ranged := string(appendRanged(make([]byte, 0, len(id)), id))
-	lastTaskID.Store(&taskIDForm{id: id, ranged: ranged})
-	return ranged, true
+	r.wide, r.isWide = string(appendRangedAt(make([]byte, 0, len(id)), id, start, end)), true
+	lastTaskID.Store(&taskIDForm{id: id, ranged: r.wide})
+	return r
 }
+
+// size is the length appendTo writes, or more: a wide fire's running node is sized for its ranges rather than
+// for its list.
+func (r rangedID) size() int {
+	if r.isWide {
+		return len(r.wide)
+	}
+	return len(r.id)
+}
+
+// appendTo appends the task id with its items written as ranges.
+func (r rangedID) appendTo(b []byte) []byte {
+	switch {
+	case r.isWide:
+		return append(b, r.wide...)
+	case r.start < 0:
+		return append(b, r.id...)
+	}
+	return appendRangedAt(b, r.id, r.start, r.end)
+}
+
+// appendTaskID appends id with its items written as ranges, or as it is when its items field is not a
+// comma-separated list of item numbers.
+func appendTaskID(b []byte, id string) []byte { return rangedTaskID(id).appendTo(b) }
 
 // appendRanged appends id with its items written as ranges (appendTaskID without the memo).
 func appendRanged(b []byte, id string) []byte {
@@ -101,6 +122,11 @@ func appendRanged(b []byte, id string) []byte {
 	if !ok {
 		return append(b, id...)
 	}
+	return appendRangedAt(b, id, start, end)
+}
+
+// appendRangedAt is appendRanged for id's items field id[start:end].
+func appendRangedAt(b []byte, id string, start, end int) []byte {
 	field := id[start:end]
 	for item := range strings.SplitSeq(field, ",") {
 		if _, ok := itemNumber(item); !ok {

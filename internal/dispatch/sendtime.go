@@ -1,5 +1,9 @@
 package dispatch
 
+import (
+	"github.com/ejserver/ejserver/internal/clock"
+)
+
 // awaitScheduledTime holds an item that was prepared ahead of its fire (fenced, its running node created)
 // until the scheduled time, so the request leaves on time rather than after ZooKeeper's round trips. It
 // reports whether the item may still run then: the peer is not shutting down, the session the fire began
@@ -16,15 +20,7 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 	// counted once its timer is set: a test that sees the item waiting may move a fake clock past its time at
 	// once (counted before, an item whose timer came after the move slept a second too long, and the test
 	// failed for want of its request)
-	timer := e.clk.NewTimer(wait)
-	defer timer.Stop()
-	e.cfg.Activity.waiting(req.sendAt(), 1)
-	slept := true
-	select {
-	case <-timer.C():
-	case <-e.soft.Done():
-		slept = false
-	}
+	slept := clock.SleepArmed(e.clk, wait, e.soft.Done(), func() { e.cfg.Activity.waiting(req.sendAt(), 1) })
 	if !slept {
 		reason = "the peer is shutting down"
 	} else if ok, why := e.awaitSession(&req, item, stageSend, req.sendAt()); !ok {
