@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -155,16 +154,8 @@ func (r *Registry) completedAbsent(job string, item int) (bool, error) {
 // ran sets the node without asking ZooKeeper first (completedAbsent): a stopped peer's survivors gain
 // thousands of items, and asked one exists each as those items first ended on them (~400 a second each at
 // 100,000 jobs, docs/benchmarks.md run 28).
-func (r *Registry) noteCompleted(ev zk.Event) {
-	if !strings.HasSuffix(ev.Path, "/"+NodeCompleted) {
-		return
-	}
-	job := r.p.JobOf(ev.Path)
-	item := r.p.ItemOf(job, ev.Path)
-	if job == "" || item < 0 {
-		return
-	}
-	switch ev.Type {
+func (r *Registry) noteCompleted(job string, item int, typ zk.EventType) {
+	switch typ {
 	case zk.EventNodeCreated, zk.EventNodeDataChanged:
 		if !r.completedKnown(job, item) {
 			r.setCompletedKnown(job, item)

@@ -306,6 +306,7 @@ func (r *Registry) Start(ctx context.Context) error {
 	}
 	r.b = newBatcher(r.s)
 	r.s.setWatchHandler(r.onWatch)
+	r.s.setInlineHandler(r.onItemStateEvent)
 	r.s.setCovered(r.covered)
 	r.s.OnEvent(r.onSession)
 	r.w.start()

@@ -87,6 +87,9 @@ type Session struct {
 	expired   bool // an expiry was seen and no new session yet
 	listeners []func(SessionEvent)
 	onWatch   func(zk.Event)
+	// inline handles an event where it arrives, on go-zookeeper's receive loop, instead of queueing it for
+	// the session goroutine, when it reports true (setInlineHandler).
+	inline atomic.Pointer[func(zk.Event) bool]
 	// changed is closed, and replaced, when the session's standing changes (standing.go)
 	changed chan struct{}
 
@@ -135,7 +138,7 @@ func Dial(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	}
 	dialer = boundedDialer(dialer, cfg.SessionTimeout)
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
-		zk.WithEventCallback(s.queue.push),
+		zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(zkLogger{s.log}),
 		zk.WithLogInfo(false),
 		zk.WithDialer(dialer))
@@ -213,6 +216,22 @@ func (s *Session) setWatchHandler(fn func(zk.Event)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onWatch = fn
+}
+
+// setInlineHandler lets fn take watch events where they arrive, before they are queued: an event it reports
+// true for is counted and not queued. fn runs on go-zookeeper's receive loop, so it must be short and must
+// never block; the events it takes are not ordered against the queued ones the session goroutine handles.
+func (s *Session) setInlineHandler(fn func(zk.Event) bool) {
+	s.inline.Store(&fn)
+}
+
+// onEvent is go-zookeeper's event callback: an event goes to the inline handler, or to the queue.
+func (s *Session) onEvent(ev zk.Event) {
+	if h := s.inline.Load(); h != nil && (*h)(ev) {
+		s.reads.events.Add(1)
+		return
+	}
+	s.queue.push(ev)
 }
 
 // Healthy reports whether the session is connected and confirmed.
