@@ -122,17 +122,19 @@ func consoleSteering(t *testing.T, b *browser, p *harness.Peer, recv *harness.Re
 	b.do("resume", 10*time.Second, chromedp.Click(chromedp.CSS(`#job-actions button[data-action="resume-job"]`)))
 	b.waitFor("the pause to go", `!document.getElementById('job-pause') && !!document.querySelector('#job-actions [data-action="pause-job"]')`, 10*time.Second)
 
-	// a backfill: a bad range shows the API's error at its field; three days of noon fires run to the end
+	// a backfill: a bad range shows the API's error at its field; three days of noon fires run to the end. The
+	// range's ends are at a minute's 30th second, never a fire's time, and 72 h apart: it holds three noons at
+	// any time of day (from 72 h to 1 min ago, it held two when the test ran in the minute after noon)
 	setLocal := func(id string, ago time.Duration) {
 		eval[any](b, fmt.Sprintf(`(() => { const d = new Date(Date.now() - %d), p = (n) => String(n).padStart(2, '0');
 			document.getElementById(%s).value = d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' +
-				p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds()); })()`, ago.Milliseconds(), js(id)))
+				p(d.getHours()) + ':' + p(d.getMinutes()) + ':30'; })()`, ago.Milliseconds(), js(id)))
 	}
 	setLocal("bf-from", time.Minute)
 	setLocal("bf-to", 72*time.Hour)
 	b.do("a backwards range", 5*time.Second, chromedp.Click(chromedp.CSS(`#backfill-form button[type="submit"]`)))
 	b.waitText("#bf-to-error", "must be after from", 10*time.Second)
-	setLocal("bf-from", 72*time.Hour)
+	setLocal("bf-from", 72*time.Hour+time.Minute)
 	setLocal("bf-to", time.Minute)
 	b.do("start a backfill", 5*time.Second, chromedp.Click(chromedp.CSS(`#backfill-form button[type="submit"]`)))
 	b.waitFor("the backfill to finish", `(() => { const r = document.querySelector('#backfill-table tbody tr');
