@@ -119,13 +119,21 @@ func (c *benchCluster) addPeer() (*harness.Peer, error) {
 	}
 	p, err := harness.StartPeer(harness.PeerConfig{Binary: c.e.bin, ZK: c.zk.Addr, Namespace: "bench",
 		ServerIP: fmt.Sprintf("127.0.0.%d", i), SessionTimeout: c.e.o.sessionTimeout,
-		DataDir: filepath.Join(c.dir, fmt.Sprintf("peer%d", i)), ExtraArgs: args})
+		DataDir: filepath.Join(c.dir, fmt.Sprintf("peer%d", i)), ExtraArgs: args, Env: peerEnv(c.e.o)})
 	if err != nil {
 		return nil, fmt.Errorf("start peer %d: %w", i, err)
 	}
 	c.peers = append(c.peers, p)
 	c.pprof = append(c.pprof, addr)
 	return p, nil
+}
+
+// peerEnv is what the options add to a peer's environment.
+func peerEnv(o options) []string {
+	if o.peerProcs > 0 {
+		return []string{fmt.Sprintf("GOMAXPROCS=%d", o.peerProcs)}
+	}
+	return nil
 }
 
 // urls are the peers' base URLs (http://host:port).

@@ -57,6 +57,7 @@ type options struct {
 	zkHeap         string
 	zkJVMFlags     string
 	peerLogLevel   string
+	peerProcs      int
 	regWorkers     int
 	grace          time.Duration
 	restartAt      time.Duration
@@ -98,6 +99,7 @@ func run(args []string) int {
 	fs.StringVar(&o.zkHeap, "zk-heap", "1g", "ZooKeeper's JVM heap (EJ_ZK_HEAP)")
 	fs.StringVar(&o.zkJVMFlags, "zk-jvm-flags", "", "more flags for ZooKeeper's JVM, space-separated, e.g. -Xlog:gc:file=/tmp/zk-gc.log (EJ_ZK_JVMFLAGS)")
 	fs.StringVar(&o.peerLogLevel, "peer-log-level", "warn", "the peers' --log-level (info logs every item; with -keep the logs stay)")
+	fs.IntVar(&o.peerProcs, "peer-gomaxprocs", 0, "the peers' GOMAXPROCS (0: Go's default, the host's cores or the CPU limit); the baseline's is unchanged")
 	fs.IntVar(&o.regWorkers, "register-workers", 32, "concurrent API calls registering jobs")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "how long after the window late deliveries are still awaited")
 	fs.DurationVar(&o.restartAt, "restart-peer-at", 0, "steady-*: stop the last peer (SIGTERM) this long into the window and start it again; report how soon it schedules every job (0: no restart)")
@@ -116,6 +118,10 @@ func run(args []string) int {
 	}
 	if o.callbackMin <= 0 || o.callbackMax < o.callbackMin || o.repeatShare < 0 || o.repeatShare > 1 {
 		fmt.Fprintln(os.Stderr, "ejbench: -callback-min must be positive and at most -callback-max, -repeat-share within 0-1")
+		return 2
+	}
+	if o.peerProcs < 0 {
+		fmt.Fprintln(os.Stderr, "ejbench: -peer-gomaxprocs must not be negative")
 		return 2
 	}
 	if o.restartAt < 0 {
@@ -147,7 +153,11 @@ func run(args []string) int {
 	failed := false
 	for _, name := range o.workloads {
 		w, _ := lookupWorkload(name, o)
-		e.logf("== %s: %s (load average %s)", w.name, w.describe(), loadAvg())
+		procs := ""
+		if o.peerProcs > 0 {
+			procs = fmt.Sprintf(", the peers with GOMAXPROCS=%d", o.peerProcs)
+		}
+		e.logf("== %s: %s%s (load average %s)", w.name, w.describe(), procs, loadAvg())
 		rs, err := e.runWorkload(w)
 		if err != nil {
 			e.logf("%s failed: %v", w.name, err)
