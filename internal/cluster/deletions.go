@@ -34,8 +34,8 @@ import (
 // NodeCreated event of another live peer's instance node, to a loaded job, and reports whether it did (the
 // event then needs no refresh).
 //
-// It runs on the session goroutine for every event (most are items' running and completed nodes), so the
-// path is looked at before anything takes a lock.
+// It runs on the session goroutine for every queued event (the items' running and completed nodes' are not
+// queued: itemevents.go), so the path is looked at before anything takes a lock.
 func (r *Registry) applyFromEvent(ev zk.Event) bool {
 	if ev.Type != zk.EventNodeDeleted && ev.Type != zk.EventNodeCreated {
 		return false

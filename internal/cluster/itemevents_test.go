@@ -103,8 +103,7 @@ func TestItemStateEventsAreNotQueued(t *testing.T) {
 		t.Fatalf("WaitGone of an item's running node that went: %v", err)
 	}
 	testutil.Eventually(t, "b to hear of item 1's completed node", 5*time.Second, func() bool { return b.r.completedKnown("ie", 1) })
-	// the running node's deletion and the completed node's creation, and the running node's one-shot watch
-	// of WaitGone's existsW (sent to the same callback)
+	// the running node's deletion and the completed node's creation
 	if n := b.s.Requests().Events - events; n < 2 {
 		t.Errorf("b counted %d events of item 1's end, want at least 2", n)
 	}

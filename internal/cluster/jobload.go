@@ -14,7 +14,8 @@ import (
 // onWatch routes a watch event to the refresh that re-reads (and re-watches) the node. It runs on the
 // session goroutine, so it only kicks work.
 func (r *Registry) onWatch(ev zk.Event) {
-	if r.onItemStateEvent(ev) || r.oneShot(ev.Path) || r.onChannelWatch(ev.Path) || r.onBackfillWatch(ev.Path) || r.onCalendarWatch(ev.Path) {
+	if r.onItemStateEvent(ev) || r.oneShot(ev.Path) ||
+		r.onChannelWatch(ev.Path) || r.onBackfillWatch(ev.Path) || r.onCalendarWatch(ev.Path) {
 		return
 	}
 	presence, forward := routeRecursive(r.p, ev, func(job string) bool { return r.entry(job) != nil })

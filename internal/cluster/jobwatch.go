@@ -15,8 +15,9 @@ import (
 // holds one watch, whatever the number of jobs, and sends no addWatch or removeWatches per job. keyFor
 // routes each event to the refresh that re-reads the node (a child created or deleted to its folder's
 // refresh; a job's root created or deleted to a read of that job's presence); the events of the nodes no refresh
-// reads (running, completed, the leader's latches) are dropped there, and so are the events of a job this
-// peer has not listed yet: its first load, which comes after, reads the node anyway.
+// reads (the leader's latches) are dropped there, and so are the events of a job this peer has not listed yet:
+// its first load, which comes after, reads the node anyway. The items' running and completed nodes, which no
+// refresh reads either, are handled as their events arrive and never reach keyFor (itemevents.go).
 //
 // ZooKeeper does not replay, for a persistent watch re-sent after a reconnection, what changed while the
 // peer was away (one-shot watches are replayed against the last zxid seen), so after a reconnection within
