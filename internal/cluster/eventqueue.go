@@ -12,9 +12,10 @@ import (
 //
 // It allocates nothing while it holds what it held before: a peer's recursive watch brought a few events
 // for every item its cluster runs (a running node created and deleted, a completed node set; since handled
-// as they arrive, itemevents.go), and the session goroutine drains the queue after almost every one. Advancing the slice past each event and making
-// a new idle channel at each drain cost two allocations an event (~1 KB per item a peer delivered, in
-// steady-10k); the queue now keeps its array, and the idle channel is made only for a caller that waits.
+// as they arrive, itemevents.go), and the session goroutine drains the queue after almost every one.
+// Advancing the slice past each event and making a new idle channel at each drain cost two allocations an
+// event (~1 KB per item a peer delivered, in steady-10k); the queue now keeps its array, and the idle channel
+// is made only for a caller that waits.
 type eventQueue struct {
 	mu     sync.Mutex
 	items  []zk.Event

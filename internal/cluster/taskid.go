@@ -52,14 +52,14 @@ func itemNumber(s string) (int, bool) {
 	return n, true
 }
 
-// taskIDForm is a task id and its form with ranges (appendTaskID's memo).
+// taskIDForm is a task id and its form with ranges (rangedTaskID's memo).
 type taskIDForm struct{ id, ranged string }
 
-// lastTaskID is the wide task id appendTaskID wrote last: every item of a fire writes its peer's task id, and
+// lastTaskID is the wide task id rangedTaskID formed last: every item of a fire writes its peer's task id, and
 // a wide fire's is parsed once rather than once per item.
 var lastTaskID atomic.Pointer[taskIDForm]
 
-// memoItems is the length of an items field from which appendTaskID keeps its form: a shorter one (a fire of
+// memoItems is the length of an items field from which rangedTaskID keeps its form: a shorter one (a fire of
 // one item, as most are) costs less to parse again than the memo's allocation.
 const memoItems = 64
 
@@ -67,9 +67,8 @@ const memoItems = 64
 // whose few items are written as they are appended. Its items field is found once.
 type rangedID struct {
 	id         string
-	start, end int // the items field of id; start < 0: none
-	wide       string
-	isWide     bool
+	start, end int    // the items field of id; start < 0: none
+	wide       string // a wide id's form with ranges; "" for any other id (a wide one's is never empty)
 }
 
 // rangedTaskID returns id's form with ranges, memoized in lastTaskID when its items field is memoItems bytes
@@ -84,10 +83,10 @@ func rangedTaskID(id string) rangedID {
 		return r
 	}
 	if last := lastTaskID.Load(); last != nil && last.id == id {
-		r.wide, r.isWide = last.ranged, true
+		r.wide = last.ranged
 		return r
 	}
-	r.wide, r.isWide = string(appendRangedAt(make([]byte, 0, len(id)), id, start, end)), true
+	r.wide = string(appendRangedAt(make([]byte, 0, len(id)), id, start, end))
 	lastTaskID.Store(&taskIDForm{id: id, ranged: r.wide})
 	return r
 }
@@ -95,7 +94,7 @@ func rangedTaskID(id string) rangedID {
 // size is the length appendTo writes, or more: a wide fire's running node is sized for its ranges rather than
 // for its list.
 func (r rangedID) size() int {
-	if r.isWide {
+	if r.wide != "" {
 		return len(r.wide)
 	}
 	return len(r.id)
@@ -104,7 +103,7 @@ func (r rangedID) size() int {
 // appendTo appends the task id with its items written as ranges.
 func (r rangedID) appendTo(b []byte) []byte {
 	switch {
-	case r.isWide:
+	case r.wide != "":
 		return append(b, r.wide...)
 	case r.start < 0:
 		return append(b, r.id...)
@@ -112,20 +111,8 @@ func (r rangedID) appendTo(b []byte) []byte {
 	return appendRangedAt(b, r.id, r.start, r.end)
 }
 
-// appendTaskID appends id with its items written as ranges, or as it is when its items field is not a
-// comma-separated list of item numbers.
-func appendTaskID(b []byte, id string) []byte { return rangedTaskID(id).appendTo(b) }
-
-// appendRanged appends id with its items written as ranges (appendTaskID without the memo).
-func appendRanged(b []byte, id string) []byte {
-	start, end, ok := taskItems(id)
-	if !ok {
-		return append(b, id...)
-	}
-	return appendRangedAt(b, id, start, end)
-}
-
-// appendRangedAt is appendRanged for id's items field id[start:end].
+// appendRangedAt appends id with its items field id[start:end] written as ranges, or id as it is when that
+// field is not a comma-separated list of item numbers.
 func appendRangedAt(b []byte, id string, start, end int) []byte {
 	field := id[start:end]
 	for item := range strings.SplitSeq(field, ",") {
@@ -169,7 +156,7 @@ func appendRangedAt(b []byte, id string, start, end int) []byte {
 	return append(b, id[end:]...)
 }
 
-// expandTaskID reads back a task id appendTaskID wrote: its ranges are listed item by item. A task id whose
+// expandTaskID reads back a task id a running node wrote (rangedTaskID): its ranges are listed item by item. A task id whose
 // items field holds anything but item numbers and ranges of three or more is returned as it is.
 func expandTaskID(id string) string {
 	start, end, ok := taskItems(id)
@@ -204,7 +191,7 @@ func expandTaskID(id string) string {
 }
 
 // itemRange parses one entry of a written items field: an item number, or first-last with last at least
-// first+2 (what appendTaskID writes) and at most maxTaskRange items.
+// first+2 (what appendRangedAt writes) and at most maxTaskRange items.
 func itemRange(part string) (lo, hi int, ok bool) {
 	a, z, isRange := strings.Cut(part, "-")
 	lo, ok = itemNumber(a)

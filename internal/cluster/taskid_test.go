@@ -8,6 +8,19 @@ import (
 	"github.com/ejserver/ejserver"
 )
 
+// appendTaskID appends id with its items written as ranges, or as it is when its items field is not a
+// comma-separated list of item numbers: a running node's way, memo included.
+func appendTaskID(b []byte, id string) []byte { return rangedTaskID(id).appendTo(b) }
+
+// appendRanged appends id with its items written as ranges (appendTaskID without the memo).
+func appendRanged(b []byte, id string) []byte {
+	start, end, ok := taskItems(id)
+	if !ok {
+		return append(b, id...)
+	}
+	return appendRangedAt(b, id, start, end)
+}
+
 func TestTaskIDRanges(t *testing.T) {
 	const tail = "@-@READY@-@127.0.0.1@-@42@-@u"
 	for _, c := range []struct{ items, ranged string }{
