@@ -18,7 +18,7 @@ import (
 // and a pass through every route of onWatch (~3,000 a second a peer at steady-10k).
 
 // itemStateNode parses a path /{ns}/{job}/sharding/{i}/running or .../completed into the job, the item
-// and the node's name. It builds no string, as JobOf and ItemOf do, since it sees every event on the receive
+// and the node's name. Unlike JobOf and ItemOf it builds no string, since it sees every event on the receive
 // loop; FuzzItemStateNode holds it to their reading.
 func (p Paths) itemStateNode(pth string) (job string, item int, name string, ok bool) {
 	rest, found := strings.CutPrefix(pth, p.ns)

@@ -156,8 +156,8 @@ func appendRangedAt(b []byte, id string, start, end int) []byte {
 	return append(b, id[end:]...)
 }
 
-// expandTaskID reads back a task id a running node wrote (rangedTaskID): its ranges are listed item by item. A task id whose
-// items field holds anything but item numbers and ranges of three or more is returned as it is.
+// expandTaskID reads back a task id a running node wrote (rangedTaskID): its ranges are listed item by item.
+// A task id whose items field holds anything but item numbers and ranges of three or more is returned as it is.
 func expandTaskID(id string) string {
 	start, end, ok := taskItems(id)
 	if !ok || !strings.Contains(id[start:end], "-") {

@@ -151,12 +151,12 @@ func run(args []string) int {
 	defer e.close()
 	var results []Result
 	failed := false
+	procs := ""
+	if o.peerProcs > 0 {
+		procs = fmt.Sprintf(", the peers with GOMAXPROCS=%d", o.peerProcs)
+	}
 	for _, name := range o.workloads {
 		w, _ := lookupWorkload(name, o)
-		procs := ""
-		if o.peerProcs > 0 {
-			procs = fmt.Sprintf(", the peers with GOMAXPROCS=%d", o.peerProcs)
-		}
 		e.logf("== %s: %s%s (load average %s)", w.name, w.describe(), procs, loadAvg())
 		rs, err := e.runWorkload(w)
 		if err != nil {
