@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -355,15 +356,73 @@ func RSS(pid int) (int64, error) {
 
 // CPUTime returns the user+system CPU time a process has used (Linux /proc).
 func CPUTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := readStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	var utime, stime int64
-	fmt.Sscan(fields[11], &utime)
-	fmt.Sscan(fields[12], &stime)
+	return st.own, nil
+}
+
+// TreeCPUTime returns the user+system CPU time a process and its children have used: its own, that of its
+// children it has waited for, and that of those alive (Linux /proc). A server of many processes (PostgreSQL's
+// postmaster and its backends) is measured from its first process: a child's time counts while it lives and,
+// once reaped, in its parent's.
+func TreeCPUTime(pid int) (time.Duration, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	total := st.own + st.reaped
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range procs {
+		child, err := strconv.Atoi(p.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		if cs, err := readStat(child); err == nil && cs.ppid == pid {
+			total += cs.own
+		}
+	}
+	return total, nil
+}
+
+// procStat is what /proc/{pid}/stat tells of a process's CPU time.
+type procStat struct {
+	ppid        int
+	own, reaped time.Duration // user+system: its own, and its waited-for children's
+}
+
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(string(b))
+}
+
+// parseStat reads a /proc/{pid}/stat line (proc(5)): after the command's closing parenthesis, the fields from
+// the state (3rd) on; ppid is the 4th, utime, stime, cutime and cstime the 14th to 17th, in clock ticks.
+func parseStat(s string) (procStat, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return procStat{}, fmt.Errorf("stat: no command in %q", s)
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 15 {
+		return procStat{}, fmt.Errorf("stat: %d fields after the command, want 15 or more", len(f))
+	}
+	var n [5]int64
+	for k, idx := range [5]int{1, 11, 12, 13, 14} {
+		v, err := strconv.ParseInt(f[idx], 10, 64)
+		if err != nil {
+			return procStat{}, fmt.Errorf("stat: field %d: %w", idx+3, err)
+		}
+		n[k] = v
+	}
 	const clkTck = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / clkTck, nil
+	tick := func(t int64) time.Duration { return time.Duration(t) * time.Second / clkTck }
+	return procStat{ppid: int(n[0]), own: tick(n[1] + n[2]), reaped: tick(n[3] + n[4])}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -33,6 +34,8 @@ type benchCluster struct {
 	client *http.Client
 	// secretFile holds the cluster's callback token secret (--callback-secret-file)
 	secretFile string
+	// historyDSN is the PostgreSQL database the peers share (--history-dsn); empty with SQLite
+	historyDSN string
 	// stopSamples holds, by peer index, its counters read just before a restart stopped it (noteStop)
 	mu          sync.Mutex
 	stopSamples map[int][]counterSample
@@ -94,6 +97,10 @@ func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
 		c.stop()
 		return nil, err
 	}
+	if c.historyDSN, err = e.historyDatabase(); err != nil {
+		c.stop()
+		return nil, err
+	}
 	for range peers {
 		if _, err := c.addPeer(); err != nil {
 			c.stop()
@@ -103,11 +110,25 @@ func (e *env) startCluster(name string, peers int) (*benchCluster, error) {
 	return c, nil
 }
 
+// historyDatabase makes a PostgreSQL database for one cluster's peers (-history postgres), so that each
+// workload starts with an empty history, and returns its DSN; "" with SQLite.
+func (e *env) historyDatabase() (string, error) {
+	if e.pg == nil {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return e.pg.CreateDatabase(ctx, fmt.Sprintf("ejbench_%d", e.databases.Add(1)))
+}
+
 // addPeer starts one more peer (server IP 127.0.0.{n}).
 func (c *benchCluster) addPeer() (*harness.Peer, error) {
 	i := len(c.peers) + 1
 	// the last --log-level wins over the harness's debug
 	args := []string{"--log-level", c.e.o.peerLogLevel, "--callback-secret-file", c.secretFile}
+	if c.historyDSN != "" {
+		args = append(args, "--history-dsn", c.historyDSN)
+	}
 	addr := ""
 	if c.e.o.profile != "" {
 		port, err := harness.FreePort()

@@ -9,6 +9,7 @@
 //	go run ./integration/cmd/ejbench -workload second,fanout -duration 2m
 //	go run ./integration/cmd/ejbench -workload steady-200 -duration 1m -profile /tmp/prof
 //	go run ./integration/cmd/ejbench -workload async -duration 2m
+//	go run ./integration/cmd/ejbench -workload steady-10k -history postgres   # the peers share a PostgreSQL history
 //
 // Workloads: steady-1k, steady-10k (1,000 / 10,000 jobs x 1 item every 10 s on 3 peers; steady-N for any N,
 // every 10 s up to 10,000 jobs and once a minute beyond, spread over the minute's seconds: steady-100000 is
@@ -25,6 +26,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -32,9 +34,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ejserver/ejserver/integration/harness"
+	"github.com/ejserver/ejserver/internal/testutil/pgtest"
 )
 
 type options struct {
@@ -58,6 +62,7 @@ type options struct {
 	zkJVMFlags     string
 	peerLogLevel   string
 	peerProcs      int
+	history        string // the peers' history store: "sqlite" or "postgres"
 	regWorkers     int
 	grace          time.Duration
 	restartAt      time.Duration
@@ -100,6 +105,7 @@ func run(args []string) int {
 	fs.StringVar(&o.zkJVMFlags, "zk-jvm-flags", "", "more flags for ZooKeeper's JVM, space-separated, e.g. -Xlog:gc:file=/tmp/zk-gc.log (EJ_ZK_JVMFLAGS)")
 	fs.StringVar(&o.peerLogLevel, "peer-log-level", "warn", "the peers' --log-level (info logs every item; with -keep the logs stay)")
 	fs.IntVar(&o.peerProcs, "peer-gomaxprocs", 0, "the peers' GOMAXPROCS (0: Go's default, the host's cores or the CPU limit); the baseline's is unchanged")
+	fs.StringVar(&o.history, "history", "sqlite", "the peers' history store: sqlite (each peer's own file) or postgres (one PostgreSQL ejbench starts with its default, durable settings and the peers share, as the README's deployment does; its CPU is reported beside ZooKeeper's)")
 	fs.IntVar(&o.regWorkers, "register-workers", 32, "concurrent API calls registering jobs")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "how long after the window late deliveries are still awaited")
 	fs.DurationVar(&o.restartAt, "restart-peer-at", 0, "steady-*: stop the last peer (SIGTERM) this long into the window and start it again; report how soon it schedules every job (0: no restart)")
@@ -122,6 +128,10 @@ func run(args []string) int {
 	}
 	if o.peerProcs < 0 {
 		fmt.Fprintln(os.Stderr, "ejbench: -peer-gomaxprocs must not be negative")
+		return 2
+	}
+	if o.history != "sqlite" && o.history != "postgres" {
+		fmt.Fprintf(os.Stderr, "ejbench: -history must be sqlite or postgres, got %q\n", o.history)
 		return 2
 	}
 	if o.restartAt < 0 {
@@ -202,6 +212,10 @@ type env struct {
 	bin  string // ejserver
 	self string // this program, for `ejbench loop`
 	dir  string
+	// pg is the PostgreSQL every workload's peers write their history to (-history postgres), each workload
+	// into a database of its own; nil with SQLite
+	pg        *pgtest.Cluster
+	databases atomic.Int64 // the PostgreSQL databases made so far
 }
 
 func newEnv(o options) (*env, error) {
@@ -226,10 +240,29 @@ func newEnv(o options) (*env, error) {
 			return nil, err
 		}
 	}
+	if o.history == "postgres" {
+		e.logf("starting PostgreSQL")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if e.pg, err = pgtest.StartWith(ctx, pgtest.Options{Durable: true}); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
 func (e *env) close() {
+	if e.pg != nil {
+		if e.o.keep {
+			if err := e.pg.Stop(); err != nil {
+				e.logf("stop PostgreSQL: %v", err)
+			}
+			e.logf("kept PostgreSQL's cluster in %s", e.pg.Dir())
+		} else if err := e.pg.Close(); err != nil {
+			e.logf("stop PostgreSQL: %v", err)
+		}
+	}
 	if e.o.keep {
 		e.logf("kept %s", e.dir)
 		return

@@ -173,6 +173,9 @@ func printTable(w io.Writer, results []Result) {
 			parts = append(parts, fmt.Sprintf("RSS MB per peer, highest in the window's first minute / last minute: %s / %s",
 				joinF(u.RSSFirstMinuteMB, 0), joinF(u.RSSLastMinuteMB, 0)))
 		}
+		if r.HistoryCPU != nil {
+			parts = append(parts, fmt.Sprintf("history: PostgreSQL's processes %.1f %% CPU", *r.HistoryCPU))
+		}
 		if line := zkStateLine(r); line != "" {
 			parts = append(parts, line)
 		}

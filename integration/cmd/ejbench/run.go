@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ejserver/ejserver/integration/harness"
 	"github.com/ejserver/ejserver/internal/sharding"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
@@ -40,8 +41,11 @@ type Result struct {
 	RequestsPS  float64  `json:"requestsPerSecond"`
 	Usage       Usage    `json:"usage"` // peers (or the baseline loop)
 	ZKUsage     *Usage   `json:"zkUsage,omitempty"`
-	ZKPackets   int64    `json:"zkPacketsReceived,omitempty"`
-	ZKPerItem   float64  `json:"zkRequestsPerItem,omitempty"`
+	// HistoryCPU is the shared PostgreSQL's CPU over the window (-history postgres), its processes summed, in %
+	// of one core; like ZooKeeper's, not in the peers' figures
+	HistoryCPU *float64 `json:"historyCpuPercent,omitempty"`
+	ZKPackets  int64    `json:"zkPacketsReceived,omitempty"`
+	ZKPerItem  float64  `json:"zkRequestsPerItem,omitempty"`
 	// ZKLatency is ZooKeeper's own view of its requests in the window (mntr after srst): P50 holds the
 	// average, Max the maximum, in ms from a request's arrival to its answer.
 	ZKLatency *Latency `json:"zkServerLatency,omitempty"`
@@ -182,12 +186,21 @@ type measure struct {
 	zkPID    int
 	c        *benchCluster
 	counters []counterSample // each peer's, at the window's start
+	// pgPID is the shared history's postmaster (-history postgres), pgCPU its processes' CPU time at pgAt
+	pgPID int
+	pgCPU time.Duration
+	pgAt  time.Time
 }
 
 func startMeasure(c *benchCluster) *measure {
 	m := &measure{u: startUsageOf(c.pids), zkAddr: c.zk.Addr, zkPID: c.zkPID, c: c, counters: c.peerCounters()}
 	if c.zkPID > 0 {
 		m.zu = startUsage([]int{c.zkPID})
+	}
+	if c.e.pg != nil {
+		m.pgPID = c.e.pg.PID()
+		m.pgCPU, _ = harness.TreeCPUTime(m.pgPID)
+		m.pgAt = time.Now()
 	}
 	_, _ = zktest.FourLetter(c.zk.Addr, "srst") // ZooKeeper's latency figures cover the window only
 	m.packets, _ = zkCounter(c.zk.Addr, "zk_packets_received")
@@ -196,6 +209,12 @@ func startMeasure(c *benchCluster) *measure {
 
 func (m *measure) end(r *Result) {
 	r.Usage = m.u.end()
+	if m.pgPID > 0 {
+		if cpu, err := harness.TreeCPUTime(m.pgPID); err == nil {
+			pct := round1(100 * float64(cpu-m.pgCPU) / float64(time.Since(m.pgAt)))
+			r.HistoryCPU = &pct
+		}
+	}
 	if m.zu != nil {
 		zu := m.zu.end()
 		r.ZKUsage = &zu

@@ -53,8 +53,18 @@ type Cluster struct {
 	logFile string
 	port    int
 
+	opts Options
+
 	mu      sync.Mutex
 	running bool
+}
+
+// Options are how Start runs a throwaway cluster.
+type Options struct {
+	// Durable runs the server with PostgreSQL's defaults: every commit flushed to its WAL, pages written
+	// whole after a checkpoint. Without it (tests) fsync, synchronous commits and full-page writes are off,
+	// which a test's data, gone with its directory, can afford; a benchmark measures the defaults a team runs.
+	Durable bool
 }
 
 // FromEnvOrStart returns the server named by EJ_TEST_PG_DSN when that is set, and otherwise starts a throwaway
@@ -72,7 +82,10 @@ func FromEnvOrStart(ctx context.Context) (*Cluster, error) {
 
 // Start initialises a new cluster in a temporary directory and starts it on a free loopback port. It fails
 // (never skips) when PostgreSQL's binaries are missing. Close stops it and removes the directory.
-func Start(ctx context.Context) (*Cluster, error) {
+func Start(ctx context.Context) (*Cluster, error) { return StartWith(ctx, Options{}) }
+
+// StartWith is Start with opts.
+func StartWith(ctx context.Context, opts Options) (*Cluster, error) {
 	if _, err := os.Stat(filepath.Join(BinDir, "initdb")); err != nil {
 		return nil, errMissing
 	}
@@ -80,7 +93,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	c := &Cluster{dir: dir, dataDir: filepath.Join(dir, "data"), logFile: filepath.Join(dir, "postgres.log")}
+	c := &Cluster{dir: dir, dataDir: filepath.Join(dir, "data"), logFile: filepath.Join(dir, "postgres.log"), opts: opts}
 	if err := c.handToPostgres(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -175,6 +188,9 @@ func (c *Cluster) NewDatabase(t testing.TB) string {
 	return dsn
 }
 
+// Dir is the cluster's temporary directory (its data, socket and log); empty for an external server.
+func (c *Cluster) Dir() string { return c.dir }
+
 // PID returns the postmaster's process id, or 0 when it is not running (or the cluster is external).
 func (c *Cluster) PID() int {
 	if c.external != nil {
@@ -231,8 +247,10 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	if c.running {
 		return nil
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "+
-		"-c full_page_writes=off -c max_connections=200", c.port, c.dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", c.port, c.dir)
+	if !c.opts.Durable {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
 	start := fmt.Sprintf("%s -D %s -o %s -l %s -w -t 60 start",
 		quote(filepath.Join(BinDir, "pg_ctl")), quote(c.dataDir), quote(opts), quote(c.logFile))
 	if out, err := run(ctx, start); err != nil {

@@ -55,3 +55,38 @@ func TestStartStopRestart(t *testing.T) {
 		t.Fatalf("ping after restart: %v", err)
 	}
 }
+
+// A durable cluster runs with PostgreSQL's defaults (what a benchmark measures); a test's does not sync.
+func TestDurableRunsPostgresDefaults(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		durable bool
+		want    string
+	}{{true, "on"}, {false, "off"}} {
+		c, err := StartWith(ctx, Options{Durable: tc.durable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, c.NewDatabase(t))
+		if err != nil {
+			_ = c.Close()
+			t.Fatal(err)
+		}
+		for _, setting := range []string{"fsync", "synchronous_commit", "full_page_writes"} {
+			var got string
+			if err := conn.QueryRow(ctx, "SHOW "+setting).Scan(&got); err != nil {
+				t.Error(err)
+			} else if got != tc.want {
+				t.Errorf("durable %v: %s = %s, want %s", tc.durable, setting, got, tc.want)
+			}
+		}
+		_ = conn.Close(ctx)
+		if c.Dir() == "" {
+			t.Error("a throwaway cluster has no directory")
+		}
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
