@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ejserver/ejserver/internal/testutil/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,6 +29,9 @@ func TestPostgresHistoryGivesEachClusterADatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.close()
+	if err := e.startHistory(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var dsns []string
@@ -54,5 +65,47 @@ func TestPostgresHistoryGivesEachClusterADatabase(t *testing.T) {
 	sqlite, err := (&env{}).historyDatabase()
 	if sqlite != "" || err != nil {
 		t.Errorf("SQLite: history database %q, %v; want none", sqlite, err)
+	}
+}
+
+// An interrupted run stops its PostgreSQL, which would otherwise outlive it (pg_ctl detaches the postmaster).
+func TestInterruptStopsPostgres(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-history", "postgres", "-ejserver=false", "-workload", "steady-10", "-duration", "1m")
+	cmd.Env = append(os.Environ(), asMain+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	started := regexp.MustCompile(`PostgreSQL (\d+) in (\S+)`)
+	var pid int
+	var dir string
+	lines := bufio.NewScanner(stderr)
+	for pid == 0 && lines.Scan() {
+		if m := started.FindStringSubmatch(lines.Text()); m != nil {
+			pid, _ = strconv.Atoi(m[1])
+			dir = m[2]
+		}
+	}
+	if pid == 0 {
+		t.Fatal("ejbench did not say which PostgreSQL it started")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 130 {
+		t.Errorf("interrupted ejbench: %v, want exit status 130", err)
+	}
+	if pgtest.Alive(pid) {
+		_ = syscall.Kill(pid, syscall.SIGQUIT)
+		t.Errorf("postmaster %d outlived the interrupted ejbench", pid)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("PostgreSQL's directory %s: %v, want it removed", dir, err)
 	}
 }

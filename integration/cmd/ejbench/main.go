@@ -31,10 +31,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ejserver/ejserver/integration/harness"
@@ -159,6 +161,11 @@ func run(args []string) int {
 		return 1
 	}
 	defer e.close()
+	defer e.closeOnSignal()()
+	if err := e.startHistory(); err != nil {
+		fmt.Fprintln(os.Stderr, "ejbench:", err)
+		return 1
+	}
 	var results []Result
 	failed := false
 	procs := ""
@@ -240,16 +247,41 @@ func newEnv(o options) (*env, error) {
 			return nil, err
 		}
 	}
-	if o.history == "postgres" {
-		e.logf("starting PostgreSQL")
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if e.pg, err = pgtest.StartWith(ctx, pgtest.Options{Durable: true}); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-	}
 	return e, nil
+}
+
+// startHistory starts the PostgreSQL the peers write their history to (-history postgres); nothing with SQLite.
+func (e *env) startHistory() (err error) {
+	if e.o.history != "postgres" {
+		return nil
+	}
+	e.logf("starting PostgreSQL")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if e.pg, err = pgtest.StartWith(ctx, pgtest.Options{Durable: true}); err != nil {
+		return err
+	}
+	e.logf("PostgreSQL %d in %s", e.pg.PID(), e.pg.Dir())
+	return nil
+}
+
+// closeOnSignal makes an interrupt (SIGINT, SIGTERM) stop what this process started that would outlive it (the
+// peers and ZooKeeper die with it; PostgreSQL's postmaster, started by pg_ctl, does not), and exit with 130. The
+// returned func ends the watch.
+func (e *env) closeOnSignal() (stop func()) {
+	sig := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sig:
+			e.logf("%v: stopping", s)
+			e.close()
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sig); close(done) }
 }
 
 func (e *env) close() {

@@ -229,7 +229,7 @@ func (c *Cluster) Stop() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := waitFor(ctx, func() bool { return !alive(pid) }); err != nil {
+	if err := waitFor(ctx, func() bool { return !Alive(pid) }); err != nil {
 		return fmt.Errorf("pgtest: postmaster %d did not exit: %w", pid, err)
 	}
 	c.running = false
@@ -323,8 +323,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// alive reports whether process pid exists and is not a zombie.
-func alive(pid int) bool {
+// Alive reports whether process pid exists and is not a zombie (a stopped postmaster its parent has not
+// reaped yet is not alive).
+func Alive(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}

@@ -39,7 +39,7 @@ func TestStartStopRestart(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if alive(pid) {
+	if Alive(pid) {
 		t.Fatalf("postmaster %d still alive after Stop", pid)
 	}
 	if err := ping(); err == nil {
