@@ -22,7 +22,7 @@ func TestUnknownHistoryIsRefused(t *testing.T) {
 	}
 }
 
-// -history postgres: one PostgreSQL, a database of its own for each workload's cluster, its CPU measured.
+// -history postgres: one durable PostgreSQL, and a database of its own for each workload's cluster.
 func TestPostgresHistoryGivesEachClusterADatabase(t *testing.T) {
 	e, err := newEnv(options{history: "postgres", bin: "unused"})
 	if err != nil {

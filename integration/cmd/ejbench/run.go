@@ -198,9 +198,11 @@ func startMeasure(c *benchCluster) *measure {
 		m.zu = startUsage([]int{c.zkPID})
 	}
 	if c.e.pg != nil {
-		m.pgPID = c.e.pg.PID()
-		m.pgCPU, _ = harness.TreeCPUTime(m.pgPID)
-		m.pgAt = time.Now()
+		if pid := c.e.pg.PID(); pid > 0 {
+			if cpu, err := harness.TreeCPUTime(pid); err == nil { // else no figure rather than a wrong one
+				m.pgPID, m.pgCPU, m.pgAt = pid, cpu, time.Now()
+			}
+		}
 	}
 	_, _ = zktest.FourLetter(c.zk.Addr, "srst") // ZooKeeper's latency figures cover the window only
 	m.packets, _ = zkCounter(c.zk.Addr, "zk_packets_received")
