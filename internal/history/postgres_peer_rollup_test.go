@@ -69,7 +69,8 @@ func TestPostgresPeerCellsAreTheSumOfTheirJobCells(t *testing.T) {
 	}
 	check("written")
 	var items int64
-	if err := s.pool.QueryRow(ctx, "SELECT SUM(items) FROM EXECUTION_PEER_STATS_MINUTE").Scan(&items); err != nil || items != int64(len(starts)) {
+	err := s.pool.QueryRow(ctx, "SELECT SUM(items) FROM EXECUTION_PEER_STATS_MINUTE").Scan(&items)
+	if err != nil || items != int64(len(starts)) {
 		t.Fatalf("the peers' cells count %d items (%v), want %d", items, err, len(starts))
 	}
 	for _, stmt := range []string{
