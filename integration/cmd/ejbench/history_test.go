@@ -81,10 +81,14 @@ func TestInterruptStopsPostgres(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 	started := regexp.MustCompile(`PostgreSQL (\d+) in (\S+)`)
+	scratch := regexp.MustCompile(`scratch directory (\S+)`)
 	var pid int
-	var dir string
+	var dir, scratchDir string
 	lines := bufio.NewScanner(stderr)
 	for pid == 0 && lines.Scan() {
+		if m := scratch.FindStringSubmatch(lines.Text()); m != nil {
+			scratchDir = m[1]
+		}
 		if m := started.FindStringSubmatch(lines.Text()); m != nil {
 			pid, _ = strconv.Atoi(m[1])
 			dir = m[2]
@@ -105,7 +109,9 @@ func TestInterruptStopsPostgres(t *testing.T) {
 		_ = syscall.Kill(pid, syscall.SIGQUIT)
 		t.Errorf("postmaster %d outlived the interrupted ejbench", pid)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("PostgreSQL's directory %s: %v, want it removed", dir, err)
+	for _, d := range []string{dir, scratchDir} {
+		if _, err := os.Stat(d); d == "" || !os.IsNotExist(err) {
+			t.Errorf("directory %q: %v, want it removed (PostgreSQL's, then ejbench's scratch)", d, err)
+		}
 	}
 }

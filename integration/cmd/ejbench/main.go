@@ -78,11 +78,15 @@ type options struct {
 
 var allWorkloads = []string{"steady-1k", "steady-10k", "fanout", "second", "failover", "reshard", "async"}
 
-func main() {
-	if len(os.Args) > 1 && os.Args[1] == "loop" {
-		os.Exit(runLoop(os.Args[2:]))
+func main() { os.Exit(command(os.Args[1:])) }
+
+// command runs ejbench, or `ejbench loop` (the baseline, which ejbench runs as a process of its own), and
+// returns its exit status.
+func command(args []string) int {
+	if len(args) > 0 && args[0] == "loop" {
+		return runLoop(args[1:])
 	}
-	os.Exit(run(os.Args[1:]))
+	return run(args)
 }
 
 func run(args []string) int {
@@ -231,6 +235,7 @@ func newEnv(o options) (*env, error) {
 		return nil, err
 	}
 	e := &env{o: o, dir: dir, bin: o.bin}
+	e.logf("scratch directory %s", dir)
 	if e.bin == "" {
 		e.logf("building ejserver")
 		if e.bin, err = harness.Build(dir, false); err != nil {
