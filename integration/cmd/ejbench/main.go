@@ -291,12 +291,12 @@ func (e *env) closeOnSignal() (stop func()) {
 
 func (e *env) close() {
 	if e.pg != nil {
+		stop := e.pg.Close // Close also removes its directory, which -keep keeps
 		if e.o.keep {
-			if err := e.pg.Stop(); err != nil {
-				e.logf("stop PostgreSQL: %v", err)
-			}
-			e.logf("kept PostgreSQL's cluster in %s", e.pg.Dir())
-		} else if err := e.pg.Close(); err != nil {
+			stop = e.pg.Stop
+			e.logf("keeping PostgreSQL's cluster in %s", e.pg.Dir())
+		}
+		if err := stop(); err != nil {
 			e.logf("stop PostgreSQL: %v", err)
 		}
 	}
