@@ -662,7 +662,7 @@ func openHistory(ctx context.Context, c serveConfig, log *slog.Logger) (history.
 }
 
 // rollupBehind reads how far the store's stats rollup is behind, in seconds (NaN when it cannot be read), or
-// is nil when the store does not say (PostgreSQL's triggers count every row as it is written).
+// is nil when the store does not say.
 func rollupBehind(store history.Store) func() float64 {
 	r, ok := store.(history.RollupReporter)
 	if !ok {

@@ -37,6 +37,9 @@ func TestDeferredOpensWhenTheDatabaseComesUp(t *testing.T) {
 	if _, err := d.ListExecutions(ctx, ExecutionFilter{}); ejserver.ErrorCodeOf(err) != ejserver.EUNAVAILABLE {
 		t.Fatalf("list while down: %v", err)
 	}
+	if _, err := d.RollupBehind(ctx); ejserver.ErrorCodeOf(err) != ejserver.EUNAVAILABLE {
+		t.Fatalf("the rollup read while down: %v", err)
+	}
 	if err := cl.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +58,9 @@ func TestDeferredOpensWhenTheDatabaseComesUp(t *testing.T) {
 	}
 	if got, err := d.GetExecution(ctx, "x"); err != nil || got.JobName != "j" {
 		t.Fatalf("read back %+v %v", got, err)
+	}
+	if behind, err := d.RollupBehind(ctx); err != nil || behind != 0 {
+		t.Fatalf("the rollup of a row just written: %v behind, %v", behind, err)
 	}
 }
 

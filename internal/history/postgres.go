@@ -19,6 +19,8 @@ import (
 type postgresStore struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	// frontierKeeper moves the rollup's frontier as executions are written (postgres_frontier.go).
+	frontierKeeper
 }
 
 var _ Store = (*postgresStore)(nil)
@@ -43,7 +45,7 @@ func openPostgres(ctx context.Context, dsn string, o options) (*postgresStore, e
 	if err != nil {
 		return nil, fmt.Errorf("history: open PostgreSQL: %w", err)
 	}
-	s := &postgresStore{pool: pool, log: o.logger}
+	s := &postgresStore{pool: pool, log: o.logger, frontierKeeper: newFrontierKeeper(o.clock)}
 	all, err := migrations("postgres")
 	if err == nil {
 		err = s.migrate(ctx, all)
@@ -150,9 +152,16 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 			progress[i] = &p
 		}
 	}
-	_, err := s.pool.Exec(ctx, pgUpsertExecutions, ids, jobs, tasks, hosts, ips, items, sources, causes, success,
-		starts, completes, codes, attempts, durations, excerpts, instances, scheduled, total, permanent,
-		async, states, progress, messages, heartbeats, expiries, outputs, traceIDs, replayOf)
+	// the rows, then the rollup's frontier moved over the rows that are due, in one transaction
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, pgUpsertExecutions, ids, jobs, tasks, hosts, ips, items, sources, causes, success,
+			starts, completes, codes, attempts, durations, excerpts, instances, scheduled, total, permanent,
+			async, states, progress, messages, heartbeats, expiries, outputs, traceIDs, replayOf)
+		if err != nil {
+			return err
+		}
+		return s.advanceRollup(ctx, tx)
+	})
 	return pgError("write executions", err)
 }
 

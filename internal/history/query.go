@@ -63,6 +63,9 @@ type dialect struct {
 	// rollupTimeFirst: the job level of the stats' rollup is keyed by its period first (SQLite's migration
 	// 0014), so a job's cells are read a period at a time (statsAggregator.rollupFrom).
 	rollupTimeFirst bool
+	// byteOrder is written after a column compared with the rollup's frontier's job: names compare byte by
+	// byte, as Go's strings do (PostgreSQL's COLLATE "C"; SQLite's TEXT compares so).
+	byteOrder string
 	// traceByTask is written after the status traces' table when a task is asked for: SQLite's planner would
 	// otherwise walk the job's whole (job_name, creation_time) index, which gives the order, rather than seek the
 	// task's few traces and sort them (its 0018 keys the task index by the task id's unique part: traceTaskKey).
@@ -78,6 +81,7 @@ var (
 		timeArg:     func(t time.Time) any { return normalize(t) },
 		epochMicros: func(col string) string { return "CAST(EXTRACT(EPOCH FROM " + col + ") * 1000000 AS BIGINT)" },
 		isTrue:      func(col string) string { return col },
+		byteOrder:   ` COLLATE "C"`,
 	}
 	sqliteDialect = dialect{
 		placeholder: func(int) string { return "?" },

@@ -11,14 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ejserver/ejserver"
-	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
@@ -35,13 +33,8 @@ type sqliteStore struct {
 	prepared map[stmtKey]*sql.Stmt
 	// noRollup leaves the rollup alone: BenchmarkWriter's "no-rollup", to measure what the rollup costs.
 	noRollup bool
-	// clock tells which minutes are over: the writer counts their rows into the rollup (sqlite_frontier.go),
-	// advanceRows of them at most a write (rollupAdvanceRows; tests make chunks small).
-	clock       clock.Clock
-	advanceRows int
-	// plan is the jobs of the minute the frontier is in, as last read (minuteAhead).
-	planMu sync.Mutex
-	plan   rollup.Plan
+	// frontierKeeper moves the rollup's frontier as the writer writes (rollup_frontier.go).
+	frontierKeeper
 }
 
 var _ Store = (*sqliteStore)(nil)
@@ -84,7 +77,7 @@ func openSQLite(ctx context.Context, path string, o options) (*sqliteStore, erro
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
-	s := &sqliteStore{w: w, log: o.logger, clock: o.clock, advanceRows: rollupAdvanceRows}
+	s := &sqliteStore{w: w, log: o.logger, frontierKeeper: newFrontierKeeper(o.clock)}
 	all, err := migrations("sqlite")
 	if err == nil {
 		err = s.migrate(ctx, all)

@@ -8,24 +8,8 @@ import (
 	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
-// SQLite's writer counts the stats' rollup a minute at a time (migration 0017): a batch's rows change the
-// cells only where the rollup's frontier (rollup.Frontier) has counted them already, and each write moves the
-// frontier over the minutes that are over, a chunk of whole jobs at a time, writing a minute's cells in their
-// key's order. With 100,000 jobs an item's cells were ~2.5 scattered pages of a batch's transaction; a
-// minute's cells counted together fill consecutive leaves (docs/benchmarks.md "the rollup a minute at a
-// time"). The stats read the rows the frontier has not reached beside the cells (planStats).
-
-const (
-	// rollupSettle is how long after a minute's end its rows are counted: the rows of its items have then
-	// nearly all been written (an item is recorded at its end; a row written later, or replaced, changes its
-	// cells as it is written, as every row did before).
-	rollupSettle = 30 * time.Second
-	// rollupAdvanceRows is how many rows one write counts at most (more when a single job has more rows in a
-	// minute: its rows are counted together). At 100,000 jobs a peer's minute holds ~33,000 rows: the frontier
-	// keeps up with a few chunks a minute out of the writer's hundreds of transactions, each chunk a few tens
-	// of milliseconds, so that no commit an item's end waits for takes the whole minute's.
-	rollupAdvanceRows = 2000
-)
+// SQLite's side of the rollup's frontier (migration 0017; the advance is rollup_frontier.go's): its
+// statements, run in the writer's transaction.
 
 // The frontier's statements.
 const (
@@ -77,79 +61,57 @@ func (s *sqliteStore) stmt(ctx context.Context, tx *sql.Tx, kind string) *sql.St
 	return tx.StmtContext(ctx, s.prepared[stmtKey{kind, 1}])
 }
 
-// advanceRollup counts into the rollup the rows of the minutes that are over (rollupSettle after their
-// end), up to advanceRows of them, and moves the frontier f (as tx holds it) past them, in tx. A minute's
-// chunks end where its plan says (rollup.Plan, its jobs read once): each chunk reads its jobs' rows from the
-// minute's range of the index, instead of sorting the rest of the minute again for each chunk.
+// advanceRollup moves the frontier f (as tx holds it) over the rows that are due, in tx (frontierKeeper.advance).
 func (s *sqliteStore) advanceRollup(ctx context.Context, tx *sql.Tx, f rollup.Frontier) error {
 	if s.noRollup {
 		return nil
 	}
-	start := f
-	due := rollup.DueMinute(s.clock.Now(), rollupSettle)
-	for budget := s.advanceRows; f.Minute < due && budget > 0; {
-		jobs, err := s.minuteAhead(ctx, tx, f)
-		if err != nil {
-			return err
-		}
-		if len(jobs) == 0 { // the minute is counted: on to the next one that has rows, or to due
-			var next sql.NullInt64
-			if err := s.stmt(ctx, tx, "next row minute").QueryRowContext(ctx, f.Minute+1).Scan(&next); err != nil {
-				return err
-			}
-			f = rollup.Frontier{Minute: due}
-			if next.Valid && next.Int64 < due {
-				f.Minute = next.Int64
-			}
-			continue
-		}
-		last := jobs[rollup.Chunk(jobs, budget)-1].Job
-		rows, err := s.rollupRows(ctx, tx, "minute rows", f.Minute, f.Job, last)
-		if err != nil {
-			return err
-		}
-		d := rollup.Aggregate(nil, rows)
-		d.Fires(d.FireRows) // the rows of each fire counted are all of its rows in the minute
-		if err := s.applyRollup(ctx, tx, d, f); err != nil {
-			return err
-		}
-		budget -= max(len(rows), 1)
-		f.Job = last
-	}
-	if f == start {
-		return nil
-	}
-	_, err := s.stmt(ctx, tx, "frontier write").ExecContext(ctx, f.Minute, f.Job)
-	return err
+	return s.advance(ctx, sqliteFrontierTx{s, tx}, f)
 }
 
-// minuteAhead is the jobs of f's minute that f has not reached, with their rows: from the minute's plan while
-// it has some, else read again (the jobs whose rows were written since, or the minute's first plan). None:
-// the minute is counted.
-func (s *sqliteStore) minuteAhead(ctx context.Context, tx *sql.Tx, f rollup.Frontier) ([]rollup.JobRows, error) {
-	s.planMu.Lock()
-	defer s.planMu.Unlock()
-	if jobs := s.plan.Ahead(f); len(jobs) > 0 {
-		return jobs, nil
-	}
-	rows, err := s.stmt(ctx, tx, "minute jobs").QueryContext(ctx, f.Minute, f.Job)
+// sqliteFrontierTx is the writer's transaction as the frontier's advance uses it.
+type sqliteFrontierTx struct {
+	s  *sqliteStore
+	tx *sql.Tx
+}
+
+func (t sqliteFrontierTx) minuteJobs(ctx context.Context, f rollup.Frontier) ([]rollup.JobRows, error) {
+	rows, err := t.s.stmt(ctx, t.tx, "minute jobs").QueryContext(ctx, f.Minute, f.Job)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rows.Close() }()
-	plan := rollup.Plan{Minute: f.Minute}
+	var jobs []rollup.JobRows
 	for rows.Next() {
 		var j rollup.JobRows
 		if err := rows.Scan(&j.Job, &j.Rows); err != nil {
 			return nil, err
 		}
-		plan.Jobs = append(plan.Jobs, j)
+		jobs = append(jobs, j)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	return jobs, rows.Err()
+}
+
+func (t sqliteFrontierTx) nextRowMinute(ctx context.Context, from int64) (int64, bool, error) {
+	var next sql.NullInt64
+	err := t.s.stmt(ctx, t.tx, "next row minute").QueryRowContext(ctx, from).Scan(&next)
+	return next.Int64, next.Valid, err
+}
+
+// count reads the chunk's rows, aggregates them (rollup.Aggregate) and applies them.
+func (t sqliteFrontierTx) count(ctx context.Context, f rollup.Frontier, last string) (int, error) {
+	rows, err := t.s.rollupRows(ctx, t.tx, "minute rows", f.Minute, f.Job, last)
+	if err != nil {
+		return 0, err
 	}
-	s.plan = plan
-	return plan.Jobs, nil
+	d := rollup.Aggregate(nil, rows)
+	d.Fires(d.FireRows) // the rows of each fire counted are all of its rows in the minute
+	return len(rows), t.s.applyRollup(ctx, t.tx, d, f)
+}
+
+func (t sqliteFrontierTx) writeFrontier(ctx context.Context, f rollup.Frontier) error {
+	_, err := t.s.stmt(ctx, t.tx, "frontier write").ExecContext(ctx, f.Minute, f.Job)
+	return err
 }
 
 // rollupRows reads the rows of a minute that the prepared statement kind selects (rollupColumns).
@@ -169,16 +131,6 @@ func (s *sqliteStore) rollupRows(ctx context.Context, tx *sql.Tx, kind string, a
 // sqliteOldestUncounted: the start of the oldest row that frontier (?1, ?2) has not counted (NULL: none).
 const sqliteOldestUncounted = `SELECT MIN(start_time) FROM JOB_EXECUTION_LOG INDEXED BY job_execution_log_start
 	WHERE start_time >= ?1 * 60000000 AND (start_time >= (?1 + 1) * 60000000 OR job_name > ?2)`
-
-// RollupReporter is a store whose stats rollup counts rows after they are written (SQLite's, a minute at a
-// time): RollupBehind says how far behind it is.
-type RollupReporter interface {
-	// RollupBehind is how long ago the oldest row the rollup has not counted was due to be counted (its
-	// minute's end and rollupSettle); 0 when none is due. While it grows the stats read more rows one by one.
-	RollupBehind(ctx context.Context) (time.Duration, error)
-}
-
-var _ RollupReporter = (*sqliteStore)(nil)
 
 func (s *sqliteStore) RollupBehind(ctx context.Context) (time.Duration, error) {
 	var oldest sql.NullInt64

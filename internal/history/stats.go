@@ -208,7 +208,7 @@ func (s statsSQL) window(q *query, sq StatsQuery, r span, oneJob bool) {
 	q.where("start_time < " + q.arg(s.d.timeArg(r.to)))
 	if r.countedUpTo != "" {
 		q.where("(start_time >= " + q.arg(s.d.timeArg(r.from.Truncate(time.Minute).Add(time.Minute))) +
-			" OR job_name > " + q.arg(r.countedUpTo) + ")")
+			" OR job_name" + s.d.byteOrder + " > " + q.arg(r.countedUpTo) + ")")
 	}
 }
 

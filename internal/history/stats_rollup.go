@@ -10,8 +10,9 @@ import (
 // The stats read the rollup of migration 0009 (EXECUTION_STATS_MINUTE, EXECUTION_FIRES_MINUTE,
 // EXECUTION_STATS_HIST), or, for cluster stats no job scope narrows, the level above it of migration 0010 (the
 // same per peer, every job added up: EXECUTION_PEER_STATS_MINUTE, EXECUTION_CLUSTER_FIRES_MINUTE,
-// EXECUTION_PEER_STATS_HIST). PostgreSQL's triggers keep them; SQLite's writer keeps them per batch
-// (sqlite_rollup.go, migration 0011). They read it for the whole minutes and hours of a
+// EXECUTION_PEER_STATS_HIST). Both stores count them a minute at a time behind a frontier (rollup_frontier.go):
+// SQLite's writer in Go (sqlite_rollup.go, migration 0011), PostgreSQL's triggers and ejs_rollup_count
+// (migrations 0009, 0020, 0021). They read it for the whole minutes and hours of a
 // window, and the rows for its edges: a window [From, To) reads the rows of [From, the first whole minute) and
 // [the last whole minute's end, To), and the minute rollup in between; the percentiles read the hour rollup
 // for the whole hours and the rows for the rest. The buckets read the minute rollup when From and the bucket
@@ -33,8 +34,8 @@ type statsPlan struct {
 }
 
 // planStats splits sq's window between the rollup and the rows; without useRollup every part reads the rows.
-// front is how far the rollup has counted the rows (SQLite's, migration 0017; nil: every row, PostgreSQL's
-// triggers): the rows of the rollup's periods it has not counted are read beside the cells.
+// front is how far the rollup has counted the rows (SQLite's migration 0017, PostgreSQL's 0021; nil: every
+// row): the rows of the rollup's periods it has not counted are read beside the cells.
 func planStats(sq StatsQuery, useRollup bool, front *rollup.Frontier) statsPlan {
 	from, to := normalize(sq.From), normalize(sq.To)
 	var p statsPlan

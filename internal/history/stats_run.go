@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -72,6 +74,11 @@ func (s *sqliteStore) ClusterStats(ctx context.Context, q StatsQuery) (out Clust
 
 func (s *postgresStore) run(ctx context.Context, q *query, each func(rowScanner) error) error {
 	rows, err := s.pool.Query(ctx, q.String(), q.args...)
+	return pgScanAll(rows, err, each)
+}
+
+// pgScanAll calls each for every row of a query's rows (or returns its error), and closes them.
+func pgScanAll(rows pgx.Rows, err error, each func(rowScanner) error) error {
 	if err != nil {
 		return pgError("stats", err)
 	}
@@ -87,16 +94,24 @@ func (s *postgresStore) run(ctx context.Context, q *query, each func(rowScanner)
 // pgRows is pgx's rows as a rowScanner.
 type pgRows struct{ pgx.Rows }
 
-func (s *postgresStore) JobStats(ctx context.Context, q StatsQuery) (JobStats, error) {
-	return jobStats(ctx, s.run, postgresDialect, q, true, nil)
+func (s *postgresStore) JobStats(ctx context.Context, q StatsQuery) (out JobStats, err error) {
+	err = s.inSnapshot(ctx, func(run runQuery, front *rollup.Frontier) error {
+		out, err = jobStats(ctx, run, postgresDialect, q, true, front)
+		return err
+	})
+	return out, err
 }
 
 func (s *postgresStore) JobPoints(ctx context.Context, q StatsQuery) (PointList, error) {
 	return jobPoints(ctx, s.run, postgresDialect, q)
 }
 
-func (s *postgresStore) ClusterStats(ctx context.Context, q StatsQuery) (ClusterStats, error) {
-	return clusterStats(ctx, s.run, postgresDialect, q, true, nil)
+func (s *postgresStore) ClusterStats(ctx context.Context, q StatsQuery) (out ClusterStats, err error) {
+	err = s.inSnapshot(ctx, func(run runQuery, front *rollup.Frontier) error {
+		out, err = clusterStats(ctx, run, postgresDialect, q, true, front)
+		return err
+	})
+	return out, err
 }
 
 // JobStats implements Store.
@@ -131,6 +146,19 @@ func (s *sqliteStore) Shared() bool { return false }
 
 // Shared implements Stats: PostgreSQL holds every peer's history.
 func (s *postgresStore) Shared() bool { return true }
+
+// RollupBehind implements RollupReporter: the open store's (an EUNAVAILABLE error until it is open).
+func (d *Deferred) RollupBehind(ctx context.Context) (time.Duration, error) {
+	s, err := d.get()
+	if err != nil {
+		return 0, err
+	}
+	r, ok := s.(RollupReporter)
+	if !ok {
+		return 0, fmt.Errorf("history: %T does not report its rollup", s)
+	}
+	return r.RollupBehind(ctx)
+}
 
 // Shared implements Stats (false until the store is open).
 func (d *Deferred) Shared() bool {

@@ -154,7 +154,7 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // always has exactly one writer connection besides). Default: PostgreSQL 8, SQLite 4.
 func WithMaxConns(n int) Option { return func(o *options) { o.maxConns = n } }
 
-// WithClock sets the clock SQLite's writer reads to tell which minutes are over, whose rows it then counts
+// WithClock sets the clock the store's writes read to tell which minutes are over, whose rows they then count
 // into the stats' rollup (default: the system's). Tests give their own.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 

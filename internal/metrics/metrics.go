@@ -42,7 +42,7 @@ type Sources struct {
 	HistoryTracesShed func() int64
 	HistoryDegraded   func() bool
 	// HistoryRollupBehind: how long ago the oldest execution the store's stats rollup has not counted was due
-	// to be counted (history.RollupReporter; SQLite), NaN when the store cannot tell.
+	// to be counted (history.RollupReporter), NaN when the store cannot tell.
 	HistoryRollupBehind func() float64
 	// SessionHealthy, SessionLease, Reconnects, Expirations: cluster.Session's methods of those names.
 	SessionHealthy, SessionLease func() bool

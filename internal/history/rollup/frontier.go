@@ -6,8 +6,8 @@ import (
 )
 
 // Frontier is how far the rollup has counted the execution rows: every row that started in a minute before
-// Minute, and the rows of Minute whose job's name is at most Job (none of Minute's when Job is ""). SQLite's
-// writer moves it over a minute once the minute is over, a chunk of whole jobs at a time (Chunk), so that the
+// Minute, and the rows of Minute whose job's name is at most Job (none of Minute's when Job is ""). The stores'
+// writes move it over a minute once the minute is over, a chunk of whole jobs at a time (Chunk), so that the
 // minute's cells are written in their key's order, once, instead of an item's cells one batch at a time at
 // places scattered over the tables. A row the rollup counts changes its cells as before (Aggregate), a row it
 // does not count yet changes nothing, and the stats read the rows it does not count beside the cells.
