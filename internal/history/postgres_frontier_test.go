@@ -50,25 +50,8 @@ const pgCounted = `WITH counted AS (SELECT e.*, u.us / 60000000 AS m,
 // rows its frontier has counted (the peer level follows them: TestPostgresPeerCellsAreTheSumOfTheirJobCells).
 func checkPGRollupTables(t *testing.T, s *postgresStore, stage string) {
 	t.Helper()
-	ctx := testCtx(t)
 	for _, c := range pgJobCellsFromRows {
-		for _, q := range []struct{ a, b, what string }{{c.stored, c.fromRows, "stored, not from the rows"},
-			{c.fromRows, c.stored, "from the rows, not stored"}} {
-			rows, err := s.pool.Query(ctx, pgCounted+"("+q.a+") EXCEPT ("+q.b+") LIMIT 3")
-			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			for rows.Next() {
-				vals, err := rows.Values()
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Errorf("%s: %s, %s: %v", stage, c.name, q.what, vals)
-			}
-			if rows.Close(); rows.Err() != nil {
-				t.Fatal(rows.Err())
-			}
-		}
+		pgSameRows(t, s, pgCounted, stage, c.name, c.stored, c.fromRows, "stored, not from the rows", "from the rows, not stored")
 	}
 }
 

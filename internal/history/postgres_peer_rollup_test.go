@@ -48,23 +48,8 @@ func TestPostgresPeerCellsAreTheSumOfTheirJobCells(t *testing.T) {
 	check := func(stage string) {
 		t.Helper()
 		for _, c := range peerCellsFromJobCells {
-			for _, q := range []struct{ a, b, what string }{{c.stored, c.fromJobs, "stored, not the job cells' sum"},
-				{c.fromJobs, c.stored, "the job cells' sum, not stored"}} {
-				rows, err := s.pool.Query(ctx, "("+q.a+") EXCEPT ("+q.b+") LIMIT 3")
-				if err != nil {
-					t.Fatalf("%s: %v", c.name, err)
-				}
-				for rows.Next() {
-					vals, err := rows.Values()
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Errorf("%s: %s, %s: %v", stage, c.name, q.what, vals)
-				}
-				if rows.Close(); rows.Err() != nil {
-					t.Fatal(rows.Err())
-				}
-			}
+			pgSameRows(t, s, "", stage, c.name, c.stored, c.fromJobs, "stored, not the job cells' sum",
+				"the job cells' sum, not stored")
 		}
 	}
 	check("written")
@@ -91,4 +76,26 @@ func TestPostgresPeerCellsAreTheSumOfTheirJobCells(t *testing.T) {
 		}
 	}
 	check("changed straight on the job cells")
+}
+
+// pgSameRows fails t unless queries a and b (each after with, a WITH clause or "") give the same rows, naming
+// table and stage and what each side's extra rows are (whatA: rows of a not in b; whatB: the other way).
+func pgSameRows(t *testing.T, s *postgresStore, with, stage, table, a, b, whatA, whatB string) {
+	t.Helper()
+	for _, q := range []struct{ a, b, what string }{{a, b, whatA}, {b, a, whatB}} {
+		rows, err := s.pool.Query(testCtx(t), with+"("+q.a+") EXCEPT ("+q.b+") LIMIT 3")
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Errorf("%s: %s, %s: %v", stage, table, q.what, vals)
+		}
+		if rows.Close(); rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+	}
 }
