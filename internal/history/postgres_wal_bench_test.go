@@ -1,0 +1,129 @@
+package history
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ejserver/ejserver"
+	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/testutil/pgtest"
+)
+
+var (
+	pgWALFill       = flag.String("pgwal.fill", "20000x100", "BenchmarkPostgresWALAtScale: JOBSxEXECUTIONS written before the measured items")
+	pgWALCheckpoint = flag.Int("pgwal.checkpoint", 9000, "BenchmarkPostgresWALAtScale: a CHECKPOINT every this many measured items")
+)
+
+// BenchmarkPostgresWALAtScale measures what an item's execution row costs PostgreSQL's write-ahead log once the
+// executions' job-ordered indexes hold a leaf of their own for each job, as they do after a day of 100,000
+// jobs: with full-page writes on (PostgreSQL's default), the first change of a page after a checkpoint logs the
+// whole page, and at 100,000 jobs firing once a minute a checkpoint's interval (~27 s with max_wal_size's
+// default in ejbench's steady-100000) sees each job's leaf about once, so every job-ordered B-tree costs an
+// item a page image. A durable cluster (PostgreSQL's defaults) is filled with -pgwal.fill JOBSxEXECUTIONS rows
+// in time order (by SQL, ahead of the rollup's frontier, so its triggers count none), then b.N items of distinct
+// jobs continue it, written by the store in batches of 500 (WriteExecutions, the peers' path), with a
+// CHECKPOINT every -pgwal.checkpoint items (the default: each job's leaf about once in an interval, as at
+// 100,000 jobs). It reports the WAL's bytes and full-page images per item (pg_stat_wal) and the time per batch.
+// The rollup's counting (a minute's cells at a time, the same whatever the indexes) is not in it.
+//
+//	go test -c -o /tmp/h.test ./internal/history && /tmp/h.test -test.run '^$' \
+//	    -test.bench BenchmarkPostgresWALAtScale -test.benchtime 45000x
+func BenchmarkPostgresWALAtScale(b *testing.B) {
+	var jobs, execs int
+	if _, err := fmt.Sscanf(*pgWALFill, "%dx%d", &jobs, &execs); err != nil || jobs <= 0 || execs < 0 {
+		b.Fatalf("-pgwal.fill %q: want JOBSxEXECUTIONS, e.g. 20000x100", *pgWALFill)
+	}
+	ctx := context.Background()
+	c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	dsn, err := c.CreateDatabase(ctx, "wal")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// the store's clock stays at the migration's: the rollup's frontier (a minute after it) is never due
+	st, err := Open(ctx, dsn, WithLogger(discardLogger()), WithClock(clock.NewFake(time.Now())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	s := st.(*postgresStore)
+	// Rows a day ahead of the frontier, a millisecond apart, job (n x spread) mod jobs at row n: a batch's jobs
+	// are spread over the names, as the jobs of a second are.
+	const spread = 7919
+	if jobs%spread == 0 {
+		b.Fatalf("-pgwal.fill: the jobs must not be a multiple of %d", spread)
+	}
+	start := time.Now().Add(24 * time.Hour).Truncate(time.Minute)
+	name := func(n int) string { return fmt.Sprintf("job-%06d", n*spread%jobs) }
+	filled := time.Now()
+	if _, err := s.pool.Exec(ctx, `INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, ip, sharding_item,
+		execution_source, is_success, start_time, complete_time, status_code, attempts, duration_ms, response_excerpt,
+		instance_id, scheduled_at, sharding_total_count)
+	SELECT '0' || lpad(n::text, 15, '0'), j, j || '@-@0@-@READY@-@10.0.0.7@-@4242', 'peer-1', '10.0.0.7', 0,
+		'NORMAL_TRIGGER', TRUE, at, at + interval '120 ms', 200, 1, 120, '{"ok":true}', '10.0.0.7@-@4242',
+		date_trunc('second', at), 1
+	FROM generate_series(0, $1::bigint - 1) n,
+		LATERAL (SELECT 'job-' || lpad((n * $2::bigint % $3::bigint)::text, 6, '0') AS j,
+			$4::timestamptz + n * interval '1 ms' AS at) r
+	ORDER BY n`, int64(jobs)*int64(execs), spread, jobs, start); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE JOB_EXECUTION_LOG"); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("filled %d rows in %s", jobs*execs, time.Since(filled).Round(time.Second))
+	wal := func() (bytes, fpi int64) {
+		if _, err := s.pool.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.pool.QueryRow(ctx, "SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal").Scan(&bytes, &fpi); err != nil {
+			b.Fatal(err)
+		}
+		return bytes, fpi
+	}
+	checkpoint := func() {
+		if _, err := s.pool.Exec(ctx, "CHECKPOINT"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	checkpoint()
+	bytes0, fpi0 := wal()
+	const batch = 500
+	recs := make([]ejserver.Execution, 0, batch)
+	var written time.Duration
+	flush := func() {
+		t := time.Now()
+		if err := s.WriteExecutions(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+		written += time.Since(t)
+		recs = recs[:0]
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		n := jobs*execs + i
+		e := newExec(name(n), 0, start.Add(time.Duration(n)*time.Millisecond))
+		e.ScheduledAt = e.StartedAt.Truncate(time.Second)
+		if recs = append(recs, e); len(recs) == batch {
+			flush()
+		}
+		if (i+1)%*pgWALCheckpoint == 0 {
+			flush()
+			checkpoint()
+		}
+	}
+	if len(recs) > 0 {
+		flush()
+	}
+	b.StopTimer()
+	bytes1, fpi1 := wal()
+	b.ReportMetric(float64(bytes1-bytes0)/float64(b.N), "WAL-bytes/item")
+	b.ReportMetric(float64(fpi1-fpi0)/float64(b.N), "page-images/item")
+	b.ReportMetric(float64(written.Milliseconds())/(float64(b.N)/batch), "ms/batch")
+}
