@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 var (
 	pgWALFill       = flag.String("pgwal.fill", "20000x100", "BenchmarkPostgresWALAtScale: JOBSxEXECUTIONS written before the measured items")
 	pgWALCheckpoint = flag.Int("pgwal.checkpoint", 9000, "BenchmarkPostgresWALAtScale: a CHECKPOINT every this many measured items")
+	pgWALCompress   = flag.String("pgwal.compression", "off", "BenchmarkPostgresWALAtScale: the server's wal_compression (off, pglz, lz4, zstd)")
 )
 
 // BenchmarkPostgresWALAtScale measures what an item's execution row costs PostgreSQL's write-ahead log once the
@@ -26,7 +28,8 @@ var (
 // in time order (by SQL, ahead of the rollup's frontier, so its triggers count none), then b.N items of distinct
 // jobs continue it, written by the store in batches of 500 (WriteExecutions, the peers' path), with a
 // CHECKPOINT every -pgwal.checkpoint items (the default: each job's leaf about once in an interval, as at
-// 100,000 jobs). It reports the WAL's bytes and full-page images per item (pg_stat_wal) and the time per batch.
+// 100,000 jobs; a longer interval, a larger max_wal_size), with -pgwal.compression as the server's
+// wal_compression. It reports the WAL's bytes and full-page images per item (pg_stat_wal) and the time per batch.
 // The rollup's counting (a minute's cells at a time, the same whatever the indexes) is not in it.
 //
 //	go test -c -o /tmp/h.test ./internal/history && /tmp/h.test -test.run '^$' \
@@ -35,6 +38,9 @@ func BenchmarkPostgresWALAtScale(b *testing.B) {
 	var jobs, execs int
 	if _, err := fmt.Sscanf(*pgWALFill, "%dx%d", &jobs, &execs); err != nil || jobs <= 0 || execs < 0 {
 		b.Fatalf("-pgwal.fill %q: want JOBSxEXECUTIONS, e.g. 20000x100", *pgWALFill)
+	}
+	if !slices.Contains([]string{"off", "on", "pglz", "lz4", "zstd"}, *pgWALCompress) {
+		b.Fatalf("-pgwal.compression %q: want off, pglz, lz4 or zstd", *pgWALCompress)
 	}
 	ctx := context.Background()
 	c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
@@ -89,6 +95,11 @@ func BenchmarkPostgresWALAtScale(b *testing.B) {
 	}
 	checkpoint := func() {
 		if _, err := s.pool.Exec(ctx, "CHECKPOINT"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, stmt := range []string{"ALTER SYSTEM SET wal_compression = '" + *pgWALCompress + "'", "SELECT pg_reload_conf()"} {
+		if _, err := s.pool.Exec(ctx, stmt); err != nil {
 			b.Fatal(err)
 		}
 	}
