@@ -29,11 +29,7 @@ func TestExplainExecutionPages(t *testing.T) {
 		{"every job's window", ExecutionFilter{From: from, To: to, Cursor: cur}, "job_execution_log_start"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			checked, err := c.f.check()
-			if err != nil {
-				t.Fatal(err)
-			}
-			q := listExecutions(sqliteDialect, checked)
+			q := listExecutions(sqliteDialect, mustCheck(t, c.f))
 			lines := sqlitePlan(t, s, "EXPLAIN QUERY PLAN "+q.String(), q.args)
 			plan := strings.Join(lines, "\n")
 			// a page may walk its index in order ("SCAN ... USING INDEX"): it stops after the page's rows

@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	closePGWAL()
 	if err := pg.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1

@@ -43,47 +43,9 @@ func BenchmarkPostgresWALAtScale(b *testing.B) {
 		b.Fatalf("-pgwal.compression %q: want off, on, pglz, lz4 or zstd", *pgWALCompress)
 	}
 	ctx := context.Background()
-	c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	dsn, err := c.CreateDatabase(ctx, "wal")
-	if err != nil {
-		b.Fatal(err)
-	}
-	// the store's clock stays at the migration's: the rollup's frontier (a minute after it) is never due
-	st, err := Open(ctx, dsn, WithLogger(discardLogger()), WithClock(clock.NewFake(time.Now())))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = st.Close() }()
-	s := st.(*postgresStore)
-	// Rows a day ahead of the frontier, a millisecond apart, job (n x spread) mod jobs at row n: a batch's jobs
-	// are spread over the names, as the jobs of a second are.
-	const spread = 7919
-	if jobs%spread == 0 {
-		b.Fatalf("-pgwal.fill: the jobs must not be a multiple of %d", spread)
-	}
-	start := time.Now().Add(24 * time.Hour).Truncate(time.Minute)
-	name := func(n int) string { return fmt.Sprintf("job-%06d", n*spread%jobs) }
-	filled := time.Now()
-	if _, err := s.pool.Exec(ctx, `INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, ip, sharding_item,
-		execution_source, is_success, start_time, complete_time, status_code, attempts, duration_ms, response_excerpt,
-		instance_id, scheduled_at, sharding_total_count)
-	SELECT '0' || lpad(n::text, 15, '0'), j, j || '@-@0@-@READY@-@10.0.0.7@-@4242', 'peer-1', '10.0.0.7', 0,
-		'NORMAL_TRIGGER', TRUE, at, at + interval '120 ms', 200, 1, 120, '{"ok":true}', '10.0.0.7@-@4242',
-		date_trunc('second', at), 1
-	FROM generate_series(0, $1::bigint - 1) n,
-		LATERAL (SELECT 'job-' || lpad((n * $2::bigint % $3::bigint)::text, 6, '0') AS j,
-			$4::timestamptz + n * interval '1 ms' AS at) r
-	ORDER BY n`, int64(jobs)*int64(execs), spread, jobs, start); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE JOB_EXECUTION_LOG"); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("filled %d rows in %s", jobs*execs, time.Since(filled).Round(time.Second))
+	f := pgWALFilledStore(b, jobs, execs)
+	s := f.store
+	name := func(n int) string { return fmt.Sprintf("job-%06d", n*pgWALSpread%jobs) }
 	wal := func() (bytes, fpi int64) {
 		if _, err := s.pool.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
 			b.Fatal(err)
@@ -118,8 +80,8 @@ func BenchmarkPostgresWALAtScale(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		n := jobs*execs + i
-		e := newExec(name(n), 0, start.Add(time.Duration(n)*time.Millisecond))
+		n := jobs*execs + f.written + i
+		e := newExec(name(n), 0, f.start.Add(time.Duration(n)*time.Millisecond))
 		e.ScheduledAt = e.StartedAt.Truncate(time.Second)
 		if recs = append(recs, e); len(recs) == batch {
 			flush()
@@ -133,8 +95,85 @@ func BenchmarkPostgresWALAtScale(b *testing.B) {
 		flush()
 	}
 	b.StopTimer()
+	f.written += b.N
 	bytes1, fpi1 := wal()
 	b.ReportMetric(float64(bytes1-bytes0)/float64(b.N), "WAL-bytes/item")
 	b.ReportMetric(float64(fpi1-fpi0)/float64(b.N), "page-images/item")
 	b.ReportMetric(float64(written.Milliseconds())/(float64(b.N)/batch), "ms/batch")
+}
+
+// pgWALSpread spaces a batch's jobs over the names: row n is of job (n x pgWALSpread) mod jobs.
+const pgWALSpread = 7919
+
+// pgWALFilled is BenchmarkPostgresWALAtScale's filled database, kept for the benchmark's next run in the process
+// (Go runs a benchmark with b.N = 1 before the b.N it reports, and the fill is most of the time); TestMain
+// closes it. written counts the items the runs have added after the fill.
+type pgWALFilled struct {
+	jobs, execs, written int
+	start                time.Time
+	cluster              *pgtest.Cluster
+	store                *postgresStore
+}
+
+var pgWAL *pgWALFilled
+
+// pgWALFilledStore returns a durable cluster's store holding jobs x execs executions in time order, a
+// millisecond apart from start (a day ahead of the rollup's frontier, so its triggers count none), filled by SQL
+// once for the process.
+func pgWALFilledStore(b *testing.B, jobs, execs int) *pgWALFilled {
+	b.Helper()
+	if pgWAL != nil && pgWAL.jobs == jobs && pgWAL.execs == execs {
+		return pgWAL
+	}
+	closePGWAL()
+	if jobs%pgWALSpread == 0 {
+		b.Fatalf("-pgwal.fill: the jobs must not be a multiple of %d", pgWALSpread)
+	}
+	ctx := context.Background()
+	c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := &pgWALFilled{jobs: jobs, execs: execs, start: time.Now().Add(24 * time.Hour).Truncate(time.Minute), cluster: c}
+	pgWAL = f
+	dsn, err := c.CreateDatabase(ctx, "wal")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// the store's clock stays at the migration's: the rollup's frontier (a minute after it) is never due
+	st, err := Open(ctx, dsn, WithLogger(discardLogger()), WithClock(clock.NewFake(time.Now())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.store = st.(*postgresStore)
+	filled := time.Now()
+	if _, err := f.store.pool.Exec(ctx, `INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, ip, sharding_item,
+		execution_source, is_success, start_time, complete_time, status_code, attempts, duration_ms, response_excerpt,
+		instance_id, scheduled_at, sharding_total_count)
+	SELECT '0' || lpad(n::text, 15, '0'), j, j || '@-@0@-@READY@-@10.0.0.7@-@4242', 'peer-1', '10.0.0.7', 0,
+		'NORMAL_TRIGGER', TRUE, at, at + interval '120 ms', 200, 1, 120, '{"ok":true}', '10.0.0.7@-@4242',
+		date_trunc('second', at), 1
+	FROM generate_series(0, $1::bigint - 1) n,
+		LATERAL (SELECT 'job-' || lpad((n * $2::bigint % $3::bigint)::text, 6, '0') AS j,
+			$4::timestamptz + n * interval '1 ms' AS at) r
+	ORDER BY n`, int64(jobs)*int64(execs), pgWALSpread, jobs, f.start); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.store.pool.Exec(ctx, "VACUUM ANALYZE JOB_EXECUTION_LOG"); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("filled %d rows in %s", jobs*execs, time.Since(filled).Round(time.Second))
+	return f
+}
+
+// closePGWAL closes the benchmark's filled database, if one is open.
+func closePGWAL() {
+	if pgWAL == nil {
+		return
+	}
+	if pgWAL.store != nil {
+		_ = pgWAL.store.Close()
+	}
+	_ = pgWAL.cluster.Close()
+	pgWAL = nil
 }
