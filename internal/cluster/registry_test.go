@@ -21,14 +21,14 @@ type peer struct {
 	r *Registry
 }
 
-func startPeer(t *testing.T, ns, id, ip string) *peer {
+func startPeer(t testing.TB, ns, id, ip string) *peer {
 	t.Helper()
 	return startPeerWith(t, ns, id, ip, nil)
 }
 
 // startPeerWith is startPeer with before, when not nil, called on the registry before it starts (to add
 // listeners that see the first load's events).
-func startPeerWith(t *testing.T, ns, id, ip string, before func(*Registry)) *peer {
+func startPeerWith(t testing.TB, ns, id, ip string, before func(*Registry)) *peer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
