@@ -51,6 +51,19 @@ func (r *Registry) armNamespace() error {
 	return nil
 }
 
+// disarmNamespace removes the namespace's recursive watch of a stopped registry (Withdraw), so that ZooKeeper
+// sends this session no event of the deletions that follow: each is one notification fewer for ZooKeeper to
+// send and for this peer to read.
+func (r *Registry) disarmNamespace() error {
+	if r.watchedIn.Swap(0) == 0 {
+		return nil
+	}
+	if err := r.s.removeWatches(r.p.Root()); err != nil && !errors.Is(err, zk.ErrNoWatcher) {
+		return err
+	}
+	return nil
+}
+
 // covered reports whether the namespace's recursive watch of the current session covers pth (the
 // namespace itself, whose children's creations and deletions it reports, or any node below), so a read of
 // it needs no watch of its own.

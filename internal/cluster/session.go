@@ -446,6 +446,12 @@ func (s *Session) addRecursiveWatch(p string) error {
 	return s.conn.AddWatch(p, zk.AddWatchModePersistentRecursive)
 }
 
+// removeWatches removes every watch this session holds on p, persistent ones included (removeWatches,
+// ZooKeeper 3.5+; zk.ErrNoWatcher when there is none).
+func (s *Session) removeWatches(p string) error {
+	return s.conn.RemoveAllWatches(p)
+}
+
 // setCovered tells the session which paths a persistent watch covers (see getW).
 func (s *Session) setCovered(fn func(string) bool) { s.covered.Store(&fn) }
 

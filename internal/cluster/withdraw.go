@@ -68,9 +68,17 @@ func withdrawOrder(a, b heldNodes) int {
 // and ZooKeeper answers no other session while it runs: ~3 s at 30,000 jobs, ~5.5 s at 60,000, longer than the
 // other peers' lease at 100,000 (docs/benchmarks.md). Between the multis ZooKeeper answers everyone else, and
 // the other peers elect and reshard job by job as the nodes go instead of all at once. ElasticJob's shutdown
-// hook removes a job's leader and instance nodes the same way. It returns when every node is deleted, when
+// hook removes a job's leader and instance nodes the same way. It removes this session's watch of the jobs
+// first (disarmNamespace): a stopped registry reads no event, and ZooKeeper sends one notification fewer a
+// deleted node. It returns when every node is deleted, when
 // ctx ends, or after the first failure that is not one node's refusal; what is left goes with the session.
 func (r *Registry) Withdraw(ctx context.Context) (Withdrawal, error) {
+	// the watch's removal is a round trip ctx does not bound: not sent once ctx has ended
+	if ctx.Err() == nil {
+		if err := r.disarmNamespace(); err != nil {
+			r.log.Warn("could not remove this peer's watch before withdrawing: its deletions' events come to it too", "err", err)
+		}
+	}
 	held := r.heldNodes()
 	var w Withdrawal
 	for _, h := range held {

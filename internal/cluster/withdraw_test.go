@@ -82,7 +82,8 @@ func TestWithdrawOrder(t *testing.T) {
 }
 
 // A stopping peer deletes its leader and instance nodes itself while its session stays open: the other peer
-// leads every job before the session closes, and a node already gone does not stop the rest.
+// leads every job before the session closes, a node already gone does not stop the rest, and the stopping
+// peer's watch is gone first (no event of the deletions comes to it).
 func TestWithdrawHandsJobsOverBeforeTheSessionCloses(t *testing.T) {
 	ns := zktest.Namespace("withdraw")
 	const aID, bID = "10.0.9.1@-@1", "10.0.9.2@-@2"
@@ -110,6 +111,11 @@ func TestWithdrawHandsJobsOverBeforeTheSessionCloses(t *testing.T) {
 		t.Fatalf("with ctx ended: %+v, %v; want nothing deleted, 8 left", w, err)
 	}
 
+	// a round trip of a's session: the event of j2's deletion, sent to it before b's answer, has come
+	if _, _, err := a.s.exists(a.r.p.Root()); err != nil {
+		t.Fatal(err)
+	}
+	events := a.s.reads.events.Load()
 	w, err = a.r.Withdraw(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +128,10 @@ func TestWithdrawHandsJobsOverBeforeTheSessionCloses(t *testing.T) {
 			_, aThere := s.Instances[aID]
 			return s.IsLeader() && !aThere
 		})
+	}
+	// a removed its watch first: none of the deletions' and elections' events came to it
+	if got := a.s.reads.events.Load(); got != events {
+		t.Errorf("a's session got %d watch events during and after its withdrawal; want none", got-events)
 	}
 	// a's session is still open: its peer node (ephemeral, not a job's) is there until it closes
 	if ok, _, err := b.s.exists(b.r.p.Peer(aID)); err != nil || !ok {
