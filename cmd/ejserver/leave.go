@@ -14,9 +14,10 @@ const leaveWait = 2 * time.Second
 
 // withdrawWait bounds how long a stopping peer deletes its job nodes itself (Registry.Withdraw); what is left
 // goes with the session's close, in one transaction during which ZooKeeper answers nobody. 100,000 jobs are
-// ~133,000 nodes: 9-13 s on a quiet 2-core host, 17-19 s with PostgreSQL on the same cores
-// (docs/benchmarks.md), so this bound lets the withdrawal finish there. The deploy files' stop timeouts count
-// it (deploy/main_test.go's drainMargin).
+// ~133,000 nodes: 10 s withdrew 104,000-111,000 of them on a quiet 2-core host and 71,000-103,000 with
+// PostgreSQL on the same cores; with this bound two such stops withdrew them all in ~6.5 and ~16 s
+// (docs/benchmarks.md, "A withdrawal that finishes"). The deploy files' stop timeouts count it
+// (deploy/main_test.go's drainMargin).
 const withdrawWait = 30 * time.Second
 
 // withdraw hands this peer's jobs over before its session closes: it deletes its leader and instance nodes in
