@@ -70,8 +70,8 @@ func withdrawOrder(a, b heldNodes) int {
 // the other peers elect and reshard job by job as the nodes go instead of all at once. ElasticJob's shutdown
 // hook removes a job's leader and instance nodes the same way. It removes this session's watch of the jobs
 // first (disarmNamespace): a stopped registry reads no event, and ZooKeeper sends one notification fewer a
-// deleted node. It returns when every node is deleted, when
-// ctx ends, or after the first failure that is not one node's refusal; what is left goes with the session.
+// deleted node. It returns when every node is deleted, when ctx ends, or after the first failure that is not
+// one node's refusal; what is left goes with the session.
 func (r *Registry) Withdraw(ctx context.Context) (Withdrawal, error) {
 	// the watch's removal is a round trip ctx does not bound: not sent once ctx has ended
 	if ctx.Err() == nil {
