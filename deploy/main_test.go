@@ -87,5 +87,5 @@ func shutdownTimeout(t *testing.T, v string) time.Duration {
 }
 
 // drainMargin is what a peer takes after --shutdown-timeout: deleting its job nodes (30 s at most: 100,000
-// jobs took ~6.5-16 s on 2 cores), closing the ZooKeeper session and the API's graceful shutdown (5 s each at most).
+// jobs took ~5.5-16 s on 2 cores), closing the ZooKeeper session and the API's graceful shutdown (5 s each at most).
 const drainMargin = 40 * time.Second

@@ -15,7 +15,7 @@ const leaveWait = 2 * time.Second
 // withdrawWait bounds how long a stopping peer deletes its job nodes itself (Registry.Withdraw); what is left
 // goes with the session's close, in one transaction during which ZooKeeper answers nobody. 100,000 jobs are
 // ~133,000 nodes: 10 s withdrew 104,000-111,000 of them on a quiet 2-core host and 71,000-103,000 with
-// PostgreSQL on the same cores; with this bound two such stops withdrew them all in ~6.5 and ~16 s
+// PostgreSQL on the same cores; with this bound three such stops withdrew them all in ~5.5-16 s
 // (docs/benchmarks.md, "A withdrawal that finishes"). The deploy files' stop timeouts count it
 // (deploy/main_test.go's drainMargin).
 const withdrawWait = 30 * time.Second
