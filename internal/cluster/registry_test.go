@@ -77,11 +77,17 @@ func createLed(t *testing.T, p *peer, job string, items int) {
 	waitJob(t, p, job, "its leadership", func(s *JobSnapshot) bool { return s.IsLeader() })
 }
 
-// waitJob waits until the peer's snapshot of job satisfies cond.
+// waitJob waits, for at most 15 s, until the peer's snapshot of job satisfies cond.
 func waitJob(t *testing.T, p *peer, job string, what string, cond func(*JobSnapshot) bool) *JobSnapshot {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	return waitJobUntil(ctx, t, p, job, what, cond)
+}
+
+// waitJobUntil waits until the peer's snapshot of job satisfies cond, or fails tb when ctx ends first.
+func waitJobUntil(ctx context.Context, tb testing.TB, p *peer, job string, what string, cond func(*JobSnapshot) bool) *JobSnapshot {
+	tb.Helper()
 	for {
 		snap, err := p.r.Wait(ctx, job, cond)
 		if err == nil {
@@ -94,7 +100,7 @@ func waitJob(t *testing.T, p *peer, job string, what string, cond func(*JobSnaps
 			}
 			continue
 		}
-		t.Fatalf("waiting for %s of job %s: %v (last snapshot %+v)", what, job, err, snap)
+		tb.Fatalf("waiting for %s of job %s: %v (last snapshot %+v)", what, job, err, snap)
 	}
 }
 

@@ -99,25 +99,12 @@ func createBenchJobs(tb testing.TB, peers []*peer, ids []string, n int) []string
 	return jobs
 }
 
-// waitAll waits, for at most 5 minutes, until p's snapshot of every job satisfies cond.
+// waitAll waits, for at most 5 minutes in all, until p's snapshot of every job satisfies cond.
 func waitAll(tb testing.TB, p *peer, jobs []string, what string, cond func(*JobSnapshot) bool) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, j := range jobs {
-		for {
-			_, err := p.r.Wait(ctx, j, cond)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				tb.Fatalf("waiting for %s of job %s: %v", what, j, err)
-			}
-			select { // not loaded yet: the namespace watch brings it
-			case <-ctx.Done():
-			case <-p.r.w.idleCh():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+		waitJobUntil(ctx, tb, p, j, what, cond)
 	}
 }
