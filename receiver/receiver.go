@@ -139,8 +139,9 @@ type Payload struct {
 	CallbackToken string `json:"callbackToken,omitempty"`
 	// LeaseSeconds is how long an accepted item lives without a heartbeat.
 	LeaseSeconds int `json:"leaseSeconds,omitempty"`
-	// JitterMs and DueAt are set for a job with jitterMs: the fire's deterministic offset, and the time its
-	// requests were due to leave (ScheduledAt + JitterMs), which lateness is measured from.
+	// JitterMs and DueAt are set for a scheduled fire of a job with jitterMs: the fire's deterministic offset
+	// (0, and so absent, for some fires), and the time its requests were due to leave (ScheduledAt +
+	// JitterMs, present whatever the offset), which lateness is measured from.
 	JitterMs int       `json:"jitterMs,omitempty"`
 	DueAt    time.Time `json:"dueAt,omitzero"`
 	// Workflow is set when a workflow node fired the job (source WORKFLOW, or FAILOVER of such an item): the

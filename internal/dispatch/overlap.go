@@ -170,19 +170,25 @@ func (e *Executor) finishRun(req fireRequest, item int, executionID string) {
 }
 
 // withJitter sets a fire's jitter (jitterMs): the same for the same job and scheduled time on every peer.
-// A fire on request (a manual trigger, a workflow node) is not a scheduled fire: it has none.
 func withJitter(cfg *ejserver.JobConfig, req *fireRequest) {
-	if !req.source.OnRequest() {
+	if jittered(cfg, *req) {
 		req.jitter = schedule.Jitter(req.job, req.scheduledAt, cfg.JitterMs)
 	}
+}
+
+// jittered tells whether a fire has a jitter: a scheduled fire of a job with jitterMs. A fire on request (a
+// manual trigger, a workflow node) is not a scheduled fire: it has none.
+func jittered(cfg *ejserver.JobConfig, req fireRequest) bool {
+	return cfg.JitterMs > 0 && !req.source.OnRequest()
 }
 
 // sendAt is when the fire's requests leave: its scheduled time plus its jitter. Lateness is measured from it.
 func (r fireRequest) sendAt() time.Time { return r.scheduledAt.Add(r.jitter) }
 
-// dueAt is the payload's dueAt: set only when the fire has a jitter, so other jobs' bodies are unchanged.
-func dueAt(req fireRequest) time.Time {
-	if req.jitter == 0 {
+// dueAt is the payload's dueAt: set for every jittered fire, its offset 0 included (a receiver of a job with
+// jitterMs always finds it), and for no other, so other jobs' bodies are unchanged.
+func dueAt(cfg *ejserver.JobConfig, req fireRequest) time.Time {
+	if !jittered(cfg, req) {
 		return time.Time{}
 	}
 	return req.sendAt()

@@ -83,3 +83,19 @@ func TestExecutorJitterDelaysAndTellsTheReceiver(t *testing.T) {
 		t.Fatalf("sent %v before its due time", at.Add(want).Sub(now))
 	}
 }
+
+// A fire whose offset happens to be 0 is still a jittered fire: its body says dueAt (= scheduledAt).
+func TestExecutorJitterOfZeroStillSaysDueAt(t *testing.T) {
+	reg, send := newFakeRegistry(1), newFakeSender()
+	reg.snap.Config.JitterMs = 1 // offsets of 0 or 1 ms: a second with 0 is a few seconds back
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	at := time.Now().Truncate(time.Second)
+	for schedule.Jitter("j", at, 1) != 0 {
+		at = at.Add(-time.Second)
+	}
+	e.Fire("j", at, 0)
+	if p := send.next(t); p.JitterMs != 0 || !p.DueAt.Equal(at) || !p.ScheduledAt.Equal(at) {
+		t.Fatalf("payload %+v, want dueAt %v", p, at)
+	}
+}
