@@ -368,3 +368,19 @@ func TestGoneFromAsksZooKeeperAboutInstancesTheSnapshotLacks(t *testing.T) {
 		t.Fatalf("ZooKeeper asked %d times, want 2 (once for each instance the snapshot lacks)", reg.asked)
 	}
 }
+
+// BenchmarkDetectOneJob is a wake of the detect loop for one job (a new leadership's LeaderChanged: a peer
+// registering on 100,000 jobs, or taking a stopped peer's leaderships, has thousands of them).
+func BenchmarkDetectOneJob(b *testing.B) {
+	cfg := ejserver.DefaultJobConfig()
+	cfg.ShardingTotalCount = 1
+	reg := &fakeRegistry{leader: true, snap: &cluster.JobSnapshot{Name: "j", Config: &cfg, Me: "me", Registered: true}}
+	m := NewManager(ManagerConfig{Registry: reg, Runner: &runner{}, Logger: quiet})
+	b.ReportAllocs()
+	for b.Loop() {
+		m.queue(m.detect, "j")
+		if m.detectAll() {
+			b.Fatal("detect failed")
+		}
+	}
+}
