@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -347,5 +348,41 @@ func TestReshardWaitsForAnItemThatBeganDuringItsCommit(t *testing.T) {
 	<-reg.ended
 	if reg.commits < 2 || !reg.afterEnd {
 		t.Fatalf("%d commits, one after the item ended: %v; want the first refused and a later one after the end", reg.commits, reg.afterEnd)
+	}
+}
+
+// serverDeleter records the servers/{ip} nodes collectServers removes (the rest of Registry is not used).
+type serverDeleter struct {
+	Registry
+	deleted []string
+}
+
+func (d *serverDeleter) DeleteServer(job, ip string) error {
+	d.deleted = append(d.deleted, job+"/"+ip)
+	return nil
+}
+
+// A server seen offline is collected after ServerGC only if it stays offline: one that comes back (an instance
+// on its IP again) or is DISABLED is forgotten, and counts afresh if it goes offline later.
+func TestCollectServersForgetsAServerThatCameBack(t *testing.T) {
+	d := &serverDeleter{}
+	c := &Coordinator{cfg: CoordinatorConfig{ServerGC: time.Hour}, reg: d, log: quiet, offlineSince: map[string]time.Time{}}
+	t0 := time.Unix(1_800_000_000, 0)
+	servers := map[string]string{"10.0.0.1": cluster.ServerEnabled, "10.0.0.2": cluster.ServerEnabled, "10.0.0.3": cluster.ServerDisabled}
+	alone := map[string]string{"10.0.0.1@-@1": "10.0.0.1"}
+	both := map[string]string{"10.0.0.1@-@1": "10.0.0.1", "10.0.0.2@-@7": "10.0.0.2"}
+	c.collectServers("j", servers, alone, t0)                     // 10.0.0.2 seen offline
+	c.collectServers("j", servers, both, t0.Add(30*time.Minute))  // back: forgotten
+	c.collectServers("j", servers, alone, t0.Add(50*time.Minute)) // offline again: counts from here
+	c.collectServers("j", servers, alone, t0.Add(90*time.Minute)) // 40 min: kept
+	if len(d.deleted) != 0 {
+		t.Fatalf("removed %v before an hour offline", d.deleted)
+	}
+	c.collectServers("j", servers, alone, t0.Add(111*time.Minute)) // 61 min since it went again
+	if !slices.Equal(d.deleted, []string{"j/10.0.0.2"}) {
+		t.Fatalf("removed %v, want only j/10.0.0.2 (10.0.0.3 is DISABLED, 10.0.0.1 online)", d.deleted)
+	}
+	if len(c.offlineSince) != 0 {
+		t.Fatalf("still tracked: %v", c.offlineSince)
 	}
 }
