@@ -134,7 +134,7 @@ func (e *env) runAsync(w workload, rec *recorder) (Result, error) {
 	from, to := e.window(w, rec, &r)
 	cp.acceptBefore(to)
 	m := startMeasure(c)
-	prof := c.profile(w.name, min(w.duration, 30*time.Second))
+	prof := c.profile(w.name, from.Add(e.o.profileAt), min(w.duration-e.o.profileAt, 30*time.Second))
 	e.sleepUntil(to, rec, w.name)
 	m.end(&r)
 	c.heapProfiles(w.name)

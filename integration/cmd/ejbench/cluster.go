@@ -350,11 +350,16 @@ func (c *benchCluster) metric(p *harness.Peer, name string) float64 {
 	return -1
 }
 
-// profile takes a CPU profile of every peer for d (in the background; wait on the returned channel) when
-// -profile is set.
-func (c *benchCluster) profile(name string, d time.Duration) <-chan struct{} {
+// profile takes a CPU profile of every peer for d from at (at once if at has passed; in the background: wait
+// on the returned channel) when -profile is set, and halfway through it a dump of the peer's goroutines
+// (goroutine?debug=1: how many wait where, which a CPU profile does not show). -profile-at sets at into the
+// window (a restart's minute, say).
+func (c *benchCluster) profile(name string, at time.Time, d time.Duration) <-chan struct{} {
 	done := make(chan struct{})
-	if c.e.o.profile == "" {
+	if c.e.o.profile == "" || d < time.Second {
+		if c.e.o.profile != "" {
+			c.e.logf("no CPU profile of %s: -profile-at leaves %s of its window", name, d)
+		}
 		close(done)
 		return done
 	}
@@ -363,9 +368,19 @@ func (c *benchCluster) profile(name string, d time.Duration) <-chan struct{} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			time.Sleep(time.Until(at))
 			path := filepath.Join(c.e.o.profile, fmt.Sprintf("%s-peer%d.cpu.pprof", name, i+1))
 			if err := fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), path, d+time.Minute); err != nil {
 				c.e.logf("CPU profile of peer %d: %v", i+1, err)
+			}
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(at.Add(d / 2)))
+			path := filepath.Join(c.e.o.profile, fmt.Sprintf("%s-peer%d.goroutines.txt", name, i+1))
+			if err := fetch(fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", addr), path, time.Minute); err != nil {
+				c.e.logf("goroutines of peer %d: %v", i+1, err)
 			}
 		}()
 	}

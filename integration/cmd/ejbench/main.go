@@ -58,6 +58,7 @@ type options struct {
 	ejserver       bool
 	bin            string
 	profile        string
+	profileAt      time.Duration
 	records        string
 	sessionTimeout time.Duration
 	zkHeap         string
@@ -105,6 +106,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.ejserver, "ejserver", true, "run ejserver (false: the baselines only, to calibrate the machine)")
 	fs.StringVar(&o.bin, "bin", "", "ejserver binary to run (default: build ./cmd/ejserver)")
 	fs.StringVar(&o.profile, "profile", "", "directory: take a CPU profile of every peer during the window (peers run with --pprof) and a heap profile at its end")
+	fs.DurationVar(&o.profileAt, "profile-at", 0, "with -profile: begin the CPU profile this long into the window (e.g. -restart-peer-at's time, for the survivors' CPU through a restart) instead of at its start")
 	fs.StringVar(&o.records, "records", "", "directory: write each run's deliveries as CSV (workload-run.csv: scheduled and arrival times, job, item, source, instance, execution id, attempt)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "the peers' --session-timeout")
 	fs.StringVar(&o.zkHeap, "zk-heap", "1g", "ZooKeeper's JVM heap (EJ_ZK_HEAP)")
@@ -138,6 +140,10 @@ func run(args []string) int {
 	}
 	if o.history != "sqlite" && o.history != "postgres" {
 		fmt.Fprintf(os.Stderr, "ejbench: -history must be sqlite or postgres, got %q\n", o.history)
+		return 2
+	}
+	if o.profileAt < 0 || o.profileAt > 0 && o.profile == "" {
+		fmt.Fprintln(os.Stderr, "ejbench: -profile-at must not be negative, and needs -profile")
 		return 2
 	}
 	if o.restartAt < 0 {

@@ -19,3 +19,11 @@ func TestNegativePeerGOMAXPROCSIsRefused(t *testing.T) {
 		t.Errorf("-peer-gomaxprocs -1: exit %d, want 2", code)
 	}
 }
+
+func TestProfileAtNeedsProfile(t *testing.T) {
+	for _, args := range [][]string{{"-profile-at", "1m"}, {"-profile", t.TempDir(), "-profile-at", "-1s"}} {
+		if code := run(append(args, "-workload", "steady-10")); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

@@ -274,7 +274,7 @@ func (e *env) runPeriodic(w workload, rec *recorder) (Result, error) {
 	// read against (go tool pprof -diff_base), so the allocations of the window alone divide by its items
 	c.heapProfiles(w.name + "-start")
 	m := startMeasure(c)
-	prof := c.profile(w.name, min(w.duration, 30*time.Second))
+	prof := c.profile(w.name, from.Add(e.o.profileAt), min(w.duration-e.o.profileAt, 30*time.Second))
 	var restarted <-chan *RestartResult
 	if e.o.restartAt > 0 {
 		restarted = e.restartPeer(c, from.Add(e.o.restartAt), w.sched.jobs)
