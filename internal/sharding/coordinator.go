@@ -714,7 +714,7 @@ func (c *Coordinator) reconcileLoop() {
 // ReconcileOnce runs one reconcile pass over the jobs this peer leads. A job's snapshot is taken only when its
 // reconcile is due (every reconcileIntervalMinutes): the servers' collection needs its servers and instances
 // alone (ReconcileFacts), and a snapshot of every led job at every tick was made again for each (they go cold
-// between fires), ~2 % of a 100,000-job peer's allocation in one burst a minute.
+// between fires): 3.0-3.4 % of a 100,000-job peer's allocation, in one burst a minute (docs/benchmarks.md).
 func (c *Coordinator) ReconcileOnce() {
 	now := c.clk.Now()
 	for _, job := range c.reg.Jobs() {
