@@ -83,3 +83,53 @@ func TestInstancesRegisteredInOneRequest(t *testing.T) {
 		t.Errorf("%d multiReads and %d exists, want one multiRead", n, exists)
 	}
 }
+
+// A held fire's resharding asks ZooKeeper when the candidates registered only when this peer cannot tell that
+// every instance on the job joined before the fire's cutoff: it saw them join (its first load, an addition, a
+// created event, a node removed and made again included) and a resync counts as a join of every job.
+func TestInstancesJoinedBeforeIsWhatThePeerSawJoin(t *testing.T) {
+	ns := zktest.Namespace("joinedbefore")
+	a := startPeer(t, ns, "10.0.6.1@-@1", "10.0.6.1")
+	if _, err := a.r.CreateJob(testJob("jb", 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, a, "jb", "registered", func(s *JobSnapshot) bool { return s.Online(a.r.me.InstanceID) })
+	loaded := time.Now()
+	if a.r.InstancesJoinedBefore("jb", loaded.Add(-time.Minute)) {
+		t.Fatal("joined before a minute ago, though loaded now")
+	}
+	if !a.r.InstancesJoinedBefore("jb", loaded.Add(time.Second)) || a.r.InstancesJoinedBefore("nojob", loaded.Add(time.Second)) {
+		t.Fatal("the instances found at the load count as joined by then; an unknown job as never")
+	}
+	// another instance's node, made and then removed and made again: each creation is a join
+	other := a.r.p.Instance("jb", "10.0.6.9@-@9")
+	for round := range 2 {
+		before := time.Now()
+		if err := a.s.create(other, instanceData(Identity{InstanceID: "10.0.6.9@-@9", ServerIP: "10.0.6.9"}), 0); err != nil {
+			t.Fatal(err)
+		}
+		waitJob(t, a, "jb", "the other instance seen", func(s *JobSnapshot) bool { return s.Online("10.0.6.9@-@9") })
+		if a.r.InstancesJoinedBefore("jb", before) {
+			t.Fatalf("round %d: joined before %v, though an instance joined after it", round, before)
+		}
+		if !a.r.InstancesJoinedBefore("jb", time.Now().Add(time.Second)) {
+			t.Fatalf("round %d: not joined by a second from now", round)
+		}
+		if round == 0 {
+			if _, err := a.s.multi(opDelete(other, -1)); err != nil {
+				t.Fatal(err)
+			}
+			waitJob(t, a, "jb", "the other instance gone", func(s *JobSnapshot) bool { return !s.Online("10.0.6.9@-@9") })
+		}
+	}
+	settled := time.Now().Add(time.Second)
+	if !a.r.InstancesJoinedBefore("jb", settled) {
+		t.Fatal("not joined by a second from now")
+	}
+	before := a.r.resyncedAt.Load()
+	a.r.resyncJobs() // as after a reconnection: what joined meanwhile was not seen
+	resynced := a.r.resyncedAt.Load()
+	if resynced <= before || a.r.InstancesJoinedBefore("jb", time.Unix(0, resynced).Add(-time.Nanosecond)) {
+		t.Fatal("a resync must count as a join of every job")
+	}
+}

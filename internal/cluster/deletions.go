@@ -47,6 +47,15 @@ func (r *Registry) applyFromEvent(ev zk.Event) bool {
 	rest := ev.Path[len(r.p.Root())+1+len(job):] // JobOf found Root()/job at the path's start
 	folder, id, _ := cutLast(rest)
 	leader := rest == "/leader/election/instance"
+	if ev.Type == zk.EventNodeCreated && folder == "/instances" && id != "" && r.recursiveArmed() {
+		// a join (this peer's own included), whatever the listing that may fold it in makes of it (a node
+		// removed and made again): joins.go
+		if e := r.entry(job); e != nil {
+			e.mu.Lock()
+			r.noteJoinLocked(e)
+			e.mu.Unlock()
+		}
+	}
 	switch {
 	case leader && ev.Type != zk.EventNodeDeleted:
 		if r.recursiveArmed() {
@@ -97,7 +106,7 @@ func (r *Registry) instanceChanged(e *jobEntry, id, ip string) bool {
 		}
 		cur[id] = ip
 	}
-	e.st.instances = r.shared.intern(cur)
+	r.setInstancesLocked(e, cur)
 	e.direct.instances++
 	e.changedLocked()
 	leaderless := e.st.leader == ""

@@ -106,7 +106,7 @@ func (r *Registry) applyInstances(e *jobEntry, cur map[string]string, direct uin
 	}
 	changed := len(added) > 0 || len(removed) > 0
 	if changed {
-		e.st.instances = r.shared.intern(cur)
+		r.setInstancesLocked(e, cur)
 		e.changedLocked()
 	}
 	e.mu.Unlock()

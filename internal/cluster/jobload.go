@@ -348,7 +348,11 @@ func (r *Registry) applyLoad(e *jobEntry, first bool, rd jobRead, bulk bool) err
 	e.st.hasConfig, e.st.loaded = true, true
 	e.setConfigLocked(body, cfgErr, st)
 	cfg := e.configLocked()
-	e.st.servers, e.st.instances = r.shared.intern(servers), r.shared.intern(instances)
+	e.st.servers = r.shared.intern(servers)
+	if !wasLoaded {
+		r.noteJoinLocked(e) // the instances a first load finds joined by now
+	}
+	r.setInstancesLocked(e, instances)
 	e.st.serverVers = nextServerVersions(e.st.servers, serverVers, nil)
 	e.st.leader, e.st.leaderOwner, e.st.leaderVersion = leader.id, leader.owner, leader.version
 	e.st.necessary, e.st.failover = necessary, failover

@@ -47,6 +47,7 @@ func (r *Registry) armNamespace() error {
 		return err
 	}
 	// a session renewed between ID and AddWatch leaves the old id here: the next call arms again
+	r.noteResync()
 	r.watchedIn.Store(id)
 	return nil
 }
@@ -86,6 +87,7 @@ func (r *Registry) resyncJobs() {
 	if r.watchedIn.Load() == 0 {
 		return
 	}
+	r.noteResync()
 	r.w.kick(refreshKey{kind: kindJobs})
 	var names []string
 	r.mu.RLock()

@@ -131,6 +131,9 @@ type Registry struct {
 	echo echoes
 	// watchedIn is the session whose recursive watch covers the namespace (jobwatch.go), or 0.
 	watchedIn atomic.Int64
+	// resyncedAt is when the registry last armed its watch or resynchronised after a reconnection (unix ns,
+	// its clock): instances that joined jobs before then may not have been seen joining (joins.go).
+	resyncedAt atomic.Int64
 	// shared holds the jobs' instances and servers maps, shared between jobs of equal content (intern.go).
 	shared stringMaps
 	// bodies holds the jobs' configs without their names, shared between jobs of one shape (configbody.go).
@@ -209,6 +212,9 @@ type jobState struct {
 	// ownersChangedAt is when this peer last saw an item's owner change (its clock; zero: not since it
 	// loaded the job).
 	ownersChangedAt time.Time
+	// instancesJoined is when this peer last saw an instance join the job (unix ns, its clock; 0: never):
+	// its first load, an addition, a created event (joins.go).
+	instancesJoined int64
 	failover        []int
 	items           itemTable
 

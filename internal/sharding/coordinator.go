@@ -34,6 +34,8 @@ type Registry interface {
 	Paths() cluster.Paths
 	LivePeers() ([]cluster.Identity, bool)
 	InstancesRegistered(job string, ids []string) (map[string]time.Time, error)
+	// InstancesJoinedBefore: every instance now on job joined it before cutoff, as the registry saw them join.
+	InstancesJoinedBefore(job string, cutoff time.Time) bool
 }
 
 // Observer counts reshardings for metrics.

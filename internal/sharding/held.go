@@ -23,7 +23,7 @@ const HoldMargin = 2 * time.Second
 // fire (late). When no candidate is known to hold the fire, every candidate is returned in hold: nobody holds
 // it better, and a sharding over them is better than none.
 func Holders(candidates []Instance, registered map[string]time.Time, fire time.Time, lead time.Duration) (hold, later []Instance) {
-	cutoff := fire.Add(-lead - HoldMargin)
+	cutoff := HoldCutoff(fire, lead)
 	for _, in := range candidates {
 		if at, ok := registered[in.ID]; ok && !at.After(cutoff) {
 			hold = append(hold, in)
@@ -36,6 +36,9 @@ func Holders(candidates []Instance, registered map[string]time.Time, fire time.T
 	}
 	return hold, later
 }
+
+// HoldCutoff is the latest registration of an instance that holds a fire scheduled at fire (Holders).
+func HoldCutoff(fire time.Time, lead time.Duration) time.Time { return fire.Add(-lead - HoldMargin) }
 
 // RecheckAt is when the instances Holders left out can be given items without a held fire missing them: a fire
 // they may lack is scheduled before their registration + lead + HoldMargin, and a peer holds a fire at most
