@@ -14,7 +14,10 @@ import "time"
 // one even when a listing folds it into nothing new (a node removed and made again). ZooKeeper does not replay
 // a recursive watch's events after a reconnection, so a resync counts as a join of every job
 // (Registry.resyncedAt). An instance on the job now joined no later than both: when both are before a fire's
-// cutoff, every candidate registered before it and no read is needed.
+// cutoff, every candidate registered before it and no read is needed. What this view cannot see is a join
+// whose event has not arrived yet: a node removed and made again (an operator's disable and enable of a live
+// peer) is a join from when its created event comes; a resharding decided before that counts the instance as
+// registered since its first join, where the creation time read from ZooKeeper would have said "late".
 
 // noteJoinLocked records that an instance joined e's job now (e.mu held).
 func (r *Registry) noteJoinLocked(e *jobEntry) { e.st.instancesJoined = r.clk.Now().UnixNano() }
