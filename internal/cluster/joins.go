@@ -42,7 +42,7 @@ func (r *Registry) noteResync() { r.resyncedAt.Store(r.clk.Now().UnixNano()) }
 // as this peer saw them join: its namespace's recursive watch is armed, the job is loaded, and neither the
 // job's last join nor the registry's last resync is after cutoff. False means "not known": read ZooKeeper.
 func (r *Registry) InstancesJoinedBefore(job string, cutoff time.Time) bool {
-	if r.oneShotWatches || r.noAddWatch.Load() || !r.recursiveArmed() {
+	if !r.recursiveArmed() { // never armed with one-shot watches or a server without addWatch
 		return false
 	}
 	e := r.entry(job)
@@ -50,8 +50,7 @@ func (r *Registry) InstancesJoinedBefore(job string, cutoff time.Time) bool {
 		return false
 	}
 	e.mu.Lock()
-	loaded, joined := e.st.loaded && e.st.hasConfig, e.st.instancesJoined
+	loaded, joined := e.st.loaded && e.st.hasConfig, e.st.instancesJoined // a loaded job has a join: its first load
 	e.mu.Unlock()
-	last := max(joined, r.resyncedAt.Load())
-	return loaded && joined != 0 && last <= cutoff.UnixNano()
+	return loaded && max(joined, r.resyncedAt.Load()) <= cutoff.UnixNano()
 }
