@@ -58,6 +58,7 @@ type serveConfig struct {
 	historyRetention time.Duration
 	// historyStatusTraces: the history writer records status traces (--history-status-traces)
 	historyStatusTraces bool
+	historyQueue        int // --history-queue: the history writer's bound on records held
 	otlpEndpoint        string
 	maxConcurrent       int
 	webhookAllow        string
@@ -96,6 +97,7 @@ func parseServe(args []string) (serveConfig, error) {
 	dsn := f.String("history-dsn", "", "execution history store: a postgres:// DSN shared by every peer (default: SQLite in the data directory)")
 	retention := f.Duration("history-retention", history.DefaultRetention, "how long execution history is kept")
 	statusTraces := f.Bool("history-status-traces", true, "record each task's states in JOB_STATUS_TRACE_LOG (false: executions and stats only; with SQLite and thousands of jobs the traces are ~40% of the history writer's CPU)")
+	historyQueue := f.Int("history-queue", defaultHistoryQueue, "history records a peer holds while its store is behind or down (queued, being written, waiting for a retry); past it new records are dropped and counted (ejserver_history_dropped_total). ~0.5-0.7 KB each")
 	maxConc := f.Int("max-concurrent-requests", webhook.DefaultMaxConcurrent, "bound on webhook requests in flight on this peer")
 	allow := f.String("webhook-allow", "", "allow-list of webhook targets: host names, *.suffixes, IPs and CIDRs, comma-separated (default: anything but link-local and metadata addresses)")
 	shutdown := f.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM, how long in-flight webhooks may finish")
@@ -123,7 +125,7 @@ func parseServe(args []string) (serveConfig, error) {
 	}
 	c = serveConfig{zk: *zk, namespace: *ns, sessionTimeout: *st, listen: *listen, instanceID: *id, serverIP: *ip,
 		dataDir: *dataDir, logLevel: *level, logFormat: *format, historyDSN: *dsn, historyRetention: *retention,
-		historyStatusTraces: *statusTraces, maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
+		historyStatusTraces: *statusTraces, historyQueue: *historyQueue, maxConcurrent: *maxConc, webhookAllow: *allow, shutdownTimeout: *shutdown, serverGC: *gc, fireLead: *lead, gcBetweenBursts: *gcBursts, zkDigest: *digest, metricsPerJob: *perJob,
 		apiTokens: *tokens, insecure: *insecure, metricsAuth: *metricsAuth, jobsFile: *jobsFile,
 		advertiseURL: *advertise, callbackSecret: *cbSecret, leaseRetention: *leaseRetention, tls: tlsOf(),
 		alertLostGrace: *lostGrace, otlpEndpoint: *otlp}
@@ -143,6 +145,8 @@ func parseServe(args []string) (serveConfig, error) {
 		return c, fmt.Errorf("--log-format: must be text or json, got %q", c.logFormat)
 	case c.maxConcurrent < 1:
 		return c, fmt.Errorf("--max-concurrent-requests: must be at least 1")
+	case c.historyQueue < minHistoryQueue || c.historyQueue > maxHistoryQueue:
+		return c, fmt.Errorf("--history-queue: must be from %d to %d records, got %d", minHistoryQueue, maxHistoryQueue, c.historyQueue)
 	case c.shutdownTimeout < 0:
 		return c, fmt.Errorf("--shutdown-timeout: must not be negative")
 	case c.leaseRetention < time.Second || c.leaseRetention > 7*24*time.Hour:
@@ -233,7 +237,7 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	activity := dispatch.NewActivity(clk)
 	writer := history.NewWriter(store, history.WriterConfig{Logger: log, StartHold: historyStartHold,
 		CommitWindow: historyCommitWindow, Yield: func() time.Duration { return activity.Busy(historyYieldGuard) },
-		NoStatusTraces: !c.historyStatusTraces}) // the executor then builds no trace either (dispatch.StatusTracer)
+		NoStatusTraces: !c.historyStatusTraces, QueueSize: c.historyQueue}) // the executor then builds no trace either (dispatch.StatusTracer)
 	if err := writer.Start(context.Background()); err != nil {
 		return err
 	}
@@ -572,6 +576,20 @@ const historyYieldGuard = 100 * time.Millisecond
 // (about half of a busy peer's history CPU in steady-10k, docs/benchmarks.md). A longer item shows as
 // RUNNING in the history that much later.
 const historyStartHold = time.Second
+
+// defaultHistoryQueue is --history-queue's default (the writer's own): ~10-13 MB held at most. A peer of
+// three at 100,000 jobs firing once a minute runs ~830 items a second, ~1,250 while one of the others
+// restarts, and in such a restart on a shared 2-core host its PostgreSQL writes fell up to ~38,000 records
+// behind (docs/benchmarks.md): such a peer wants 100,000 (~65 MB at most).
+const defaultHistoryQueue = 20_000
+
+// minHistoryQueue and maxHistoryQueue bound --history-queue: below two of the writer's batches (500 records
+// each) a peer drops records while one write is in flight; past ~3 GB held a value is a typo more likely than
+// a plan.
+const (
+	minHistoryQueue = 1_000
+	maxHistoryQueue = 5_000_000
+)
 
 // historyCommitWindow is how long the history writer lets a wave of item ends gather into one transaction
 // while more keep arriving (5 ms at a time): each transaction rewrites the pages every one touches (the

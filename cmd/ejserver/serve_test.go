@@ -121,6 +121,31 @@ func TestServeHistoryStatusTraces(t *testing.T) {
 	}
 }
 
+// TestServeHistoryQueue: --history-queue [EJ_HISTORY_QUEUE] bounds the history writer's records held; a value
+// outside its bounds or no number is refused, naming the flag.
+func TestServeHistoryQueue(t *testing.T) {
+	t.Setenv("EJ_HISTORY_QUEUE", "")
+	os.Unsetenv("EJ_HISTORY_QUEUE") // t.Setenv restores it afterwards
+	if c, err := parseServe(nil); err != nil || c.historyQueue != 20_000 {
+		t.Fatalf("default: %d %v, want 20000", c.historyQueue, err)
+	}
+	t.Setenv("EJ_HISTORY_QUEUE", "100000")
+	if c, err := parseServe(nil); err != nil || c.historyQueue != 100_000 {
+		t.Fatalf("EJ_HISTORY_QUEUE=100000: %d %v", c.historyQueue, err)
+	}
+	if c, err := parseServe([]string{"--history-queue", "1000"}); err != nil || c.historyQueue != 1000 {
+		t.Fatalf("the flag wins over the environment, and its least value is taken: %d %v", c.historyQueue, err)
+	}
+	if c, err := parseServe([]string{"--history-queue", "5000000"}); err != nil || c.historyQueue != 5_000_000 {
+		t.Fatalf("its greatest value is taken: %d %v", c.historyQueue, err)
+	}
+	for _, bad := range []string{"0", "-1", "999", "5000001", "many"} {
+		if _, err := parseServe([]string{"--history-queue", bad}); err == nil || !strings.Contains(err.Error(), "history-queue") {
+			t.Errorf("--history-queue %s: %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
 // TestRollupBehindSource: the metric reads an SQLite store's rollup (0: nothing to count), NaN once the store
 // cannot be read, and is left out for a store that does not say.
 func TestRollupBehindSource(t *testing.T) {
