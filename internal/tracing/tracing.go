@@ -112,6 +112,18 @@ func Parse(traceparent, tracestate string) trace.SpanContext {
 	return trace.SpanContextFromContext(propagator.Extract(context.Background(), c))
 }
 
+// Injected is how many headers Inject writes for ctx: 0, 1 (traceparent) or 2 (and tracestate).
+func Injected(ctx context.Context) int {
+	sc := trace.SpanContextFromContext(ctx)
+	switch {
+	case !sc.IsValid():
+		return 0
+	case sc.TraceState().Len() > 0:
+		return 2
+	}
+	return 1
+}
+
 // Inject writes ctx's span context into h as traceparent (and tracestate when there is one).
 func Inject(ctx context.Context, h http.Header) {
 	sc := trace.SpanContextFromContext(ctx)

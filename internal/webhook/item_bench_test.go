@@ -9,18 +9,21 @@ import (
 	"sync"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ejserver/ejserver"
 )
 
 // BenchmarkSendItem measures one item's request as the dispatcher makes it: Prepare, then Send, one after
 // the other on one goroutine, to a loopback HTTP/1.1 receiver that allocates next to nothing itself, so
 // allocs/op and B/op are the sender's (and net/http's) per item. "plain" is ejbench's job (a URL only),
-// "signed" a job with a secret and two headers of its own.
+// "signed" a job with a secret and two headers of its own, "peer" ejbench's job as a peer sends it: in an
+// item's span (traceparent) and with the callback of an accepted item (URL and token).
 func BenchmarkSendItem(b *testing.B) {
 	for _, bc := range []struct {
-		name   string
-		secret bool
-	}{{"plain", false}, {"signed", true}} {
+		name         string
+		secret, peer bool
+	}{{"plain", false, false}, {"signed", true, false}, {"peer", false, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			url := leanReceiver(b)
 			s := New(Config{})
@@ -31,6 +34,14 @@ func BenchmarkSendItem(b *testing.B) {
 				d.Webhook.Headers = map[string]string{"Authorization": "Bearer abc", "X-Team": "settlement"}
 			}
 			ctx := context.Background()
+			if bc.peer {
+				d.Callback = func(int, int) (string, string) {
+					return "http://127.0.0.1:8080/api/v1/executions/01a23cc0-279b-7ea8-a653-c7e0ef838d09/callback",
+						"v1.1796313875.0123456789abcdef0123456789abcdef"
+				}
+				ctx = trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+					TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0x00, 0xf0, 1}, TraceFlags: trace.FlagsSampled}))
+			}
 			if !s.Send(ctx, s.Prepare(d)).Success { // the connection, warm
 				b.Fatal("the first delivery failed")
 			}

