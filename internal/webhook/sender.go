@@ -589,8 +589,8 @@ func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int
 	now := s.clock.Now()
 	ts := now.Unix()
 	sig := p.signature(d.Webhook, now, id, ts, body)
-	// a copy of the map, sharing the values (never appended to), made for the headers added below: a map made
-	// for fewer grows (from 8 entries Go's maps are tables), ~0.4 KB more a request
+	// a copy of the map, sharing the values (never appended to), made for the headers added below: made for
+	// fewer, a map of more than 8 grows into a table at every request (~0.4 KB, BenchmarkSendItem/peer)
 	added := 3 + tracing.Injected(ctx)
 	if sig != "" {
 		added++

@@ -72,9 +72,8 @@ func (s *Sender) makeTemplate(w ejserver.Webhook) (*template, error) {
 	t.header["Content-Type"] = []string{"application/json"}
 	t.header["User-Agent"] = []string{s.cfg.UserAgent}
 	if t.header.Get("Accept") == "" {
-		// what resty adds to a JSON request without one: added here once, not to each request's header
-		// map, which then grows past its size at every request (~0.7 KB each, 2 % of a 100,000-job peer's
-		// allocation)
+		// what resty adds to a JSON request without one, added here once: resty's Set on a request's map
+		// of eight headers grew it into a table at every request (sender.go's request makes the map for all)
 		t.header["Accept"] = []string{"application/json"}
 	}
 	t.w = w
