@@ -97,7 +97,7 @@ func parseServe(args []string) (serveConfig, error) {
 	dsn := f.String("history-dsn", "", "execution history store: a postgres:// DSN shared by every peer (default: SQLite in the data directory)")
 	retention := f.Duration("history-retention", history.DefaultRetention, "how long execution history is kept")
 	statusTraces := f.Bool("history-status-traces", true, "record each task's states in JOB_STATUS_TRACE_LOG (false: executions and stats only; with SQLite and thousands of jobs the traces are ~40% of the history writer's CPU)")
-	historyQueue := f.Int("history-queue", defaultHistoryQueue, "history records a peer holds while its store is behind or down (queued, being written, waiting for a retry); past it new records are dropped and counted (ejserver_history_dropped_total). ~0.5-0.7 KB each")
+	historyQueue := f.Int("history-queue", history.DefaultQueueSize, "history records a peer holds while its store is behind or down (queued, being written, waiting for a retry); past it new records are dropped and counted (ejserver_history_dropped_total). ~0.5-0.7 KB each")
 	maxConc := f.Int("max-concurrent-requests", webhook.DefaultMaxConcurrent, "bound on webhook requests in flight on this peer")
 	allow := f.String("webhook-allow", "", "allow-list of webhook targets: host names, *.suffixes, IPs and CIDRs, comma-separated (default: anything but link-local and metadata addresses)")
 	shutdown := f.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM, how long in-flight webhooks may finish")
@@ -577,15 +577,12 @@ const historyYieldGuard = 100 * time.Millisecond
 // RUNNING in the history that much later.
 const historyStartHold = time.Second
 
-// defaultHistoryQueue is --history-queue's default (the writer's own): ~10-13 MB held at most. A peer of
-// three at 100,000 jobs firing once a minute runs ~830 items a second, ~1,250 while one of the others
-// restarts, and in such a restart on a shared 2-core host its PostgreSQL writes fell up to ~38,000 records
-// behind (docs/benchmarks.md): such a peer wants 100,000 (~65 MB at most).
-const defaultHistoryQueue = 20_000
-
-// minHistoryQueue and maxHistoryQueue bound --history-queue: below two of the writer's batches (500 records
-// each) a peer drops records while one write is in flight; past ~3 GB held a value is a typo more likely than
-// a plan.
+// minHistoryQueue and maxHistoryQueue bound --history-queue (default history.DefaultQueueSize): below two of
+// the writer's batches (500 records each) a peer drops records while one write is in flight; past ~3 GB held
+// a value is a typo more likely than a plan. A peer of three at 100,000 jobs firing once a minute runs ~830
+// items a second, ~1,250 while one of the others restarts, and in such a restart on a shared 2-core host its
+// PostgreSQL writes fell up to ~38,000 records behind (docs/benchmarks.md): such a peer wants 100,000 (~65 MB
+// at most).
 const (
 	minHistoryQueue = 1_000
 	maxHistoryQueue = 5_000_000

@@ -47,14 +47,8 @@ func (r *Registry) applyFromEvent(ev zk.Event) bool {
 	rest := ev.Path[len(r.p.Root())+1+len(job):] // JobOf found Root()/job at the path's start
 	folder, id, _ := cutLast(rest)
 	leader := rest == "/leader/election/instance"
-	if ev.Type == zk.EventNodeCreated && folder == "/instances" && id != "" && r.recursiveArmed() {
-		// a join (this peer's own included), whatever the listing that may fold it in makes of it (a node
-		// removed and made again): joins.go
-		if e := r.entry(job); e != nil {
-			e.mu.Lock()
-			r.noteJoinLocked(e)
-			e.mu.Unlock()
-		}
+	if ev.Type == zk.EventNodeCreated && folder == "/instances" && id != "" {
+		return r.instanceCreated(job, id)
 	}
 	switch {
 	case leader && ev.Type != zk.EventNodeDeleted:
@@ -75,10 +69,28 @@ func (r *Registry) applyFromEvent(ev zk.Event) bool {
 		return false
 	case leader:
 		return r.leaderDeleted(e)
-	case ev.Type == zk.EventNodeDeleted:
-		return r.instanceChanged(e, id, "")
 	}
-	// created: applied when the live peers' listing names the peer (its server IP); otherwise listed
+	return r.instanceChanged(e, id, "")
+}
+
+// instanceCreated applies the NodeCreated event of instance id's node on job (see applyFromEvent). It is a
+// join (this peer's own included), whatever the listing that may fold it in makes of it (a node removed and
+// made again): joins.go. Another live peer's node is added when the live peers' listing names the peer (its
+// server IP); otherwise the instances are listed.
+func (r *Registry) instanceCreated(job, id string) bool {
+	if !r.recursiveArmed() {
+		return false
+	}
+	e := r.entry(job)
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	r.noteJoinLocked(e)
+	e.mu.Unlock()
+	if id == r.me.InstanceID {
+		return false
+	}
 	ip := r.peerIP(id)
 	return ip != "" && r.instanceChanged(e, id, ip)
 }

@@ -30,7 +30,7 @@ type BatchSink interface {
 
 // WriterConfig configures a Writer. Zero fields take the defaults shown.
 type WriterConfig struct {
-	// QueueSize bounds the records held (queued, being written or waiting for a retry): 20000.
+	// QueueSize bounds the records held (queued, being written or waiting for a retry): DefaultQueueSize.
 	QueueSize int
 	// BatchSize is the most records written in one transaction: 500. A full batch is written at once.
 	BatchSize int
@@ -81,6 +81,9 @@ type WriterConfig struct {
 	Clock        clock.Clock
 }
 
+// DefaultQueueSize is WriterConfig.QueueSize's default (and --history-queue's): ~10-13 MB held at most.
+const DefaultQueueSize = 20000
+
 func (c WriterConfig) withDefaults() WriterConfig {
 	set := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -88,7 +91,7 @@ func (c WriterConfig) withDefaults() WriterConfig {
 		}
 	}
 	if c.QueueSize <= 0 {
-		c.QueueSize = 20000
+		c.QueueSize = DefaultQueueSize
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 500

@@ -764,12 +764,15 @@ func (c *Coordinator) collectServers(job string, servers, instances map[string]s
 	for ip, state := range servers {
 		kept := state == cluster.ServerDisabled
 		for _, at := range instances {
-			kept = kept || at == ip
+			if kept {
+				break
+			}
+			kept = at == ip
 		}
 		if kept {
 			c.mu.Lock()
-			if len(c.offlineSince) > 0 {
-				delete(c.offlineSince, job+"\x00"+ip) // a key that does not escape: no allocation
+			if len(c.offlineSince) > 0 { // mostly empty: no key built
+				delete(c.offlineSince, job+"\x00"+ip)
 			}
 			c.mu.Unlock()
 			continue
