@@ -147,8 +147,9 @@ type ExecutorConfig struct {
 	ScheduleOf func(job string) Schedule
 	Clock      clock.Clock
 	Logger     *slog.Logger
-	// ReshardWait bounds how long a fire waits for its job's resharding (DefaultReshardWait; past the job's
-	// next fire only when the job takes late fires: shardingWait).
+	// ReshardWait is how long a fire waits for its job's resharding (DefaultReshardWait): a fire of a job that
+	// takes late fires waits until its next fire's hand-off when that is later, within
+	// schedule.MaxShardingWait; one of a job that refuses them never past its next fire (shardingWait).
 	ReshardWait time.Duration
 	// FireLead is how long before its scheduled time a fire may be handed off (Scheduler.SetMaxLead): a
 	// previous owner may have begun an item that much early.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/schedule"
 )
 
 // Each peer decides a fire's items from its own view of the job's sharding, when it hands the fire off or,
@@ -80,14 +81,10 @@ func gainedItems(owned []int, snap *cluster.JobSnapshot) []int {
 }
 
 // gainedUntil is until when items gained after a fire scheduled at was decided may still run for it: as long
-// as a held fire waits for its sharding (wait: ExecutorConfig.ReshardWait) and, for a job that refuses late
-// fires (misfire false), not past its next fire (next, zero for none), as shardingWait.
-func gainedUntil(at, next time.Time, wait time.Duration, misfire bool) time.Time {
-	until := at.Add(wait)
-	if !misfire && !next.IsZero() && next.Before(until) {
-		until = next
-	}
-	return until
+// as a held fire waits for its sharding (shardingWait, from its scheduled time: wait is ExecutorConfig.ReshardWait,
+// lead its FireLead, next the job's next fire, zero for none).
+func gainedUntil(at, next time.Time, wait, lead time.Duration, misfire bool) time.Time {
+	return at.Add(schedule.ShardingWait(wait, lead, at, next, misfire))
 }
 
 // decided records the fire this peer just decided for the job with snap. Only a scheduled fire of a job
@@ -96,8 +93,8 @@ func (e *Executor) decided(req fireRequest, snap *cluster.JobSnapshot) {
 	if req.source != ejserver.SourceNormal || !snap.Config.MonitorExecution {
 		return
 	}
-	var next time.Time // the fire after this one (the scheduler has moved on to it): a bound with misfire off only
-	if !snap.Config.Misfire && e.cfg.NextFire != nil {
+	var next time.Time // the fire after this one (the scheduler has moved on to it)
+	if e.cfg.NextFire != nil {
 		next = e.cfg.NextFire(req.job)
 	}
 	e.mu.Lock()
@@ -110,7 +107,7 @@ func (e *Executor) decided(req fireRequest, snap *cluster.JobSnapshot) {
 	if !sameOwned(owned, snap) {
 		owned = ownedItems(snap)
 	}
-	st.decided = decidedFire{at: req.scheduledAt, until: gainedUntil(req.scheduledAt, next, e.cfg.ReshardWait, snap.Config.Misfire), owned: owned}
+	st.decided = decidedFire{at: req.scheduledAt, until: gainedUntil(req.scheduledAt, next, e.cfg.ReshardWait, e.cfg.FireLead, snap.Config.Misfire), owned: owned}
 }
 
 // ItemsChanged is told that an item node of the job changed (cluster.ItemsChanged): if this peer gained items

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/schedule"
 	"github.com/ejserver/ejserver/internal/webhook"
 )
 
@@ -63,20 +64,22 @@ func TestGainedItems(t *testing.T) {
 
 func TestGainedUntil(t *testing.T) {
 	at := time.Unix(1000, 0)
-	wait := 30 * time.Second
+	wait, lead := 30*time.Second, time.Second
 	for _, tc := range []struct {
 		name    string
 		next    time.Time
 		misfire bool
 		want    time.Time
 	}{
-		{"as long as a held fire waits", at.Add(time.Minute), true, at.Add(wait)},
-		{"misfire on: past the next fire", at.Add(time.Second), true, at.Add(wait)},
+		{"misfire on: as long as a held fire waits, to the next fire's hand-off", at.Add(time.Minute), true, at.Add(time.Minute - lead)},
+		{"misfire on: past the next fire, as long as the wait", at.Add(time.Second), true, at.Add(wait)},
+		{"misfire on, the next fire in a day: at most MaxShardingWait", at.Add(24 * time.Hour), true, at.Add(schedule.MaxShardingWait)},
+		{"misfire on, no next fire", time.Time{}, true, at.Add(wait)},
 		{"misfire off: not past the next fire", at.Add(time.Second), false, at.Add(time.Second)},
 		{"misfire off, the next fire after the wait", at.Add(time.Minute), false, at.Add(wait)},
 		{"misfire off, no next fire", time.Time{}, false, at.Add(wait)},
 	} {
-		if got := gainedUntil(at, tc.next, wait, tc.misfire); !got.Equal(tc.want) {
+		if got := gainedUntil(at, tc.next, wait, lead, tc.misfire); !got.Equal(tc.want) {
 			t.Errorf("%s: gainedUntil = %s, want %s", tc.name, got, tc.want)
 		}
 	}

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -167,18 +168,32 @@ func TestExecutorLeaderReshardsAtTheFireWhenAnOwnerIsGone(t *testing.T) {
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Resharder: resharderFunc(func(context.Context, string) error {
 			reshards++
-			reg.set(func() {
-				s := *reg.snap
-				s.Items = []cluster.ItemState{{Exists: true, Owner: "me", OwnerVersion: 2}, {Exists: true, Owner: "me", OwnerVersion: 2}}
-				reg.snap = &s
-			})
+			reg.reshardedToMe()
 			return nil
 		})})
 	defer e.Drain(time.Second)
 	at := time.Unix(100, 0)
 	e.Fire("j", at, 0)
+	sentEachOnce(t, send, at, 2)
+	if reshards != 1 {
+		t.Fatalf("resharded %d times, want 1", reshards)
+	}
+}
+
+// reshardedToMe commits a resharding that gives both items of the job to this peer.
+func (f *fakeRegistry) reshardedToMe() {
+	f.set(func() {
+		s := *f.snap
+		s.Items = []cluster.ItemState{{Exists: true, Owner: "me", OwnerVersion: 2}, {Exists: true, Owner: "me", OwnerVersion: 2}}
+		f.snap = &s
+	})
+}
+
+// sentEachOnce waits for n items of the fire scheduled at, each sent once, and nothing more.
+func sentEachOnce(t *testing.T, send *fakeSender, at time.Time, n int) {
+	t.Helper()
 	seen := map[int]bool{}
-	for range 2 {
+	for range n {
 		p := send.next(t)
 		if seen[p.ShardingItem] || !p.ScheduledAt.Equal(at) {
 			t.Fatalf("payload %+v (seen %v)", p, seen)
@@ -186,9 +201,6 @@ func TestExecutorLeaderReshardsAtTheFireWhenAnOwnerIsGone(t *testing.T) {
 		seen[p.ShardingItem] = true
 	}
 	send.none(t)
-	if reshards != 1 {
-		t.Fatalf("resharded %d times, want 1", reshards)
-	}
 }
 
 // skipSignal is an Observer that passes on the skips' reasons.
@@ -223,6 +235,45 @@ func TestExecutorWaitsForTheReshardingOfAGoneOwnersItems(t *testing.T) {
 		t.Fatal("the fire was neither run nor skipped")
 	}
 	send.none(t)
+}
+
+// A fire of a job that takes late fires waits for its resharding past ReshardWait, until its next fire's
+// hand-off, and runs late, once, when the resharding comes; with misfire off it is skipped after ReshardWait,
+// its next fire being further off.
+func TestAFireWaitsPastReshardWaitOnlyWithMisfire(t *testing.T) {
+	const wait = 200 * time.Millisecond
+	for _, misfire := range []bool{true, false} {
+		t.Run(fmt.Sprintf("misfire %v", misfire), func(t *testing.T) {
+			reg, send := newFakeRegistry(2), newFakeSender()
+			reg.snap.Config.Misfire = misfire
+			reg.snap.Leader, reg.snap.Items[1].Owner = "other", "left"
+			reg.gone = map[string]bool{"left": true}
+			skips := skipSignal{reasons: make(chan string, 1)}
+			next := time.Now().Add(time.Minute)
+			e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				ReshardWait: wait, FireLead: time.Second, NextFire: func(string) time.Time { return next }, Observer: skips})
+			defer e.Drain(time.Second)
+			at := time.Unix(100, 0)
+			e.Fire("j", at, 0)
+			select {
+			case reason := <-skips.reasons:
+				if misfire {
+					t.Fatalf("skipped (%s) with its next fire a minute away", reason)
+				}
+				if reason != "no sharding to fire with" {
+					t.Fatalf("skipped: %s", reason)
+				}
+				send.none(t)
+				return
+			case <-time.After(10 * wait):
+				if !misfire {
+					t.Fatal("with misfire off the fire was not skipped after ReshardWait")
+				}
+			}
+			reg.reshardedToMe() // the other peer, the leader, reshards: item 1 is this peer's now
+			sentEachOnce(t, send, at, 2)
+		})
+	}
 }
 
 // A fire's owner scan keeps the owners it asked about without a map while they are few (a map per fire of

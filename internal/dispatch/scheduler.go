@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/schedule"
 )
 
 // Schedule computes fire times (cronexpr.Schedule and robfig/cron's cron.Schedule satisfy it).
@@ -128,10 +129,10 @@ func (s *Scheduler) Next(job string) time.Time {
 }
 
 // Due is when job's fires next need its sharding: the scheduled time of its last fire while that fire may
-// still be waiting for it (less than wait ago: ExecutorConfig.ReshardWait), else its next; zero when the job
-// is not scheduled. A peer's departure leaves thousands of jobs to elect a leader and reshard, at the pace
-// ZooKeeper writes them: in this order, a job whose fire waits or comes first is served first (Registry's
-// and Coordinator's Due).
+// still be waiting for it (shardingWait, wait its ExecutorConfig.ReshardWait, taken as for a job that takes late
+// fires), else its next; zero when the job is not scheduled. A peer's departure leaves thousands of jobs to
+// elect a leader and reshard, at the pace ZooKeeper writes them: in this order, a job whose fire waits or
+// comes first is served first (Registry's and Coordinator's Due).
 func (s *Scheduler) Due(job string, wait time.Duration) time.Time {
 	now := s.clk.Now()
 	s.mu.Lock()
@@ -140,10 +141,27 @@ func (s *Scheduler) Due(job string, wait time.Duration) time.Time {
 	switch {
 	case e == nil:
 		return time.Time{}
-	case e.prev != 0 && now.UnixNano() < e.prev+int64(wait):
-		return time.Unix(0, e.prev)
+	case e.prev != 0:
+		if prev := time.Unix(0, e.prev); now.Before(prev.Add(schedule.ShardingWait(wait, s.maxLead, prev, e.next, true))) {
+			return prev
+		}
 	}
 	return e.next
+}
+
+// Fires returns the job's last fire handed off (zero: none yet) and its schedule (nil when it is not
+// scheduled): sharding.CoordinatorConfig.Fires.
+func (s *Scheduler) Fires(job string) (last time.Time, sched Schedule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[job]
+	if e == nil {
+		return time.Time{}, nil
+	}
+	if e.prev != 0 {
+		last = time.Unix(0, e.prev)
+	}
+	return last, e.sched
 }
 
 // Firing reports whether a fire of job may be deciding which items it runs, or beginning them, on any peer

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/schedule"
 )
 
 // every fires on multiples of d.
@@ -273,34 +274,66 @@ func TestSchedulerQuietAtEndsTheFiringWindow(t *testing.T) {
 	check("a", 1023, true) // in the window after the fire
 }
 
-// Due: a job's next fire, except while its last fire may still wait for its sharding (within the wait of its
-// scheduled time): that fire's time.
+// Due: a job's next fire, except while its last fire may still wait for its sharding (as a fire of a job that
+// takes late fires waits: shardingWait): that fire's time.
 func TestSchedulerDueIsAWaitingFireElseTheNext(t *testing.T) {
+	const wait = 30 * time.Second
+	for _, tc := range []struct {
+		name   string
+		period time.Duration
+		first  int64 // the first fire from 1000
+		steps  []struct {
+			at  time.Duration // since the first fire
+			due int64
+		}
+	}{
+		{"every minute: the last fire until the next is handed off", time.Minute, 1020, []struct {
+			at  time.Duration
+			due int64
+		}{{0, 1020}, {29 * time.Second, 1020}, {59 * time.Second, 1020}}},
+		{"every hour: the last fire for at most MaxShardingWait", time.Hour, 3600, []struct {
+			at  time.Duration
+			due int64
+		}{{0, 3600}, {schedule.MaxShardingWait - time.Second, 3600}, {schedule.MaxShardingWait, 7200}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, clk, log := newTestScheduler(t)
+			startScheduler(s, clk)
+			if due := s.Due("a", wait); !due.IsZero() {
+				t.Fatalf("an unscheduled job is due at %v", due)
+			}
+			s.Set("a", every(tc.period)) // the clock is at 1000
+			if due := s.Due("a", wait); due.Unix() != tc.first {
+				t.Fatalf("before its first fire: due %v, want %d", due.Unix(), tc.first)
+			}
+			advanceTo(t, clk, time.Unix(tc.first, 0))
+			if got := log.wait(t, 1); got[0] != fmt.Sprintf("a@%d/0", tc.first) {
+				t.Fatalf("fires %v", got)
+			}
+			for _, st := range tc.steps {
+				advanceTo(t, clk, time.Unix(tc.first, 0).Add(st.at))
+				if due := s.Due("a", wait); due.Unix() != st.due {
+					t.Fatalf("at %d+%s: due %d, want %d", tc.first, st.at, due.Unix(), st.due)
+				}
+			}
+		})
+	}
+}
+
+// Fires: the last fire handed off (none before the first) and the job's schedule; nothing for a job not scheduled.
+func TestSchedulerFires(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
 	startScheduler(s, clk)
-	const wait = 30 * time.Second
-	if due := s.Due("a", wait); !due.IsZero() {
-		t.Fatalf("an unscheduled job is due at %v", due)
+	if last, sched := s.Fires("a"); !last.IsZero() || sched != nil {
+		t.Fatalf("an unscheduled job: %v, %v", last, sched)
 	}
-	s.Set("a", every(time.Minute)) // next fire 1020; the clock is at 1000
-	if due := s.Due("a", wait); !due.Equal(time.Unix(1020, 0)) {
-		t.Fatalf("before its first fire: due %v, want 1020", due.Unix())
+	s.Set("a", every(time.Minute))
+	if last, sched := s.Fires("a"); !last.IsZero() || sched == nil || sched.Next(time.Unix(1020, 0)).Unix() != 1080 {
+		t.Fatalf("before its first fire: %v, %v", last, sched)
 	}
-	advance(t, clk, 20*time.Second)
-	if got := log.wait(t, 1); got[0] != "a@1020/0" {
-		t.Fatalf("fires %v", got)
-	}
-	for _, tc := range []struct {
-		at  time.Duration // since 1020 s
-		due int64
-	}{
-		{0, 1020},
-		{29 * time.Second, 1020}, // the fire of 1020 may still wait
-		{30 * time.Second, 1080}, // it has given up: the next one
-	} {
-		advanceTo(t, clk, time.Unix(1020, 0).Add(tc.at))
-		if due := s.Due("a", wait); due.Unix() != tc.due {
-			t.Fatalf("at 1020+%s: due %d, want %d", tc.at, due.Unix(), tc.due)
-		}
+	advanceTo(t, clk, time.Unix(1020, 0))
+	log.wait(t, 1)
+	if last, _ := s.Fires("a"); last.Unix() != 1020 {
+		t.Fatalf("after the fire of 1020: last %v", last.Unix())
 	}
 }

@@ -10,20 +10,17 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/schedule"
 )
 
-// shardingWait is how long a fire waits for its job's sharding (a resharding in progress, or a job not sharded
-// yet): up to limit (ExecutorConfig.ReshardWait). A job that takes late fires (misfire: true, ElasticJob's
-// default) waits that long even past its next fire: a fire near a resharding then runs late, once the sharding
-// is committed, instead of being skipped, and a next fire that finds its items still running becomes the job's
-// one misfire catch-up. A job that does not (misfire: false) never waits past its next fire: a late fire is
-// what it refuses, so the fire is skipped. next is zero when the job has no next fire.
-func shardingWait(limit time.Duration, now, next time.Time, misfire bool) time.Duration {
-	wait := limit
-	if !misfire && !next.IsZero() {
-		wait = min(wait, next.Sub(now))
-	}
-	return max(wait, minShardingWait)
+// shardingWait is how long a fire handed off at now waits for its job's sharding (a resharding in progress, or a
+// job not sharded yet): schedule.ShardingWait, at least minShardingWait. limit is ExecutorConfig.ReshardWait,
+// lead its FireLead, next the job's next fire (zero: none). A job that takes late fires (misfire: true,
+// ElasticJob's default) waits at least limit, and until its next fire's hand-off when that is later: a fire
+// near a resharding then runs late, once the sharding is committed, instead of being skipped. A job that does
+// not (misfire: false) never waits past its next fire: a late fire is what it refuses, so the fire is skipped.
+func shardingWait(limit, lead time.Duration, now, next time.Time, misfire bool) time.Duration {
+	return max(schedule.ShardingWait(limit, lead, now, next, misfire), minShardingWait)
 }
 
 // minShardingWait is the least a fire waits for its sharding: the watch events of a committed resharding
@@ -36,7 +33,7 @@ func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Shard
 
 // ensureSharded returns a snapshot that can be fired with (fireReady): the leader reshards if necessary (a
 // flagged resharding, an item without an owner, an item whose owner is gone), the others wait for it
-// (shardingWait: past the job's next fire only when it takes late fires). A peer that becomes the job's
+// (shardingWait: up to the job's next fire's hand-off when it takes late fires). A peer that becomes the job's
 // leader while it waits (the leader was the peer that left) reshards then. The leader reshards at most once
 // per fire. waited reports whether the snapshot given was not ready (the fire then runs late: notRunYet).
 //
@@ -56,7 +53,7 @@ func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot) (_ 
 	if e.cfg.NextFire != nil {
 		next = e.cfg.NextFire(job)
 	}
-	wait := shardingWait(e.cfg.ReshardWait, e.clk.Now(), next, snap.Config.Misfire)
+	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, e.clk.Now(), next, snap.Config.Misfire)
 	ctx, cancel := context.WithTimeout(e.soft, wait)
 	defer cancel()
 	resharded := false

@@ -3,10 +3,13 @@ package dispatch
 import (
 	"testing"
 	"time"
+
+	"github.com/ejserver/ejserver/internal/schedule"
 )
 
 func TestShardingWait(t *testing.T) {
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	const limit, lead = 30 * time.Second, time.Second
 	tests := []struct {
 		name    string
 		next    time.Time
@@ -14,6 +17,9 @@ func TestShardingWait(t *testing.T) {
 		want    time.Duration
 	}{
 		{"late fires taken: the limit, past a next fire 1 s away", now.Add(time.Second), true, 30 * time.Second},
+		{"late fires taken: until the next fire's hand-off, later than the limit", now.Add(time.Minute), true, time.Minute - lead},
+		{"late fires taken, the next fire in a day: at most MaxShardingWait", now.Add(24 * time.Hour), true, schedule.MaxShardingWait},
+		{"late fires taken, no next fire: the limit", time.Time{}, true, 30 * time.Second},
 		{"late fires refused: until the next fire", now.Add(time.Second), false, time.Second},
 		{"late fires refused, next fire beyond the limit", now.Add(time.Minute), false, 30 * time.Second},
 		{"no next fire", time.Time{}, false, 30 * time.Second},
@@ -22,7 +28,7 @@ func TestShardingWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := shardingWait(30*time.Second, now, tt.next, tt.misfire); got != tt.want {
+			if got := shardingWait(limit, lead, now, tt.next, tt.misfire); got != tt.want {
 				t.Fatalf("shardingWait = %s, want %s", got, tt.want)
 			}
 		})

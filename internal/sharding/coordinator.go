@@ -77,6 +77,11 @@ type CoordinatorConfig struct {
 	// uses them to tell which instances hold the fire (Holders, RecheckAt).
 	FireLead    time.Duration
 	ReshardWait time.Duration
+	// Fires, if set, tells the job's last fire handed off on this peer and its schedule (the first fire after a
+	// time; nil: not scheduled here) (dispatch.Scheduler.Fires): the executors hold a fire of a job that takes
+	// late fires until its next fire's hand-off (schedule.ShardingWait), and a resharding at a held fire reads
+	// from these which fires can still be held (Holding). Nil: every hold is taken to last ReshardWait.
+	Fires func(job string) (last time.Time, next func(time.Time) time.Time)
 }
 
 // Coordinator is the leader's side of elastic sharding: it flags resharding when the cluster changes, runs
@@ -576,7 +581,7 @@ func (c *Coordinator) reshard(ctx context.Context, job string, m reshardMode) er
 		if len(candidates) == 0 {
 			return fmt.Errorf("no available instance: every server of the job is disabled or offline")
 		}
-		candidates, later := c.holders(job, candidates, ownerGone(snap))
+		candidates, later := c.holders(job, candidates, ownerGone(snap), snap.Config.Misfire)
 		Sort(candidates)
 		strategy, err := StrategyFor(snap.Config.JobShardingStrategyType)
 		if err != nil {

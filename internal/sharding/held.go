@@ -2,6 +2,8 @@ package sharding
 
 import (
 	"time"
+
+	"github.com/ejserver/ejserver/internal/schedule"
 )
 
 // HoldMargin widens the window in which an instance counts as registered too late to hold a fire: an instance
@@ -40,20 +42,94 @@ func Holders(candidates []Instance, registered map[string]time.Time, fire time.T
 // HoldCutoff is the latest registration of an instance that holds a fire scheduled at fire (Holders).
 func HoldCutoff(fire time.Time, lead time.Duration) time.Time { return fire.Add(-lead - HoldMargin) }
 
-// RecheckAt is when the instances Holders left out can be given items without a held fire missing them: a fire
-// they may lack is scheduled before their registration + lead + HoldMargin, and a peer holds a fire at most
-// wait (the executor's ReshardWait) from its hand-off, a lead before its time. So the last such hold ends by
-// registration + HoldMargin + wait. An instance missing from registered counts as registered at the fire.
-func RecheckAt(later []Instance, registered map[string]time.Time, fire time.Time, wait time.Duration) time.Time {
+// Holding is how long the executors hold a job's fires for its sharding (schedule.ShardingWait), as a
+// resharding at a held fire needs it to tell which instances hold that fire and when the others can be given
+// items (Earliest, Until). Lead and Wait are the executors' FireLead and ReshardWait.
+type Holding struct {
+	Lead, Wait time.Duration
+	// Misfire: the job takes late fires, and a fire is held until its next fire's hand-off (within
+	// schedule.MaxShardingWait) when that is later than Wait.
+	Misfire bool
+	// Last is the job's last fire handed off on this peer (zero: none yet); Next its schedule (the first fire
+	// after a time; nil: not known here). Both peers' schedulers hand a job's fires off at the same times.
+	Last time.Time
+	Next func(time.Time) time.Time
+	// Known is false when nothing tells how the executors hold the job's fires beyond Wait (a coordinator
+	// without CoordinatorConfig.Fires): the holds are taken to last Wait.
+	Known bool
+}
+
+// long reports whether a fire may be held longer than Wait (a job that takes late fires, its schedule known).
+func (h Holding) long() bool { return h.Misfire && h.Known }
+
+// Earliest is the earliest fire another peer can still hold at now: one handed off less than Wait ago, or, for
+// a job whose fires are held until the next hand-off (long), the last one handed off, if MaxShardingWait has
+// not passed since (no fire handed off here yet: any handed off within MaxShardingWait). An instance that
+// holds it holds every later one too (Holders).
+func (h Holding) Earliest(now time.Time) time.Time {
+	early := now.Add(h.Lead - h.Wait)
+	switch {
+	case !h.long():
+		return early
+	case h.Last.IsZero():
+		return minTime(early, now.Add(h.Lead-schedule.MaxShardingWait))
+	case h.Last.Add(schedule.MaxShardingWait - h.Lead).After(now):
+		return minTime(early, h.Last)
+	}
+	return early
+}
+
+// Until is when no fire an instance registered at is missing can still be held: it may miss the fires
+// scheduled before at + Lead + HoldMargin (HoldCutoff), and such a fire is held at most Wait from its hand-off
+// (a Lead before its time) or, for a long hold, until the hand-off of the first fire after it, which is no
+// later than the first fire the instance holds (n: at or after at + Lead + HoldMargin), within
+// MaxShardingWait of the hand-off of the last one it misses. The hand-off of n is taken at n's time: a job whose
+// period is short hands its fires off less than Lead ahead.
+func (h Holding) Until(at time.Time) time.Time {
+	until := at.Add(HoldMargin + h.Wait)
+	if !h.long() {
+		return until
+	}
+	longest := at.Add(HoldMargin + schedule.MaxShardingWait)
+	if h.Next != nil {
+		n := h.Next(at.Add(h.Lead + HoldMargin - time.Nanosecond))
+		if n.IsZero() {
+			return until // no fire after the missing ones: none of them is held past Wait
+		}
+		longest = minTime(longest, n)
+		if !h.Last.IsZero() && !h.Next(h.Last).Before(n) {
+			// no fire between the last one handed off and n: the missing ones are no later than it, and held
+			// at most MaxShardingWait from its hand-off (an hourly job's last fire, long ago, holds nothing)
+			longest = minTime(longest, h.Last.Add(schedule.MaxShardingWait-h.Lead))
+		}
+	}
+	return maxTime(until, longest)
+}
+
+// RecheckAt is when the instances Holders left out can be given items without a held fire missing them: the
+// latest of their Until. An instance missing from registered counts as registered at the fire.
+func RecheckAt(later []Instance, registered map[string]time.Time, fire time.Time, h Holding) time.Time {
 	var due time.Time
 	for _, in := range later {
 		at, ok := registered[in.ID]
 		if !ok {
 			at = fire
 		}
-		if d := at.Add(HoldMargin + wait); d.After(due) {
-			due = d
-		}
+		due = maxTime(due, h.Until(at))
 	}
 	return due
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ejserver/ejserver/internal/schedule"
 )
 
 func TestHolders(t *testing.T) {
@@ -48,7 +50,7 @@ func TestHolders(t *testing.T) {
 			if !slices.Equal(in, tt.candidates) {
 				t.Fatal("Holders changed its input")
 			}
-			if got := RecheckAt(later, tt.registered, fire, 30*time.Second); !got.Equal(tt.wantRecheck) {
+			if got := RecheckAt(later, tt.registered, fire, Holding{Lead: lead, Wait: 30 * time.Second}); !got.Equal(tt.wantRecheck) {
 				t.Fatalf("RecheckAt = %v, want %v", got, tt.wantRecheck)
 			}
 		})
@@ -94,7 +96,7 @@ func FuzzHolders(f *testing.F) {
 				}
 			}
 		}
-		due := RecheckAt(later, registered, fire, wait)
+		due := RecheckAt(later, registered, fire, Holding{Lead: lead, Wait: wait})
 		for _, in := range later {
 			at, ok := registered[in.ID]
 			if !ok {
@@ -105,4 +107,119 @@ func FuzzHolders(f *testing.F) {
 			}
 		}
 	})
+}
+
+// every3hFrom is a schedule firing every 3 hours from first.
+func every3hFrom(first time.Time) func(time.Time) time.Time {
+	return func(t time.Time) time.Time {
+		if t.Before(first) {
+			return first
+		}
+		return first.Add((t.Sub(first)/(3*time.Hour) + 1) * 3 * time.Hour)
+	}
+}
+
+// every is a schedule firing on multiples of d.
+type every time.Duration
+
+func (e every) Next(t time.Time) time.Time { return t.Truncate(time.Duration(e)).Add(time.Duration(e)) }
+
+func TestHolding(t *testing.T) {
+	const lead, wait = time.Second, 30 * time.Second
+	minute := every(time.Minute).Next
+	at := time.Date(2026, 12, 3, 10, 0, 20, 0, time.UTC) // a registration between the fires of 10:00 and 10:01
+	now := at.Add(30 * time.Second)                      // 10:00:50
+	tenOClock := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name          string
+		h             Holding
+		earliest, end time.Time // Earliest(now), Until(at)
+	}{
+		{"misfire off: Wait from the hand-off", Holding{Lead: lead, Wait: wait, Last: tenOClock, Next: minute, Known: true},
+			now.Add(lead - wait), at.Add(HoldMargin + wait)},
+		{"schedule not known: Wait", Holding{Lead: lead, Wait: wait, Misfire: true},
+			now.Add(lead - wait), at.Add(HoldMargin + wait)},
+		{"misfire on, every minute: the last fire, until the first fire the instance holds", Holding{Lead: lead, Wait: wait,
+			Misfire: true, Last: tenOClock, Next: minute, Known: true}, tenOClock, tenOClock.Add(time.Minute)},
+		{"misfire on, every 10 s: Wait reaches further", Holding{Lead: lead, Wait: wait, Misfire: true,
+			Last: tenOClock.Add(50 * time.Second), Next: every(10 * time.Second).Next, Known: true}, now.Add(lead - wait), at.Add(HoldMargin + wait)},
+		{"misfire on, no fire handed off here yet: any within MaxShardingWait", Holding{Lead: lead, Wait: wait, Misfire: true,
+			Next: minute, Known: true}, now.Add(lead - schedule.MaxShardingWait), tenOClock.Add(time.Minute)},
+		{"misfire on, every 3 hours, the last fire an hour ago: Wait, and at most MaxShardingWait", Holding{Lead: lead, Wait: wait,
+			Misfire: true, Last: tenOClock.Add(-time.Hour), Next: every(3 * time.Hour).Next, Known: true},
+			now.Add(lead - wait), at.Add(HoldMargin + wait)},
+		{"misfire on, every 3 hours, the last fire 3 min ago: until MaxShardingWait after it", Holding{Lead: lead, Wait: wait,
+			Misfire: true, Last: at.Add(-3 * time.Minute), Next: every3hFrom(at.Add(-3 * time.Minute)), Known: true},
+			at.Add(-3 * time.Minute), at.Add(-3*time.Minute - lead + schedule.MaxShardingWait)},
+		{"misfire on, every 3 hours, no fire handed off here yet: MaxShardingWait", Holding{Lead: lead, Wait: wait,
+			Misfire: true, Next: every(3 * time.Hour).Next, Known: true},
+			now.Add(lead - schedule.MaxShardingWait), at.Add(HoldMargin + schedule.MaxShardingWait)},
+		{"misfire on, no fire after the registration: Wait", Holding{Lead: lead, Wait: wait, Misfire: true,
+			Last: tenOClock, Next: func(time.Time) time.Time { return time.Time{} }, Known: true},
+			tenOClock, at.Add(HoldMargin + wait)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.h.Earliest(now); !got.Equal(tt.earliest) {
+				t.Errorf("Earliest = %v, want %v", got, tt.earliest)
+			}
+			if got := tt.h.Until(at); !got.Equal(tt.end) {
+				t.Errorf("Until = %v, want %v", got, tt.end)
+			}
+		})
+	}
+}
+
+// FuzzHolding checks Holding against the executors' rule (schedule.ShardingWait): a fire handed off a lead before
+// its time and held from then as that rule says is still held at now only if it is no earlier than Earliest(now),
+// and a fire an instance registered at misses (HoldCutoff) is held no later than Until.
+func FuzzHolding(f *testing.F) {
+	f.Add(int64(60_000), int64(1_000), int64(30_000), true, int64(20_000), int64(25_000))
+	f.Add(int64(10_000), int64(1_000), int64(30_000), true, int64(59_000), int64(0))
+	f.Add(int64(3_600_000), int64(500), int64(30_000), true, int64(100_000), int64(-5_000))
+	f.Add(int64(60_000), int64(1_000), int64(30_000), false, int64(1_000), int64(1_000))
+	f.Fuzz(func(t *testing.T, periodMs, leadMs, waitMs int64, misfire bool, nowMs, regMs int64) {
+		period := time.Duration(1_000+abs(periodMs)%7_200_000) * time.Millisecond
+		lead := time.Duration(abs(leadMs)%2_000) * time.Millisecond
+		lead = min(lead, period/10)
+		wait := time.Duration(100+abs(waitMs)%120_000) * time.Millisecond
+		base := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+		now := base.Add(time.Duration(abs(nowMs)%86_400_000) * time.Millisecond)
+		next := every(period).Next
+		prev := func(t time.Time) time.Time { // the last fire at or before t
+			if t.Truncate(period).Equal(t) {
+				return t
+			}
+			return t.Truncate(period)
+		}
+		holdEnd := func(fire time.Time) time.Time {
+			off := fire.Add(-lead)
+			return off.Add(schedule.ShardingWait(wait, lead, off, next(fire), misfire))
+		}
+		last := prev(now.Add(lead)) // the last fire handed off by now
+		h := Holding{Lead: lead, Wait: wait, Misfire: misfire, Last: last, Next: next, Known: true}
+		earliest := h.Earliest(now)
+		for fire := last; !fire.Before(now.Add(-schedule.MaxShardingWait - wait - time.Minute)); fire = fire.Add(-period) {
+			if holdEnd(fire).After(now) && fire.Before(earliest) {
+				t.Fatalf("fire %v is held until %v, after now %v, but Earliest is %v", fire, holdEnd(fire), now, earliest)
+			}
+		}
+		at := now.Add(time.Duration(regMs%600_000) * time.Millisecond)
+		until := h.Until(at)
+		for fire := prev(at.Add(lead + HoldMargin)); !fire.Before(at.Add(-schedule.MaxShardingWait - wait - time.Minute)); fire = fire.Add(-period) {
+			if !HoldCutoff(fire, lead).Before(at) {
+				continue // the instance holds this one
+			}
+			if holdEnd(fire).After(until) {
+				t.Fatalf("a fire of %v the instance registered at %v misses is held until %v, after Until %v", fire, at, holdEnd(fire), until)
+			}
+		}
+	})
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

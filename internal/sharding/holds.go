@@ -50,14 +50,15 @@ func (c *Coordinator) heldFire(job string) (time.Time, bool) {
 // When no fire is held here but an item's owner is gone (ownerGone), other peers may hold a fire of the job
 // (their executors wait for the resharding), and this peer cannot know which: a peer newly elected leader
 // (a restarted peer's new process, say) reshards so. It then takes the earliest fire that can still be held
-// anywhere (unheldFire): the instances registered too late to hold that one are left out for now.
-func (c *Coordinator) holders(job string, candidates []Instance, ownerGone bool) (hold, later []Instance) {
-	fire, ok := c.heldFire(job)
-	if !ok && ownerGone {
-		fire, ok = unheldFire(c.clk.Now(), c.cfg.FireLead, c.cfg.ReshardWait), true
-	}
-	if !ok || len(candidates) < 2 {
+// anywhere (Holding.Earliest): the instances registered too late to hold that one are left out for now.
+func (c *Coordinator) holders(job string, candidates []Instance, ownerGone, misfire bool) (hold, later []Instance) {
+	fire, held := c.heldFire(job)
+	if !held && !ownerGone || len(candidates) < 2 {
 		return candidates, nil
+	}
+	holding := c.holding(job, misfire)
+	if !held {
+		fire = holding.Earliest(c.clk.Now())
 	}
 	if c.reg.InstancesJoinedBefore(job, HoldCutoff(fire, c.cfg.FireLead)) {
 		// every candidate was on the job before the fire was handed off, as this peer saw them join: all hold
@@ -71,7 +72,7 @@ func (c *Coordinator) holders(job string, candidates []Instance, ownerGone bool)
 	}
 	hold, later = Holders(candidates, registered, fire, c.cfg.FireLead)
 	if len(later) > 0 {
-		due := RecheckAt(later, registered, fire, c.cfg.ReshardWait)
+		due := RecheckAt(later, registered, fire, holding)
 		c.log.Info("resharding at a held fire: instances registered after it was handed off get items later",
 			"job", job, "fire", fire, "instances", instanceIDs(later), "recheck_at", due)
 		c.recheckLater(job, due)
@@ -79,10 +80,15 @@ func (c *Coordinator) holders(job string, candidates []Instance, ownerGone bool)
 	return hold, later
 }
 
-// unheldFire is the earliest fire another peer can still hold at now: a peer hands a fire off lead before its
-// time and holds it at most wait (the executor's ReshardWait) from then. The instances that hold it hold every
-// later one too (Holders: an instance that holds a fire holds the fires after it).
-func unheldFire(now time.Time, lead, wait time.Duration) time.Time { return now.Add(lead - wait) }
+// holding is how long the executors may hold the job's fires (misfire: it takes late fires).
+func (c *Coordinator) holding(job string, misfire bool) Holding {
+	h := Holding{Lead: c.cfg.FireLead, Wait: c.cfg.ReshardWait, Misfire: misfire}
+	if c.cfg.Fires != nil {
+		h.Last, h.Next = c.cfg.Fires(job)
+		h.Known = true
+	}
+	return h
+}
 
 func instanceIDs(ins []Instance) []string {
 	ids := make([]string, len(ins))
