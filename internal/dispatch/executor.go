@@ -412,13 +412,20 @@ func (e *Executor) jobStatus(job string) *JobStatus {
 }
 
 func (e *Executor) skip(req fireRequest, reason string, args ...any) {
+	e.skipAt(slog.LevelInfo, req, reason, args...)
+}
+
+// skipAt skips the fire, logging it at level: a warning for a fire lost to a fault rather than to the job's
+// own settings or the peer's stop (its sharding not ready in time), which a peer logging warnings only
+// (ejbench's) still shows.
+func (e *Executor) skipAt(level slog.Level, req fireRequest, reason string, args ...any) {
 	job := req.job
 	e.followSkipped(req, reason)
 	e.mu.Lock()
 	e.jobStatus(job).SkipReason = reason
 	e.mu.Unlock()
+	e.log.Log(context.Background(), level, "fire skipped: "+reason, append([]any{"job", job, "scheduled_at", req.scheduledAt}, args...)...)
 	e.cfg.Observer.Skipped(job, reason)
-	e.log.Info("fire skipped: "+reason, append([]any{"job", job}, args...)...)
 }
 
 // fire runs one fire of a job on this peer.
@@ -464,7 +471,11 @@ func (e *Executor) fire(req fireRequest) {
 
 	snap, waited, err := e.ensureSharded(req, snap)
 	if err != nil {
-		e.skip(req, "no sharding to fire with", "err", err)
+		level := slog.LevelWarn
+		if e.soft.Err() != nil {
+			level = slog.LevelInfo // the peer is stopping: its waits end, no fault
+		}
+		e.skipAt(level, req, "no sharding to fire with", "err", err)
 		return
 	}
 	if req.trigger != nil && snap.IsLeader() {

@@ -6,11 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/testutil"
 )
 
 func (f *fakeRegistry) PeerGone(id string) bool {
@@ -211,14 +213,35 @@ type skipSignal struct {
 
 func (s skipSignal) Skipped(_ string, reason string) { s.reasons <- reason }
 
-// A peer that is not the leader waits for the resharding rather than firing a sharding that leaves an item to
-// nobody; with nobody resharding, the fire is skipped after the bound and none of its items is sent.
-func TestExecutorWaitsForTheReshardingOfAGoneOwnersItems(t *testing.T) {
-	reg, send := newFakeRegistry(2), newFakeSender()
+// awaitSharding waits for a fire skipped for want of its sharding.
+func (s skipSignal) awaitSharding(t *testing.T) {
+	t.Helper()
+	select {
+	case reason := <-s.reasons:
+		if reason != "no sharding to fire with" {
+			t.Fatalf("skipped: %s", reason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the fire was neither run nor skipped")
+	}
+}
+
+// goneOwner is a job of two items, on a peer that does not lead it, whose item 1's owner left: a fire waits for
+// the leader's resharding.
+func goneOwner() (*fakeRegistry, *fakeSender, skipSignal) {
+	reg := newFakeRegistry(2)
 	reg.snap.Leader, reg.snap.Items[1].Owner = "other", "left"
 	reg.gone = map[string]bool{"left": true}
-	skips := skipSignal{reasons: make(chan string, 1)}
-	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	return reg, newFakeSender(), skipSignal{reasons: make(chan string, 1)}
+}
+
+// A peer that is not the leader waits for the resharding rather than firing a sharding that leaves an item to
+// nobody; with nobody resharding, the fire is skipped after the bound, with a warning (a fire lost to a
+// fault), and none of its items is sent.
+func TestExecutorWaitsForTheReshardingOfAGoneOwnersItems(t *testing.T) {
+	reg, send, skips := goneOwner()
+	var logs testutil.SyncBuffer
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		ReshardWait: 300 * time.Millisecond, Observer: skips,
 		Resharder: resharderFunc(func(context.Context, string) error {
 			t.Error("a peer that is not the leader resharded")
@@ -226,15 +249,27 @@ func TestExecutorWaitsForTheReshardingOfAGoneOwnersItems(t *testing.T) {
 		})})
 	defer e.Drain(time.Second)
 	e.Fire("j", time.Unix(100, 0), 0)
-	select {
-	case reason := <-skips.reasons:
-		if reason != "no sharding to fire with" {
-			t.Fatalf("skipped: %s", reason)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the fire was neither run nor skipped")
-	}
+	skips.awaitSharding(t)
 	send.none(t)
+	if !strings.Contains(logs.String(), `level=WARN msg="fire skipped: no sharding to fire with" job=j scheduled_at=`) {
+		t.Fatalf("the skip was not logged as a warning: %q", logs.String())
+	}
+}
+
+// A fire waiting for its resharding when the peer stops is skipped without a warning: the stop ended the wait,
+// not a fault.
+func TestAFireWaitingForItsReshardingAtTheStopIsNoWarning(t *testing.T) {
+	reg, send, skips := goneOwner()
+	var logs testutil.SyncBuffer
+	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		ReshardWait: time.Hour, Observer: skips})
+	e.Fire("j", time.Unix(100, 0), 0)
+	e.Drain(time.Second) // the fire waits, or is about to: the stop ends its wait either way
+	skips.awaitSharding(t)
+	send.none(t)
+	if strings.Contains(logs.String(), "fire skipped") {
+		t.Fatalf("a skip at the stop was logged as a warning: %q", logs.String())
+	}
 }
 
 // A fire of a job that takes late fires waits for its resharding past ReshardWait, until its next fire's
@@ -244,11 +279,8 @@ func TestAFireWaitsPastReshardWaitOnlyWithMisfire(t *testing.T) {
 	const wait = 200 * time.Millisecond
 	for _, misfire := range []bool{true, false} {
 		t.Run(fmt.Sprintf("misfire %v", misfire), func(t *testing.T) {
-			reg, send := newFakeRegistry(2), newFakeSender()
+			reg, send, skips := goneOwner()
 			reg.snap.Config.Misfire = misfire
-			reg.snap.Leader, reg.snap.Items[1].Owner = "other", "left"
-			reg.gone = map[string]bool{"left": true}
-			skips := skipSignal{reasons: make(chan string, 1)}
 			next := time.Now().Add(time.Minute)
 			e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				ReshardWait: wait, FireLead: time.Second, NextFire: func(string) time.Time { return next }, Observer: skips})

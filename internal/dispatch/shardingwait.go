@@ -53,7 +53,8 @@ func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot) (_ 
 	if e.cfg.NextFire != nil {
 		next = e.cfg.NextFire(job)
 	}
-	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, e.clk.Now(), next, snap.Config.Misfire)
+	start := e.clk.Now()
+	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, start, next, snap.Config.Misfire)
 	ctx, cancel := context.WithTimeout(e.soft, wait)
 	defer cancel()
 	resharded := false
@@ -102,7 +103,8 @@ func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot) (_ 
 					why += ": " + reads
 				}
 			}
-			return nil, true, fmt.Errorf("waited %s for the leader (%s) to reshard (%s): %w", wait.Round(time.Millisecond), leader, why, err)
+			return nil, true, fmt.Errorf("waited %s of %s for the leader (%s) to reshard (%s): %w",
+				e.clk.Now().Sub(start).Round(time.Millisecond), wait.Round(time.Millisecond), leader, why, err)
 		}
 		if fireReady(got, peers) {
 			return got, true, nil
