@@ -83,8 +83,8 @@ func (h Holding) Earliest(now time.Time) time.Time {
 // scheduled before at + Lead + HoldMargin (HoldCutoff), and such a fire is held at most Wait from its hand-off
 // (a Lead before its time) or, for a long hold, until the hand-off of the first fire after it, which is no
 // later than the first fire the instance holds (n: at or after at + Lead + HoldMargin), within
-// MaxShardingWait of the hand-off of the last one it misses. The hand-off of n is taken at n's time: a job whose
-// period is short hands its fires off less than Lead ahead.
+// MaxShardingWait of the hand-off of the last one it misses. n's own time is taken, not its hand-off: a Lead of
+// margin, as a hold begins when its peer gets to it, at its hand-off or later.
 func (h Holding) Until(at time.Time) time.Time {
 	until := at.Add(HoldMargin + h.Wait)
 	if !h.long() {
