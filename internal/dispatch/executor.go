@@ -415,9 +415,9 @@ func (e *Executor) skip(req fireRequest, reason string, args ...any) {
 	e.skipAt(slog.LevelInfo, req, reason, args...)
 }
 
-// skipAt skips the fire, logging it at level: a warning for a fire lost to a fault rather than to the job's
-// own settings or the peer's stop (its sharding not ready in time), which a peer logging warnings only
-// (ejbench's) still shows.
+// skipAt skips the fire and logs it at level: a warning for a fire lost to a fault (its sharding not ready in
+// time), which a peer logging warnings only (ejbench's) still shows; information for one the job's own settings
+// or the peer's stop skip (skip).
 func (e *Executor) skipAt(level slog.Level, req fireRequest, reason string, args ...any) {
 	job := req.job
 	e.followSkipped(req, reason)
