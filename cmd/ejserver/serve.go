@@ -374,15 +374,9 @@ func runPeer(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	coord := sharding.NewCoordinator(sharding.CoordinatorConfig{Registry: reg, Logger: log, ServerGC: c.serverGC, Observer: mets,
-		FireLead: c.fireLead, // ReshardWait: the default, as the executor's
-		Fires: func(job string) (time.Time, func(time.Time) time.Time) {
-			last, s := sched.Fires(job)
-			if s == nil {
-				return last, nil
-			}
-			return last, s.Next
-		},
-		Firing: func(job string) bool { return sched.Firing(job, fireGuard) }, Due: due,
+		FireLead: c.fireLead,                                                                          // ReshardWait: the default, as the executor's
+		Fires:    func(job string) (time.Time, func(time.Time) time.Time) { return sched.Fires(job) }, // sched: made below
+		Firing:   func(job string) bool { return sched.Firing(job, fireGuard) }, Due: due,
 		QuietAt: func(job string) (time.Time, bool) { return sched.QuietAt(job, fireGuard) }})
 	// executions that vanished peers left running, and that nobody runs again, are recorded as lost
 	lost := failover.NewLost(failover.LostConfig{History: store, Recorder: writer, Me: me, Clock: clk, Logger: log})

@@ -402,6 +402,14 @@ func (e *Executor) spawn(fn func()) {
 	}()
 }
 
+// nextFire is the job's next scheduled time (ExecutorConfig.NextFire), zero when it is not known.
+func (e *Executor) nextFire(job string) time.Time {
+	if e.cfg.NextFire == nil {
+		return time.Time{}
+	}
+	return e.cfg.NextFire(job)
+}
+
 func (e *Executor) jobStatus(job string) *JobStatus {
 	st := e.status[job]
 	if st == nil {
@@ -610,8 +618,8 @@ func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int,
 		}
 	}
 	var deadline time.Time
-	if e.cfg.NextFire != nil && !req.source.OnRequest() {
-		deadline = e.cfg.NextFire(req.job)
+	if !req.source.OnRequest() {
+		deadline = e.nextFire(req.job)
 	}
 	halt, release := e.ctxFor(req.job)
 	defer release()

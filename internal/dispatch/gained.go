@@ -93,10 +93,7 @@ func (e *Executor) decided(req fireRequest, snap *cluster.JobSnapshot) {
 	if req.source != ejserver.SourceNormal || !snap.Config.MonitorExecution {
 		return
 	}
-	var next time.Time // the fire after this one (the scheduler has moved on to it)
-	if e.cfg.NextFire != nil {
-		next = e.cfg.NextFire(req.job)
-	}
+	next := e.nextFire(req.job) // the fire after this one (the scheduler has moved on to it)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.jobStatus(req.job)

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"time"
 
 	"github.com/ejserver/ejserver/internal/cluster"
 )
@@ -22,11 +21,7 @@ func (e *Executor) awaitRegistration(snap *cluster.JobSnapshot) *cluster.JobSnap
 	if !awaitsRegistration(snap) {
 		return snap
 	}
-	var next time.Time
-	if e.cfg.NextFire != nil {
-		next = e.cfg.NextFire(snap.Name)
-	}
-	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, e.clk.Now(), next, snap.Config.Misfire)
+	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, e.clk.Now(), e.nextFire(snap.Name), snap.Config.Misfire)
 	ctx, cancel := context.WithTimeout(e.soft, wait)
 	defer cancel()
 	got, _ := e.reg.Wait(ctx, snap.Name, func(s *cluster.JobSnapshot) bool { return !awaitsRegistration(s) })

@@ -149,9 +149,9 @@ func (s *Scheduler) Due(job string, wait time.Duration) time.Time {
 	return e.next
 }
 
-// Fires returns the job's last fire handed off (zero: none yet) and its schedule (nil when it is not
+// Fires returns the job's last fire handed off (zero: none yet) and its schedule's Next (nil when it is not
 // scheduled): sharding.CoordinatorConfig.Fires.
-func (s *Scheduler) Fires(job string) (last time.Time, sched Schedule) {
+func (s *Scheduler) Fires(job string) (last time.Time, next func(time.Time) time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[job]
@@ -161,7 +161,7 @@ func (s *Scheduler) Fires(job string) (last time.Time, sched Schedule) {
 	if e.prev != 0 {
 		last = time.Unix(0, e.prev)
 	}
-	return last, e.sched
+	return last, e.sched.Next
 }
 
 // Firing reports whether a fire of job may be deciding which items it runs, or beginning them, on any peer

@@ -324,12 +324,12 @@ func TestSchedulerDueIsAWaitingFireElseTheNext(t *testing.T) {
 func TestSchedulerFires(t *testing.T) {
 	s, clk, log := newTestScheduler(t)
 	startScheduler(s, clk)
-	if last, sched := s.Fires("a"); !last.IsZero() || sched != nil {
-		t.Fatalf("an unscheduled job: %v, %v", last, sched)
+	if last, next := s.Fires("a"); !last.IsZero() || next != nil {
+		t.Fatalf("an unscheduled job: %v, a schedule", last)
 	}
 	s.Set("a", every(time.Minute))
-	if last, sched := s.Fires("a"); !last.IsZero() || sched == nil || sched.Next(time.Unix(1020, 0)).Unix() != 1080 {
-		t.Fatalf("before its first fire: %v, %v", last, sched)
+	if last, next := s.Fires("a"); !last.IsZero() || next == nil || next(time.Unix(1020, 0)).Unix() != 1080 {
+		t.Fatalf("before its first fire: last %v", last)
 	}
 	advanceTo(t, clk, time.Unix(1020, 0))
 	log.wait(t, 1)

@@ -73,8 +73,8 @@ func (e *Executor) awaitSession(req *fireRequest, item int, stage string, due ti
 		now := e.clk.Now()
 		if deadline.IsZero() && !cur.Lease {
 			var next time.Time
-			if e.cfg.NextFire != nil && !req.source.OnRequest() {
-				next = e.cfg.NextFire(req.job)
+			if !req.source.OnRequest() {
+				next = e.nextFire(req.job)
 			}
 			deadline = sessiongate.Deadline(due, next, e.cfg.SessionGrace)
 		}

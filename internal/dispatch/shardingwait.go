@@ -49,12 +49,8 @@ func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot) (_ 
 	if req.source == ejserver.SourceNormal && e.cfg.Resharder != nil {
 		defer e.cfg.Resharder.Hold(job, req.scheduledAt)()
 	}
-	var next time.Time
-	if e.cfg.NextFire != nil {
-		next = e.cfg.NextFire(job)
-	}
 	start := e.clk.Now()
-	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, start, next, snap.Config.Misfire)
+	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, start, e.nextFire(job), snap.Config.Misfire)
 	ctx, cancel := context.WithTimeout(e.soft, wait)
 	defer cancel()
 	resharded := false

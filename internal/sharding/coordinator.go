@@ -72,16 +72,13 @@ type CoordinatorConfig struct {
 	// CommitSettle is how long after the job's owners last changed (as this peer saw them) a resharding that
 	// is not a fire's waits (default commitSettle; negative: not at all).
 	CommitSettle time.Duration
-	// FireLead and ReshardWait are the executors' (dispatch.ExecutorConfig): how long before its time a fire is
-	// handed off, and how long a fire waits for its job's sharding (default 30 s). A resharding at a held fire
-	// uses them to tell which instances hold the fire (Holders, RecheckAt).
+	// FireLead and ReshardWait are the executors' (dispatch.ExecutorConfig: the hand-off's lead, and a fire's
+	// wait for its sharding, default 30 s); Fires (dispatch.Scheduler.Fires), if set, the job's last fire handed
+	// off here and its schedule (nil: not scheduled here). A resharding at a held fire reads from them which fires
+	// can still be held (Holding; without Fires every hold is taken to last ReshardWait).
 	FireLead    time.Duration
 	ReshardWait time.Duration
-	// Fires, if set, tells the job's last fire handed off on this peer and its schedule (the first fire after a
-	// time; nil: not scheduled here) (dispatch.Scheduler.Fires): the executors hold a fire of a job that takes
-	// late fires until its next fire's hand-off (schedule.ShardingWait), and a resharding at a held fire reads
-	// from these which fires can still be held (Holding). Nil: every hold is taken to last ReshardWait.
-	Fires func(job string) (last time.Time, next func(time.Time) time.Time)
+	Fires       func(job string) (last time.Time, next func(time.Time) time.Time)
 }
 
 // Coordinator is the leader's side of elastic sharding: it flags resharding when the cluster changes, runs
