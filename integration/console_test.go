@@ -54,6 +54,9 @@ func newBrowser(t testing.TB, base string) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium makes its singleton socket's directory in TMPDIR and a killed browser leaves it behind:
+		// one under the test's own directory goes with it.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
