@@ -46,6 +46,9 @@ type fakeRegistry struct {
 	clearFailures, clearCalls int
 	// gone and left: the instances without a peer node (PeerGone), those whose node went (PeerLeft)
 	gone, left map[string]bool
+	// askedGone, when set, is called (without the lock) at the first PeerGone: a change that lands while a fire
+	// is deciding
+	askedGone func(id string)
 }
 
 func newFakeRegistry(total int) *fakeRegistry {

@@ -89,15 +89,21 @@ func gainedUntil(at, next time.Time, wait, lead time.Duration, misfire bool) tim
 
 // decided records the fire this peer just decided for the job with snap. Only a scheduled fire of a job
 // that records its items' runs (monitorExecution: the completed nodes) counts.
+//
+// A change of the job's item nodes read after the fire took snap and before this records it was told to
+// ItemsChanged too early to be compared with this fire: so when the job's snapshot is no longer snap (the
+// Registry replaces it at every change), this looks for gained items itself. Without it, a restarted peer's
+// new process that decided a fire on a snapshot read just before the leader's resharding gave it the stopped
+// process's items ran them for nobody (steady-100000 restart runs 10, 12 and 14).
 func (e *Executor) decided(req fireRequest, snap *cluster.JobSnapshot) {
 	if req.source != ejserver.SourceNormal || !snap.Config.MonitorExecution {
 		return
 	}
 	next := e.nextFire(req.job) // the fire after this one (the scheduler has moved on to it)
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	st := e.jobStatus(req.job)
 	if st.decided.at.After(req.scheduledAt) {
+		e.mu.Unlock()
 		return // a later fire was decided already
 	}
 	owned := st.decided.owned
@@ -105,6 +111,10 @@ func (e *Executor) decided(req fireRequest, snap *cluster.JobSnapshot) {
 		owned = ownedItems(snap)
 	}
 	st.decided = decidedFire{at: req.scheduledAt, until: gainedUntil(req.scheduledAt, next, e.cfg.ReshardWait, e.cfg.FireLead, snap.Config.Misfire), owned: owned}
+	e.mu.Unlock()
+	if e.reg.Job(req.job) != snap {
+		e.ItemsChanged(req.job)
+	}
 }
 
 // ItemsChanged is told that an item node of the job changed (cluster.ItemsChanged): if this peer gained items

@@ -316,3 +316,27 @@ func TestExecutorLooksAgainAtItemsGainedDuringALook(t *testing.T) {
 		t.Fatalf("ran %v, want items 1 and 2", got)
 	}
 }
+
+// A resharding read while a fire is being decided, after the fire took its snapshot of the job and before it
+// recorded the items it owned then, gives its items for that fire all the same. The change's ItemsChanged
+// comes before the decision is recorded, so it finds nothing to compare with: the decision looks itself.
+// Here a restarted peer's new process, which has not listed the live peers yet, takes the stopped process's
+// item 1 for a fine owner, decides the fire with item 0, and the leader's resharding gives it item 1 meanwhile
+// (it holds the fire: registered before its hand-off). Before, item 1 ran for nobody at that fire
+// (steady-100000 restart runs 10, 12 and 14: the items handed from the old process straight to the new one).
+func TestExecutorRunsItemsGainedWhileItDecidedAFire(t *testing.T) {
+	reg, send := newFakeRegistry(2), newFakeSender()
+	reg.snap.Items[1].Owner = "old" // not among the job's instances; not known to be gone either
+	e := newTestExecutor(reg, send)
+	defer e.Drain(time.Second)
+	reg.askedGone = func(id string) {
+		if id != "old" {
+			t.Errorf("asked whether %s is gone, want old", id)
+		}
+		give(reg, true, nil, 1)
+		e.ItemsChanged("j") // the resharding's event, before the fire recorded its decision
+	}
+	at := time.Now().Truncate(time.Second)
+	e.Fire("j", at, 0)
+	sentEachOnce(t, send, at, 2)
+}

@@ -17,8 +17,14 @@ import (
 
 func (f *fakeRegistry) PeerGone(id string) bool {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.gone[id]
+	hook := f.askedGone
+	f.askedGone = nil
+	gone := f.gone[id]
+	f.mu.Unlock()
+	if hook != nil {
+		hook(id)
+	}
+	return gone
 }
 
 func (f *fakeRegistry) PeerLeft(id string) bool {
