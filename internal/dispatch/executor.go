@@ -742,8 +742,14 @@ func (e *Executor) finishItem(job string, item int, executionID string) {
 		if err := e.reg.ClearMisfire(job, item); err != nil {
 			e.log.Warn("could not clear a misfire", "job", job, "item", item, "err", err)
 		}
+		// A resharding flagged meanwhile does not drop the catch-up: the item is still this peer's until the
+		// leader commits one, and that commit waits for it (its fence refuses while the item runs, and the
+		// catch-up's begin is fenced by the item's owner node). ElasticJob keeps such a misfire for the
+		// item's next owner; dropped, it was a fire run by no peer: a survivor's run of a fire held ~45 s
+		// through a restart at 100,000 jobs ended while the leader had flagged the resharding that gave the
+		// new process its items (docs/benchmarks.md, seventeenth session).
 		wanted := snap.Config.Misfire || snap.Config.CatchUpMode() != schedule.CatchUpNone // catch-up sets misfireAt itself
-		if wanted && !snap.Necessary && snap.IsMyItem(item) && !snap.Config.Disabled {
+		if wanted && snap.IsMyItem(item) && !snap.Config.Disabled && !snap.ServerDisabled(snap.MyIP) {
 			req := fireRequest{job: job, scheduledAt: r.misfireAt, source: ejserver.SourceMisfire,
 				taskID: ejserver.TaskID(job, []int{item}, false, e.me.InstanceID)}
 			e.startFollowUp(snap, req, item, r.triggers)

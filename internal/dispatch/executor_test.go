@@ -366,6 +366,51 @@ func TestExecutorMisfiresCollapseIntoOneCatchUp(t *testing.T) {
 	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return !reg.misfires[0] })
 }
 
+// misfireEndingAfter runs item 0 of a one-item job at 100 s, fires it again at 160 s while it runs (a
+// misfire), applies change to the job's snapshot, and lets the run end: the sender then holds what followed.
+func misfireEndingAfter(t *testing.T, change func(s *cluster.JobSnapshot)) *fakeSender {
+	t.Helper()
+	reg, send := newFakeRegistry(1), newFakeSender()
+	release := send.holdItem(0)
+	e := newTestExecutor(reg, send)
+	t.Cleanup(func() { e.Drain(time.Second) })
+	e.Fire("j", time.Unix(100, 0), 0)
+	send.next(t)
+	e.Fire("j", time.Unix(160, 0), 0) // finds the item running
+	waitFor(t, func() bool { return e.Status("j").Misfires == 1 })
+	reg.set(func() {
+		s := *reg.snap
+		change(&s)
+		reg.snap = &s
+	})
+	send.mu.Lock()
+	delete(send.hold, 0)
+	send.mu.Unlock()
+	close(release)
+	return send
+}
+
+// A resharding flagged while the item runs (a peer joined: the leader will rebalance at the next fire) does
+// not drop the catch-up: the item is still this peer's. Dropped, the missed fire ran on no peer.
+func TestExecutorCatchUpRunsWhileAReshardingIsFlagged(t *testing.T) {
+	send := misfireEndingAfter(t, func(s *cluster.JobSnapshot) { s.Necessary = true })
+	catchUp := send.next(t)
+	if catchUp.Source != string(ejserver.SourceMisfire) || !catchUp.ScheduledAt.Equal(time.Unix(160, 0)) {
+		t.Fatalf("catch-up %+v", catchUp)
+	}
+	send.none(t)
+}
+
+// The catch-up of a peer whose server an operator disabled meanwhile does not run (the flagged resharding
+// that disabling sets gives its items to the others), as a fire of it would not.
+func TestExecutorCatchUpSkippedOnADisabledServer(t *testing.T) {
+	send := misfireEndingAfter(t, func(s *cluster.JobSnapshot) {
+		s.Necessary = true
+		s.Servers = map[string]string{s.MyIP: cluster.ServerDisabled}
+	})
+	send.none(t)
+}
+
 func TestExecutorMisfireOffSkips(t *testing.T) {
 	reg, send := newFakeRegistry(1), newFakeSender()
 	reg.snap.Config.Misfire = false
