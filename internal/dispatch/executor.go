@@ -747,7 +747,7 @@ func (e *Executor) finishItem(job string, item int, executionID string) {
 		// catch-up's begin is fenced by the item's owner node). ElasticJob keeps such a misfire for the
 		// item's next owner; dropped, it was a fire run by no peer: a survivor's run of a fire held ~45 s
 		// through a restart at 100,000 jobs ended while the leader had flagged the resharding that gave the
-		// new process its items (docs/benchmarks.md, seventeenth session).
+		// new process its items (docs/benchmarks.md, run 18).
 		wanted := snap.Config.Misfire || snap.Config.CatchUpMode() != schedule.CatchUpNone // catch-up sets misfireAt itself
 		if wanted && snap.IsMyItem(item) && !snap.Config.Disabled && !snap.ServerDisabled(snap.MyIP) {
 			req := fireRequest{job: job, scheduledAt: r.misfireAt, source: ejserver.SourceMisfire,

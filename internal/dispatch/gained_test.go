@@ -322,8 +322,8 @@ func TestExecutorLooksAgainAtItemsGainedDuringALook(t *testing.T) {
 // comes before the decision is recorded, so it finds nothing to compare with: the decision looks itself.
 // Here a restarted peer's new process, which has not listed the live peers yet, takes the stopped process's
 // item 1 for a fine owner, decides the fire with item 0, and the leader's resharding gives it item 1 meanwhile
-// (it holds the fire: registered before its hand-off). Before, item 1 ran for nobody at that fire
-// (steady-100000 restart runs 10, 12 and 14: the items handed from the old process straight to the new one).
+// (it holds the fire: registered before its hand-off). Before, item 1 ran for nobody at that fire (a suspect
+// for the steady-100000 restarts' items handed from the old process straight to the new one, run by neither).
 func TestExecutorRunsItemsGainedWhileItDecidedAFire(t *testing.T) {
 	reg, send := newFakeRegistry(2), newFakeSender()
 	reg.snap.Items[1].Owner = "old" // not among the job's instances; not known to be gone either
