@@ -203,14 +203,18 @@ func (f *fakeRegistry) set(fn func()) {
 	f.changed = make(chan struct{})
 }
 
-// resharded commits a resharding that leaves the owners as they are: the necessary flag goes.
-func (f *fakeRegistry) resharded() {
+// update replaces the job's snapshot by a copy that fn changes (under the fake's lock), as the Registry replaces
+// a job's snapshot at every change.
+func (f *fakeRegistry) update(fn func(s *cluster.JobSnapshot)) {
 	f.set(func() {
 		s := *f.snap
-		s.Necessary = false
+		fn(&s)
 		f.snap = &s
 	})
 }
+
+// resharded commits a resharding that leaves the owners as they are: the necessary flag goes.
+func (f *fakeRegistry) resharded() { f.update(func(s *cluster.JobSnapshot) { s.Necessary = false }) }
 
 // suspend (true) drops the session's connection, as a network blip does; false resumes the same session.
 func (f *fakeRegistry) suspend(on bool) { f.set(func() { f.lease = !on }) }
@@ -378,11 +382,7 @@ func misfireEndingAfter(t *testing.T, change func(s *cluster.JobSnapshot)) *fake
 	send.next(t)
 	e.Fire("j", time.Unix(160, 0), 0) // finds the item running
 	waitFor(t, func() bool { return e.Status("j").Misfires == 1 })
-	reg.set(func() {
-		s := *reg.snap
-		change(&s)
-		reg.snap = &s
-	})
+	reg.update(change)
 	send.mu.Lock()
 	delete(send.hold, 0)
 	send.mu.Unlock()
@@ -788,8 +788,7 @@ func TestExecutorHandsATriggerToInstancesItsReshardingGaveItemsTo(t *testing.T) 
 	reg.snap.Necessary = true // "late" and "later" joined after the API listed the trigger's instances
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Resharder: resharderFunc(func(context.Context, string) error {
-			reg.set(func() {
-				s := *reg.snap
+			reg.update(func(s *cluster.JobSnapshot) {
 				s.Necessary = false
 				s.Instances = map[string]string{"me": "10.0.0.1", "other": "10.0.0.2", "late": "10.0.0.3", "later": "10.0.0.4"}
 				// item 4's owner is gone (not online): a trigger node for it would never be taken
@@ -798,7 +797,6 @@ func TestExecutorHandsATriggerToInstancesItsReshardingGaveItemsTo(t *testing.T) 
 					{Exists: true, Owner: "other", OwnerVersion: 2}, {Exists: true, Owner: "later", OwnerVersion: 2},
 					{Exists: true, Owner: "gone", OwnerVersion: 2},
 				}
-				reg.snap = &s
 			})
 			return nil
 		})})
@@ -829,11 +827,9 @@ func TestExecutorDoesNotHandOnAnOperatorsTrigger(t *testing.T) {
 	reg.snap.Necessary = true
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Resharder: resharderFunc(func(context.Context, string) error {
-			reg.set(func() {
-				s := *reg.snap
+			reg.update(func(s *cluster.JobSnapshot) {
 				s.Necessary = false
 				s.Items = []cluster.ItemState{{Exists: true, Owner: "me", OwnerVersion: 2}, {Exists: true, Owner: "late", OwnerVersion: 2}}
-				reg.snap = &s
 			})
 			return nil
 		})})

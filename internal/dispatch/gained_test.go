@@ -148,14 +148,12 @@ func firedWithItem0(t *testing.T) (*fakeRegistry, *fakeSender, *Executor, time.T
 // give makes this peer the owner of items in a new sharding (OwnerVersion 2), as a resharding's reads do;
 // settled is the snapshot's ItemsSettled; extra runs under the fake's lock.
 func give(reg *fakeRegistry, settled bool, extra func(), items ...int) {
-	reg.set(func() {
-		s := *reg.snap
+	reg.update(func(s *cluster.JobSnapshot) {
 		s.Items = slices.Clone(s.Items)
 		for _, i := range items {
 			s.Items[i] = cluster.ItemState{Exists: true, Owner: "me", OwnerVersion: 2}
 		}
 		s.ItemsSettled = settled
-		reg.snap = &s
 		if extra != nil {
 			extra()
 		}

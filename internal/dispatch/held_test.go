@@ -54,10 +54,8 @@ func TestExecutorHoldsAFireWhileItWaitsForItsSharding(t *testing.T) {
 	reg.gone = map[string]bool{"left": true}
 	h := &holdingResharder{held: map[time.Time]int{}}
 	h.reshard = func() {
-		reg.set(func() {
-			s := *reg.snap
+		reg.update(func(s *cluster.JobSnapshot) {
 			s.Items = []cluster.ItemState{{Exists: true, Owner: "me", OwnerVersion: 2}, {Exists: true, Owner: "me", OwnerVersion: 2}}
-			reg.snap = &s
 		})
 	}
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Resharder: h})

@@ -190,10 +190,8 @@ func TestExecutorLeaderReshardsAtTheFireWhenAnOwnerIsGone(t *testing.T) {
 
 // reshardedToMe commits a resharding that gives both items of the job to this peer.
 func (f *fakeRegistry) reshardedToMe() {
-	f.set(func() {
-		s := *f.snap
+	f.update(func(s *cluster.JobSnapshot) {
 		s.Items = []cluster.ItemState{{Exists: true, Owner: "me", OwnerVersion: 2}, {Exists: true, Owner: "me", OwnerVersion: 2}}
-		f.snap = &s
 	})
 }
 

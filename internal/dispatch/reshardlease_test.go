@@ -50,10 +50,8 @@ func TestADeposedLeaderWaitsForTheNewLeadersResharding(t *testing.T) {
 			calls.Add(1)
 			go func() {
 				time.Sleep(100 * time.Millisecond)
-				reg.set(func() { // the new leader's resharding lands
-					s := *reg.snap
+				reg.update(func(s *cluster.JobSnapshot) { // the new leader's resharding lands
 					s.Leader, s.Necessary = "other", false
-					reg.snap = &s
 				})
 			}()
 			return cluster.ErrNotLeader
