@@ -314,11 +314,9 @@ func (s *Scheduler) takeDue(now time.Time) ([]fireCall, time.Duration) {
 		for _, e := range s.q.take() {
 			at, missed := e.next, 0
 			next := e.sched.Next(at)
-			// collapse the times whose hand-off passed while we could not fire
-			for !next.IsZero() {
-				if e.at = s.handOff(e.sched, next); e.at.After(now) {
-					break
-				}
+			// collapse the times that passed while we could not fire; a time still to come whose hand-off
+			// passed meanwhile is not one of them: it is handed off as its own fire right after this one
+			for !next.IsZero() && !next.After(now) {
 				at, missed = next, missed+1
 				next = e.sched.Next(next)
 			}
@@ -328,7 +326,7 @@ func (s *Scheduler) takeDue(now time.Time) ([]fireCall, time.Duration) {
 				delete(s.entries, e.job)
 				continue
 			}
-			e.next = next // e.at is its hand-off, from the loop above: after now
+			e.next, e.at = next, s.handOff(e.sched, next)
 			s.q.push(e)
 		}
 	}

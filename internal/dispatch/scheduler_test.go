@@ -180,6 +180,22 @@ func TestSchedulerHandsFiresOffAheadByAtMostATenthOfThePeriod(t *testing.T) {
 	}
 }
 
+func TestSchedulerCollapsesOnlyTimesThatPassed(t *testing.T) {
+	s, clk, log := newTestScheduler(t)
+	s.SetMaxLead(time.Second)
+	startScheduler(s, clk)
+	s.Set("fast", every(3*time.Second)) // lead 300 ms: 1002 is handed off at 1001.7, 1005 at 1004.7
+	// the peer could not fire from 1000 to 1004.85 (a CI host stalled 4.8 s): 1002 passed, 1005 is still to
+	// come though its hand-off passed; 1002 fires late and 1005 on its own, not collapsed into it
+	advance(t, clk, 4850*time.Millisecond)
+	if got := log.wait(t, 2); got[0] != "fast@1002/0" || got[1] != "fast@1005/0" {
+		t.Fatalf("fires %v", got)
+	}
+	if next := s.Next("fast"); !next.Equal(time.Unix(1008, 0)) {
+		t.Fatalf("next %v", next)
+	}
+}
+
 func TestHandOffLeadFallsBetweenWholeSeconds(t *testing.T) {
 	for _, c := range []struct{ maxLead, period, want time.Duration }{
 		{0, time.Minute, 0},
