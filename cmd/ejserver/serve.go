@@ -629,7 +629,11 @@ func scheduleOn(reg *cluster.Registry, sched *dispatch.Scheduler, exec *dispatch
 				sched.Remove(ev.Job)
 				return
 			}
+			fresh := sched.Next(ev.Job).IsZero()
 			sched.Set(ev.Job, s)
+			if fresh {
+				exec.Scheduled(snap, s) // a fire handed off before may still give it items to run
+			}
 		case cluster.JobRemoved:
 			sched.Remove(ev.Job)
 			exec.CancelJob(ev.Job)

@@ -33,6 +33,9 @@ import (
 type decidedFire struct {
 	at, until time.Time
 	owned     []int
+	// prev is set when this peer did not decide the fire: it scheduled the job after the fire was handed off
+	// (unseen.go); prev is the fire before it.
+	prev time.Time
 }
 
 // owns reports whether this peer owns item i of snap (sharding/{i}/instance), disabled or taken over or not.
@@ -193,9 +196,14 @@ func (e *Executor) runGained(job string) {
 		return
 	}
 	req := fireRequest{job: job, scheduledAt: d.at, source: ejserver.SourceNormal}
-	// a run of that fire ended as LOST (its peer vanished mid-run) is not run again here: its request may have
-	// left, and without failover an item's run is at most once (with failover, failover re-runs it)
-	items := e.dropRan(req, slices.Clone(gained), true)
+	var items []int
+	if d.prev.IsZero() {
+		// a run of that fire ended as LOST (its peer vanished mid-run) is not run again here: its request may
+		// have left, and without failover an item's run is at most once (with failover, failover re-runs it)
+		items = e.dropRan(req, slices.Clone(gained), true)
+	} else if e.settingsRan(snap, d.at) { // its config may have been written since it was scheduled here
+		items = e.dropUnseen(req, slices.Clone(gained), d.prev)
+	}
 	items = slices.DeleteFunc(items, func(item int) bool { return e.busyWith(req, item) })
 	e.mu.Lock()
 	if st := e.jobStatus(job); st.decided.at.Equal(d.at) {
@@ -207,7 +215,7 @@ func (e *Executor) runGained(job string) {
 		return
 	}
 	e.log.Info("items this peer gained after it decided their fire: run for it", "job", job,
-		"scheduled_at", d.at, "items", items)
+		"scheduled_at", d.at, "items", items, "scheduled_here_after", !d.prev.IsZero())
 	// with catchUp all, an item's fires missed before this one run too (its completed node would name this one
 	// after it ran: a later fire would not look back past it)
 	items, replay := e.missedFires(snap, req, items)

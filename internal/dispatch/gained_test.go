@@ -160,6 +160,17 @@ func give(reg *fakeRegistry, settled bool, extra func(), items ...int) {
 	})
 }
 
+// itemOfB returns a fake registry of a job of total items, with a config of its own to change, whose item
+// is owned by instance b, and a fake sender.
+func itemOfB(total, item int) (*fakeRegistry, *fakeSender) {
+	reg := newFakeRegistry(total)
+	cfg := *reg.snap.Config
+	reg.snap.Config = &cfg
+	reg.snap.Items[item].Owner = "b"
+	reg.snap.Instances["b"] = "10.0.0.2"
+	return reg, newFakeSender()
+}
+
 // A resharding that gives this peer items after it decided a fire (here: it decided with item 0, then the
 // leader, holding that fire elsewhere, moved items 1 and 2 here) runs them for that fire, unless their
 // completed node shows the fire ran, or their running node that it runs; once, however many of the job's item
@@ -253,11 +264,7 @@ func TestExecutorLeavesGainedItemsThatAreNotAFiresLoss(t *testing.T) {
 			func(e *Executor, now time.Time) { e.Fire("j", now, 0) }, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg, send := newFakeRegistry(2), newFakeSender()
-			cfg := *reg.snap.Config
-			reg.snap.Config = &cfg
-			reg.snap.Items[1].Owner = "b"
-			reg.snap.Instances["b"] = "10.0.0.2"
+			reg, send := itemOfB(2, 1)
 			ecfg := ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if tc.setup != nil {
 				tc.setup(reg, &ecfg)
