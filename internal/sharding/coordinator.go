@@ -398,48 +398,10 @@ func (c *Coordinator) flagLoop() {
 			return
 		case <-c.flags:
 		}
-		// the sets are taken whole and made anew: a check is looked up in the queued set rather than in a
-		// list of it (that was a scan per checked job: quadratic when a registration queues thousands of
-		// both), and a set that once held a registration's thousands of jobs is not cloned or swept at
-		// every wake afterwards (a Go map keeps its peak's buckets; cloning one copies them)
-		c.mu.Lock()
-		assessable, checked := c.queued, c.checked
-		c.queued, c.checked = map[string]bool{}, map[string]bool{}
-		c.mu.Unlock()
-		var leaderless, flag []string
-		for job, only := range assessable {
-			if !c.reg.IsLeader(job) || (only && c.recheckPending(job)) {
-				// an instance that left a job resharded at a held fire: that resharding was over the instances
-				// that remained (a fire finds an owner that left since gone and reshards), and the ones it left
-				// out are looked at when the recheck is due
-				if only && c.leaderAway(job) {
-					leaderless = append(leaderless, job)
-				}
-				continue
-			}
-			flag = append(flag, job)
-		}
-		var checks []string
-		for job := range checked {
-			if _, queued := assessable[job]; !queued && c.reg.IsLeader(job) && !c.recheckPending(job) {
-				checks = append(checks, job) // a job resharded at a held fire is looked at when its recheck is due
-			}
-		}
-		var peers []cluster.Identity
-		if len(checks) > 0 {
-			peers, _ = c.reg.LivePeers()
-		}
-		c.byDue(flag)
-		c.byDue(checks)
-		unsettled, ok := c.flagAll(flag, assessable, checks, peers)
+		unsettled, ok := c.judgeQueued()
 		if !ok && !clock.Sleep(c.clk, time.Second, c.stop) {
 			return
 		}
-		// a job an instance left while its leader was away (see leaderAway) stays queued, without waking the
-		// loop, for the peer that becomes the leader: an operator's removal of a live peer's instance is not a
-		// peer still registering, which a new leader's own check would take it for; its LeaderChanged wakes
-		// the loop, and another peer's leadership drops the job there
-		c.markRemoved(leaderless...)
 		if len(unsettled) > 0 {
 			// judged again once their sharding nodes are read: the loop looks at them after a pause
 			c.markRemoved(unsettled...)
@@ -449,6 +411,51 @@ func (c *Coordinator) flagLoop() {
 			c.wake("")
 		}
 	}
+}
+
+// judgeQueued judges the jobs queued for the flag loop (flagAll) and returns those to judge again once their
+// sharding nodes are read (unsettled); ok is false when a job could be neither resharded nor flagged.
+func (c *Coordinator) judgeQueued() (unsettled []string, ok bool) {
+	// the sets are taken whole and made anew: a check is looked up in the queued set rather than in a
+	// list of it (that was a scan per checked job: quadratic when a registration queues thousands of
+	// both), and a set that once held a registration's thousands of jobs is not cloned or swept at
+	// every wake afterwards (a Go map keeps its peak's buckets; cloning one copies them)
+	c.mu.Lock()
+	assessable, checked := c.queued, c.checked
+	c.queued, c.checked = map[string]bool{}, map[string]bool{}
+	c.mu.Unlock()
+	var leaderless, flag []string
+	for job, only := range assessable {
+		if !c.reg.IsLeader(job) || (only && c.recheckPending(job)) {
+			// an instance that left a job resharded at a held fire: that resharding was over the instances
+			// that remained (a fire finds an owner that left since gone and reshards), and the ones it left
+			// out are looked at when the recheck is due
+			if only && c.leaderAway(job) {
+				leaderless = append(leaderless, job)
+			}
+			continue
+		}
+		flag = append(flag, job)
+	}
+	var checks []string
+	for job := range checked {
+		if _, queued := assessable[job]; !queued && c.reg.IsLeader(job) && !c.recheckPending(job) {
+			checks = append(checks, job) // a job resharded at a held fire is looked at when its recheck is due
+		}
+	}
+	var peers []cluster.Identity
+	if len(checks) > 0 {
+		peers, _ = c.reg.LivePeers()
+	}
+	c.byDue(flag)
+	c.byDue(checks)
+	unsettled, ok = c.flagAll(flag, assessable, checks, peers)
+	// a job an instance left while its leader was away (see leaderAway) stays queued, without waking the
+	// loop, for the peer that becomes the leader: an operator's removal of a live peer's instance is not a
+	// peer still registering, which a new leader's own check would take it for; its LeaderChanged wakes
+	// the loop, and another peer's leadership drops the job there
+	c.markRemoved(leaderless...)
+	return unsettled, ok
 }
 
 // leaderAway reports whether job has no leader now, or one whose instance has left the job (an operator
@@ -739,8 +746,11 @@ func (c *Coordinator) ReconcileOnce() {
 		c.mu.Unlock()
 		if due {
 			if snap := c.reg.Job(job); snap != nil && !snap.Necessary && c.ownerOffline(snap) {
-				c.log.Info("reconcile: an item belongs to an offline instance; resharding flagged", "job", job)
-				c.queueFlag(job)
+				// judged again when the flag loop gets to it (its fire may have resharded it by then): queued to be
+				// flagged whatever it looked like then, a job whose fire was near was flagged right after that
+				// fire's own resharding, and its peers' fires waited for a resharding only its next fire made
+				c.log.Info("reconcile: an item belongs to an offline instance; the job is looked at again", "job", job)
+				c.queueCheck(job)
 			}
 		}
 		c.collectServers(job, servers, instances, now)
