@@ -23,8 +23,8 @@ import (
 //     enable, a pause come after: nobody had it to run), its calendars, pause and endAt let it run, and it
 //     counts no remainingFires (whether that fire was counted is not known here);
 //   - the item's completed node shows the fire before it ran and not this one: the job was being run just
-//     before, so its peers were up and one of them decided this fire. Without it, a cluster started again
-//     after every peer was down would run the fire that fell in the outage, which only catchUp does.
+//     before, by peers that were up to decide this fire too. Without it, a cluster started again after every
+//     peer was down would run the fire that fell in the outage, which only catchUp does.
 
 // Scheduled is told that this peer scheduled the job with sched, which it did not have scheduled before (its
 // process started, or the job was created or enabled); snap is the job as scheduled.
