@@ -174,8 +174,6 @@ type jobEntry struct {
 	// changed is closed at the job's next change; made only when someone waits for one (Wait), so a job
 	// nobody waits on holds no channel and a change allocates none.
 	changed chan struct{}
-	// waiting are the WaitFuncs parked until the job's next change.
-	waiting []*asyncWait
 	// sh is what the registry's entries share; counted: this entry is in its leadership count; detached: the
 	// entry left the registry's map (a load still running on it must not count it again).
 	sh       *entryShared
@@ -526,9 +524,6 @@ func (e *jobEntry) changedLocked() {
 	if e.changed != nil { // made by the first waiter (Wait) since the last change
 		close(e.changed)
 		e.changed = nil
-	}
-	if e.waiting != nil {
-		e.wakeLocked()
 	}
 }
 

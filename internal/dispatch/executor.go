@@ -25,8 +25,6 @@ import (
 type Registry interface {
 	Job(name string) *cluster.JobSnapshot
 	Wait(ctx context.Context, name string, cond func(*cluster.JobSnapshot) bool) (*cluster.JobSnapshot, error)
-	// WaitFunc is Wait without the caller's goroutine: fn gets what Wait would return (cluster.Registry.WaitFunc)
-	WaitFunc(ctx context.Context, name string, cond func(*cluster.JobSnapshot) bool, fn func(*cluster.JobSnapshot, error))
 	// PendingReads names the job's reads deciding its items that are queued or running (for a log line)
 	PendingReads(job string, items int) string
 	BeginItem(job string, item int, ownerVersion int32, run cluster.Running, persistent bool) error
@@ -301,9 +299,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 
 // Fire starts a scheduled fire of job in the background.
 func (e *Executor) Fire(job string, scheduledAt time.Time, _ int) {
-	e.spawn(func() {
-		e.fireScheduled(fireRequest{job: job, scheduledAt: scheduledAt, source: ejserver.SourceNormal})
-	})
+	e.spawn(func() { e.fire(fireRequest{job: job, scheduledAt: scheduledAt, source: ejserver.SourceNormal}) })
 }
 
 // RunFailover re-runs an item this peer claimed from a crashed peer, with the interrupted execution's id.
@@ -440,9 +436,48 @@ func (e *Executor) skipAt(level slog.Level, req fireRequest, reason string, args
 	e.cfg.Observer.Skipped(job, reason)
 }
 
-// fireSharded is the rest of fire once the job's sharding is ready (ensureSharded), or could not be had (err).
-func (e *Executor) fireSharded(req fireRequest, snap *cluster.JobSnapshot, waited bool, err error) {
+// fire runs one fire of a job on this peer.
+func (e *Executor) fire(req fireRequest) {
 	job := req.job
+	snap := e.reg.Job(job)
+	if snap == nil {
+		return
+	}
+	if snap = e.sessionAtHandOff(&req, snap); snap == nil {
+		return
+	}
+	snap = e.awaitRegistration(snap)
+	cfg := snap.Config
+	switch {
+	case snap.ConfigErr != nil:
+		e.skip(req, "config can't be parsed", "err", snap.ConfigErr)
+		return
+	case cfg.Disabled:
+		e.skip(req, "job disabled")
+		return
+	case !snap.Registered:
+		e.skip(req, "this peer's instance node is not registered on the job")
+		return
+	case snap.ServerDisabled(snap.MyIP):
+		e.markSkipped(req)
+		e.skip(req, "this peer's server is disabled for the job")
+		return
+	case !e.steer(req, cfg):
+		return
+	}
+	if msg := e.clockCheck(cfg.MaxTimeDiffSeconds); msg != "" {
+		e.mu.Lock()
+		e.jobStatus(job).ClockError = msg
+		e.mu.Unlock()
+		e.skip(req, "clock check failed", "detail", msg)
+		return
+	}
+	e.mu.Lock()
+	st := e.jobStatus(job)
+	st.ClockError, st.SkipReason, st.LastFireAt = "", "", req.scheduledAt
+	e.mu.Unlock()
+
+	snap, waited, err := e.ensureSharded(req, snap)
 	if err != nil {
 		level := slog.LevelWarn
 		if e.soft.Err() != nil {

@@ -49,8 +49,6 @@ type fakeRegistry struct {
 	// askedGone, when set, is called (without the lock) at the first PeerGone: a change that lands while a fire
 	// is deciding
 	askedGone func(id string)
-	// parked, when set, hears each WaitFunc that waits (cond did not hold at once)
-	parked chan struct{}
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
@@ -89,18 +87,6 @@ func (f *fakeRegistry) Wait(ctx context.Context, _ string, cond func(*cluster.Jo
 			return f.Job(""), ctx.Err()
 		}
 	}
-}
-
-// WaitFunc is Wait on a goroutine of its own, unless cond holds at once.
-func (f *fakeRegistry) WaitFunc(ctx context.Context, name string, cond func(*cluster.JobSnapshot) bool, fn func(*cluster.JobSnapshot, error)) {
-	if s := f.Job(name); cond(s) {
-		fn(s, nil)
-		return
-	}
-	if f.parked != nil {
-		f.parked <- struct{}{}
-	}
-	go func() { fn(f.Wait(ctx, name, cond)) }()
 }
 
 func (f *fakeRegistry) BeginItem(_ string, item int, _ int32, run cluster.Running, _ bool) error {

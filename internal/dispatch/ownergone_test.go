@@ -276,27 +276,6 @@ func TestAFireWaitingForItsReshardingAtTheStopIsNoWarning(t *testing.T) {
 	}
 }
 
-// A scheduled fire waiting for its resharding is the executor's work although no goroutine of the fire's waits
-// (Registry.WaitFunc): Drain returns after the stop has ended the wait and the fire is skipped, never before.
-func TestDrainWaitsForAParkedFire(t *testing.T) {
-	reg, send, skips := goneOwner()
-	reg.parked = make(chan struct{}, 1)
-	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		ReshardWait: time.Hour, Observer: skips})
-	e.Fire("j", time.Unix(100, 0), 0)
-	<-reg.parked
-	e.Drain(time.Second)
-	select {
-	case reason := <-skips.reasons:
-		if reason != "no sharding to fire with" {
-			t.Fatalf("skipped: %s", reason)
-		}
-	default:
-		t.Fatal("Drain returned before the waiting fire was ended")
-	}
-	send.none(t)
-}
-
 // A fire of a job that takes late fires waits for its resharding past ReshardWait, until its next fire's
 // hand-off, and runs late, once, when the resharding comes; with misfire off it is skipped after ReshardWait,
 // its next fire being further off.

@@ -31,125 +31,82 @@ const minShardingWait = 100 * time.Millisecond
 // owner, and the nodes that decide the items are read (fireReady adds that no owner is gone or stopping).
 func shardingReady(s *cluster.JobSnapshot) bool { return !s.Necessary && s.Sharded() && s.ItemsSettled }
 
-// ensureSharded calls then with a snapshot that can be fired with (fireReady): the leader reshards if necessary
-// (a flagged resharding, an item without an owner, an item whose owner is gone), the others wait for it
+// ensureSharded returns a snapshot that can be fired with (fireReady): the leader reshards if necessary (a
+// flagged resharding, an item without an owner, an item whose owner is gone), the others wait for it
 // (shardingWait: up to the job's next fire's hand-off when it takes late fires). A peer that becomes the job's
 // leader while it waits (the leader was the peer that left) reshards then. The leader reshards at most once
 // per fire. waited reports whether the snapshot given was not ready (the fire then runs late: notRunYet).
-// then runs on this goroutine when the snapshot is ready; a fire that waits is a shardingWaiter and a record
-// on the job's registry entry (Registry.WaitFunc), not a goroutine, and then runs on the goroutine that ends
-// the wait: through a restart at 100,000 jobs a survivor holds tens of thousands of such fires.
 //
 // A scheduled fire is held meanwhile (Resharder.Hold): a resharding by this peer gives the items only to the
 // instances that hold this fire too, not to one registered since (a restarted peer's new process), which
 // would not run them.
-func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot, then func(_ *cluster.JobSnapshot, waited bool, _ error)) {
+func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot) (_ *cluster.JobSnapshot, waited bool, _ error) {
+	job := req.job
 	peers := Peers(e.reg)
 	if fireReady(snap, peers) {
-		then(snap, false, nil)
-		return
+		return snap, false, nil
 	}
-	w := &shardingWaiter{e: e, req: req, peers: peers, then: then, start: e.clk.Now(), release: func() {}}
 	if req.source == ejserver.SourceNormal && e.cfg.Resharder != nil {
-		w.release = e.cfg.Resharder.Hold(req.job, req.scheduledAt)
+		defer e.cfg.Resharder.Hold(job, req.scheduledAt)()
 	}
-	w.wait = shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, w.start, e.nextFire(req.job), snap.Config.Misfire)
-	w.ctx, w.cancel = context.WithTimeout(e.soft, w.wait)
-	e.wg.Add(1) // the waiting fire is the executor's work, as its goroutine was (Drain waits for it)
-	w.step(snap)
-}
-
-// shardingWaiter is a fire waiting for its job's sharding (ensureSharded).
-type shardingWaiter struct {
-	e         *Executor
-	req       fireRequest
-	peers     Peers
-	then      func(*cluster.JobSnapshot, bool, error)
-	start     time.Time
-	wait      time.Duration
-	ctx       context.Context
-	cancel    context.CancelFunc
-	release   func() // the fire's Hold
-	resharded bool
-}
-
-// leaderMust reports whether this peer reshards the job before the fire: it leads it, the sharding needs it,
-// and it has not resharded for this fire yet.
-func (w *shardingWaiter) leaderMust(s *cluster.JobSnapshot) bool {
-	return !w.resharded && w.e.cfg.Resharder != nil && s.IsLeader() && needsResharding(s, w.peers)
-}
-
-// step reshards as the leader if it must, then waits for a snapshot that is ready or that the leader must
-// reshard for (woken).
-func (w *shardingWaiter) step(snap *cluster.JobSnapshot) {
-	e, job := w.e, w.req.job
-	for w.leaderMust(snap) {
-		w.resharded = true
-		if items, states := ownersAway(snap, w.peers); !snap.Necessary {
-			if k := slices.Index(states, ownerGone); k >= 0 {
-				e.log.Info("resharding at the fire: an item's owner is gone", "job", job, "item", items[k], "instance", snap.Items[items[k]].Owner)
+	start := e.clk.Now()
+	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, start, e.nextFire(job), snap.Config.Misfire)
+	ctx, cancel := context.WithTimeout(e.soft, wait)
+	defer cancel()
+	resharded := false
+	leaderMust := func(s *cluster.JobSnapshot) bool {
+		return !resharded && e.cfg.Resharder != nil && s.IsLeader() && needsResharding(s, peers)
+	}
+	for {
+		if leaderMust(snap) {
+			resharded = true
+			if items, states := ownersAway(snap, peers); !snap.Necessary {
+				if k := slices.Index(states, ownerGone); k >= 0 {
+					e.log.Info("resharding at the fire: an item's owner is gone", "job", job, "item", items[k], "instance", snap.Items[items[k]].Owner)
+				}
+			}
+			err := e.cfg.Resharder.Reshard(ctx, job)
+			switch {
+			case errors.Is(err, cluster.ErrNotLeader) && !e.reg.Lease():
+				// the leadership is in doubt, not lost: the session's lease lapsed (a ZooKeeper stalled by a
+				// burst holds the heartbeat). This fire's peers wait for this resharding: wait for the session and
+				// reshard then, as a fire waits for its session at its hand-off. Skipped at once, the fires of a
+				// stopped peer's jobs whose new leader this was were skipped here and waited for in vain by their
+				// peers for 30 s (docs/benchmarks.md, run 32: ~1,300 missed fires).
+				if ok, why := e.awaitSession(&req, -1, stageReshard, req.scheduledAt); !ok {
+					return nil, true, fmt.Errorf("resharding as leader: ZooKeeper session in doubt: %s", why)
+				}
+				resharded = false
+				if snap = e.reg.Job(job); snap == nil {
+					return nil, true, fmt.Errorf("job %q is gone", job)
+				}
+				continue
+			case errors.Is(err, cluster.ErrNotLeader):
+				// deposed meanwhile: the new leader reshards, and this fire waits for it as any peer's does
+			case err != nil:
+				return nil, true, fmt.Errorf("resharding as leader: %w", err)
 			}
 		}
-		err := e.cfg.Resharder.Reshard(w.ctx, job)
-		switch {
-		case errors.Is(err, cluster.ErrNotLeader) && !e.reg.Lease():
-			// the leadership is in doubt, not lost: the session's lease lapsed (a ZooKeeper stalled by a
-			// burst holds the heartbeat). This fire's peers wait for this resharding: wait for the session and
-			// reshard then, as a fire waits for its session at its hand-off. Skipped at once, the fires of a
-			// stopped peer's jobs whose new leader this was were skipped here and waited for in vain by their
-			// peers for 30 s (docs/benchmarks.md, run 32: ~1,300 missed fires).
-			if ok, why := e.awaitSession(&w.req, -1, stageReshard, w.req.scheduledAt); !ok {
-				w.finish(nil, fmt.Errorf("resharding as leader: ZooKeeper session in doubt: %s", why))
-				return
+		got, err := e.reg.Wait(ctx, job, func(s *cluster.JobSnapshot) bool { return fireReady(s, peers) || leaderMust(s) })
+		if err != nil {
+			leader := "none"
+			if got != nil && got.Leader != "" {
+				leader = got.Leader
 			}
-			w.resharded = false
-			if snap = e.reg.Job(job); snap == nil {
-				w.finish(nil, fmt.Errorf("job %q is gone", job))
-				return
+			why := unready(got, peers)
+			if got != nil && !got.ItemsSettled {
+				if reads := e.reg.PendingReads(job, len(got.Items)); reads != "" {
+					why += ": " + reads
+				}
 			}
-			continue
-		case errors.Is(err, cluster.ErrNotLeader):
-			// deposed meanwhile: the new leader reshards, and this fire waits for it as any peer's does
-		case err != nil:
-			w.finish(nil, fmt.Errorf("resharding as leader: %w", err))
-			return
+			return nil, true, fmt.Errorf("waited %s of %s for the leader (%s) to reshard (%s): %w",
+				e.clk.Now().Sub(start).Round(time.Millisecond), wait.Round(time.Millisecond), leader, why, err)
 		}
-		break
-	}
-	e.reg.WaitFunc(w.ctx, job, func(s *cluster.JobSnapshot) bool { return fireReady(s, w.peers) || w.leaderMust(s) }, w.woken)
-}
-
-// woken is the end of a wait: the fire runs (ready), the leader reshards (step), or the fire is given up.
-func (w *shardingWaiter) woken(got *cluster.JobSnapshot, err error) {
-	e := w.e
-	if err != nil {
-		leader := "none"
-		if got != nil && got.Leader != "" {
-			leader = got.Leader
+		if fireReady(got, peers) {
+			return got, true, nil
 		}
-		why := unready(got, w.peers)
-		if got != nil && !got.ItemsSettled {
-			if reads := e.reg.PendingReads(w.req.job, len(got.Items)); reads != "" {
-				why += ": " + reads
-			}
-		}
-		w.finish(nil, fmt.Errorf("waited %s of %s for the leader (%s) to reshard (%s): %w",
-			e.clk.Now().Sub(w.start).Round(time.Millisecond), w.wait.Round(time.Millisecond), leader, why, err))
-		return
+		snap = got
 	}
-	if fireReady(got, w.peers) {
-		w.finish(got, nil)
-		return
-	}
-	w.step(got)
-}
-
-// finish ends the wait (its timer, the fire's Hold) and runs the rest of the fire.
-func (w *shardingWaiter) finish(snap *cluster.JobSnapshot, err error) {
-	defer w.e.wg.Done()
-	w.cancel()
-	w.release()
-	w.then(snap, true, err)
 }
 
 // unready says which of fireReady's conditions a snapshot fails, for the skip's log line.
