@@ -5,23 +5,105 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
 )
 
-// begin creates the item's running node, fenced by ownership; it reports whether the item may run, and
-// whether it runs beside an execution that holds the node (overlapPolicy ALLOW: then it holds none).
-func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) (ok, alongside bool) {
+// launch starts a new execution of item, whose entry in e.running its caller made; it takes over one count of
+// e.wg that its caller added. When the item records its run (monitorExecution), the running node's create is
+// a record on the registry's write batcher, and the item's goroutine starts with its answer: through a
+// restart at 100,000 jobs a survivor's items waited seconds for ZooKeeper in their begins, thousands at once,
+// each on a goroutine (docs/benchmarks.md). An item whose run starts a workflow's fire of its own
+// (followSingle writes to ZooKeeper) begins on its goroutine, as before.
+func (e *Executor) launch(snap *cluster.JobSnapshot, req fireRequest, item int) {
+	if !snap.Config.MonitorExecution || req.overlap || (req.follow == nil && e.follows(snap, req.workflow)) {
+		go func() {
+			defer e.wg.Done()
+			e.runItem(snap, req, item, "", -2)
+		}()
+		return
+	}
+	executionID, param := e.prepareRun(snap, &req, item, "")
+	b := e.beginningOf(snap, req, item, executionID, param)
+	e.reg.BeginItemThen(req.job, item, b.version, b.run, b.persistent, func(err error) {
+		go func() {
+			defer e.wg.Done()
+			defer e.finishRun(req, item, executionID)
+			if runningVersion, ok := e.begun(snap, &req, item, b, err); ok {
+				e.deliver(snap, req, item, executionID, param, runningVersion)
+			}
+		}()
+	})
+}
+
+// prepareRun readies a run of item: its execution id (a new one unless given), its job parameter, the session
+// it begins under, its jitter, and its task and fire when no fire() made them.
+func (e *Executor) prepareRun(snap *cluster.JobSnapshot, req *fireRequest, item int, executionID string) (string, string) {
+	param := snap.Config.JobParameter
+	if req.param != nil {
+		param = *req.param
+	}
+	if executionID == "" {
+		executionID = ejserver.NewExecutionID()
+	}
+	e.sessionOf(req) // a follow-up or failover run begins under the session of now
+	withJitter(snap.Config, req)
+	if req.task == nil && !req.untraced { // a follow-up or failover run is a task of its own
+		req.task = e.newTask(req.taskID, req.job, req.source, []int{item})
+	}
+	if req.follow == nil && req.source != ejserver.SourceFailover {
+		req.follow = e.followSingle(snap, *req, item, executionID)
+	}
+	return executionID, param
+}
+
+// begun finishes an item's begin from its first try's outcome (begin) and returns the running node's version
+// the run holds: 0 when it created the node, -1 when it runs beside another execution's (ALLOW: req becomes
+// an overlapping run). An item that may not run is ended here as not run.
+func (e *Executor) begun(snap *cluster.JobSnapshot, req *fireRequest, item int, b beginning, first error) (int32, bool) {
+	ok, alongside := e.begin(snap, *req, item, b, first)
+	switch {
+	case !ok:
+		e.taskItemEnded(req.task, item, false, false)
+		e.followNotRun(*req, item, OutcomeNotRun)
+		return 0, false
+	case alongside:
+		req.overlap = true
+		return -1, true // ALLOW beside another peer's run: no node of its own
+	}
+	return 0, true // created by us
+}
+
+// beginning is an item's begin: the running node it creates and the owner version it is fenced by.
+type beginning struct {
+	run        cluster.Running
+	version    int32
+	persistent bool
+}
+
+// beginningOf makes an item's begin from the fire and the job's snapshot.
+func (e *Executor) beginningOf(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string) beginning {
 	run := cluster.Running{InstanceID: e.me.InstanceID, ExecutionID: executionID, TaskID: req.taskID,
 		Source: req.source, ScheduledAt: req.scheduledAt, JobParameter: param, Workflow: req.workflow}
 	if req.follow != nil {
 		run.Fire = req.follow.Key
 	}
-	version := snap.Item(item).OwnerVersion
+	// a running node outlives this peer when a failover re-runs the item, or when a survivor records a lost
+	// execution (docs/reliability.md)
+	return beginning{run: run, version: snap.Item(item).OwnerVersion, persistent: snap.Config.Failover || e.cfg.Lost != nil}
+}
+
+// begin decides, from the outcome of its first try (first), whether the item may run: it tries again where
+// that can help, fenced by ownership, and reports whether the item runs beside an execution that holds the
+// node (overlapPolicy ALLOW: then it holds none).
+func (e *Executor) begin(snap *cluster.JobSnapshot, req fireRequest, item int, b beginning, first error) (ok, alongside bool) {
+	run, version, executionID := b.run, b.version, b.run.ExecutionID
 	for attempt := 0; attempt < beginTries; attempt++ {
-		// a running node outlives this peer when a failover re-runs the item, or when a survivor records a lost
-		// execution (docs/reliability.md)
-		err := e.reg.BeginItem(req.job, item, version, run, snap.Config.Failover || e.cfg.Lost != nil)
+		err := first
+		if attempt > 0 {
+			err = e.reg.BeginItem(req.job, item, version, run, b.persistent)
+		}
 		switch {
 		case err == nil:
 			return true, false

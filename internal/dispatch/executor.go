@@ -28,6 +28,8 @@ type Registry interface {
 	// PendingReads names the job's reads deciding its items that are queued or running (for a log line)
 	PendingReads(job string, items int) string
 	BeginItem(job string, item int, ownerVersion int32, run cluster.Running, persistent bool) error
+	// BeginItemThen is BeginItem without waiting: then gets its outcome, without blocking, maybe before it returns
+	BeginItemThen(job string, item int, ownerVersion int32, run cluster.Running, persistent bool, then func(error))
 	EndItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) error
 	SetMisfire(job string, item int) error
 	ClearMisfire(job string, item int) error
@@ -576,47 +578,31 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 	e.running[key] = &itemRun{}
 	e.wg.Add(1)
 	e.mu.Unlock()
-	go func() {
-		defer e.wg.Done()
-		e.runItem(snap, req, item, "", -2)
-	}()
+	e.launch(snap, req, item)
 }
 
 // runItem runs one item: executionID and runningVersion are given for a failover run (already claimed),
 // otherwise a new execution begins here (runningVersion -2).
 func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int, executionID string, runningVersion int32) {
-	cfg := snap.Config
-	param := cfg.JobParameter
-	if req.param != nil {
-		param = *req.param
-	}
-	if executionID == "" {
-		executionID = ejserver.NewExecutionID()
-	}
+	executionID, param := e.prepareRun(snap, &req, item, executionID)
 	defer e.finishRun(req, item, executionID)
-	e.sessionOf(&req) // a follow-up or failover run begins under the session of now
-	withJitter(cfg, &req)
-	if req.task == nil && !req.untraced { // a follow-up or failover run is a task of its own
-		req.task = e.newTask(req.taskID, req.job, req.source, []int{item})
-	}
-	if req.follow == nil && req.source != ejserver.SourceFailover {
-		req.follow = e.followSingle(snap, req, item, executionID)
-	}
 	if runningVersion == -2 {
 		runningVersion = -1
-		if cfg.MonitorExecution && !req.overlap {
-			ok, alongside := e.begin(snap, req, item, executionID, param)
-			if !ok {
-				e.taskItemEnded(req.task, item, false, false)
-				e.followNotRun(req, item, OutcomeNotRun)
+		if snap.Config.MonitorExecution && !req.overlap {
+			b := e.beginningOf(snap, req, item, executionID, param)
+			var ok bool
+			if runningVersion, ok = e.begun(snap, &req, item, b, e.reg.BeginItem(req.job, item, b.version, b.run, b.persistent)); !ok {
 				return
-			}
-			runningVersion = 0 // created by us
-			if alongside {
-				req.overlap, runningVersion = true, -1 // ALLOW beside another peer's run: no node of its own
 			}
 		}
 	}
+	e.deliver(snap, req, item, executionID, param, runningVersion)
+}
+
+// deliver sends a run whose begin is done (runningVersion: 0 when it holds the running node it created, -1
+// when it holds none, else the version of the node a failover claimed) and records its outcome.
+func (e *Executor) deliver(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string, runningVersion int32) {
+	cfg := snap.Config
 	var deadline time.Time
 	if !req.source.OnRequest() {
 		deadline = e.nextFire(req.job)
@@ -782,8 +768,5 @@ func (e *Executor) startFollowUp(snap *cluster.JobSnapshot, req fireRequest, ite
 	e.running[key] = &itemRun{triggers: queued}
 	e.wg.Add(1)
 	e.mu.Unlock()
-	go func() {
-		defer e.wg.Done()
-		e.runItem(snap, req, item, "", -2)
-	}()
+	e.launch(snap, req, item)
 }

@@ -106,6 +106,11 @@ func (f *fakeRegistry) BeginItem(_ string, item int, _ int32, run cluster.Runnin
 	return nil
 }
 
+// BeginItemThen answers at once, as the registry does when its batcher is closed.
+func (f *fakeRegistry) BeginItemThen(job string, item int, version int32, run cluster.Running, persistent bool, then func(error)) {
+	then(f.BeginItem(job, item, version, run, persistent))
+}
+
 func (f *fakeRegistry) EndItem(_ string, item int, _ int32, done cluster.Completed, _ bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

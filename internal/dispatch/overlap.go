@@ -85,10 +85,7 @@ func (e *Executor) onBusy(snap *cluster.JobSnapshot, req fireRequest, item int, 
 		e.wg.Add(1)
 		e.mu.Unlock()
 		e.log.Info("item still running and overlapPolicy is ALLOW: a second execution runs beside it", "job", req.job, "item", item)
-		go func() {
-			defer e.wg.Done()
-			e.runItem(snap, req, item, "", -2)
-		}()
+		e.launch(snap, req, item)
 	case schedule.CancelThenRun:
 		next := req
 		next.task = nil
