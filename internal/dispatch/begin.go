@@ -29,10 +29,12 @@ func (e *Executor) launch(snap *cluster.JobSnapshot, req fireRequest, item int) 
 	e.reg.BeginItemThen(req.job, item, b.version, b.run, b.persistent, func(err error) {
 		go func() {
 			defer e.wg.Done()
-			defer e.finishRun(req, item, executionID)
+			finish := e.runFinish(req, item, executionID)
 			if runningVersion, ok := e.begun(snap, &req, item, b, err); ok {
-				e.deliver(snap, req, item, executionID, param, runningVersion)
+				e.deliver(snap, req, item, executionID, param, runningVersion, finish)
+				return
 			}
+			finish()
 		}()
 	})
 }

@@ -20,8 +20,19 @@ const (
 // so that every fire of the job was skipped until the leadership moved (found by the nemesis soak). EndItem
 // is safe to repeat: a running node already deleted, or rewritten by a failover, is left alone.
 func (e *Executor) endItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) {
-	e.retryWrite("the item's end", func() error { return e.reg.EndItem(job, item, runningVersion, done, clearFailover) },
-		func() []any { return []any{"job", job, "item", item, "execution_id", done.ExecutionID} })
+	e.retryEnd(job, item, runningVersion, done, clearFailover, nil)
+}
+
+// retryEnd is endItem after a first try that failed with first (nil: none was made yet).
+func (e *Executor) retryEnd(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool, first error) {
+	tried := first != nil
+	e.retryWrite("the item's end", func() error {
+		if tried {
+			tried = false
+			return first
+		}
+		return e.reg.EndItem(job, item, runningVersion, done, clearFailover)
+	}, func() []any { return []any{"job", job, "item", item, "execution_id", done.ExecutionID} })
 }
 
 // clearUnsent removes the running node created for an item that was then not sent, with endItem's retries:

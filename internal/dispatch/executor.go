@@ -31,6 +31,8 @@ type Registry interface {
 	// BeginItemThen is BeginItem without waiting: then gets its outcome, without blocking, maybe before it returns
 	BeginItemThen(job string, item int, ownerVersion int32, run cluster.Running, persistent bool, then func(error))
 	EndItem(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool) error
+	// EndItemThen is EndItem without waiting: then gets its outcome, without blocking, maybe before it returns
+	EndItemThen(job string, item int, runningVersion int32, done cluster.Completed, clearFailover bool, then func(error))
 	SetMisfire(job string, item int) error
 	ClearMisfire(job string, item int) error
 	ReadRunning(job string, item int) (cluster.Running, int32, bool, error)
@@ -56,13 +58,13 @@ type Sender interface {
 	Send(ctx context.Context, p *webhook.Prepared) webhook.Result
 }
 
-// Recorder keeps execution history without blocking (history.Writer satisfies it). EnqueueCommitted is for
-// an item's end record, which must be in the store before the item's end is acknowledged in ZooKeeper
-// (docs/reliability.md): it waits for the batch's commit, within ctx, and fails at once while the store is
-// failing.
+// Recorder keeps execution history without blocking (history.Writer satisfies it). EnqueueCommittedThen is
+// for an item's end record, which must be in the store before the item's end is acknowledged in ZooKeeper
+// (docs/reliability.md): then gets, once and without blocking, the batch's commit (nil) or why it is not known
+// to be committed (ctx ended, the record was dropped, or the store is failing: then at once).
 type Recorder interface {
 	Enqueue(e ejserver.Execution) bool
-	EnqueueCommitted(ctx context.Context, e ejserver.Execution) error
+	EnqueueCommittedThen(ctx context.Context, e ejserver.Execution, then func(error))
 	EnqueueTrace(t ejserver.StatusTrace) bool
 }
 
@@ -108,9 +110,12 @@ func (nopObserver) SessionWaited(string, time.Duration, bool)                   
 
 type nopRecorder struct{}
 
-func (nopRecorder) Enqueue(ejserver.Execution) bool                            { return true }
-func (nopRecorder) EnqueueCommitted(context.Context, ejserver.Execution) error { return nil }
-func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool                     { return true }
+func (nopRecorder) Enqueue(ejserver.Execution) bool        { return true }
+func (nopRecorder) EnqueueTrace(ejserver.StatusTrace) bool { return true }
+
+func (nopRecorder) EnqueueCommittedThen(_ context.Context, _ ejserver.Execution, then func(error)) {
+	then(nil)
+}
 
 // outcomeWait bounds how long an item whose response has arrived waits for the rest of its burst to leave
 // before recording its outcome (Activity.awaitQuiet). A burst of this peer's concurrency bound (256 requests
@@ -582,33 +587,49 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 }
 
 // runItem runs one item: executionID and runningVersion are given for a failover run (already claimed),
-// otherwise a new execution begins here (runningVersion -2).
+// otherwise a new execution begins here (runningVersion -2). The item's run may end after runItem returns
+// (deliver).
 func (e *Executor) runItem(snap *cluster.JobSnapshot, req fireRequest, item int, executionID string, runningVersion int32) {
 	executionID, param := e.prepareRun(snap, &req, item, executionID)
-	defer e.finishRun(req, item, executionID)
+	finish := e.runFinish(req, item, executionID)
 	if runningVersion == -2 {
 		runningVersion = -1
 		if snap.Config.MonitorExecution && !req.overlap {
 			b := e.beginningOf(snap, req, item, executionID, param)
 			var ok bool
 			if runningVersion, ok = e.begun(snap, &req, item, b, e.reg.BeginItem(req.job, item, b.version, b.run, b.persistent)); !ok {
+				finish()
 				return
 			}
 		}
 	}
-	e.deliver(snap, req, item, executionID, param, runningVersion)
+	e.deliver(snap, req, item, executionID, param, runningVersion, finish)
+}
+
+// runFinish is what ends a run of item begun with req: the item finished here (finishRun), with req as it
+// was before the run's begin.
+func (e *Executor) runFinish(req fireRequest, item int, executionID string) func() {
+	return func() { e.finishRun(req, item, executionID) }
 }
 
 // deliver sends a run whose begin is done (runningVersion: 0 when it holds the running node it created, -1
-// when it holds none, else the version of the node a failover claimed) and records its outcome.
-func (e *Executor) deliver(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string, runningVersion int32) {
+// when it holds none, else the version of the node a failover claimed) and records its outcome. finish runs
+// once when the run is over: before deliver returns, or at the end of its tail (itemTail), which holds a
+// count of e.wg until then.
+func (e *Executor) deliver(snap *cluster.JobSnapshot, req fireRequest, item int, executionID, param string, runningVersion int32, finish func()) {
 	cfg := snap.Config
 	var deadline time.Time
 	if !req.source.OnRequest() {
 		deadline = e.nextFire(req.job)
 	}
 	halt, release := e.ctxFor(req.job)
-	defer release()
+	over := func() { release(); finish() }
+	tail := false
+	defer func() {
+		if !tail {
+			over()
+		}
+	}()
 	dep := e.cfg.Activity.departure()
 	d := webhook.Delivery{
 		Payload: webhook.Payload{
@@ -642,7 +663,7 @@ func (e *Executor) deliver(snap *cluster.JobSnapshot, req fireRequest, item int,
 		IP: e.me.ServerIP, Hostname: e.me.Hostname, ScheduledAt: req.scheduledAt, StartedAt: started,
 	}
 	ctx, endSpan, cancelled, stop := e.itemContext(req, item, executionID)
-	defer stop()
+	over = func() { stop(); release(); finish() }
 	rec.TraceID = trace.SpanContextFromContext(ctx).TraceID().String()
 	e.cfg.Recorder.Enqueue(rec)
 	res := e.cfg.Sender.Send(ctx, prep)
@@ -664,45 +685,21 @@ func (e *Executor) deliver(snap *cluster.JobSnapshot, req fireRequest, item int,
 		markCancelled(&rec, cause)
 	}
 	e.taskItemEnded(req.task, item, true, res.Success) // first: its trace joins the end record's commit
-	e.recordEnd(rec)
+	t := &itemTail{e: e, req: req, item: item, rec: rec, res: res, started: started, runningVersion: runningVersion}
 	if (cfg.MonitorExecution || req.source == ejserver.SourceFailover) && !req.overlap {
-		e.endItem(req.job, item, runningVersion, cluster.Completed{
+		t.end = &cluster.Completed{
 			ExecutionID: executionID, InstanceID: e.me.InstanceID, Source: req.source, Success: res.Success,
 			StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done, Permanent: res.Permanent,
 			Latest: e.ended(req, item),
-		}, req.source == ejserver.SourceFailover)
+		}
 	}
-	e.followEnded(req, rec)
-	lateness := started.Sub(req.sendAt())
-	e.cfg.Observer.ItemDone(req.job, req.source, res.Success, lateness, res.Duration)
-	status := "success"
-	level := slog.LevelInfo
-	if !res.Success {
-		status, level = "failure", slog.LevelWarn
+	tail = true
+	e.wg.Add(1)
+	t.finish = func() {
+		over()
+		e.wg.Done()
 	}
-	if !e.log.Enabled(context.Background(), level) {
-		return // the line's attributes cost an allocation each: build them only for a line that is written
-	}
-	attrs := []any{"job", req.job, "item", item, "execution_id", executionID, "status", status,
-		"http_status", res.StatusCode, "attempts", res.Attempts, "duration_ms", res.Duration.Milliseconds(), "source", string(req.source)}
-	if !res.Success {
-		attrs = append(attrs, "cause", res.FailureCause)
-	}
-	if res.Permanent {
-		attrs = append(attrs, "permanent", true)
-	}
-	e.log.Log(context.Background(), level, "item "+status, attrs...)
-}
-
-// recordEnd writes an item's end record and waits for its commit (within commitWait), so that its end is
-// acknowledged in ZooKeeper, where the other peers see it, only once the history holds it: a peer killed
-// before that leaves the item running in ZooKeeper, where a failover finds it (docs/reliability.md).
-func (e *Executor) recordEnd(rec ejserver.Execution) {
-	ctx, cancel := context.WithTimeout(e.hard, commitWait)
-	defer cancel()
-	if err := e.cfg.Recorder.EnqueueCommitted(ctx, rec); err != nil {
-		e.unrecorded.Warn("job", rec.JobName, "item", rec.ShardingItem, "execution_id", rec.ID, "err", err)
-	}
+	t.run()
 }
 
 // finishItem ends an item's run here and starts what waited for it: one misfire catch-up, or the next

@@ -111,6 +111,11 @@ func (f *fakeRegistry) BeginItemThen(job string, item int, version int32, run cl
 	then(f.BeginItem(job, item, version, run, persistent))
 }
 
+// EndItemThen answers at once, as the registry does when the item's completed node is not known.
+func (f *fakeRegistry) EndItemThen(job string, item int, version int32, done cluster.Completed, clearFailover bool, then func(error)) {
+	then(f.EndItem(job, item, version, done, clearFailover))
+}
+
 func (f *fakeRegistry) EndItem(_ string, item int, _ int32, done cluster.Completed, _ bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -577,6 +582,10 @@ type recorder struct {
 	reg               *fakeRegistry
 	committed         []string
 	committedAfterAck []string
+}
+
+func (r *recorder) EnqueueCommittedThen(ctx context.Context, e ejserver.Execution, then func(error)) {
+	then(r.EnqueueCommitted(ctx, e))
 }
 
 func (r *recorder) EnqueueCommitted(_ context.Context, e ejserver.Execution) error {

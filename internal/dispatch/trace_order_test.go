@@ -16,6 +16,10 @@ type orderRecorder struct {
 	traceFirst []bool
 }
 
+func (r *orderRecorder) EnqueueCommittedThen(ctx context.Context, e ejserver.Execution, then func(error)) {
+	then(r.EnqueueCommitted(ctx, e))
+}
+
 func (r *orderRecorder) EnqueueCommitted(ctx context.Context, e ejserver.Execution) error {
 	r.mu.Lock()
 	ended := false

@@ -16,6 +16,10 @@ import (
 // failingCommits is a recorder whose end records are never committed in time (a saturated history store).
 type failingCommits struct{ recorder }
 
+func (f *failingCommits) EnqueueCommittedThen(ctx context.Context, e ejserver.Execution, then func(error)) {
+	then(f.EnqueueCommitted(ctx, e))
+}
+
 func (f *failingCommits) EnqueueCommitted(_ context.Context, e ejserver.Execution) error {
 	f.Enqueue(e)
 	return context.DeadlineExceeded

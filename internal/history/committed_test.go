@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -123,5 +124,83 @@ func TestEnqueueCommittedAtStop(t *testing.T) {
 	w.Stop()
 	if err := <-errc; !errors.Is(err, ErrNotCommitted) {
 		t.Fatalf("got %v, want ErrNotCommitted", err)
+	}
+}
+
+// EnqueueCommittedThen's waiters hold no goroutine while the store has not answered, and each is told once:
+// the ones whose context ended first get ErrNotCommitted, the others nil at the commit, and a commit after
+// a context's end tells nobody twice.
+func TestEnqueueCommittedThenHoldsNoGoroutineAndTellsOnce(t *testing.T) {
+	sink := &fakeSink{gate: make(chan struct{})}
+	w := startWriter(t, sink, WriterConfig{FlushInterval: time.Hour, CommitDelay: time.Millisecond})
+	const n = 1000
+	var mu sync.Mutex
+	told := map[int][]error{}
+	var all sync.WaitGroup
+	all.Add(n)
+	short, cancelShort := context.WithCancel(context.Background())
+	before := runtime.NumGoroutine()
+	for i := range n {
+		ctx := context.Background()
+		if i%2 == 0 {
+			ctx = short
+		}
+		w.EnqueueCommittedThen(ctx, newExec("then", i, t0), func(err error) {
+			mu.Lock()
+			told[i] = append(told[i], err)
+			mu.Unlock()
+			all.Done()
+		})
+	}
+	if now := runtime.NumGoroutine(); now-before > n/10 {
+		t.Fatalf("%d goroutines more with %d waiters queued: a waiter holds one", now-before, n)
+	}
+	cancelShort() // the even waiters give up before the store answers
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		mu.Lock()
+		k := len(told)
+		mu.Unlock()
+		if k == n/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters told after their context ended, want %d", k, n/2)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	close(sink.gate)
+	all.Wait()
+	if got, _ := sink.written(); len(got) != n {
+		t.Fatalf("%d records written, want %d (a waiter that gave up still has its record written)", len(got), n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n {
+		errs := told[i]
+		switch {
+		case len(errs) != 1:
+			t.Fatalf("waiter %d told %d times: %v", i, len(errs), errs)
+		case i%2 == 0 && !errors.Is(errs[0], ErrNotCommitted):
+			t.Fatalf("waiter %d (context ended): %v, want ErrNotCommitted", i, errs[0])
+		case i%2 == 1 && errs[0] != nil:
+			t.Fatalf("waiter %d: %v, want nil", i, errs[0])
+		}
+	}
+}
+
+// A degraded writer answers EnqueueCommittedThen before it returns.
+func TestEnqueueCommittedThenWhileDegraded(t *testing.T) {
+	sink := &fakeSink{fail: func([]ejserver.Execution) error { return ejserver.Errorf(ejserver.EUNAVAILABLE, "down") }}
+	w := startWriter(t, sink, WriterConfig{RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.EnqueueCommitted(ctx, newExec("down", 0, t0)); !errors.Is(err, ErrNotCommitted) {
+		t.Fatalf("first waiter: %v, want ErrNotCommitted", err)
+	}
+	var got error
+	answered := false
+	w.EnqueueCommittedThen(ctx, newExec("down", 1, t0), func(err error) { got, answered = err, true })
+	if !answered || !errors.Is(got, ErrNotCommitted) {
+		t.Fatalf("answered %v with %v, want ErrNotCommitted before it returned", answered, got)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // the time it was queued.
 type queued struct {
 	recs  []ejserver.Execution
-	waits []chan error
+	waits []*waiter
 	at    []time.Time
 }
 

@@ -17,11 +17,11 @@ func TestHoldStarts(t *testing.T) {
 	a, b := newExec("held", 0, t0), newExec("held", 1, t0)
 	beat := running(b)
 	beat.HeartbeatAt = t0.Add(time.Second)
-	wait := make(chan error, 1)
+	wait := &waiter{}
 	type rec struct {
 		e    ejserver.Execution
 		age  time.Duration
-		wait chan error
+		wait *waiter
 	}
 	for _, c := range []struct {
 		name        string
@@ -105,9 +105,9 @@ func FuzzHoldStarts(f *testing.F) {
 			case 2:
 				e.CompletedAt = t0.Add(time.Duration(d>>4) * time.Second)
 			}
-			var w chan error
+			var w *waiter
 			if d&0x80 != 0 && d&0x40 != 0 {
-				w = make(chan error, 1)
+				w = &waiter{}
 			}
 			q.recs, q.waits = append(q.recs, e), append(q.waits, w)
 			q.at = append(q.at, now.Add(-time.Duration(d>>4)*200*time.Millisecond))

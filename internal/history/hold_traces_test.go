@@ -226,7 +226,7 @@ func TestWriterGathersAWave(t *testing.T) {
 					t.Fatal("gather neither slept nor returned")
 				}
 				if i < c.arrive {
-					w.enqueue(newExec("wave", i, t0), make(chan error, 1))
+					w.enqueue(newExec("wave", i, t0), &waiter{then: func(error) {}, stop: func() bool { return true }})
 				}
 				created = clk.TimerCreated()
 				clk.Advance(10 * time.Millisecond)

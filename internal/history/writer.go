@@ -162,7 +162,7 @@ type Writer struct {
 
 	mu        sync.Mutex
 	execs     []ejserver.Execution // queued
-	execWaits []chan error         // beside execs: the waiter of each record (nil: nobody waits)
+	execWaits []*waiter            // beside execs: the waiter of each record (nil: nobody waits)
 	execAt    []time.Time          // beside execs: when each record was queued (only with StartHold)
 	draining  bool                 // the final flush: hold nothing back
 	traces    []ejserver.StatusTrace
@@ -186,7 +186,7 @@ type Writer struct {
 
 	// Owned by the goroutine: records taken from the queue, written in BatchSize chunks.
 	pendExecs  []ejserver.Execution
-	pendWaits  []chan error // beside pendExecs
+	pendWaits  []*waiter // beside pendExecs
 	pendTraces []ejserver.StatusTrace
 	// takenExecs and takenTraces are the arrays of the last take, whole (pend* advance through them); under
 	// mu, with bufs (the arrays kept for reuse).
@@ -214,7 +214,7 @@ func (w *Writer) Enqueue(e ejserver.Execution) bool {
 	return w.enqueue(e, nil)
 }
 
-func (w *Writer) enqueue(e ejserver.Execution, wait chan error) bool {
+func (w *Writer) enqueue(e ejserver.Execution, wait *waiter) bool {
 	w.mu.Lock()
 	if w.fullLocked() {
 		w.dropLocked(1)
@@ -254,22 +254,9 @@ var ErrNotCommitted = ejserver.Errorf(ejserver.EUNAVAILABLE, "history record not
 // While the Writer is degraded it does not wait at all, so that a store that is down never holds up the
 // work that waits here.
 func (w *Writer) EnqueueCommitted(ctx context.Context, e ejserver.Execution) error {
-	if w.Health().State == HealthDegraded {
-		if !w.Enqueue(e) {
-			return fmt.Errorf("%w: queue full, dropped", ErrNotCommitted)
-		}
-		return fmt.Errorf("%w: the store is failing (%s); the record stays queued", ErrNotCommitted, w.Health().LastError)
-	}
 	done := make(chan error, 1)
-	if !w.enqueue(e, done) {
-		return fmt.Errorf("%w: queue full, dropped", ErrNotCommitted)
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", ErrNotCommitted, ctx.Err())
-	}
+	w.EnqueueCommittedThen(ctx, e, func(err error) { done <- err })
+	return <-done
 }
 
 // StatusTraces reports whether the Writer takes the status traces of a task beginning now: not with
@@ -642,20 +629,6 @@ func writeOnce[T any](w *Writer, ctx context.Context, batch []T, write func(cont
 		w.setHealth(err, transient(ctx, err))
 	}
 	return err
-}
-
-// tellWaiter tells a record's waiter (if any) its fate; the channel has room for the one answer.
-func tellWaiter(wait chan error, err error) {
-	if wait != nil {
-		wait <- err
-	}
-}
-
-// settle tells every waiter in waits the same fate.
-func settle(waits []chan error, err error) {
-	for _, c := range waits {
-		tellWaiter(c, err)
-	}
 }
 
 func transient(ctx context.Context, err error) bool {
