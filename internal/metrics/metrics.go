@@ -255,9 +255,9 @@ func New(cfg Config) *Metrics {
 	}
 
 	m.handler = promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-		ErrorHandling: promhttp.ContinueOnError, // serve what could be gathered
-		Registry:      m.reg,                    // counts its errors in promhttp_metric_handler_errors_total
+		ErrorLog:      newScrapeErrorLog(cfg.Logger), // one line for an abandoned scrape, not one a family
+		ErrorHandling: promhttp.ContinueOnError,      // serve what could be gathered
+		Registry:      m.reg,                         // counts its errors in promhttp_metric_handler_errors_total
 	}))
 	return m
 }
