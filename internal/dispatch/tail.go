@@ -25,10 +25,12 @@ type itemTail struct {
 	rec     ejserver.Execution
 	res     webhook.Result
 	started time.Time
-	// end is the item's end for ZooKeeper (nil: the run records none), runningVersion the running node it holds
-	end            *cluster.Completed
-	runningVersion int32
-	finish         func() // last, once: the run's context and the item released, the executor's count done
+	// end is the item's end for ZooKeeper (when hasEnd: the run records one), runningVersion the running node
+	// it holds, clearFailover whether the end deletes the failover nodes (a failover run)
+	end                   cluster.Completed
+	hasEnd, clearFailover bool
+	runningVersion        int32
+	finish                func() // last, once: the run's context and the item released, the executor's count done
 }
 
 // run starts the tail: it returns at once.
@@ -38,17 +40,17 @@ func (t *itemTail) run() {
 
 // recorded follows the end record's commit (or the end of the wait for it), on the history writer's goroutine.
 func (t *itemTail) recorded() {
-	if t.end == nil {
+	if !t.hasEnd {
 		go t.close()
 		return
 	}
-	t.e.reg.EndItemThen(t.req.job, t.item, t.runningVersion, *t.end, t.req.source == ejserver.SourceFailover, func(err error) {
+	t.e.reg.EndItemThen(t.req.job, t.item, t.runningVersion, t.end, t.clearFailover, func(err error) {
 		if err == nil {
 			go t.close()
 			return
 		}
 		go func() {
-			t.e.retryEnd(t.req.job, t.item, t.runningVersion, *t.end, t.req.source == ejserver.SourceFailover, err)
+			t.e.retryEnd(t.req.job, t.item, t.runningVersion, t.end, t.clearFailover, err)
 			t.close()
 		}()
 	})

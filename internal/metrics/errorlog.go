@@ -15,8 +15,12 @@ import (
 // it still has to send, and promhttp reports each one, 74 warnings a scrape.
 const scrapeErrorEvery = 10 * time.Second
 
-// maxScrapeErrorKinds bounds the kinds kept apart (promhttp has four messages); others share one warning.
-const maxScrapeErrorKinds = 8
+// maxScrapeErrorKinds bounds the kinds kept apart (promhttp has four messages); others share one warning,
+// scrapeFailed, as does a line without a message.
+const (
+	maxScrapeErrorKinds = 8
+	scrapeFailed        = "metrics scrape failed"
+)
 
 // scrapeErrorLog is promhttp's error log: each of its messages ("error encoding and sending metric family:",
 // "error gathering metrics:"...) is a ratelog.Warning of its own, its error an attribute, so an abandoned scrape
@@ -34,7 +38,7 @@ func newScrapeErrorLog(log *slog.Logger) *scrapeErrorLog {
 
 // Println is promhttp.Logger's: v[0] is promhttp's message, the rest its error.
 func (l *scrapeErrorLog) Println(v ...any) {
-	msg, rest := "metrics scrape failed", v
+	msg, rest := scrapeFailed, v
 	if len(v) > 0 {
 		if s, ok := v[0].(string); ok {
 			msg, rest = strings.TrimSuffix(strings.TrimSpace(s), ":"), v[1:]
@@ -51,7 +55,7 @@ func (l *scrapeErrorLog) warning(msg string) *ratelog.Warning {
 		return w
 	}
 	if len(l.kinds) >= maxScrapeErrorKinds {
-		msg = "metrics scrape failed"
+		msg = scrapeFailed
 		if w := l.kinds[msg]; w != nil {
 			return w
 		}
