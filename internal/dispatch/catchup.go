@@ -62,17 +62,24 @@ func (e *Executor) missedFires(snap *cluster.JobSnapshot, req fireRequest, items
 }
 
 // missedAll is missedFires for catchUp all.
+//
+// An item's registry nodes are read before its mark is claimed (lookups): once claimed, another path of this
+// peer may run a later fire of the item without looking (its mark says this fire looked), and that run's
+// running node, written before this fire's read, said the later fire was in flight: its fires before were
+// taken as run and never delivered (TestCatchUpAllAReadRacingALaterFireMissesNothing; the
+// TestCatchUpAllWhenAPeerIsKilled flake, where a survivor's runGained of a fire read the running node of the
+// next fire's prepared items).
 func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items []int) ([]int, map[int][]time.Time) {
 	sched := e.cfg.ScheduleOf(req.job)
 	if sched == nil {
 		return items, nil
 	}
 	next := schedule.Allowed(sched.Next, e.allowed(snap))
+	read := e.lookups(req, items, next) // returns with e.mu held
 	run := make([]int, 0, len(items))
 	var look []int
 	marks := map[int]time.Time{}
 	owed := map[int][]time.Time{}
-	e.mu.Lock()
 	m := e.marks[req.job]
 	if m == nil {
 		m = map[int]time.Time{}
@@ -113,19 +120,14 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 	}
 	window := time.Duration(snap.Config.CatchUpWindowSeconds) * time.Second
 	for _, item := range look {
-		var last, inFlight time.Time
-		done, ok, err := e.reg.LastCompleted(req.job, item)
-		if err != nil {
+		last, ok := read[item]
+		if !ok { // its mark moved again while the others were read (lookupRounds): read it now
+			last = e.readLastRun(req.job, item, req.scheduledAt)
+		}
+		if !last.read {
 			continue
 		}
-		if ok {
-			last = done.LastFire()
-		}
-		// a fire started and not ended (its peer died, a failover may have it) is not missed
-		if r, _, ok, err := e.reg.ReadRunning(req.job, item); err == nil && ok {
-			inFlight = r.ScheduledAt
-		}
-		from, ok := schedule.Since(snap.ConfigChanged, marks[item], last, inFlight)
+		from, ok := schedule.Since(snap.ConfigChanged, marks[item], last.done, last.inFlight)
 		if !ok {
 			continue // never ran: nothing was missed
 		}
@@ -137,6 +139,73 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 		}
 	}
 	return run, out
+}
+
+// lookupRounds bounds how often lookups reads items whose marks moved while it read others.
+const lookupRounds = 3
+
+// lookups reads the registry's last runs of the items whose marks ask for a lookup at this fire
+// (schedule.Look), until the marks, read again under e.mu, ask for no item it has not read. It returns with
+// e.mu held; with no lookup due (every fire of an item that runs here in turn) it reads nothing.
+func (e *Executor) lookups(req fireRequest, items []int, next func(time.Time) time.Time) map[int]lastRun {
+	var read map[int]lastRun
+	for round := 0; ; round++ {
+		e.mu.Lock()
+		var need []int
+		for _, item := range items {
+			if _, done := read[item]; done {
+				continue
+			}
+			if _, lookUp := schedule.Look(next, e.marks[req.job][item], req.scheduledAt); lookUp {
+				need = append(need, item)
+			}
+		}
+		if len(need) == 0 || round == lookupRounds {
+			return read
+		}
+		e.mu.Unlock()
+		if read == nil {
+			read = make(map[int]lastRun, len(need))
+		}
+		for _, item := range need {
+			read[item] = e.readLastRun(req.job, item, req.scheduledAt)
+		}
+	}
+}
+
+// lastRun is what the registry says of an item's last scheduled fire, for a fire being decided: the latest
+// fire its completed node names, and a fire still in flight (inFlightFire). read is false when the completed
+// node could not be read.
+type lastRun struct {
+	done, inFlight time.Time
+	read           bool
+}
+
+// readLastRun reads the item's completed and running nodes for its fire scheduled at.
+func (e *Executor) readLastRun(job string, item int, at time.Time) lastRun {
+	done, ok, err := e.reg.LastCompleted(job, item)
+	if err != nil {
+		return lastRun{}
+	}
+	last := lastRun{read: true}
+	if ok {
+		last.done = done.LastFire()
+	}
+	if r, _, ok, err := e.reg.ReadRunning(job, item); err == nil && ok {
+		last.inFlight = inFlightFire(r, at)
+	}
+	return last
+}
+
+// inFlightFire is what an item's running node tells of its fires before the one scheduled at: a scheduled fire
+// (or its catch-up or failover) started and not ended, whose peer may have died with a failover to take it, is
+// not a missed one. A run on request says nothing of the schedule, and a run of at or a later fire nothing of
+// the fires before at (zero for both).
+func inFlightFire(r cluster.Running, at time.Time) time.Time {
+	if r.Source.OnRequest() || !r.ScheduledAt.Before(at) {
+		return time.Time{}
+	}
+	return r.ScheduledAt
 }
 
 // allowed returns the job's calendars and endAt as a filter of its fires (nil: none, or unknown).

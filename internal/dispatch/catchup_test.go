@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,5 +124,81 @@ func TestCatchUpAllSkipsPlannedSkips(t *testing.T) {
 	e.fire(fireRequest{job: "j", scheduledAt: time.Unix(303, 0), source: ejserver.SourceNormal})
 	if got := drainSent(t, send, 2); len(got) != 2 || got["0@303"] == nil || got["1@303"] == nil {
 		t.Fatalf("item 1 enabled again: %v (its disabled fire is not missed)", got)
+	}
+}
+
+// A fire that looks up its items' last runs (here both gained from a vanished peer, their runs ended LOST at
+// 100) while the next fire of the job runs them here: whichever of the two claims the items looks, and the
+// other's run is no evidence that the fires before it ran. With the lookup after the claim, the next fire
+// (105) began, or began and ended, between the claim and the reads, its running or completed node named 105:
+// 101 to 104 were never delivered.
+func TestCatchUpAllAReadRacingALaterFireMissesNothing(t *testing.T) {
+	for _, ended := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ended=%v", ended), func(t *testing.T) {
+			reg, send := newFakeRegistry(2), newFakeSender()
+			e := newCatchUpExecutor(t, reg, send)
+			defer e.Drain(time.Second)
+			reg.completed[0] = cluster.Completed{ScheduledAt: time.Unix(100, 0), State: cluster.CompletedLost}
+			reg.completed[1] = reg.completed[0]
+			var raced atomic.Bool
+			var holds []chan struct{}
+			ends := make(chan cluster.Completed, 20)
+			reg.set(func() {
+				reg.ends = ends
+				reg.readingCompleted = func(int) {
+					if !raced.CompareAndSwap(false, true) { // once (105's own reads come here too)
+						return
+					}
+					if !ended {
+						holds = append(holds, send.holdItem(0), send.holdItem(1))
+					}
+					e.fire(fireRequest{job: "j", scheduledAt: time.Unix(105, 0), source: ejserver.SourceNormal})
+					for n := 0; ended && n < 2; n++ {
+						select {
+						case <-ends:
+						case <-time.After(5 * time.Second):
+							t.Error("the racing fire's items never ended")
+							return
+						}
+					}
+				}
+			})
+			e.fire(fireRequest{job: "j", scheduledAt: time.Unix(104, 0), source: ejserver.SourceNormal})
+			for _, h := range holds {
+				close(h)
+			}
+			got := drainSent(t, send, 10)
+			want := map[string][]string{}
+			for item := range 2 {
+				for at := 101; at <= 104; at++ {
+					want[fmt.Sprintf("%d@%d", item, at)] = []string{"MISFIRE"}
+				}
+				want[fmt.Sprintf("%d@105", item)] = []string{"NORMAL_TRIGGER"}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("sent %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestInFlightFire(t *testing.T) {
+	at := time.Unix(104, 0)
+	for _, c := range []struct {
+		run  cluster.Running
+		want time.Time
+	}{
+		{cluster.Running{Source: ejserver.SourceNormal, ScheduledAt: time.Unix(103, 0)}, time.Unix(103, 0)},
+		{cluster.Running{Source: ejserver.SourceFailover, ScheduledAt: time.Unix(102, 0)}, time.Unix(102, 0)},
+		{cluster.Running{Source: ejserver.SourceMisfire, ScheduledAt: time.Unix(101, 0)}, time.Unix(101, 0)},
+		{cluster.Running{Source: ejserver.SourceNormal, ScheduledAt: at}, time.Time{}},                  // this fire's own
+		{cluster.Running{Source: ejserver.SourceNormal, ScheduledAt: time.Unix(105, 0)}, time.Time{}},   // a later fire
+		{cluster.Running{Source: ejserver.SourceManual, ScheduledAt: time.Unix(103, 0)}, time.Time{}},   // on request
+		{cluster.Running{Source: ejserver.SourceWorkflow, ScheduledAt: time.Unix(103, 0)}, time.Time{}}, // on request
+		{cluster.Running{InstanceID: "elasticjob@-@1"}, time.Time{}},                                    // ElasticJob's bare node
+	} {
+		if got := inFlightFire(c.run, at); !got.Equal(c.want) {
+			t.Errorf("inFlightFire(%+v) = %v, want %v", c.run, got, c.want)
+		}
 	}
 }

@@ -49,6 +49,11 @@ type fakeRegistry struct {
 	// askedGone, when set, is called (without the lock) at the first PeerGone: a change that lands while a fire
 	// is deciding
 	askedGone func(id string)
+	// readingCompleted, when set, is called (without the lock) as LastCompleted begins: a run that starts
+	// while a fire reads the registry
+	readingCompleted func(item int)
+	// ends, when set, is sent every item end EndItem records
+	ends chan cluster.Completed
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
@@ -126,6 +131,10 @@ func (f *fakeRegistry) EndItem(_ string, item int, _ int32, done cluster.Complet
 	}
 	delete(f.running, item)
 	f.ended = append(f.ended, done)
+	f.completed[item] = done
+	if f.ends != nil {
+		f.ends <- done
+	}
 	return nil
 }
 
@@ -192,6 +201,12 @@ func (f *fakeRegistry) CreateTriggers(_ string, instances []string, req cluster.
 }
 
 func (f *fakeRegistry) LastCompleted(_ string, item int) (cluster.Completed, bool, error) {
+	f.mu.Lock()
+	reading := f.readingCompleted
+	f.mu.Unlock()
+	if reading != nil {
+		reading(item)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.completed[item]
