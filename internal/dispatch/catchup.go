@@ -75,7 +75,7 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 		return items, nil
 	}
 	next := schedule.Allowed(sched.Next, e.allowed(snap))
-	read := e.lookups(req, items, next) // returns with e.mu held
+	read, looks := e.lookups(req, items, next) // returns with e.mu held, looks[i] items[i]'s schedule.Look now
 	run := make([]int, 0, len(items))
 	var look []int
 	marks := map[int]time.Time{}
@@ -85,8 +85,8 @@ func (e *Executor) missedAll(snap *cluster.JobSnapshot, req fireRequest, items [
 		m = map[int]time.Time{}
 		e.marks[req.job] = m
 	}
-	for _, item := range items {
-		drop, lookUp := schedule.Look(next, m[item], req.scheduledAt)
+	for i, item := range items {
+		drop, lookUp := looks[i].drop, looks[i].look
 		if drop {
 			continue
 		}
@@ -146,22 +146,24 @@ const lookupRounds = 3
 
 // lookups reads the registry's last runs of the items whose marks ask for a lookup at this fire
 // (schedule.Look), until the marks, read again under e.mu, ask for no item it has not read. It returns with
-// e.mu held; with no lookup due (every fire of an item that runs here in turn) it reads nothing.
-func (e *Executor) lookups(req fireRequest, items []int, next func(time.Time) time.Time) map[int]lastRun {
+// e.mu held, and each item's schedule.Look as the marks say then (looks[i] is items[i]'s): the claims that
+// follow under that lock use them. With no lookup due (every fire of an item that runs here in turn) it reads
+// nothing.
+func (e *Executor) lookups(req fireRequest, items []int, next func(time.Time) time.Time) (map[int]lastRun, []lookAnswer) {
 	var read map[int]lastRun
+	looks := make([]lookAnswer, len(items))
 	for round := 0; ; round++ {
 		e.mu.Lock()
 		var need []int
-		for _, item := range items {
-			if _, done := read[item]; done {
-				continue
-			}
-			if _, lookUp := schedule.Look(next, e.marks[req.job][item], req.scheduledAt); lookUp {
+		for i, item := range items {
+			l := &looks[i]
+			l.drop, l.look = schedule.Look(next, e.marks[req.job][item], req.scheduledAt)
+			if _, done := read[item]; l.look && !done {
 				need = append(need, item)
 			}
 		}
 		if len(need) == 0 || round == lookupRounds {
-			return read
+			return read, looks
 		}
 		e.mu.Unlock()
 		if read == nil {
@@ -172,6 +174,9 @@ func (e *Executor) lookups(req fireRequest, items []int, next func(time.Time) ti
 		}
 	}
 }
+
+// lookAnswer is schedule.Look's answer for one item of a fire.
+type lookAnswer struct{ drop, look bool }
 
 // lastRun is what the registry says of an item's last scheduled fire, for a fire being decided: the latest
 // fire its completed node names, and a fire still in flight (inFlightFire). read is false when the completed

@@ -687,7 +687,7 @@ func (e *Executor) deliver(snap *cluster.JobSnapshot, req fireRequest, item int,
 	e.taskItemEnded(req.task, item, true, res.Success) // first: its trace joins the end record's commit
 	t := &itemTail{e: e, req: req, item: item, rec: rec, res: res, started: started, runningVersion: runningVersion}
 	if (cfg.MonitorExecution || req.source == ejserver.SourceFailover) && !req.overlap {
-		t.hasEnd, t.clearFailover = true, req.source == ejserver.SourceFailover
+		t.hasEnd = true
 		t.end = cluster.Completed{
 			ExecutionID: executionID, InstanceID: e.me.InstanceID, Source: req.source, Success: res.Success,
 			StatusCode: res.StatusCode, ScheduledAt: req.scheduledAt, FinishedAt: done, Permanent: res.Permanent,

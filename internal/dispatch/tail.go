@@ -26,12 +26,15 @@ type itemTail struct {
 	res     webhook.Result
 	started time.Time
 	// end is the item's end for ZooKeeper (when hasEnd: the run records one), runningVersion the running node
-	// it holds, clearFailover whether the end deletes the failover nodes (a failover run)
-	end                   cluster.Completed
-	hasEnd, clearFailover bool
-	runningVersion        int32
-	finish                func() // last, once: the run's context and the item released, the executor's count done
+	// it holds
+	end            cluster.Completed
+	hasEnd         bool
+	runningVersion int32
+	finish         func() // last, once: the run's context and the item released, the executor's count done
 }
+
+// clearFailover is whether the item's end deletes its failover nodes: a failover run's does.
+func (t *itemTail) clearFailover() bool { return t.req.source == ejserver.SourceFailover }
 
 // run starts the tail: it returns at once.
 func (t *itemTail) run() {
@@ -44,13 +47,13 @@ func (t *itemTail) recorded() {
 		go t.close()
 		return
 	}
-	t.e.reg.EndItemThen(t.req.job, t.item, t.runningVersion, t.end, t.clearFailover, func(err error) {
+	t.e.reg.EndItemThen(t.req.job, t.item, t.runningVersion, t.end, t.clearFailover(), func(err error) {
 		if err == nil {
 			go t.close()
 			return
 		}
 		go func() {
-			t.e.retryEnd(t.req.job, t.item, t.runningVersion, t.end, t.clearFailover, err)
+			t.e.retryEnd(t.req.job, t.item, t.runningVersion, t.end, t.clearFailover(), err)
 			t.close()
 		}()
 	})
