@@ -259,12 +259,20 @@ func TestWriterHeldRecordsDoNotFillABatch(t *testing.T) {
 		t.Fatal("a record queued behind held ones woke the writer for a full batch")
 	default:
 	}
-	for i := 6; i < 10; i++ {
+	// the traces a full batch's transaction takes: three for each of 4 executions; task-5's is one of them
+	full := w.tracesBeside(4)
+	for i := 6; i < 5+full-1; i++ {
 		w.EnqueueTrace(trace("held", fmt.Sprint("task-", i), ejserver.TaskStaging))
 	}
 	select {
 	case <-w.kick:
+		t.Fatalf("%d traces queued since the last take woke the writer; a full batch takes %d", full-1, full)
 	default:
-		t.Fatal("BatchSize records queued since the last take did not wake the writer")
+	}
+	w.EnqueueTrace(trace("held", "task-last", ejserver.TaskStaging))
+	select {
+	case <-w.kick:
+	default:
+		t.Fatal("a full batch of traces queued since the last take did not wake the writer")
 	}
 }

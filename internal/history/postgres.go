@@ -121,6 +121,18 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 	if len(recs) == 0 {
 		return nil
 	}
+	// the rows, then the rollup's frontier moved over the rows that are due, in one transaction
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := upsertExecutions(ctx, tx, recs); err != nil {
+			return err
+		}
+		return s.advanceRollup(ctx, tx)
+	})
+	return pgError("write executions", err)
+}
+
+// upsertExecutions upserts recs (merged: no statement names an id twice) in tx.
+func upsertExecutions(ctx context.Context, tx pgx.Tx, recs []ejserver.Execution) error {
 	recs = mergeExecutions(recs)
 	n := len(recs)
 	var (
@@ -152,17 +164,10 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 			progress[i] = &p
 		}
 	}
-	// the rows, then the rollup's frontier moved over the rows that are due, in one transaction
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, pgUpsertExecutions, ids, jobs, tasks, hosts, ips, items, sources, causes, success,
-			starts, completes, codes, attempts, durations, excerpts, instances, scheduled, total, permanent,
-			async, states, progress, messages, heartbeats, expiries, outputs, traceIDs, replayOf)
-		if err != nil {
-			return err
-		}
-		return s.advanceRollup(ctx, tx)
-	})
-	return pgError("write executions", err)
+	_, err := tx.Exec(ctx, pgUpsertExecutions, ids, jobs, tasks, hosts, ips, items, sources, causes, success,
+		starts, completes, codes, attempts, durations, excerpts, instances, scheduled, total, permanent,
+		async, states, progress, messages, heartbeats, expiries, outputs, traceIDs, replayOf)
+	return err
 }
 
 const pgInsertTraces = `INSERT INTO JOB_STATUS_TRACE_LOG (` + traceColumns + `)
@@ -177,6 +182,16 @@ func (s *postgresStore) WriteTraces(ctx context.Context, recs []ejserver.StatusT
 	if len(recs) == 0 {
 		return nil
 	}
+	return pgError("write traces", insertTraces(ctx, s.pool, recs)) // one statement: its own transaction
+}
+
+// pgExecer runs a statement: the pool (a transaction of its own) or a transaction.
+type pgExecer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// insertTraces inserts recs (a trace stored already is left as it is) with q.
+func insertTraces(ctx context.Context, q pgExecer, recs []ejserver.StatusTrace) error {
 	n := len(recs)
 	cols := make([][]string, 10)
 	for i := range cols {
@@ -191,9 +206,9 @@ func (s *postgresStore) WriteTraces(ctx context.Context, recs []ejserver.StatusT
 		}
 		times[i] = r.CreationTime
 	}
-	_, err := s.pool.Exec(ctx, pgInsertTraces, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
+	_, err := q.Exec(ctx, pgInsertTraces, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
 		cols[7], cols[8], cols[9], times)
-	return pgError("write traces", err)
+	return err
 }
 
 func (s *postgresStore) ListExecutions(ctx context.Context, f ExecutionFilter) (ExecutionPage, error) {

@@ -21,7 +21,7 @@ type Sink interface {
 	WriteTraces(ctx context.Context, recs []ejserver.StatusTrace) error
 }
 
-// BatchSink is a Sink that can write executions and status traces in one transaction (SQLite's store): the
+// BatchSink is a Sink that can write executions and status traces in one transaction (both stores): the
 // Writer then commits once per batch instead of once per table.
 type BatchSink interface {
 	Sink
@@ -32,7 +32,8 @@ type BatchSink interface {
 type WriterConfig struct {
 	// QueueSize bounds the records held (queued, being written or waiting for a retry): DefaultQueueSize.
 	QueueSize int
-	// BatchSize is the most records written in one transaction: 500. A full batch is written at once.
+	// BatchSize is the most executions written in one transaction: 500, with up to three status traces
+	// each beside them (a task's), or up to BatchSize traces alone. A full batch is written at once.
 	BatchSize int
 	// FlushInterval is how long a record may wait for a batch to fill: 250ms.
 	FlushInterval time.Duration
@@ -301,7 +302,7 @@ func (w *Writer) EnqueueTrace(t ejserver.StatusTrace) bool {
 	if w.cfg.StartHold > 0 {
 		w.traceAt = append(w.traceAt, w.cfg.Clock.Now())
 	}
-	full := len(w.traces)-w.heldTraces >= w.cfg.BatchSize
+	full := len(w.traces)-w.heldTraces >= w.tracesBeside(w.cfg.BatchSize) // what a full batch's transaction takes
 	w.mu.Unlock()
 	if full {
 		w.signal()

@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +90,54 @@ func TestWriterWritesBothTablesInOneTransaction(t *testing.T) {
 	}
 }
 
+// A transaction takes, beside its executions, up to three traces each (a task's staging, running and end)
+// when that is more than BatchSize: a flush of one-item tasks' records is one transaction, not one of its
+// executions and BatchSize traces followed by one of the traces left. Traces beyond that are written alone,
+// BatchSize at a time.
+func TestWriterTracesRideWithTheirExecutions(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		execs, traces int
+		together      [][2]int
+		alone         []int
+	}{
+		{"one-item tasks in one batch", 3, 9, [][2]int{{3, 9}}, nil},
+		{"two batches of one-item tasks", 6, 18, [][2]int{{4, 12}, {2, 6}}, nil},
+		{"few executions still take BatchSize traces", 1, 4, [][2]int{{1, 4}}, nil},
+		{"traces beyond three an execution go alone", 2, 15, [][2]int{{2, 6}}, []int{4, 4, 1}},
+		{"multi-item tasks: fewer traces than executions", 4, 3, [][2]int{{4, 3}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			sink := &batchSink{fakeSink: &fakeSink{}}
+			// queued before the writer starts, so that one flush takes them all
+			w := NewWriter(sink, WriterConfig{BatchSize: 4, FlushInterval: time.Second, Clock: clk, Logger: discardLogger()})
+			enqueueAll(w, execs(tc.execs, "ride"))
+			for _, tr := range testTraces(tc.traces, "ride") {
+				w.EnqueueTrace(tr)
+			}
+			if err := w.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(w.Stop)
+			want := int64(tc.execs + tc.traces)
+			eventually(t, "the records", func() bool { return w.Stats().Written == want }, func() { clk.Advance(time.Second) })
+			if got := sink.together(); !slices.Equal(got, tc.together) {
+				t.Errorf("transactions of both tables %v, want %v", got, tc.together)
+			}
+			sink.fakeSink.mu.Lock()
+			alone, batches := slices.Clone(sink.fakeSink.traceBatches), slices.Clone(sink.fakeSink.batches)
+			sink.fakeSink.mu.Unlock()
+			if !slices.Equal(alone, tc.alone) {
+				t.Errorf("traces written alone in batches of %v, want %v", alone, tc.alone)
+			}
+			if len(batches) > 0 {
+				t.Errorf("executions written apart from the traces in %v", batches)
+			}
+		})
+	}
+}
+
 // A waiter's record travels with the traces queued beside it, and the waiter hears of that commit.
 func TestWriterWaiterCommitsWithTheTraces(t *testing.T) {
 	sink := &batchSink{fakeSink: &fakeSink{}}
@@ -139,12 +189,13 @@ func TestWriterBothTablesRejectedOrUnavailable(t *testing.T) {
 	}
 }
 
-// Through the Writer into each store (SQLite's writes both tables in one transaction, PostgreSQL's one each):
-// the executions and traces are all there.
+// Through the Writer into each store (each writes both tables in one transaction): the executions and traces
+// are all there, and each transaction took both tables' records.
 func TestWriterBothTablesIntoTheStore(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		clk := clock.NewFake(t0)
-		w := startWriter(t, s, WriterConfig{BatchSize: 8, FlushInterval: time.Second, Clock: clk})
+		sink := &txSink{Sink: s}
+		w := startWriter(t, sink, WriterConfig{BatchSize: 8, FlushInterval: time.Second, Clock: clk})
 		recs := execs(10, "stored")
 		enqueueAll(w, recs)
 		trs := testTraces(12, "stored")
@@ -161,6 +212,22 @@ func TestWriterBothTablesIntoTheStore(t *testing.T) {
 		}
 		if len(got) != len(trs) {
 			t.Errorf("%d traces stored, want %d", len(got), len(trs))
+		}
+		// 10 executions and 12 traces: 8 and 12 (up to three each), then the 2 left
+		var sizes [][2]int
+		for _, tx := range sink.transactions() {
+			n := [2]int{}
+			for _, r := range tx {
+				if strings.HasPrefix(r, "exec ") {
+					n[0]++
+				} else {
+					n[1]++
+				}
+			}
+			sizes = append(sizes, n)
+		}
+		if want := [][2]int{{8, 12}, {2, 0}}; !slices.Equal(sizes, want) {
+			t.Errorf("transactions of %v executions and traces, want %v", sizes, want)
 		}
 	})
 }

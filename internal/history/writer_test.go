@@ -22,6 +22,8 @@ type fakeSink struct {
 	execs   []ejserver.Execution
 	traces  []ejserver.StatusTrace
 	batches []int
+	// traceBatches are the sizes of the WriteTraces calls: traces written without executions
+	traceBatches []int
 	// fail, when set, decides the error of each call.
 	fail func(recs []ejserver.Execution) error
 	// gate, when set, makes every call wait for a value or for the context.
@@ -52,6 +54,7 @@ func (f *fakeSink) WriteTraces(_ context.Context, recs []ejserver.StatusTrace) e
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.traces = append(f.traces, recs...)
+	f.traceBatches = append(f.traceBatches, len(recs))
 	return nil
 }
 
