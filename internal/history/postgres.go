@@ -121,14 +121,7 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 	if len(recs) == 0 {
 		return nil
 	}
-	// the rows, then the rollup's frontier moved over the rows that are due, in one transaction
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := upsertExecutions(ctx, tx, recs); err != nil {
-			return err
-		}
-		return s.advanceRollup(ctx, tx)
-	})
-	return pgError("write executions", err)
+	return s.WriteBatch(ctx, recs, nil) // the rows, then the rollup's frontier moved, in one transaction
 }
 
 // upsertExecutions upserts recs (merged: no statement names an id twice) in tx.
