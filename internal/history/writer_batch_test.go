@@ -62,17 +62,7 @@ func testTraces(n int, job string) []ejserver.StatusTrace {
 func TestWriterWritesBothTablesInOneTransaction(t *testing.T) {
 	clk := clock.NewFake(t0)
 	sink := &batchSink{fakeSink: &fakeSink{}}
-	// everything is queued before the writer starts: a started writer woken by the fourth execution (a full
-	// batch) could take the executions before the traces were queued (failed ~1 run in 25 under -race)
-	w := NewWriter(sink, WriterConfig{BatchSize: 4, FlushInterval: time.Second, Clock: clk, Logger: discardLogger()})
-	enqueueAll(w, execs(6, "both"))
-	for _, tr := range testTraces(3, "both") {
-		w.EnqueueTrace(tr)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	w := startQueued(t, sink, WriterConfig{BatchSize: 4, FlushInterval: time.Second, Clock: clk}, execs(6, "both"), testTraces(3, "both"))
 	eventually(t, "the records", func() bool { return w.Stats().Written == 9 }, func() { clk.Advance(time.Second) })
 	got := sink.together()
 	if len(got) == 0 || got[0] != [2]int{4, 3} {
@@ -110,16 +100,7 @@ func TestWriterTracesRideWithTheirExecutions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(t0)
 			sink := &batchSink{fakeSink: &fakeSink{}}
-			// queued before the writer starts, so that one flush takes them all
-			w := NewWriter(sink, WriterConfig{BatchSize: 4, FlushInterval: time.Second, Clock: clk, Logger: discardLogger()})
-			enqueueAll(w, execs(tc.execs, "ride"))
-			for _, tr := range testTraces(tc.traces, "ride") {
-				w.EnqueueTrace(tr)
-			}
-			if err := w.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.Stop)
+			w := startQueued(t, sink, WriterConfig{BatchSize: 4, FlushInterval: time.Second, Clock: clk}, execs(tc.execs, "ride"), testTraces(tc.traces, "ride"))
 			want := int64(tc.execs + tc.traces)
 			eventually(t, "the records", func() bool { return w.Stats().Written == want }, func() { clk.Advance(time.Second) })
 			if got := sink.together(); !slices.Equal(got, tc.together) {
@@ -195,13 +176,8 @@ func TestWriterBothTablesIntoTheStore(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		clk := clock.NewFake(t0)
 		sink := &txSink{Sink: s}
-		w := startWriter(t, sink, WriterConfig{BatchSize: 8, FlushInterval: time.Second, Clock: clk})
-		recs := execs(10, "stored")
-		enqueueAll(w, recs)
-		trs := testTraces(12, "stored")
-		for _, tr := range trs {
-			w.EnqueueTrace(tr)
-		}
+		recs, trs := execs(10, "stored"), testTraces(12, "stored")
+		w := startQueued(t, sink, WriterConfig{BatchSize: 8, FlushInterval: time.Second, Clock: clk}, recs, trs)
 		eventually(t, "the records", func() bool { return w.Stats().Written == 22 }, func() { clk.Advance(time.Second) })
 		for _, r := range recs {
 			mustGet(t, s, r.ID)

@@ -66,10 +66,21 @@ func (f *fakeSink) written() ([]ejserver.Execution, []int) {
 
 func startWriter(t *testing.T, sink Sink, cfg WriterConfig) *Writer {
 	t.Helper()
+	return startQueued(t, sink, cfg, nil, nil)
+}
+
+// startQueued starts a writer with recs and trs already queued, so that its first flush finds them all: a
+// started writer woken by a full batch of executions can take them before the traces are queued.
+func startQueued(t *testing.T, sink Sink, cfg WriterConfig, recs []ejserver.Execution, trs []ejserver.StatusTrace) *Writer {
+	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger()
 	}
 	w := NewWriter(sink, cfg)
+	enqueueAll(w, recs)
+	for _, tr := range trs {
+		w.EnqueueTrace(tr)
+	}
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
