@@ -52,14 +52,9 @@ func smallBatches(b *testing.B, oneTx bool) {
 	b.ResetTimer()
 	for i := range b.N {
 		at := t0.Add(time.Duration(i) * time.Millisecond)
-		e := newExec(names[i%jobs], 0, at)
-		e.ScheduledAt = at.Truncate(time.Second)
+		var e ejserver.Execution
+		e, traces = endedTask(names[i%jobs], at, traces)
 		execs = append(execs, e)
-		for k, state := range []ejserver.TaskState{ejserver.TaskStaging, ejserver.TaskRunning, ejserver.TaskFinished} {
-			traces = append(traces, ejserver.StatusTrace{ID: ejserver.NewExecutionID(), JobName: e.JobName, TaskID: e.TaskID,
-				InstanceID: e.InstanceID, ExecutionType: "READY", ShardingItems: "0", Source: e.Source, State: state,
-				CreationTime: at.Add(time.Duration(k) * time.Millisecond)})
-		}
 		if len(execs) == batch || i == b.N-1 {
 			if oneTx {
 				if err := s.(BatchSink).WriteBatch(ctx, execs, traces); err != nil {
@@ -77,4 +72,17 @@ func smallBatches(b *testing.B, oneTx bool) {
 		}
 	}
 	b.ReportMetric(float64(frames)/float64(b.N), "pages/item")
+}
+
+// endedTask is a one-item task of job that started at at (scheduled at its second) and ended: its execution,
+// and traces with its three status traces appended (staging, running, finished).
+func endedTask(job string, at time.Time, traces []ejserver.StatusTrace) (ejserver.Execution, []ejserver.StatusTrace) {
+	e := newExec(job, 0, at)
+	e.ScheduledAt = at.Truncate(time.Second)
+	for k, state := range []ejserver.TaskState{ejserver.TaskStaging, ejserver.TaskRunning, ejserver.TaskFinished} {
+		traces = append(traces, ejserver.StatusTrace{ID: ejserver.NewExecutionID(), JobName: e.JobName, TaskID: e.TaskID,
+			InstanceID: e.InstanceID, ExecutionType: "READY", ShardingItems: "0", Source: e.Source, State: state,
+			CreationTime: at.Add(time.Duration(k) * time.Millisecond)})
+	}
+	return e, traces
 }
