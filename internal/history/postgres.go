@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,6 +93,11 @@ func (s *postgresStore) migrate(ctx context.Context, all []migration) error {
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
 			return fail("record migration", err)
+		}
+	}
+	if len(applied) == 0 && slices.ContainsFunc(todo, func(m migration) bool { return m.version == pgFrontierMigration }) {
+		if _, err := tx.Exec(ctx, pgFrontierFresh); err != nil {
+			return fail("start the rollup's frontier", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

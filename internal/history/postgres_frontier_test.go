@@ -11,6 +11,7 @@ import (
 
 	"github.com/ejserver/ejserver"
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
 // pgJobCellsFromRows are PostgreSQL's job-level rollup tables beside their computation from the rows the
@@ -142,5 +143,41 @@ func TestPostgresRollupBehind(t *testing.T) {
 	behind(0)
 	if f := frontierOf(t, s); f.Minute != t0.Add(9*time.Minute).Unix()/60 {
 		t.Fatalf("frontier %+v, want the clock's due minute (t0 + 9 min)", f)
+	}
+}
+
+// A database that the migrations create starts the rollup's frontier before every row (minute 0, as SQLite's
+// empty file does), so that the first rows are counted once their minute is over, not one statement at a time
+// by their writers' triggers; a database upgraded to the frontier keeps it two minutes ahead of the clock, for
+// an older release's writer that may be waiting with a row of this minute.
+func TestPostgresFrontierStartOfAFreshDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	fresh := openStore(t, "postgres").(*postgresStore)
+	if f := frontierOf(t, fresh); f != (rollup.Frontier{}) {
+		t.Fatalf("a fresh database's frontier %+v, want minute 0", f)
+	}
+	now := time.Now()
+	mustWrite(t, fresh, newExec("fresh", 0, now))
+	var cells int
+	if err := fresh.pool.QueryRow(ctx, `SELECT COUNT(*) FROM EXECUTION_STATS_MINUTE`).Scan(&cells); err != nil {
+		t.Fatal(err)
+	}
+	if cells != 0 {
+		t.Errorf("a row of this minute wrote %d cells as it was written, want 0 (counted once its minute is over)", cells)
+	}
+	got, err := fresh.JobStats(ctx, StatsQuery{Job: "fresh", From: now.Truncate(time.Minute), To: now.Truncate(time.Minute).Add(time.Minute), Bucket: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Buckets) != 1 || got.Buckets[0].Items != 1 {
+		t.Errorf("stats %+v, want the row's item counted beside the cells", got.Buckets)
+	}
+
+	dsn := newDSN(t, "postgres")
+	migrateTo(t, "postgres", dsn, pgFrontierMigration-1)
+	upgraded := openDSN(t, dsn).(*postgresStore)
+	if f, soon := frontierOf(t, upgraded), time.Now().Unix()/60+2; f.Minute < soon || f.Job != "" {
+		t.Errorf("an upgraded database's frontier %+v, want minute %d or later (two ahead of the clock)", f, soon)
 	}
 }
