@@ -11,9 +11,9 @@ import (
 )
 
 // BenchmarkPostgresPeersBatches measures three peers' writers sharing one PostgreSQL database: each writes
-// its flushes (-pgpeers.batch one-item tasks: their executions and three status traces each, WriteBatch, the
-// Writer's path) as fast as it can, its own jobs, at the current time, so the rollup's frontier advances as it
-// does in a run. Every write of executions takes the rollup's advisory lock (0009's, in the executions'
+// its flushes (100 one-item tasks: their executions and three status traces each, WriteBatch, the Writer's
+// path) as fast as it can, its own jobs, at the current time, so the rollup's frontier advances as it does in
+// a run. Every write of executions takes the rollup's advisory lock (0009's, in the executions'
 // triggers) and holds it to its commit, so what a transaction does after taking it, the peers do one at a
 // time. ns/op is per item, all peers together; it reports each batch's time (ms/batch) and how many peers'
 // transactions were waiting for the lock, on average (waiters/sample: pg_locks, read every 20 ms).
