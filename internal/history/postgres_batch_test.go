@@ -7,6 +7,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// pgAdvisoryWaiters is the FROM and WHERE of the sessions of the current database waiting for an advisory lock
+// (the rollup's, in these tests).
+const pgAdvisoryWaiters = `FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
 // A batch writes its traces before its executions, whose triggers take the rollup's advisory lock and hold it
 // to the commit: while another peer's write holds the lock, the batch waits for it with its traces already
 // written (their table locked by its insert), so the peers' writers do not queue for the lock through their
@@ -28,8 +33,7 @@ func TestPostgresBatchWritesItsTracesBeforeTheRollupLock(t *testing.T) {
 	go func() { done <- s.WriteBatch(ctx, recs, trs) }()
 	var pid int
 	eventually(t, "the batch waiting for the rollup's lock", func() bool {
-		err := s.pool.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid)
+		err := s.pool.QueryRow(ctx, `SELECT pid `+pgAdvisoryWaiters).Scan(&pid)
 		return err == nil
 	})
 	rows, err := s.pool.Query(ctx, `SELECT c.relname::text FROM pg_locks l JOIN pg_class c ON c.oid = l.relation

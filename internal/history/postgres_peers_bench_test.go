@@ -42,8 +42,7 @@ func BenchmarkPostgresPeersBatches(b *testing.B) {
 			case <-tick.C:
 			}
 			var n int
-			if err := stores[0].pool.QueryRow(sampleCtx, `SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'
-				AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+			if err := stores[0].pool.QueryRow(sampleCtx, `SELECT COUNT(*) `+pgAdvisoryWaiters).Scan(&n); err != nil {
 				continue // the context ended mid-query
 			}
 			waits, samples = waits+n, samples+1
