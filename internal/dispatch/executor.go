@@ -304,9 +304,14 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	return e
 }
 
-// Fire starts a scheduled fire of job in the background.
+// Fire starts a scheduled fire of job: in the background, or at once on the caller's goroutine when it has
+// nothing to run or wait for here (fireHere).
 func (e *Executor) Fire(job string, scheduledAt time.Time, _ int) {
-	e.spawn(func() { e.fire(fireRequest{job: job, scheduledAt: scheduledAt, source: ejserver.SourceNormal}) })
+	req := fireRequest{job: job, scheduledAt: scheduledAt, source: ejserver.SourceNormal}
+	if e.fireHere(&req) {
+		return
+	}
+	e.spawn(func() { e.fire(req) })
 }
 
 // RunFailover re-runs an item this peer claimed from a crashed peer, with the interrupted execution's id.
@@ -453,7 +458,15 @@ func (e *Executor) fire(req fireRequest) {
 	if snap = e.sessionAtHandOff(&req, snap); snap == nil {
 		return
 	}
-	snap = e.awaitRegistration(snap)
+	e.decideFire(req, e.awaitRegistration(snap), false)
+}
+
+// decideFire goes on with a fire whose session and registration were waited for: the job's and the peer's
+// checks, its steering, the sharding (waited for, or done as leader), the decision and the run of this
+// peer's items. atOnce: it runs on a caller that must not wait (fireHere): a fire whose sharding is not ready
+// goes on on a goroutine of its own.
+func (e *Executor) decideFire(req fireRequest, snap *cluster.JobSnapshot, atOnce bool) {
+	job := req.job
 	cfg := snap.Config
 	switch {
 	case snap.ConfigErr != nil:
@@ -483,7 +496,18 @@ func (e *Executor) fire(req fireRequest) {
 	st := e.jobStatus(job)
 	st.ClockError, st.SkipReason, st.LastFireAt = "", "", req.scheduledAt
 	e.mu.Unlock()
+	switch {
+	case !atOnce:
+		e.fireSharded(req, snap)
+	case fireReady(snap, Peers(e.reg)):
+		e.fireDecided(req, snap, false) // what ensureSharded does with a ready snapshot, without looking again
+	default:
+		e.spawn(func() { e.fireSharded(req, snap) })
+	}
+}
 
+// fireSharded is the rest of decideFire: the sharding, then fireDecided.
+func (e *Executor) fireSharded(req fireRequest, snap *cluster.JobSnapshot) {
 	snap, waited, err := e.ensureSharded(req, snap)
 	if err != nil {
 		level := slog.LevelWarn
@@ -493,6 +517,13 @@ func (e *Executor) fire(req fireRequest) {
 		e.skipAt(level, req, "no sharding to fire with", "err", err)
 		return
 	}
+	e.fireDecided(req, snap, waited)
+}
+
+// fireDecided decides a fire with a snapshot whose sharding is ready (waited: it was not at first) and runs
+// this peer's items of it.
+func (e *Executor) fireDecided(req fireRequest, snap *cluster.JobSnapshot, waited bool) {
+	job := req.job
 	if req.trigger != nil && snap.IsLeader() {
 		e.handOnTrigger(snap, *req.trigger)
 	}

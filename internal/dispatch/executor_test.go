@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,8 @@ type fakeRegistry struct {
 	readingCompleted func(item int)
 	// ends, when set, is sent every item end EndItem records
 	ends chan cluster.Completed
+	// onJob, when set, is called (under the lock) at every Job
+	onJob func()
 }
 
 func newFakeRegistry(total int) *fakeRegistry {
@@ -74,6 +77,9 @@ func newFakeRegistry(total int) *fakeRegistry {
 func (f *fakeRegistry) Job(string) *cluster.JobSnapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.onJob != nil {
+		f.onJob()
+	}
 	return f.snap
 }
 
@@ -565,9 +571,10 @@ func TestExecutorDrainAbortsAfterTheBound(t *testing.T) {
 		t.Fatal("Drain did not abort the hung request")
 	}
 	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	if len(reg.ended) != 1 || reg.ended[0].Success {
-		t.Fatalf("the aborted item's end was not recorded as a failure: %+v", reg.ended)
+	ended := slices.Clone(reg.ended)
+	reg.mu.Unlock()
+	if len(ended) != 1 || ended[0].Success {
+		t.Fatalf("the aborted item's end was not recorded as a failure: %+v", ended)
 	}
 	e.Fire("j", time.Unix(101, 0), 0) // after a drain nothing starts
 }
