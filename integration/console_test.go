@@ -406,8 +406,18 @@ func TestConsole(t *testing.T) {
 	b.waitText("#exec-table tbody", "warehouse unreachable", 5*time.Second)
 	b.screenshot("executions.png", false)
 
-	// disable an item: confirm, and its status changes
+	// the job's page does not move under the pointer: its items' table stays where it was first drawn while the
+	// charts above it load (a click on an item's Disable must not land on the next row or the chart)
+	eval[chromedp.Void](b, `window.itemsTop = undefined; new MutationObserver((_, o) => {
+		const tr = document.querySelector("#items-table tbody tr");
+		if (tr) { window.itemsTop = tr.getBoundingClientRect().top + window.scrollY; o.disconnect(); } }).observe(document.body, {childList: true, subtree: true})`)
 	b.route("#/jobs/console-demo", "console-demo")
+	b.waitFor("the charts", `!!document.querySelector("#job-charts").dataset.renderMs && window.itemsTop !== undefined`, 15*time.Second)
+	if moved := eval[float64](b, `document.querySelector("#items-table tbody tr").getBoundingClientRect().top + window.scrollY - window.itemsTop`); moved != 0 {
+		t.Fatalf("the items' table moved %.0f px down as the job's charts loaded", moved)
+	}
+
+	// disable an item: confirm, and its status changes
 	b.do("disable item 0", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-action="disable-item"][data-item="0"]`)), chromedp.WaitVisible(chromedp.CSS("#dialog button.danger")))
 	if eval[string](b, `document.activeElement.textContent`) != "Cancel" {
 		t.Fatal("a destructive confirmation must start on Cancel")

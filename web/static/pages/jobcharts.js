@@ -15,10 +15,10 @@ export function jobCharts(el, name, { window = '24h', onWindow } = {}) {
       <div class="seg" role="group" aria-label="Window">
         ${Object.keys(WINDOWS).map((w) => html`<button type="button" class="small" data-window="${w}" aria-pressed="${w === win}">${w}</button>`)}
       </div></div>
-    <p class="muted" id="charts-note"></p>
-    <dl class="kv" id="charts-summary"></dl>
-    <figure class="chart"><figcaption>Duration per item (ms) by start time</figcaption><div id="chart-duration"></div></figure>
-    <figure class="chart"><figcaption>Lateness per fire (ms) by scheduled time: click a fire to open it</figcaption><div id="chart-lateness"></div></figure>
+    <p class="muted chart-note" id="charts-note"></p>
+    <dl class="kv" id="charts-summary">${summary()}</dl>
+    <figure class="chart"><figcaption>Duration per item (ms) by start time</figcaption><div class="plot" id="chart-duration"></div></figure>
+    <figure class="chart"><figcaption>Lateness per fire (ms) by scheduled time: click a fire to open it</figcaption><div class="plot" id="chart-lateness"></div></figure>
     <ul class="legend">${OUTCOMES.map((o) => html`<li><span class="swatch sw-${o}"></span>${o}</li>`)}</ul>
     <p class="empty" id="charts-empty" hidden></p>`);
   el.addEventListener('click', (ev) => {
@@ -40,13 +40,7 @@ export function jobCharts(el, name, { window = '24h', onWindow } = {}) {
       api('GET', `${base}/points?window=${win}`).then((x) => x.data),
     ]);
     const t = stats.total;
-    const ended = t.success + t.failure;
-    setHTML($('#charts-summary', el), html`
-      <div><dt>Fires</dt><dd>${t.fires}</dd></div>
-      <div><dt>Items</dt><dd>${t.items}${t.running ? ` (${t.running} running)` : ''}</dd></div>
-      <div><dt>Success rate</dt><dd>${ended ? `${((100 * t.success) / ended).toFixed(1)} %` : '—'}</dd></div>
-      <div><dt>Duration p50 / p99</dt><dd>${fmtMs(t.durationP50Ms)} / ${fmtMs(t.durationP99Ms)}</dd></div>
-      <div><dt>Lateness p50 / p99</dt><dd>${fmtMs(t.latenessP50Ms)} / ${fmtMs(t.latenessP99Ms)}</dd></div>`);
+    setHTML($('#charts-summary', el), summary(t));
     $('#charts-note', el).textContent = `${historyNote(stats.sharedHistory)}${pts.truncated ? ` Only the first ${pts.points.length} executions of the window are drawn.` : ''}`;
     const empty = $('#charts-empty', el);
     empty.hidden = pts.points.length > 0;
@@ -78,3 +72,16 @@ export function jobCharts(el, name, { window = '24h', onWindow } = {}) {
   };
 }
 
+
+// summary is the window's figures from the stats' total t; without t, the same terms still to come, so the
+// sharding table below does not move down under the pointer when they arrive.
+function summary(t) {
+  const ended = t ? t.success + t.failure : 0;
+  const v = (f) => (t ? f() : '…');
+  return html`
+    <div><dt>Fires</dt><dd>${v(() => t.fires)}</dd></div>
+    <div><dt>Items</dt><dd>${v(() => `${t.items}${t.running ? ` (${t.running} running)` : ''}`)}</dd></div>
+    <div><dt>Success rate</dt><dd>${v(() => (ended ? `${((100 * t.success) / ended).toFixed(1)} %` : '—'))}</dd></div>
+    <div><dt>Duration p50 / p99</dt><dd>${v(() => `${fmtMs(t.durationP50Ms)} / ${fmtMs(t.durationP99Ms)}`)}</dd></div>
+    <div><dt>Lateness p50 / p99</dt><dd>${v(() => `${fmtMs(t.latenessP50Ms)} / ${fmtMs(t.latenessP99Ms)}`)}</dd></div>`;
+}
