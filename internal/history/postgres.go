@@ -127,11 +127,11 @@ func (s *postgresStore) WriteExecutions(ctx context.Context, recs []ejserver.Exe
 	if len(recs) == 0 {
 		return nil
 	}
-	return s.WriteBatch(ctx, recs, nil) // the rows, then the rollup's frontier moved, in one transaction
+	return s.WriteBatch(ctx, recs, nil) // the rows in one round trip, then the rollup's frontier moved
 }
 
-// upsertExecutions upserts recs (merged: no statement names an id twice) in tx.
-func upsertExecutions(ctx context.Context, tx pgx.Tx, recs []ejserver.Execution) error {
+// executionArgs are pgUpsertExecutions' arguments for recs (merged: no statement names an id twice).
+func executionArgs(recs []ejserver.Execution) []any {
 	recs = mergeExecutions(recs)
 	n := len(recs)
 	var (
@@ -163,10 +163,9 @@ func upsertExecutions(ctx context.Context, tx pgx.Tx, recs []ejserver.Execution)
 			progress[i] = &p
 		}
 	}
-	_, err := tx.Exec(ctx, pgUpsertExecutions, ids, jobs, tasks, hosts, ips, items, sources, causes, success,
+	return []any{ids, jobs, tasks, hosts, ips, items, sources, causes, success,
 		starts, completes, codes, attempts, durations, excerpts, instances, scheduled, total, permanent,
-		async, states, progress, messages, heartbeats, expiries, outputs, traceIDs, replayOf)
-	return err
+		async, states, progress, messages, heartbeats, expiries, outputs, traceIDs, replayOf}
 }
 
 const pgInsertTraces = `INSERT INTO JOB_STATUS_TRACE_LOG (` + traceColumns + `)
@@ -191,6 +190,12 @@ type pgExecer interface {
 
 // insertTraces inserts recs (a trace stored already is left as it is) with q.
 func insertTraces(ctx context.Context, q pgExecer, recs []ejserver.StatusTrace) error {
+	_, err := q.Exec(ctx, pgInsertTraces, traceArgs(recs)...)
+	return err
+}
+
+// traceArgs are pgInsertTraces' arguments for recs.
+func traceArgs(recs []ejserver.StatusTrace) []any {
 	n := len(recs)
 	cols := make([][]string, 10)
 	for i := range cols {
@@ -205,9 +210,7 @@ func insertTraces(ctx context.Context, q pgExecer, recs []ejserver.StatusTrace) 
 		}
 		times[i] = r.CreationTime
 	}
-	_, err := q.Exec(ctx, pgInsertTraces, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
-		cols[7], cols[8], cols[9], times)
-	return err
+	return []any{cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9], times}
 }
 
 func (s *postgresStore) ListExecutions(ctx context.Context, f ExecutionFilter) (ExecutionPage, error) {

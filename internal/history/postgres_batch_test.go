@@ -7,6 +7,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// pgRollupLock takes the rollup's lock (0009's) as the executions' triggers and the frontier's steps do.
+const pgRollupLock = `SELECT pg_advisory_xact_lock(7307779168248034672)`
+
 // pgAdvisoryWaiters is the FROM and WHERE of the sessions of the current database waiting for an advisory lock
 // (the rollup's, in these tests).
 const pgAdvisoryWaiters = `FROM pg_locks WHERE locktype = 'advisory' AND NOT granted

@@ -5,30 +5,31 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ejserver/ejserver/internal/history/rollup"
 )
 
-// PostgreSQL's side of the rollup's frontier (migration 0021; the advance is rollup_frontier.go's). The
-// executions' triggers count only the rows behind the frontier; each write of executions then moves the
-// frontier over the rows that are due, in its transaction: ejs_rollup_count writes a chunk's cells. The
-// triggers and the advance take one advisory lock (0009's, held to the transaction's end) before they read the
-// frontier, so that a row is counted once, as its writer writes it or as the advance passes it.
+// PostgreSQL's side of the rollup's frontier (migrations 0021 and 0023; the advance is rollup_frontier.go's).
+// The executions' triggers count only the rows behind the frontier; after a write of executions commits, its
+// writer moves the frontier over the rows that are due, a step at a time: each step is one statement
+// (ejs_rollup_step) that takes the rollup's advisory lock, checks the frontier the step was planned from,
+// counts a chunk's rows into the cells (ejs_rollup_count) and moves the frontier, and commits. The triggers
+// and the steps take the lock (held to the transaction's end) before they read the frontier, so that a row is
+// counted once, as its writer writes it or as a step passes it; and the lock is never held while a peer's
+// round trip is under way (docs/benchmarks.md "the rollup's lock, held only inside the server").
 
 // The frontier's statements.
 const (
-	pgFrontierRead  = `SELECT minute, job FROM EXECUTION_ROLLUP_FRONTIER WHERE id = 1`
-	pgFrontierWrite = `UPDATE EXECUTION_ROLLUP_FRONTIER SET minute = $1, job = $2 WHERE id = 1`
-	pgRollupLock    = `SELECT pg_advisory_xact_lock(7307779168248034672)` // 'ejrollup', 0009's
+	pgFrontierRead = `SELECT minute, job FROM EXECUTION_ROLLUP_FRONTIER WHERE id = 1`
 	// pgMinuteJobs: the jobs of minute $1 after job $2, in their names' byte order, with how many rows each has
-	// there: the minute's plan, read once.
+	// there: the minute's plan, read once (without the lock: a step checks what it plans against the rows).
 	pgMinuteJobs = `SELECT job_name, COUNT(*) FROM JOB_EXECUTION_LOG
 		WHERE start_time >= to_timestamp($1::bigint * 60) AND start_time < to_timestamp(($1::bigint + 1) * 60)
 		AND job_name COLLATE "C" > $2 GROUP BY job_name ORDER BY job_name COLLATE "C"`
-	// pgNextRowMinute: the minute of the first row that started at minute $1 or later (NULL: none).
-	pgNextRowMinute = `SELECT CAST(EXTRACT(EPOCH FROM MIN(start_time)) * 1000000 AS BIGINT) / 60000000
-		FROM JOB_EXECUTION_LOG WHERE start_time >= to_timestamp($1::bigint * 60)`
-	pgRollupCount = `SELECT ejs_rollup_count($1, $2, $3)`
+	// pgRollupStep: one step of the advance from frontier ($1, $2): the chunk up to job $3, or with $3 NULL on
+	// to the next minute with rows, or due ($4) (migration 0023).
+	pgRollupStep = `SELECT at_minute, at_job, counted FROM ejs_rollup_step($1, $2, $3, $4)`
 	// pgOldestUncounted: the start of the oldest row that frontier ($1, $2) has not counted (NULL: none).
 	pgOldestUncounted = `SELECT MIN(start_time) FROM JOB_EXECUTION_LOG
 		WHERE start_time >= to_timestamp($1::bigint * 60)
@@ -60,27 +61,20 @@ func pgReadFrontier(ctx context.Context, q pgQueryer) (rollup.Frontier, error) {
 	return f, err
 }
 
-// advanceRollup moves the frontier over the rows that are due, in tx (a write of executions), when some are:
-// with the rollup's lock, and the frontier read again under it.
-func (s *postgresStore) advanceRollup(ctx context.Context, tx pgx.Tx) error {
-	f, err := pgReadFrontier(ctx, tx)
-	if err != nil || !s.due(f) {
-		return err
+// advanceRollup moves the frontier from f (as a write of executions read it as it committed) over the rows that
+// are due, when some are: a step at a time, each its own statement and transaction (pgSteps).
+func (s *postgresStore) advanceRollup(ctx context.Context, f rollup.Frontier) error {
+	if !s.due(f) {
+		return nil
 	}
-	if _, err := tx.Exec(ctx, pgRollupLock); err != nil {
-		return err
-	}
-	if f, err = pgReadFrontier(ctx, tx); err != nil {
-		return err
-	}
-	return s.advance(ctx, pgFrontierTx{tx}, f)
+	return s.advance(ctx, pgSteps{s.pool}, f)
 }
 
-// pgFrontierTx is a write's transaction as the frontier's advance uses it.
-type pgFrontierTx struct{ tx pgx.Tx }
+// pgSteps is the pool as the frontier's advance uses it: each step a statement of its own (ejs_rollup_step).
+type pgSteps struct{ pool *pgxpool.Pool }
 
-func (t pgFrontierTx) minuteJobs(ctx context.Context, f rollup.Frontier) ([]rollup.JobRows, error) {
-	rows, err := t.tx.Query(ctx, pgMinuteJobs, f.Minute, f.Job)
+func (t pgSteps) minuteJobs(ctx context.Context, f rollup.Frontier) ([]rollup.JobRows, error) {
+	rows, err := t.pool.Query(ctx, pgMinuteJobs, f.Minute, f.Job)
 	if err != nil {
 		return nil, err
 	}
@@ -91,23 +85,22 @@ func (t pgFrontierTx) minuteJobs(ctx context.Context, f rollup.Frontier) ([]roll
 	})
 }
 
-func (t pgFrontierTx) nextRowMinute(ctx context.Context, from int64) (int64, bool, error) {
-	var next *int64
-	if err := t.tx.QueryRow(ctx, pgNextRowMinute, from).Scan(&next); err != nil || next == nil {
-		return 0, false, err
-	}
-	return *next, true, nil
+func (t pgSteps) count(ctx context.Context, f rollup.Frontier, last string) (int, rollup.Frontier, error) {
+	return t.step(ctx, f, &last, f.Minute+1) // f's minute is due: the advance plans only those
 }
 
-func (t pgFrontierTx) count(ctx context.Context, f rollup.Frontier, last string) (int, error) {
-	var n int
-	err := t.tx.QueryRow(ctx, pgRollupCount, f.Minute, f.Job, last).Scan(&n)
-	return n, err
+func (t pgSteps) next(ctx context.Context, f rollup.Frontier, due int64) (rollup.Frontier, error) {
+	_, now, err := t.step(ctx, f, nil, due)
+	return now, err
 }
 
-func (t pgFrontierTx) writeFrontier(ctx context.Context, f rollup.Frontier) error {
-	_, err := t.tx.Exec(ctx, pgFrontierWrite, f.Minute, f.Job)
-	return err
+func (t pgSteps) step(ctx context.Context, f rollup.Frontier, last *string, due int64) (int, rollup.Frontier, error) {
+	var (
+		now rollup.Frontier
+		n   int
+	)
+	err := t.pool.QueryRow(ctx, pgRollupStep, f.Minute, f.Job, last, due).Scan(&now.Minute, &now.Job, &n)
+	return n, now, err
 }
 
 // inSnapshot runs fn with a runQuery whose statements read one snapshot of the database (a read-only

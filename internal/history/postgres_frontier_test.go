@@ -182,3 +182,49 @@ func TestPostgresFrontierStartOfAFreshDatabase(t *testing.T) {
 		t.Errorf("an upgraded database's frontier %+v, want minute %d or later (two ahead of the clock)", f, soon)
 	}
 }
+
+// A step of the frontier's advance (ejs_rollup_step) moves it only from where its caller planned it: a step
+// from a frontier another peer has moved since counts nothing and moves nothing, and a move to the next minute
+// stays put while the minute has rows after the frontier (written since the plan was read). Each answers with
+// the frontier as it is, and the advance goes on from there.
+func TestPostgresRollupStepMovesOnlyFromItsPlan(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, "postgres").(*postgresStore)
+	noAdvance(s) // the writes leave the frontier at minute 0: the steps below move it
+	m := t0.Unix() / 60
+	mustWrite(t, s, newExec("a", 0, t0.Add(time.Second)), newExec("b", 0, t0.Add(2*time.Second)),
+		newExec("c", 0, t0.Add(3*time.Minute)))
+	steps, ctx := pgSteps{s.pool}, testCtx(t)
+	due := m + 5
+	at := func(want rollup.Frontier, counted int, n int, now rollup.Frontier, err error) {
+		t.Helper()
+		if err != nil || now != want || n != counted {
+			t.Fatalf("step: at %+v, %d counted (%v); want %+v, %d", now, n, err, want, counted)
+		}
+		if f := frontierOf(t, s); f != want {
+			t.Fatalf("frontier stored %+v, want %+v", f, want)
+		}
+		checkPGRollupTables(t, s, fmt.Sprintf("at %+v", want))
+	}
+	zero := rollup.Frontier{}
+	now, err := steps.next(ctx, zero, due) // minute 0 has no rows: on to t0's minute
+	at(rollup.Frontier{Minute: m}, 0, 0, now, err)
+	n, now, err := steps.count(ctx, zero, "b") // planned from a frontier that has moved since
+	at(rollup.Frontier{Minute: m}, 0, n, now, err)
+	now, err = steps.next(ctx, rollup.Frontier{Minute: m}, due) // a and b are there, after ''
+	at(rollup.Frontier{Minute: m}, 0, 0, now, err)
+	n, now, err = steps.count(ctx, rollup.Frontier{Minute: m}, "a")
+	at(rollup.Frontier{Minute: m, Job: "a"}, 1, n, now, err)
+	now, err = steps.next(ctx, rollup.Frontier{Minute: m, Job: "a"}, due) // b, written after a plan of a alone
+	at(rollup.Frontier{Minute: m, Job: "a"}, 0, 0, now, err)
+	n, now, err = steps.count(ctx, rollup.Frontier{Minute: m, Job: "a"}, "b")
+	at(rollup.Frontier{Minute: m, Job: "b"}, 1, n, now, err)
+	now, err = steps.next(ctx, rollup.Frontier{Minute: m, Job: "b"}, due) // on to c's minute
+	at(rollup.Frontier{Minute: m + 3}, 0, 0, now, err)
+	n, now, err = steps.count(ctx, rollup.Frontier{Minute: m + 3}, "c")
+	at(rollup.Frontier{Minute: m + 3, Job: "c"}, 1, n, now, err)
+	now, err = steps.next(ctx, rollup.Frontier{Minute: m + 3, Job: "c"}, due) // no row after: to due
+	at(rollup.Frontier{Minute: due}, 0, 0, now, err)
+	now, err = steps.next(ctx, rollup.Frontier{Minute: due}, due) // not before due: nothing to do
+	at(rollup.Frontier{Minute: due}, 0, 0, now, err)
+}

@@ -45,18 +45,22 @@ func newFrontierKeeper(c clock.Clock) frontierKeeper {
 	return frontierKeeper{clock: c, advanceRows: rollupAdvanceRows}
 }
 
-// frontierTx is a store's write transaction as the frontier's advance reads and writes it.
+// frontierTx is how the frontier's advance reads a store and moves its frontier: SQLite's writer's transaction
+// (the writer is alone), PostgreSQL's pool (each step one statement under the rollup's lock).
 type frontierTx interface {
 	// minuteJobs reads the jobs of f's minute after f.Job, in their name's order (byte by byte), with how many
 	// rows each has there.
 	minuteJobs(ctx context.Context, f rollup.Frontier) ([]rollup.JobRows, error)
-	// nextRowMinute is the minute of the first row that started in minute from or later (ok false: none).
-	nextRowMinute(ctx context.Context, from int64) (minute int64, ok bool, err error)
-	// count counts into the cells the rows of f's minute whose jobs are after f.Job and up to last, and says
-	// how many it counted.
-	count(ctx context.Context, f rollup.Frontier, last string) (int, error)
-	// writeFrontier stores f.
-	writeFrontier(ctx context.Context, f rollup.Frontier) error
+	// count counts into the cells the rows of f's minute whose jobs are after f.Job and up to last, moves the
+	// frontier to (f.Minute, last), and says how many rows it counted.
+	count(ctx context.Context, f rollup.Frontier, last string) (int, rollup.Frontier, error)
+	// next moves the frontier f, whose minute has no rows after f.Job as the caller planned, to the first
+	// minute after it that has rows, or to due when none is before it.
+	//
+	// Both return the frontier as it then is. With PostgreSQL that is not where they would have moved it when
+	// another peer moved it first (nothing counted), or, for next, when rows were written after f.Job since the
+	// plan was read (f: not moved).
+	next(ctx context.Context, f rollup.Frontier, due int64) (rollup.Frontier, error)
 }
 
 // due says whether f has rows to count at the keeper's clock (a write that counts some).
@@ -65,11 +69,11 @@ func (k *frontierKeeper) due(f rollup.Frontier) bool {
 }
 
 // advance counts into the rollup the rows of the minutes that are over (rollupSettle after their end), up to
-// advanceRows of them, and moves the frontier f (as tx holds it) past them, in tx. A minute's chunks end where
-// its plan says (rollup.Plan, its jobs read once): each chunk reads its jobs' rows from the minute's range of
-// the start-ordered index, instead of sorting the rest of the minute again for each chunk.
+// advanceRows of them, and moves the frontier from f past them, a step at a time (tx). A minute's chunks end
+// where its plan says (rollup.Plan, its jobs read once): each chunk reads its jobs' rows from the minute's
+// range of the start-ordered index, instead of sorting the rest of the minute again for each chunk. A count
+// that finds the frontier moved by another writer (PostgreSQL's peers) ends the advance: that one goes on.
 func (k *frontierKeeper) advance(ctx context.Context, tx frontierTx, f rollup.Frontier) error {
-	start := f
 	due := rollup.DueMinute(k.clock.Now(), rollupSettle)
 	for budget := k.advanceRows; f.Minute < due && budget > 0; {
 		jobs, err := k.minuteAhead(ctx, tx, f)
@@ -77,28 +81,28 @@ func (k *frontierKeeper) advance(ctx context.Context, tx frontierTx, f rollup.Fr
 			return err
 		}
 		if len(jobs) == 0 { // the minute is counted: on to the next one that has rows, or to due
-			next, ok, err := tx.nextRowMinute(ctx, f.Minute+1)
+			now, err := tx.next(ctx, f, due)
 			if err != nil {
 				return err
 			}
-			f = rollup.Frontier{Minute: due}
-			if ok && next < due {
-				f.Minute = next
+			if now == f { // rows came after the plan was read: the minute is planned again
+				budget--
 			}
+			f = now
 			continue
 		}
 		last := jobs[rollup.Chunk(jobs, budget)-1].Job
-		n, err := tx.count(ctx, f, last)
+		n, now, err := tx.count(ctx, f, last)
 		if err != nil {
 			return err
 		}
+		if now != (rollup.Frontier{Minute: f.Minute, Job: last}) {
+			return nil
+		}
 		budget -= max(n, 1)
-		f.Job = last
+		f = now
 	}
-	if f == start {
-		return nil
-	}
-	return tx.writeFrontier(ctx, f)
+	return nil
 }
 
 // minuteAhead is the jobs of f's minute that f has not reached, with their rows: from the minute's plan while

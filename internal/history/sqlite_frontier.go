@@ -92,21 +92,33 @@ func (t sqliteFrontierTx) minuteJobs(ctx context.Context, f rollup.Frontier) ([]
 	return jobs, rows.Err()
 }
 
-func (t sqliteFrontierTx) nextRowMinute(ctx context.Context, from int64) (int64, bool, error) {
+// next reads the minute of the first row after f's minute, in the writer's transaction: no other writer
+// wrote rows since the plan was read in it.
+func (t sqliteFrontierTx) next(ctx context.Context, f rollup.Frontier, due int64) (rollup.Frontier, error) {
 	var next sql.NullInt64
-	err := t.s.stmt(ctx, t.tx, "next row minute").QueryRowContext(ctx, from).Scan(&next)
-	return next.Int64, next.Valid, err
+	if err := t.s.stmt(ctx, t.tx, "next row minute").QueryRowContext(ctx, f.Minute+1).Scan(&next); err != nil {
+		return f, err
+	}
+	now := rollup.Frontier{Minute: due}
+	if next.Valid && next.Int64 < due {
+		now.Minute = next.Int64
+	}
+	return now, t.writeFrontier(ctx, now)
 }
 
 // count reads the chunk's rows, aggregates them (rollup.Aggregate) and applies them.
-func (t sqliteFrontierTx) count(ctx context.Context, f rollup.Frontier, last string) (int, error) {
+func (t sqliteFrontierTx) count(ctx context.Context, f rollup.Frontier, last string) (int, rollup.Frontier, error) {
 	rows, err := t.s.rollupRows(ctx, t.tx, "minute rows", f.Minute, f.Job, last)
 	if err != nil {
-		return 0, err
+		return 0, f, err
 	}
 	d := rollup.Aggregate(nil, rows)
 	d.Fires(d.FireRows) // the rows of each fire counted are all of its rows in the minute
-	return len(rows), t.s.applyRollup(ctx, t.tx, d, f)
+	if err := t.s.applyRollup(ctx, t.tx, d, f); err != nil {
+		return 0, f, err
+	}
+	now := rollup.Frontier{Minute: f.Minute, Job: last}
+	return len(rows), now, t.writeFrontier(ctx, now)
 }
 
 func (t sqliteFrontierTx) writeFrontier(ctx context.Context, f rollup.Frontier) error {
