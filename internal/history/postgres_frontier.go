@@ -100,6 +100,9 @@ func (t pgSteps) step(ctx context.Context, f rollup.Frontier, last *string, due 
 		n   int
 	)
 	err := t.pool.QueryRow(ctx, pgRollupStep, f.Minute, f.Job, last, due).Scan(&now.Minute, &now.Job, &n)
+	if err == nil && n < 0 {
+		err = errAnotherAdvances
+	}
 	return n, now, err
 }
 

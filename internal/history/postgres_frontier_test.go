@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -209,6 +210,24 @@ func TestPostgresRollupStepMovesOnlyFromItsPlan(t *testing.T) {
 	zero := rollup.Frontier{}
 	now, err := steps.next(ctx, zero, due) // minute 0 has no rows: on to t0's minute
 	at(rollup.Frontier{Minute: m}, 0, 0, now, err)
+	// while another peer's step is under way (the steps' turn held), a step does nothing and the advance
+	// leaves the frontier to that peer
+	other, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_xact_lock(7307779168248034673)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := steps.count(ctx, rollup.Frontier{Minute: m}, "b"); !errors.Is(err, errAnotherAdvances) {
+		t.Fatalf("a step during another's: %v, want errAnotherAdvances", err)
+	}
+	s.advanceRows = 100
+	if err := s.advanceRollup(ctx, rollup.Frontier{Minute: m}); err != nil {
+		t.Fatalf("an advance during another's step: %v", err)
+	}
+	s.advanceRows = 0
+	at(rollup.Frontier{Minute: m}, 0, 0, rollup.Frontier{Minute: m}, other.Rollback(ctx))
 	n, now, err := steps.count(ctx, zero, "b") // planned from a frontier that has moved since
 	at(rollup.Frontier{Minute: m}, 0, n, now, err)
 	now, err = steps.next(ctx, rollup.Frontier{Minute: m}, due) // a and b are there, after ''

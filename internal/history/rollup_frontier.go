@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -59,9 +60,13 @@ type frontierTx interface {
 	//
 	// Both return the frontier as it then is. With PostgreSQL that is not where they would have moved it when
 	// another peer moved it first (nothing counted), or, for next, when rows were written after f.Job since the
-	// plan was read (f: not moved).
+	// plan was read (f: not moved); and they return errAnotherAdvances, having done nothing, while another
+	// peer's step is under way.
 	next(ctx context.Context, f rollup.Frontier, due int64) (rollup.Frontier, error)
 }
+
+// errAnotherAdvances is a step's answer while another writer steps the frontier: the advance is left to it.
+var errAnotherAdvances = errors.New("history: another writer is moving the rollup's frontier")
 
 // due says whether f has rows to count at the keeper's clock (a write that counts some).
 func (k *frontierKeeper) due(f rollup.Frontier) bool {
@@ -72,8 +77,17 @@ func (k *frontierKeeper) due(f rollup.Frontier) bool {
 // advanceRows of them, and moves the frontier from f past them, a step at a time (tx). A minute's chunks end
 // where its plan says (rollup.Plan, its jobs read once): each chunk reads its jobs' rows from the minute's
 // range of the start-ordered index, instead of sorting the rest of the minute again for each chunk. A count
-// that finds the frontier moved by another writer (PostgreSQL's peers) ends the advance: that one goes on.
+// that finds the frontier moved by another writer (PostgreSQL's peers), or a step while another writer's is
+// under way, ends the advance: that one goes on.
 func (k *frontierKeeper) advance(ctx context.Context, tx frontierTx, f rollup.Frontier) error {
+	if err := k.steps(ctx, tx, f); !errors.Is(err, errAnotherAdvances) {
+		return err
+	}
+	return nil
+}
+
+// steps is advance's loop; it returns errAnotherAdvances from the step that met another writer's.
+func (k *frontierKeeper) steps(ctx context.Context, tx frontierTx, f rollup.Frontier) error {
 	due := rollup.DueMinute(k.clock.Now(), rollupSettle)
 	for budget := k.advanceRows; f.Minute < due && budget > 0; {
 		jobs, err := k.minuteAhead(ctx, tx, f)

@@ -7,6 +7,11 @@
 -- A peer now writes its executions in one round trip (history/postgres_batch.go) and advances the frontier
 -- after that commit, by calling this function: the lock is held only while the server works.
 --
+-- One peer steps at a time: a step that finds another peer's step under way (a second advisory lock, tried, not
+-- waited for) returns at once with counted -1, and its peer leaves the advance to that one. Every peer tries a
+-- step after each of its writes while a minute is due; without the turn two of three waited for the rollup's
+-- lock behind the third's step, their writers held, only to find the frontier moved.
+--
 -- ejs_rollup_step(fm, fj, last, due) expects the frontier at (fm, fj), a minute before due. With last, it
 -- counts the rows of minute fm of the jobs after fj up to last (ejs_rollup_count) and moves the frontier to
 -- (fm, last). Without last (NULL), minute fm has no row after fj as the caller planned: the frontier moves to
@@ -19,6 +24,12 @@ CREATE FUNCTION ejs_rollup_step(fm BIGINT, fj TEXT, last TEXT, due BIGINT,
 DECLARE
     next BIGINT;
 BEGIN
+    IF NOT pg_try_advisory_xact_lock(7307779168248034673) THEN -- the steps' turn ('ejrollup' + 1)
+        at_minute := fm;
+        at_job := fj;
+        counted := -1;
+        RETURN;
+    END IF;
     PERFORM pg_advisory_xact_lock(7307779168248034672); -- 'ejrollup', 0009's
     SELECT f.minute, f.job INTO at_minute, at_job FROM EXECUTION_ROLLUP_FRONTIER f WHERE f.id = 1;
     counted := 0;
