@@ -121,36 +121,27 @@ func randomQuery(r *rand.Rand) StatsQuery {
 }
 
 // noAdvance keeps a store's writes from moving its rollup's frontier.
-func noAdvance(s Store) {
+func noAdvance(s Store) { keeperOf(s).advanceRows = 0 }
+
+// keeperOf is what moves s's rollup's frontier.
+func keeperOf(s Store) *frontierKeeper {
 	switch st := s.(type) {
 	case *sqliteStore:
-		st.advanceRows = 0
+		return &st.frontierKeeper
 	case *postgresStore:
-		st.advanceRows = 0
+		return &st.frontierKeeper
 	}
+	panic(fmt.Sprintf("no frontier in %T", s))
 }
 
 // advanceRollupBy moves s's frontier over n rows at most (whole jobs of a minute, all of a job's rows of the
 // minute when they are more), in one write, as a write's advance does.
 func advanceRollupBy(t *testing.T, s Store, n int) {
 	t.Helper()
-	var err error
-	switch st := s.(type) {
-	case *sqliteStore:
-		defer func(before int) { st.advanceRows = before }(st.advanceRows)
-		st.advanceRows = n
-		_, err = advanceOnce(testCtx(t), st)
-	case *postgresStore:
-		defer func(before int) { st.advanceRows = before }(st.advanceRows)
-		st.advanceRows = n
-		var f rollup.Frontier
-		if f, err = pgReadFrontier(testCtx(t), st.pool); err == nil {
-			err = st.advanceRollup(testCtx(t), f)
-		}
-	default:
-		t.Fatalf("no frontier in %T", s)
-	}
-	if err != nil {
+	k := keeperOf(s)
+	defer func(before int) { k.advanceRows = before }(k.advanceRows)
+	k.advanceRows = n
+	if _, err := advancer(s)(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -72,7 +72,6 @@ export function jobCharts(el, name, { window = '24h', onWindow } = {}) {
   };
 }
 
-
 // summary is the window's figures from the stats' total t; without t, the same terms still to come, so the
 // sharding table below does not move down under the pointer when they arrive.
 function summary(t) {
