@@ -171,11 +171,14 @@ func failed(e ejserver.Execution, code int) ejserver.Execution {
 	return e
 }
 
+// mustWrite writes recs and waits for the advance of the rollup's frontier the write asked for, if any (settled):
+// the test then reads the frontier and the cells as the write leaves them.
 func mustWrite(t testing.TB, s Store, recs ...ejserver.Execution) {
 	t.Helper()
 	if err := s.WriteExecutions(testCtx(t), recs); err != nil {
 		t.Fatal(err)
 	}
+	settled(s)
 }
 
 func mustGet(t testing.TB, s Store, id string) ejserver.Execution {

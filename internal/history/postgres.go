@@ -20,8 +20,10 @@ import (
 type postgresStore struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
-	// frontierKeeper moves the rollup's frontier as executions are written (postgres_frontier.go).
+	// frontierKeeper moves the rollup's frontier as executions are written (postgres_frontier.go), on
+	// advancer's goroutine (postgres_advancer.go).
 	frontierKeeper
+	advancer *pgAdvancer
 }
 
 var _ Store = (*postgresStore)(nil)
@@ -55,6 +57,7 @@ func openPostgres(ctx context.Context, dsn string, o options) (*postgresStore, e
 		pool.Close()
 		return nil, err
 	}
+	s.advancer = startPGAdvancer(s.advanceFromStored, s.log)
 	return s, nil
 }
 
@@ -353,6 +356,7 @@ func (s *postgresStore) Ping(ctx context.Context) error {
 }
 
 func (s *postgresStore) Close() error {
+	s.advancer.close()
 	s.pool.Close()
 	return nil
 }

@@ -12,8 +12,9 @@ import (
 var _ BatchSink = (*postgresStore)(nil)
 
 // WriteBatch writes executions and status traces in one transaction, with one round trip (a pipeline: pgx's
-// batch, an implicit transaction committed at its end), then moves the rollup's frontier over the rows that
-// are due, if some are, a step at a time (advanceRollup). One commit (a WAL flush, with PostgreSQL's default
+// batch, an implicit transaction committed at its end). When the commit finds rows due, it wakes the store's
+// advancer, which moves the rollup's frontier over them (postgres_advancer.go): the write does not wait for
+// it. One commit (a WAL flush, with PostgreSQL's default
 // synchronous_commit) where the executions and each BatchSize of traces were one each: a flush of 300
 // one-item tasks was three, one for its executions and two for their 900 traces (docs/benchmarks.md "the
 // traces beside their executions").
@@ -38,9 +39,8 @@ func (s *postgresStore) WriteBatch(ctx context.Context, execs []ejserver.Executi
 	if err != nil {
 		return pgError("write history", err)
 	}
-	if err := s.advanceRollup(ctx, f); err != nil && ctx.Err() == nil {
-		// the rows are stored: the next write moves the frontier on
-		s.log.Warn("history: the stats' rollup did not advance", "store", "postgres", "err", pgError("advance the rollup", err))
+	if s.due(f) {
+		s.advancer.wake()
 	}
 	return nil
 }

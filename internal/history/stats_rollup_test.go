@@ -121,7 +121,18 @@ func randomQuery(r *rand.Rand) StatsQuery {
 }
 
 // noAdvance keeps a store's writes from moving its rollup's frontier.
-func noAdvance(s Store) { keeperOf(s).advanceRows = 0 }
+func noAdvance(s Store) {
+	settled(s)
+	keeperOf(s).advanceRows = 0
+}
+
+// settled returns once the advances s's writes asked for are done: PostgreSQL's advancer moves the frontier
+// after a write returns; SQLite's writes move it in their transaction.
+func settled(s Store) {
+	if st, ok := s.(*postgresStore); ok {
+		st.advancer.settle()
+	}
+}
 
 // keeperOf is what moves s's rollup's frontier.
 func keeperOf(s Store) *frontierKeeper {
@@ -138,6 +149,7 @@ func keeperOf(s Store) *frontierKeeper {
 // minute when they are more), in one write, as a write's advance does.
 func advanceRollupBy(t *testing.T, s Store, n int) {
 	t.Helper()
+	settled(s)
 	k := keeperOf(s)
 	defer func(before int) { k.advanceRows = before }(k.advanceRows)
 	k.advanceRows = n
@@ -149,6 +161,7 @@ func advanceRollupBy(t *testing.T, s Store, n int) {
 // frontierOf reads how far s's rollup has counted.
 func frontierOf(t *testing.T, s Store) rollup.Frontier {
 	t.Helper()
+	settled(s)
 	var (
 		f   rollup.Frontier
 		err error
