@@ -14,8 +14,8 @@ import (
 //
 // Kicks that come while an advance is under way make one more advance, not one each: an advance reads the
 // frontier as it then is (another peer's steps may have moved it) and counts a write's budget of rows
-// (advanceRows), so the steps keep the pace of the writes, as when the writes made them. The goroutine is the
-// store's: openPostgres starts it, Close ends it.
+// (advanceRows): at most one advance a write, as when the writes made them. The goroutine is the store's:
+// openPostgres starts it, Close ends it.
 type pgAdvancer struct {
 	advance func(ctx context.Context) error // moves the frontier once (postgresStore.advanceFromStored)
 	log     *slog.Logger
