@@ -40,10 +40,10 @@ func startPGAdvancer(advance func(ctx context.Context) error, log *slog.Logger) 
 func (a *pgAdvancer) run(ctx context.Context) {
 	defer func() {
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		a.busy = false // nothing will take a kick any more
+		close(a.done)  // under mu: a wake after it sees it, and leaves busy alone
 		a.idle.Broadcast()
-		a.mu.Unlock()
-		close(a.done)
 	}()
 	for {
 		select {
