@@ -14,10 +14,9 @@ var _ BatchSink = (*postgresStore)(nil)
 // WriteBatch writes executions and status traces in one transaction, with one round trip (a pipeline: pgx's
 // batch, an implicit transaction committed at its end). When the commit finds rows due, it wakes the store's
 // advancer, which moves the rollup's frontier over them (postgres_advancer.go): the write does not wait for
-// it. One commit (a WAL flush, with PostgreSQL's default
-// synchronous_commit) where the executions and each BatchSize of traces were one each: a flush of 300
-// one-item tasks was three, one for its executions and two for their 900 traces (docs/benchmarks.md "the
-// traces beside their executions").
+// it. One commit (a WAL flush, with PostgreSQL's default synchronous_commit) where the executions and each
+// BatchSize of traces were one each: a flush of 300 one-item tasks was three, one for its executions and two
+// for their 900 traces (docs/benchmarks.md "the traces beside their executions").
 //
 // The traces go first. The executions' triggers take the rollup's advisory lock, which every peer's write of
 // executions takes and holds to its commit: written after the executions, a flush's ~900 traces were
