@@ -10,6 +10,9 @@ import (
 // pgRollupLock takes the rollup's lock (0009's) as the executions' triggers and the frontier's steps do.
 const pgRollupLock = `SELECT pg_advisory_xact_lock(7307779168248034672)`
 
+// pgRollupTurn takes the steps' turn (0023's) as a step does, and holds it to the transaction's end.
+const pgRollupTurn = `SELECT pg_advisory_xact_lock(7307779168248034673)`
+
 // pgAdvisoryWaiters is the FROM and WHERE of the sessions of the current database waiting for an advisory lock
 // (the rollup's, in these tests).
 const pgAdvisoryWaiters = `FROM pg_locks WHERE locktype = 'advisory' AND NOT granted

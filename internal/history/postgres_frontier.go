@@ -12,12 +12,13 @@ import (
 
 // PostgreSQL's side of the rollup's frontier (migrations 0021 and 0023; the advance is rollup_frontier.go's).
 // The executions' triggers count only the rows behind the frontier; after a write of executions commits, its
-// store's advancer (postgres_advancer.go) moves the frontier over the rows that are due, a step at a time: each step is one statement
-// (ejs_rollup_step) that takes the rollup's advisory lock, checks the frontier the step was planned from,
-// counts a chunk's rows into the cells (ejs_rollup_count) and moves the frontier, and commits. The triggers
-// and the steps take the lock (held to the transaction's end) before they read the frontier, so that a row is
-// counted once, as its writer writes it or as a step passes it; and the lock is never held while a peer's
-// round trip is under way (docs/benchmarks.md "the rollup's lock, held only inside the server").
+// store's advancer (postgres_advancer.go) moves the frontier over the rows that are due, a step at a time:
+// each step is one statement (ejs_rollup_step) that takes the rollup's advisory lock, checks the frontier the
+// step was planned from, counts a chunk's rows into the cells (ejs_rollup_count) and moves the frontier, and
+// commits. The triggers and the steps take the lock (held to the transaction's end) before they read the
+// frontier, so that a row is counted once, as its writer writes it or as a step passes it; and the lock is
+// never held while a peer's round trip is under way (docs/benchmarks.md "the rollup's lock, held only inside
+// the server").
 
 // The frontier's statements.
 const (

@@ -216,7 +216,7 @@ func TestPostgresRollupStepMovesOnlyFromItsPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Exec(ctx, `SELECT pg_advisory_xact_lock(7307779168248034673)`); err != nil {
+	if _, err := other.Exec(ctx, pgRollupTurn); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := steps.count(ctx, rollup.Frontier{Minute: m}, "b"); !errors.Is(err, errAnotherAdvances) {
