@@ -167,3 +167,42 @@ func TestActivityGapIsAsymmetric(t *testing.T) {
 		t.Fatal("a nil Activity (which sees no burst) is not between bursts")
 	}
 }
+
+// A burst larger than the peer's request slots keeps starting requests after its items woke: Busy and Gap
+// count from the latest request written (sent), not from the items' wake-up, and a request that ends
+// (left) starts nothing.
+func TestActivityBusyWhileABurstsRequestsStart(t *testing.T) {
+	const guard = 100 * time.Millisecond
+	clk := clock.NewFake(time.Unix(1000, 0))
+	a := NewActivity(clk)
+	woke := clk.Now()
+	onSlot, waiting := a.departure(), a.departure()
+	onSlot.leave(woke, false, woke)
+	waiting.leave(woke, false, woke)
+	onSlot.sent()  // written at once
+	waiting.sent() // no slot free: it waits, and no longer holds the burst back
+	if returned, _ := quietWithin(a, make(chan struct{}), time.Hour); !returned() {
+		t.Fatal("not quiet once every request was written or waits for a slot")
+	}
+	clk.Advance(150 * time.Millisecond)
+	onSlot.left() // answered: no request starts
+	if got := a.Busy(guard); got != 0 {
+		t.Fatalf("busy for %s 150 ms after the last request started", got)
+	}
+	waiting.sent() // a slot freed: the waiting item's request is written now
+	if got := a.Busy(guard); got != guard {
+		t.Fatalf("busy for %s as a request is written, want %s", got, guard)
+	}
+	if gap, last := a.Gap(guard, 0); gap || !last.Equal(clk.Now()) {
+		t.Fatalf("as a request is written: gap %t, last start %v, want false, %v", gap, last, clk.Now())
+	}
+	clk.Advance(guard)
+	if gap, _ := a.Gap(guard, 0); !gap || a.Busy(guard) != 0 {
+		t.Fatal("no gap a guard after the last request was written")
+	}
+	if a.leaving != 0 {
+		t.Fatalf("leaving %d after the burst", a.leaving)
+	}
+	var none *departure
+	none.sent() // an executor without an Activity
+}

@@ -555,7 +555,7 @@ func (e *Executor) deliver(snap *cluster.JobSnapshot, req fireRequest, item int,
 		},
 		Webhook: cfg.Webhook, Retry: cfg.Retry, MaxConcurrentPerJob: cfg.MaxConcurrentRequests,
 		Streaming: cfg.JobType == ejserver.JobTypeDataflow && cfg.StreamingProcess, Deadline: deadline,
-		Sent: dep.left, Halt: halt,
+		Sent: dep.sent, Halt: halt,
 	}
 	if e.cfg.Async != nil {
 		d.Callback, d.Payload.LeaseSeconds = e.cfg.Async.Callback(executionID), cfg.Async.LeaseSeconds

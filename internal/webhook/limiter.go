@@ -26,10 +26,10 @@ func newLimiter(n int) *limiter {
 }
 
 // acquire takes a slot (job's bound if perJob > 0, then global). A free slot is taken at once; before it
-// first has to wait, it calls onWait, whose channel (nil: none) ends the wait when it closes, as ctx's end
-// and halt's closing (nil: never) do. It returns the function that releases the slots, or the reason it gave
-// up: ctx's error, errHalted or errStopWaiting.
-func (l *limiter) acquire(ctx context.Context, halt <-chan struct{}, job string, perJob int, onWait func() <-chan struct{}) (func(), error) {
+// first has to wait, it calls onWait (jobBound: the wait is for a slot of the job's own bound), whose channel
+// (nil: none) ends the wait when it closes, as ctx's end and halt's closing (nil: never) do. It returns the
+// function that releases the slots, or the reason it gave up: ctx's error, errHalted or errStopWaiting.
+func (l *limiter) acquire(ctx context.Context, halt <-chan struct{}, job string, perJob int, onWait func(jobBound bool) <-chan struct{}) (func(), error) {
 	var stop <-chan struct{}
 	waited := false
 	defer func() {
@@ -37,7 +37,7 @@ func (l *limiter) acquire(ctx context.Context, halt <-chan struct{}, job string,
 			l.waiting.Add(-1)
 		}
 	}()
-	take := func(slots chan struct{}) error {
+	take := func(slots chan struct{}, jobBound bool) error {
 		select {
 		case slots <- struct{}{}:
 			return nil
@@ -46,7 +46,7 @@ func (l *limiter) acquire(ctx context.Context, halt <-chan struct{}, job string,
 		if !waited {
 			waited = true
 			l.waiting.Add(1)
-			stop = onWait()
+			stop = onWait(jobBound)
 		}
 		select {
 		case slots <- struct{}{}:
@@ -62,12 +62,12 @@ func (l *limiter) acquire(ctx context.Context, halt <-chan struct{}, job string,
 	var js *jobSlots
 	if perJob > 0 {
 		js = l.join(job, perJob)
-		if err := take(js.slots); err != nil {
+		if err := take(js.slots, true); err != nil {
 			l.leave(job, js)
 			return nil, err
 		}
 	}
-	if err := take(l.global); err != nil {
+	if err := take(l.global, false); err != nil {
 		l.releaseJob(job, js)
 		return nil, err
 	}

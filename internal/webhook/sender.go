@@ -100,8 +100,10 @@ type Delivery struct {
 	// context passed to Send aborts the request too (a shutdown's bound, CANCEL_PREVIOUS).
 	Halt context.Context
 	// Sent, if set, is called when a request of the delivery has been written to its connection, and when
-	// an attempt has to wait for a request slot: the caller's work is then no longer what holds it back. It
-	// may be called more than once, from a goroutine of net/http, and must be quick.
+	// an attempt has to wait for a slot of the job's own bound (MaxConcurrentPerJob): the caller's burst is
+	// then no longer what holds it back. An attempt waiting for one of the peer's slots (MaxConcurrent) is
+	// held back by the burst itself: Sent follows when it is written. It may be called more than once, from
+	// a goroutine of net/http, and must be quick.
 	Sent func()
 	// Callback, if set, gives each request its callback URL and token (body and headers), from the
 	// request's iteration (0 when not streaming) and attempt: a receiver that answers 202 reports back with them.
@@ -484,7 +486,7 @@ func (s *Sender) pastDeadline(deadline time.Time) bool {
 }
 
 // acquire waits for a request slot until ctx or d.Halt ends or the deadline passes. A free slot is taken at
-// once, without a timer; before waiting for one, it tells d.Sent.
+// once, without a timer; before waiting for one of the job's own bound, it tells d.Sent.
 func (s *Sender) acquire(ctx context.Context, d Delivery) (func(), error) {
 	var deadline Timer
 	defer func() {
@@ -492,8 +494,8 @@ func (s *Sender) acquire(ctx context.Context, d Delivery) (func(), error) {
 			deadline.Stop()
 		}
 	}()
-	release, err := s.limit.acquire(ctx, haltDone(d.Halt), d.Payload.JobName, d.MaxConcurrentPerJob, func() <-chan struct{} {
-		if d.Sent != nil {
+	release, err := s.limit.acquire(ctx, haltDone(d.Halt), d.Payload.JobName, d.MaxConcurrentPerJob, func(jobBound bool) <-chan struct{} {
+		if jobBound && d.Sent != nil {
 			d.Sent()
 		}
 		if d.Deadline.IsZero() {

@@ -735,30 +735,44 @@ func TestPreparedAheadIsStampedWhenSent(t *testing.T) {
 	}
 }
 
-// Delivery.Sent tells the executor when a request is no longer held back by its own peer: written to the
-// connection, or waiting for a request slot that another request holds.
+// Delivery.Sent tells the executor when a request is no longer held back by its own peer's burst: written
+// to the connection, or waiting for a slot of its job's own bound. A request waiting for one of the peer's
+// slots is still part of the burst: Sent follows when it is written.
 func TestSentReportsARequestThatHasLeft(t *testing.T) {
-	release := make(chan struct{})
-	rec := newRecorder(t, func(http.ResponseWriter, *http.Request, int) { <-release })
-	s, _ := newTestSender(t, Config{MaxConcurrent: 1})
-	var firstSent, secondSent atomic.Int64
-	d1, d2 := testDelivery(rec.URL), testDelivery(rec.URL)
-	d1.Sent = func() { firstSent.Add(1) }
-	d2.Sent = func() { secondSent.Add(1) }
-	first, second := make(chan Result, 1), make(chan Result, 1)
-	go func() { first <- s.Deliver(context.Background(), d1) }()
-	// the receiver has the whole request and has not answered: it was written
-	waitFor(t, "the first request at the receiver", func() bool { return rec.count() == 1 && firstSent.Load() > 0 })
-	go func() { second <- s.Deliver(context.Background(), d2) }()
-	waitFor(t, "the second request waiting for the only slot", func() bool { return s.Waiting() == 1 })
-	if secondSent.Load() != 1 {
-		t.Fatalf("Sent called %d times for a request waiting for a slot, want 1", secondSent.Load())
-	}
-	close(release)
-	if r := <-first; !r.Success {
-		t.Fatalf("first %+v", r)
-	}
-	if r := <-second; !r.Success || secondSent.Load() != 2 { // and once more when it was written
-		t.Fatalf("second %+v, Sent called %d times", r, secondSent.Load())
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		perJob     int
+		whileWaits int64 // Sent calls of the second request while it waits for the slot
+	}{
+		{"the peer's only slot", Config{MaxConcurrent: 1}, 0, 0},
+		{"the job's only slot", Config{}, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			rec := newRecorder(t, func(http.ResponseWriter, *http.Request, int) { <-release })
+			s, _ := newTestSender(t, tc.cfg)
+			var firstSent, secondSent atomic.Int64
+			d1, d2 := testDelivery(rec.URL), testDelivery(rec.URL)
+			d1.MaxConcurrentPerJob, d2.MaxConcurrentPerJob = tc.perJob, tc.perJob
+			d1.Sent = func() { firstSent.Add(1) }
+			d2.Sent = func() { secondSent.Add(1) }
+			first, second := make(chan Result, 1), make(chan Result, 1)
+			go func() { first <- s.Deliver(context.Background(), d1) }()
+			// the receiver has the whole request and has not answered: it was written
+			waitFor(t, "the first request at the receiver", func() bool { return rec.count() == 1 && firstSent.Load() > 0 })
+			go func() { second <- s.Deliver(context.Background(), d2) }()
+			waitFor(t, "the second request waiting for the only slot", func() bool { return s.Waiting() == 1 })
+			if got := secondSent.Load(); got != tc.whileWaits {
+				t.Fatalf("Sent called %d times for a request waiting for a slot, want %d", got, tc.whileWaits)
+			}
+			close(release)
+			if r := <-first; !r.Success {
+				t.Fatalf("first %+v", r)
+			}
+			if r := <-second; !r.Success || secondSent.Load() != tc.whileWaits+1 { // and once more when it was written
+				t.Fatalf("second %+v, Sent called %d times", r, secondSent.Load())
+			}
+		})
 	}
 }
