@@ -180,16 +180,16 @@ func TestActivityBusyWhileABurstsRequestsStart(t *testing.T) {
 	onSlot.leave(woke, false, woke)
 	waiting.leave(woke, false, woke)
 	onSlot.sent()  // written at once
-	waiting.sent() // no slot free: it waits, and no longer holds the burst back
+	waiting.sent() // its job's own bound is full: it waits, and no longer holds the burst back
 	if returned, _ := quietWithin(a, make(chan struct{}), time.Hour); !returned() {
-		t.Fatal("not quiet once every request was written or waits for a slot")
+		t.Fatal("not quiet once every request was written or waits for its job's slot")
 	}
 	clk.Advance(150 * time.Millisecond)
 	onSlot.left() // answered: no request starts
 	if got := a.Busy(guard); got != 0 {
 		t.Fatalf("busy for %s 150 ms after the last request started", got)
 	}
-	waiting.sent() // a slot freed: the waiting item's request is written now
+	waiting.sent() // its job's slot freed: the waiting item's request is written now
 	if got := a.Busy(guard); got != guard {
 		t.Fatalf("busy for %s as a request is written, want %s", got, guard)
 	}
