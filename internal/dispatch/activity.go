@@ -125,6 +125,11 @@ func (d *departure) leave(at time.Time, waited bool, now time.Time) {
 		d.counted = true
 		a.leaving++
 	}
+	a.startedLocked(now)
+}
+
+// startedLocked records that a request started at now, unless a later one already did.
+func (a *Activity) startedLocked(now time.Time) {
 	if now.After(a.lastStart) {
 		a.lastStart = now
 	}
@@ -167,9 +172,7 @@ func (d *departure) sent() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	d.leftLocked()
-	if now.After(a.lastStart) {
-		a.lastStart = now
-	}
+	a.startedLocked(now)
 }
 
 // signalQuietLocked wakes those waiting for quiet if it is quiet now.
