@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,8 +82,10 @@ func TestEnqueueCommittedWhileTheStoreFails(t *testing.T) {
 	if w.Health().State != HealthDegraded {
 		t.Fatal("not degraded")
 	}
-	if err := w.EnqueueCommitted(ctx, newExec("down", 1, t0)); !errors.Is(err, ErrNotCommitted) {
-		t.Fatalf("waiter while degraded: %v, want ErrNotCommitted", err)
+	// told at once, with the store's error (not after the wait's context ends)
+	if err := w.EnqueueCommitted(ctx, newExec("down", 1, t0)); !errors.Is(err, ErrNotCommitted) ||
+		!strings.Contains(err.Error(), "the store is failing") || !strings.Contains(err.Error(), "down") {
+		t.Fatalf("waiter while degraded: %v, want ErrNotCommitted: the store is failing (down)", err)
 	}
 	mu.Lock()
 	down = false

@@ -28,19 +28,15 @@ func (wt *waiter) tell(err error) {
 // item's end record is waited for this way (dispatch), so that through a restart at 100,000 jobs the
 // thousands of items waiting for their commits hold no goroutine each (docs/benchmarks.md).
 func (w *Writer) EnqueueCommittedThen(ctx context.Context, e ejserver.Execution, then func(error)) {
-	if w.Health().State == HealthDegraded {
-		if !w.Enqueue(e) {
-			then(fmt.Errorf("%w: queue full, dropped", ErrNotCommitted))
-			return
-		}
-		then(fmt.Errorf("%w: the store is failing (%s); the record stays queued", ErrNotCommitted, w.Health().LastError))
-		return
-	}
 	wt := &waiter{then: then}
 	wt.stop = context.AfterFunc(ctx, func() { wt.tell(fmt.Errorf("%w: %w", ErrNotCommitted, ctx.Err())) })
-	if !w.enqueue(e, wt) {
+	switch queued, failing := w.enqueue(e, wt); {
+	case !queued:
 		wt.stop()
 		wt.tell(fmt.Errorf("%w: queue full, dropped", ErrNotCommitted))
+	case failing != nil: // degraded: no wait on a store that is down
+		wt.stop()
+		wt.tell(fmt.Errorf("%w: the store is failing (%s); the record stays queued", ErrNotCommitted, failing.LastError))
 	}
 }
 

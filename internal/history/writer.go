@@ -212,15 +212,24 @@ func NewWriter(sink Sink, cfg WriterConfig) *Writer {
 // Enqueue queues an execution record (a start or an end record) and reports whether it was accepted. It never
 // blocks; a record that finds the queue full is dropped and counted.
 func (w *Writer) Enqueue(e ejserver.Execution) bool {
-	return w.enqueue(e, nil)
+	queued, _ := w.enqueue(e, nil)
+	return queued
 }
 
-func (w *Writer) enqueue(e ejserver.Execution, wait *waiter) bool {
+// enqueue queues e with its waiter (if any) and reports whether it was accepted. While the Writer is
+// degraded a waiter is not kept: the record is queued without it and failing is the Writer's health, for the
+// caller to tell the waiter at once. The health is read under the same lock as the queue: an item's end
+// takes the Writer's lock once (a fanout fire's ends arrive together and queued on it twice).
+func (w *Writer) enqueue(e ejserver.Execution, wait *waiter) (queued bool, failing *Health) {
 	w.mu.Lock()
 	if w.fullLocked() {
 		w.dropLocked(1)
 		w.mu.Unlock()
-		return false
+		return false, nil
+	}
+	if wait != nil && w.health.State == HealthDegraded {
+		h := w.health
+		wait, failing = nil, &h
 	}
 	w.execs = append(w.execs, e)
 	w.execWaits = append(w.execWaits, wait)
@@ -241,7 +250,7 @@ func (w *Writer) enqueue(e ejserver.Execution, wait *waiter) bool {
 		default:
 		}
 	}
-	return true
+	return true, failing
 }
 
 // ErrNotCommitted is EnqueueCommitted's answer when the record was queued but is not known to be in the
