@@ -20,6 +20,7 @@ func (e *Executor) launch(snap *cluster.JobSnapshot, req fireRequest, item int) 
 	if !snap.Config.MonitorExecution || req.overlap || (req.follow == nil && e.follows(snap, req.workflow)) {
 		go func() {
 			defer e.wg.Done()
+			growStack()
 			e.runItem(snap, req, item, "", -2)
 		}()
 		return
@@ -29,6 +30,7 @@ func (e *Executor) launch(snap *cluster.JobSnapshot, req fireRequest, item int) 
 	e.reg.BeginItemThen(req.job, item, b.version, b.run, b.persistent, func(err error) {
 		go func() {
 			defer e.wg.Done()
+			growStack()
 			finish := e.runFinish(req, item, executionID)
 			if runningVersion, ok := e.begun(snap, &req, item, b, err); ok {
 				e.deliver(snap, req, item, executionID, param, runningVersion, finish)

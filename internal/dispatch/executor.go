@@ -317,6 +317,7 @@ func (e *Executor) Fire(job string, scheduledAt time.Time, _ int) {
 // RunFailover re-runs an item this peer claimed from a crashed peer, with the interrupted execution's id.
 func (e *Executor) RunFailover(job string, item int, run cluster.Running, runningVersion int32) {
 	e.spawn(func() {
+		growStack() // the item's run: it sends from this goroutine
 		snap := e.reg.Job(job)
 		if snap == nil {
 			return
@@ -410,6 +411,7 @@ func (e *Executor) spawn(fn func()) {
 	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
+		growDecideStack()
 		fn()
 	}()
 }

@@ -16,7 +16,6 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 		return true, false
 	}
 	reason := ""
-	growStack()
 	// counted once its timer is set: a test that sees the item waiting may move a fake clock past its time at
 	// once (counted before, an item whose timer came after the move slept a second too long, and the test
 	// failed for want of its request)
@@ -39,21 +38,3 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 	}
 	return false, false
 }
-
-// sendStackFrame is the frame growStack pushes. Sending a webhook (resty, net/http) needs more than 16 KB of
-// stack, and a goroutine starts with a few; grown at the scheduled time, the stack is copied twice or three
-// times while the rest of the burst waits (runtime.newstack was a fifth of an item's CPU in a profile of the
-// `second` workload). A 16 KB frame on top of what the goroutine uses grows it to 32 KB.
-const sendStackFrame = 16 << 10
-
-// growStack grows the calling goroutine's stack to what sending needs, ahead of the scheduled time. The
-// runtime keeps it until a garbage collection finds it mostly unused.
-//
-//go:noinline
-func growStack() {
-	var frame [sendStackFrame]byte
-	useStack(frame[:])
-}
-
-//go:noinline
-func useStack(b []byte) { b[len(b)-1] = 1 }

@@ -61,6 +61,7 @@ func (t *itemTail) recorded() {
 
 // close ends the run on a goroutine of its own: its followers, metrics and log line may take time.
 func (t *itemTail) close() {
+	growDecideStack()
 	defer t.finish()
 	e, req, res := t.e, t.req, t.res
 	e.followEnded(req, t.rec)
