@@ -218,8 +218,8 @@ func (w *Writer) Enqueue(e ejserver.Execution) bool {
 
 // enqueue queues e with its waiter (if any) and reports whether it was accepted. While the Writer is
 // degraded a waiter is not kept: the record is queued without it and failing is the Writer's health, for the
-// caller to tell the waiter at once. The health is read under the same lock as the queue: an item's end
-// takes the Writer's lock once (a fanout fire's ends arrive together and queued on it twice).
+// caller to tell the waiter at once. The health is read under the lock that queues the record, so an item's
+// end takes the Writer's lock once (a fanout fire's ends arrive together, and each took it twice).
 func (w *Writer) enqueue(e ejserver.Execution, wait *waiter) (queued bool, failing *Health) {
 	w.mu.Lock()
 	if w.fullLocked() {
