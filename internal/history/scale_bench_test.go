@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,7 +29,8 @@ import (
 // CPU (user+sys) per item spent writing and checkpointing, and prints the frames per B-tree (dbstat). A
 // batch's jobs are -scale.spread apart in name order (appendItem). It checkpoints every -scale.checkpoint
 // batches itself; checkpointed-pages/item are the pages those checkpoints copied back (a page written by
-// several commits between two checkpoints is copied once).
+// several commits between two checkpoints is copied once). -scale.drop drops indexes before measuring: what
+// one costs an item is the difference (docs/benchmarks.md, "What each status trace index costs").
 //
 //	go test -c -o /tmp/h.test ./internal/history && /tmp/h.test -test.run '^$' \
 //	    -test.bench BenchmarkSmallBatchesAtScale -test.benchtime 20000x -scale.fill 10000x60 \
@@ -59,6 +61,11 @@ func BenchmarkSmallBatchesAtScale(b *testing.B) {
 	w := s.w
 	if _, err := w.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
 		b.Fatal(err)
+	}
+	for _, ix := range strings.FieldsFunc(*scaleDrop, func(r rune) bool { return r == ',' }) {
+		if _, err := w.ExecContext(ctx, "DROP INDEX "+ix); err != nil {
+			b.Fatal(err)
+		}
 	}
 	wal, err := os.Open(path + "-wal")
 	if err != nil {
@@ -135,6 +142,7 @@ var (
 	scaleBatch      = flag.Int("scale.batch", 16, "BenchmarkSmallBatchesAtScale: items a batch (a transaction)")
 	scaleCache      = flag.String("scale.cache", "", "BenchmarkSmallBatchesAtScale: a directory keeping the filled files")
 	scaleCheckpoint = flag.Int("scale.checkpoint", 64, "BenchmarkSmallBatchesAtScale: batches between checkpoints")
+	scaleDrop       = flag.String("scale.drop", "", "BenchmarkSmallBatchesAtScale: indexes dropped before measuring, comma-separated")
 	scaleSpread     = flag.Int("scale.spread", 7919, "BenchmarkSmallBatchesAtScale: item i is of job i*spread%jobs (coprime to jobs)")
 )
 
