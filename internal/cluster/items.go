@@ -207,9 +207,27 @@ func (r *Registry) deleteIfExists(pth string) error {
 	return nil
 }
 
+// completedKnown reports whether item's completed node is known to exist (its slot's flag, itemSlot).
 func (r *Registry) completedKnown(job string, item int) bool {
-	_, ok := r.completedSeen.Load(completedKey{job, item})
-	return ok
+	e := r.entry(job)
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.st.items.completed(item)
+}
+
+// setCompleted records whether item's completed node is known to exist. An item this peer holds no slot of
+// (its job or its sharding node not loaded yet) is not recorded: its next end asks ZooKeeper.
+func (r *Registry) setCompleted(job string, item int, known bool) {
+	e := r.entry(job)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.st.items.setCompleted(item, known)
 }
 
 // completedAbsent says whether item i's completed node is to be created (true) or set: known from this
@@ -239,23 +257,13 @@ func (r *Registry) completedAbsent(job string, item int) (bool, error) {
 func (r *Registry) noteCompleted(job string, item int, typ zk.EventType) {
 	switch typ {
 	case zk.EventNodeCreated, zk.EventNodeDataChanged:
-		if !r.completedKnown(job, item) {
-			r.setCompletedKnown(job, item)
-		}
+		r.setCompleted(job, item, true)
 	case zk.EventNodeDeleted:
-		r.completedSeen.Delete(completedKey{job, item})
+		r.setCompleted(job, item, false)
 	}
 }
 
-func (r *Registry) setCompletedKnown(job string, item int) {
-	r.completedSeen.Store(completedKey{job, item}, struct{}{})
-}
-
-// completedKey names an item whose completed node is known to exist (a set is sent instead of a create).
-type completedKey struct {
-	job  string
-	item int
-}
+func (r *Registry) setCompletedKnown(job string, item int) { r.setCompleted(job, item, true) }
 
 // SetMisfire creates sharding/{i}/misfire: a fire of item i was skipped because it was still running.
 func (r *Registry) SetMisfire(job string, item int) error {
@@ -305,9 +313,7 @@ func (r *Registry) LastCompleted(job string, item int) (Completed, bool, error) 
 	if err != nil {
 		return Completed{}, false, err
 	}
-	if !r.completedKnown(job, item) {
-		r.setCompletedKnown(job, item) // the next end of the item sets it
-	}
+	r.setCompletedKnown(job, item) // the next end of the item sets it
 	var c Completed
 	if err := json.Unmarshal(data, &c); err != nil {
 		return Completed{}, false, nil // unreadable: as if never completed

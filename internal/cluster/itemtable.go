@@ -13,6 +13,12 @@ type itemTable []itemSlot
 type itemSlot struct {
 	num int
 	it  *ItemState
+	// completed: the item's completed node is known to exist (this process wrote or read it, or the recursive
+	// watch reported it), so its next end sets the node instead of creating it (Registry.completedAbsent).
+	// Kept here, not in a map of its own: a sync.Map of every job's items cost a peer of 100,000 jobs ~13 MB
+	// and ~250,000 objects that each garbage collection marked (docs/benchmarks.md, "The items' completed
+	// nodes known in their slots").
+	completed bool
 }
 
 func (t itemTable) find(i int) (int, bool) {
@@ -34,7 +40,20 @@ func (t *itemTable) set(i int, it *ItemState) {
 		(*t)[k].it = it
 		return
 	}
-	*t = slices.Insert(*t, k, itemSlot{i, it})
+	*t = slices.Insert(*t, k, itemSlot{num: i, it: it})
+}
+
+// completed reports item i's completed flag (false for an item not held).
+func (t itemTable) completed(i int) bool {
+	k, ok := t.find(i)
+	return ok && t[k].completed
+}
+
+// setCompleted sets item i's completed flag; an item not held is left alone.
+func (t itemTable) setCompleted(i int, known bool) {
+	if k, ok := t.find(i); ok {
+		t[k].completed = known
+	}
 }
 
 // retain drops the items for which keep is false and reports whether it dropped any.

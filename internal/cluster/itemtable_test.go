@@ -36,6 +36,37 @@ func TestItemTable(t *testing.T) {
 	}
 }
 
+// TestItemTableCompleted: an item's completed flag is its slot's: it outlives a new state of the item, goes
+// with the item, and an item not held takes none.
+func TestItemTableCompleted(t *testing.T) {
+	var tb itemTable
+	tb.setCompleted(0, true)
+	if tb.completed(0) || len(tb) != 0 {
+		t.Fatalf("a flag set on an empty table: %v", tb)
+	}
+	tb.set(1, &ItemState{Owner: "b"})
+	tb.setCompleted(1, true)
+	tb.setCompleted(5, true)
+	if !tb.completed(1) || tb.completed(5) || len(tb) != 1 {
+		t.Fatalf("after setCompleted(1) and (5): %v", tb)
+	}
+	tb.set(0, &ItemState{Owner: "a"}) // inserted before item 1: its slot moves along the slice, flag and all
+	tb.set(1, &ItemState{Owner: "c"}) // a new state of item 1
+	if tb.completed(0) || !tb.completed(1) || tb.get(1).Owner != "c" {
+		t.Fatalf("item 1's flag after an insert before it and a new state of it: %v", tb)
+	}
+	tb.setCompleted(1, false)
+	if tb.completed(1) {
+		t.Fatalf("setCompleted(1, false): %v", tb)
+	}
+	tb.setCompleted(0, true)
+	tb.retain(func(i int) bool { return i != 0 })
+	tb.set(0, &ItemState{Owner: "e"})
+	if tb.completed(0) {
+		t.Fatalf("an item dropped and held again kept its flag: %v", tb)
+	}
+}
+
 // FuzzItemTable: the table answers as the map it replaced did, for any sequence of sets and drops.
 func FuzzItemTable(f *testing.F) {
 	f.Add([]byte{3, 1, 0x82, 2, 0xff})

@@ -119,7 +119,7 @@ func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (itemEnde
 			return false, ErrNotWatcher
 		case errors.As(err, &oe) && end.ops != nil && (oe.Path == end.completed || oe.Path == end.running):
 			// the completed node appeared or went, or the running node changed: look again
-			r.completedSeen.Delete(completedKey{l.JobName, l.ShardingItem})
+			r.setCompleted(l.JobName, l.ShardingItem, false)
 			continue
 		case errors.Is(err, zk.ErrBadVersion):
 			return false, ErrLeaseChanged

@@ -113,8 +113,7 @@ type Registry struct {
 	// leaving: Leave removed this peer's node: it is not written again (livepeers.go)
 	leaving atomic.Bool
 
-	completedSeen sync.Map // completedKey -> struct{}
-	firesMade     sync.Map // job -> struct{}: its fire ledger folder exists (fires.go)
+	firesMade sync.Map // job -> struct{}: its fire ledger folder exists (fires.go)
 
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{} // WaitGone's one-shot watches, by path
