@@ -30,7 +30,7 @@ import (
 // batch's jobs are -scale.spread apart in name order (appendItem). It checkpoints every -scale.checkpoint
 // batches itself; checkpointed-pages/item are the pages those checkpoints copied back (a page written by
 // several commits between two checkpoints is copied once). -scale.drop drops indexes before measuring: what
-// one costs an item is the difference (docs/benchmarks.md, "What each status trace index costs").
+// one costs an item is the difference (docs/benchmarks.md, "Issue 21's targets on `d266a66`").
 //
 //	go test -c -o /tmp/h.test ./internal/history && /tmp/h.test -test.run '^$' \
 //	    -test.bench BenchmarkSmallBatchesAtScale -test.benchtime 20000x -scale.fill 10000x60 \
