@@ -97,7 +97,7 @@ func (r *Registry) EndItemThen(job string, item int, runningVersion int32, done 
 	en := r.ending(job, item, runningVersion, done, clearFailover, false)
 	r.b.submitThen(func(_ []zk.MultiResponse, err error) {
 		if err == nil {
-			r.setCompletedKnown(job, item)
+			r.setCompleted(job, item, true)
 			then(nil)
 			return
 		}
@@ -159,7 +159,7 @@ func (r *Registry) endAfter(en *ending, err error) (res error, over bool) {
 	var oe *OpError
 	switch {
 	case err == nil:
-		r.setCompletedKnown(en.job, en.item)
+		r.setCompleted(en.job, en.item, true)
 		return nil, true
 	case !errors.As(err, &oe):
 		return err, true
@@ -244,7 +244,7 @@ func (r *Registry) completedAbsent(job string, item int) (bool, error) {
 		return false, err
 	}
 	if ok {
-		r.setCompletedKnown(job, item)
+		r.setCompleted(job, item, true)
 	}
 	return !ok, nil
 }
@@ -262,8 +262,6 @@ func (r *Registry) noteCompleted(job string, item int, typ zk.EventType) {
 		r.setCompleted(job, item, false)
 	}
 }
-
-func (r *Registry) setCompletedKnown(job string, item int) { r.setCompleted(job, item, true) }
 
 // SetMisfire creates sharding/{i}/misfire: a fire of item i was skipped because it was still running.
 func (r *Registry) SetMisfire(job string, item int) error {
@@ -313,7 +311,7 @@ func (r *Registry) LastCompleted(job string, item int) (Completed, bool, error) 
 	if err != nil {
 		return Completed{}, false, err
 	}
-	r.setCompletedKnown(job, item) // the next end of the item sets it
+	r.setCompleted(job, item, true) // the next end of the item sets it
 	var c Completed
 	if err := json.Unmarshal(data, &c); err != nil {
 		return Completed{}, false, nil // unreadable: as if never completed
@@ -355,7 +353,7 @@ func (r *Registry) EndStaleRunning(job string, item int, version int32, run Runn
 		}
 		res, err := r.s.multi(opDelete(running, version), write)
 		if err == nil {
-			r.setCompletedKnown(job, item)
+			r.setCompleted(job, item, true)
 			return nil
 		}
 		if len(res) != 2 {

@@ -112,7 +112,7 @@ func (r *Registry) WriteLease(l lease.Lease, version int32, fence any) (itemEnde
 		switch {
 		case err == nil:
 			if end.ops != nil {
-				r.setCompletedKnown(l.JobName, l.ShardingItem)
+				r.setCompleted(l.JobName, l.ShardingItem, true)
 			}
 			return end.ops != nil, nil
 		case errors.As(err, &oe) && fence != nil && oe.Op == 0:
