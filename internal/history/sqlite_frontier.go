@@ -108,7 +108,7 @@ func (t sqliteFrontierTx) next(ctx context.Context, f rollup.Frontier, due int64
 
 // count reads the chunk's rows, aggregates them (rollup.Aggregate) and applies them.
 func (t sqliteFrontierTx) count(ctx context.Context, f rollup.Frontier, last string) (int, rollup.Frontier, error) {
-	rows, err := t.s.rollupRows(ctx, t.tx, "minute rows", f.Minute, f.Job, last)
+	rows, err := t.s.rollupRows(ctx, t.tx, t.s.advanceRows, "minute rows", f.Minute, f.Job, last)
 	if err != nil {
 		return 0, f, err
 	}
@@ -126,18 +126,24 @@ func (t sqliteFrontierTx) writeFrontier(ctx context.Context, f rollup.Frontier) 
 	return err
 }
 
-// rollupRows reads the rows of a minute that the prepared statement kind selects (rollupColumns).
-func (s *sqliteStore) rollupRows(ctx context.Context, tx *sql.Tx, kind string, args ...any) ([]rollup.Row, error) {
+// rollupRows reads the rows of a minute that the prepared statement kind selects (rollupColumns), about n of
+// them.
+func (s *sqliteStore) rollupRows(ctx context.Context, tx *sql.Tx, n int, kind string, args ...any) ([]rollup.Row, error) {
 	rows, err := s.stmt(ctx, tx, kind).QueryContext(ctx, args...)
-	got, err := collectRollupRows(rows, err, false)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rollup.Row, len(got))
-	for i, g := range got {
-		out[i] = g.Row
+	defer func() { _ = rows.Close() }()
+	out := make([]rollup.Row, 0, n)
+	sc := newRollupScan(false)
+	for rows.Next() {
+		_, r, err := sc.scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // sqliteOldestUncounted: the start of the oldest row that frontier (?1, ?2) has not counted (NULL: none).

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"maps"
 	"slices"
 
 	"github.com/ejserver/ejserver/internal/history/rollup"
@@ -22,20 +21,35 @@ import (
 const rollupColumns = `job_name, instance_id, start_time, scheduled_at, complete_time IS NOT NULL, is_success, ` +
 	`execution_source, duration_ms, hostname, ip`
 
-// scanRollupRow scans rollupColumns (after the columns before them, into lead).
-func scanRollupRow(rows *sql.Rows, lead ...any) (rollup.Row, error) {
-	var (
-		r      rollup.Row
-		sched  sql.NullInt64
-		source sql.NullString
-		host   sql.NullString
-		ip     sql.NullString
-	)
-	err := rows.Scan(append(lead, &r.Job, &r.Instance, &r.Start, &sched, &r.Done, &r.Success, &source,
-		&r.DurationMs, &host, &ip)...)
-	r.Scheduled, r.HasScheduled = sched.Int64, sched.Valid
-	r.Source, r.Hostname, r.IP = source.String, host.String, ip.String
-	return r, err
+// rollupScan scans rollupColumns (after the id, withID) into one Row through destinations made once, so that
+// reading a batch's or a minute's rows makes nothing a row but the driver's values.
+type rollupScan struct {
+	id               string
+	r                rollup.Row
+	sched            sql.NullInt64
+	source, host, ip sql.NullString
+	dest             []any
+}
+
+func newRollupScan(withID bool) *rollupScan {
+	s := &rollupScan{}
+	if withID {
+		s.dest = append(s.dest, &s.id)
+	}
+	s.dest = append(s.dest, &s.r.Job, &s.r.Instance, &s.r.Start, &s.sched, &s.r.Done, &s.r.Success, &s.source,
+		&s.r.DurationMs, &s.host, &s.ip)
+	return s
+}
+
+// scan scans rows' current row: its id (withID) and what the rollup counts of it.
+func (s *rollupScan) scan(rows *sql.Rows) (string, rollup.Row, error) {
+	if err := rows.Scan(s.dest...); err != nil {
+		return "", rollup.Row{}, err
+	}
+	r := s.r
+	r.Scheduled, r.HasScheduled = s.sched.Int64, s.sched.Valid
+	r.Source, r.Hostname, r.IP = s.source.String, s.host.String, s.ip.String
+	return s.id, r, nil
 }
 
 // idRow is a row the rollup counts, with its id when the statement returned it.
@@ -51,18 +65,13 @@ func collectRollupRows(rows *sql.Rows, err error, withID bool) ([]idRow, error) 
 	}
 	defer func() { _ = rows.Close() }()
 	var out []idRow
+	sc := newRollupScan(withID)
 	for rows.Next() {
-		var (
-			r    idRow
-			lead []any
-		)
-		if withID {
-			lead = []any{&r.id}
-		}
-		if r.Row, err = scanRollupRow(rows, lead...); err != nil {
+		id, r, err := sc.scan(rows)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		out = append(out, idRow{id, r})
 	}
 	return out, rows.Err()
 }
@@ -84,10 +93,10 @@ func (s *sqliteStore) storedRollupRows(ctx context.Context, tx *sql.Tx, ids []st
 		return nil, err
 	}
 	defer func() { _ = rows.Close() }()
-	out := make(map[string]rollup.Row)
+	out := make(map[string]rollup.Row, len(ids))
+	sc := newRollupScan(true)
 	for rows.Next() {
-		var id string
-		r, err := scanRollupRow(rows, &id)
+		id, r, err := sc.scan(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -117,26 +126,27 @@ func (s *sqliteStore) rollup(ctx context.Context, tx *sql.Tx, f rollup.Frontier,
 }
 
 // applyRollup writes the change d of the rollup's cells in tx, each table's cells in their key's order; f is
-// how far the rollup counts (a largest value read again is read off the rows it counts).
+// how far the rollup counts (a largest value read again is read off the rows it counts). Each table's rows go
+// into one slice of arguments, reused from table to table.
 func (s *sqliteStore) applyRollup(ctx context.Context, tx *sql.Tx, d rollup.Delta, f rollup.Frontier) error {
-	cells := slices.SortedFunc(maps.Keys(d.Cells), func(a, b rollup.CellKey) int {
+	cells := sortedKeys(d.Cells, func(a, b rollup.CellKey) int {
 		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Job, b.Job), cmp.Compare(a.Instance, b.Instance))
 	}) // in the key's order (0014: the minute first)
-	rows := make([][]any, 0, len(cells))
+	args := make([]any, 0, max(len(cells)*rollupCellUpsert.width, len(d.Hist)*rollupHistUpsert.width))
 	for _, k := range cells {
-		rows = append(rows, append([]any{k.Job, k.Minute, k.Instance}, countsArgs(d.Cells[k])...))
+		args = appendCounts(append(args, k.Job, k.Minute, k.Instance), d.Cells[k])
 	}
-	if err := s.upsertRows(ctx, tx, rollupCellUpsert, rows); err != nil {
+	if err := s.upsertRows(ctx, tx, rollupCellUpsert, args); err != nil {
 		return err
 	}
-	peers := slices.SortedFunc(maps.Keys(d.PeerCells), func(a, b rollup.PeerKey) int {
+	peers := sortedKeys(d.PeerCells, func(a, b rollup.PeerKey) int {
 		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Instance, b.Instance))
 	})
-	rows = rows[:0]
+	args = args[:0]
 	for _, k := range peers {
-		rows = append(rows, append([]any{k.Minute, k.Instance}, countsArgs(d.PeerCells[k])...))
+		args = appendCounts(append(args, k.Minute, k.Instance), d.PeerCells[k])
 	}
-	if err := s.upsertRows(ctx, tx, rollupPeerUpsert, rows); err != nil {
+	if err := s.upsertRows(ctx, tx, rollupPeerUpsert, args); err != nil {
 		return err
 	}
 
@@ -179,45 +189,55 @@ func (s *sqliteStore) applyRollup(ctx context.Context, tx *sql.Tx, d rollup.Delt
 		}
 	}
 
-	rows = rows[:0]
-	for _, k := range slices.SortedFunc(maps.Keys(d.JobFires), func(a, b rollup.JobMinute) int {
+	args = args[:0]
+	for _, k := range sortedKeys(d.JobFires, func(a, b rollup.JobMinute) int {
 		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Job, b.Job))
 	}) {
-		rows = append(rows, []any{k.Job, k.Minute, d.JobFires[k]})
+		args = append(args, k.Job, k.Minute, d.JobFires[k])
 	}
-	if err := s.upsertRows(ctx, tx, rollupFiresUpsert, rows); err != nil {
+	if err := s.upsertRows(ctx, tx, rollupFiresUpsert, args); err != nil {
 		return err
 	}
-	rows = rows[:0]
-	for _, m := range slices.Sorted(maps.Keys(d.ClusterFires)) {
-		rows = append(rows, []any{m, d.ClusterFires[m]})
+	args = args[:0]
+	for _, m := range sortedKeys(d.ClusterFires, cmp.Compare[int64]) {
+		args = append(args, m, d.ClusterFires[m])
 	}
-	if err := s.upsertRows(ctx, tx, rollupClusterFiresUpsert, rows); err != nil {
+	if err := s.upsertRows(ctx, tx, rollupClusterFiresUpsert, args); err != nil {
 		return err
 	}
-	rows = rows[:0]
-	for _, k := range slices.SortedFunc(maps.Keys(d.Hist), func(a, b rollup.HistKey) int {
+	args = args[:0]
+	for _, k := range sortedKeys(d.Hist, func(a, b rollup.HistKey) int {
 		return cmp.Or(cmp.Compare(a.Hour, b.Hour), cmp.Compare(a.Job, b.Job), cmp.Compare(a.Instance, b.Instance),
 			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Bin, b.Bin))
 	}) {
-		rows = append(rows, []any{k.Job, k.Hour, k.Instance, k.Kind, k.Bin, d.Hist[k]})
+		args = append(args, k.Job, k.Hour, k.Instance, k.Kind, k.Bin, d.Hist[k])
 	}
-	if err := s.upsertRows(ctx, tx, rollupHistUpsert, rows); err != nil {
+	if err := s.upsertRows(ctx, tx, rollupHistUpsert, args); err != nil {
 		return err
 	}
-	rows = rows[:0]
-	for _, k := range slices.SortedFunc(maps.Keys(d.PeerHist), func(a, b rollup.PeerHistKey) int {
+	args = args[:0]
+	for _, k := range sortedKeys(d.PeerHist, func(a, b rollup.PeerHistKey) int {
 		return cmp.Or(cmp.Compare(a.Hour, b.Hour), cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Kind, b.Kind),
 			cmp.Compare(a.Bin, b.Bin))
 	}) {
-		rows = append(rows, []any{k.Hour, k.Instance, k.Kind, k.Bin, d.PeerHist[k]})
+		args = append(args, k.Hour, k.Instance, k.Kind, k.Bin, d.PeerHist[k])
 	}
-	return s.upsertRows(ctx, tx, rollupPeerHistUpsert, rows)
+	return s.upsertRows(ctx, tx, rollupPeerHistUpsert, args)
+}
+
+// sortedKeys is m's keys in cmp's order, in a slice made once.
+func sortedKeys[K comparable, V any](m map[K]V, cmp func(a, b K) int) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp)
+	return keys
 }
 
 // fireRows reads how many rows each fire of keys has in its minute, per peer.
-func (s *sqliteStore) fireRows(ctx context.Context, tx *sql.Tx, keys []rollup.FireKey) (map[rollup.FireKey]map[string]int64, error) {
-	out := make(map[rollup.FireKey]map[string]int64, len(keys))
+func (s *sqliteStore) fireRows(ctx context.Context, tx *sql.Tx, keys []rollup.FireKey) (map[rollup.FirePeer]int64, error) {
+	out := make(map[rollup.FirePeer]int64, len(keys))
 	if len(keys) == 0 {
 		return out, nil
 	}
@@ -239,30 +259,27 @@ func (s *sqliteStore) fireRows(ctx context.Context, tx *sql.Tx, keys []rollup.Fi
 		if err := rows.Scan(&i, &inst, &n); err != nil {
 			return nil, err
 		}
-		k := keys[i]
-		if out[k] == nil {
-			out[k] = map[string]int64{}
-		}
-		out[k][inst] = n
+		out[rollup.FirePeer{FireKey: keys[i], Instance: inst}] = n
 	}
 	return out, rows.Err()
 }
 
-// countsArgs are a minute cell's values after its key, in rollupCellUpsert's order.
-func countsArgs(c *rollup.Counts) []any {
+// appendCounts appends a minute cell's values after its key to args, in rollupCellUpsert's order.
+func appendCounts(args []any, c *rollup.Counts) []any {
 	nullMax := func(m rollup.Max) any {
 		if !m.Set {
 			return nil
 		}
 		return m.V
 	}
-	return []any{c.PeerFires, c.Items, c.Success, c.Failure, c.Running, c.Misfire, c.Failover, c.Manual,
-		c.DurN, c.DurSum, nullMax(c.DurMax), c.LateN, c.LateSum, nullMax(c.LateMax), c.Hostname, c.IP}
+	return append(args, c.PeerFires, c.Items, c.Success, c.Failure, c.Running, c.Misfire, c.Failover, c.Manual,
+		c.DurN, c.DurSum, nullMax(c.DurMax), c.LateN, c.LateSum, nullMax(c.LateMax), c.Hostname, c.IP)
 }
 
-// rollupUpsert is a multi-row upsert of one rollup table: the statement for n rows.
+// rollupUpsert is a multi-row upsert of one rollup table: the statement for n rows of width values.
 type rollupUpsert struct {
 	table, head, tuple, tail string
+	width                    int
 }
 
 func (u rollupUpsert) sql(n int) string { return u.head + repeatTuple(u.tuple, n) + u.tail }
@@ -282,37 +299,33 @@ var (
 	rollupCellUpsert = rollupUpsert{"EXECUTION_STATS_MINUTE", `INSERT INTO EXECUTION_STATS_MINUTE (job_name, minute, instance_id, peer_fires,
 		items, success, failure, running, misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum,
 		late_max, hostname, ip) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		` ON CONFLICT (minute, job_name, instance_id)` + rollupCounts}
+		` ON CONFLICT (minute, job_name, instance_id)` + rollupCounts, 19}
 	rollupPeerUpsert = rollupUpsert{"EXECUTION_PEER_STATS_MINUTE", `INSERT INTO EXECUTION_PEER_STATS_MINUTE (minute, instance_id, peer_fires,
 		items, success, failure, running, misfire, failover, manual, dur_n, dur_sum, dur_max, late_n, late_sum,
 		late_max, hostname, ip) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		` ON CONFLICT (minute, instance_id)` + rollupCounts}
+		` ON CONFLICT (minute, instance_id)` + rollupCounts, 18}
 	rollupFiresUpsert = rollupUpsert{"EXECUTION_FIRES_MINUTE", `INSERT INTO EXECUTION_FIRES_MINUTE (job_name, minute, fires) VALUES `,
-		"(?, ?, ?)", ` ON CONFLICT (minute, job_name) DO UPDATE SET fires = fires + excluded.fires`}
+		"(?, ?, ?)", ` ON CONFLICT (minute, job_name) DO UPDATE SET fires = fires + excluded.fires`, 3}
 	rollupClusterFiresUpsert = rollupUpsert{"EXECUTION_CLUSTER_FIRES_MINUTE", `INSERT INTO EXECUTION_CLUSTER_FIRES_MINUTE (minute, fires) VALUES `,
-		"(?, ?)", ` ON CONFLICT (minute) DO UPDATE SET fires = fires + excluded.fires`}
+		"(?, ?)", ` ON CONFLICT (minute) DO UPDATE SET fires = fires + excluded.fires`, 2}
 	rollupHistUpsert = rollupUpsert{"EXECUTION_STATS_HIST", `INSERT INTO EXECUTION_STATS_HIST (job_name, hour, instance_id, kind, bin, n) VALUES `,
-		"(?, ?, ?, ?, ?, ?)", ` ON CONFLICT (hour, job_name, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
+		"(?, ?, ?, ?, ?, ?)", ` ON CONFLICT (hour, job_name, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`, 6}
 	rollupPeerHistUpsert = rollupUpsert{"EXECUTION_PEER_STATS_HIST", `INSERT INTO EXECUTION_PEER_STATS_HIST (hour, instance_id, kind, bin, n) VALUES `,
-		"(?, ?, ?, ?, ?)", ` ON CONFLICT (hour, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`}
+		"(?, ?, ?, ?, ?)", ` ON CONFLICT (hour, instance_id, kind, bin) DO UPDATE SET n = n + excluded.n`, 5}
 )
 
-// upsertRows runs u for rows, in statements of a power of two rows (at most rollupChunk), each prepared once.
-func (s *sqliteStore) upsertRows(ctx context.Context, tx *sql.Tx, u rollupUpsert, rows [][]any) error {
-	var args []any
-	for len(rows) > 0 {
+// upsertRows runs u for the rows whose values are args (u.width a row), in statements of a power of two rows
+// (at most rollupChunk), each prepared once.
+func (s *sqliteStore) upsertRows(ctx context.Context, tx *sql.Tx, u rollupUpsert, args []any) error {
+	for rows := len(args) / u.width; rows > 0; rows = len(args) / u.width {
 		n := rollupChunk
-		for n > len(rows) {
+		for n > rows {
 			n /= 2
 		}
-		args = args[:0]
-		for _, r := range rows[:n] {
-			args = append(args, r...)
-		}
-		if _, err := tx.StmtContext(ctx, s.prepared[stmtKey{u.table, n}]).ExecContext(ctx, args...); err != nil {
+		if _, err := tx.StmtContext(ctx, s.prepared[stmtKey{u.table, n}]).ExecContext(ctx, args[:n*u.width]...); err != nil {
 			return err
 		}
-		rows = rows[n:]
+		args = args[n*u.width:]
 	}
 	return nil
 }

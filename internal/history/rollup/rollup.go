@@ -150,6 +150,12 @@ type FireKey struct {
 	Scheduled int64
 }
 
+// FirePeer is a fire's rows of one minute on one peer (instance_id).
+type FirePeer struct {
+	FireKey
+	Instance string
+}
+
 // JobMinute is a cell of EXECUTION_FIRES_MINUTE.
 type JobMinute struct {
 	Job    string
@@ -164,23 +170,29 @@ type Delta struct {
 	PeerHist  map[PeerHistKey]int64
 	// FireRows is the net change of the rows of each fire and minute, per peer (instance_id): what Fires needs,
 	// with the rows each has after the change, to count the distinct fires.
-	FireRows map[FireKey]map[string]int64
+	FireRows map[FirePeer]int64
 	// JobFires and ClusterFires are the changes of EXECUTION_FIRES_MINUTE and EXECUTION_CLUSTER_FIRES_MINUTE,
 	// set by Fires.
 	JobFires     map[JobMinute]int64
 	ClusterFires map[int64]int64
+
+	// slab holds the cells' Counts, made a slab at a time rather than one by one (at 100,000 jobs the frontier
+	// counts a cell for nearly every row: docs/benchmarks.md).
+	slab []Counts
 }
 
 // Aggregate returns the change of the rollup when the rows removed go and the rows added come (a row
 // replaced by an upsert is in both: its old version removed, its new one added). Fires and minute cells'
 // PeerFires are left for Fires.
 func Aggregate(removed, added []Row) Delta {
+	n := len(removed) + len(added) // at most as many cells and fires as rows, and twice as many bins
 	d := Delta{
-		Cells:     map[CellKey]*Counts{},
+		Cells:     make(map[CellKey]*Counts, n),
 		PeerCells: map[PeerKey]*Counts{},
-		Hist:      map[HistKey]int64{},
+		Hist:      make(map[HistKey]int64, 2*n),
 		PeerHist:  map[PeerHistKey]int64{},
-		FireRows:  map[FireKey]map[string]int64{},
+		FireRows:  make(map[FirePeer]int64, n),
+		slab:      make([]Counts, 0, n+1),
 	}
 	for _, r := range removed {
 		d.add(r, -1)
@@ -203,8 +215,8 @@ func Aggregate(removed, added []Row) Delta {
 
 func (d *Delta) add(r Row, sign int64) {
 	m := r.Minute()
-	cell(d.Cells, CellKey{r.Job, m, r.Instance}).add(r, sign)
-	cell(d.PeerCells, PeerKey{m, r.Instance}).add(r, sign)
+	cell(d, d.Cells, CellKey{r.Job, m, r.Instance}).add(r, sign)
+	cell(d, d.PeerCells, PeerKey{m, r.Instance}).add(r, sign)
 	h := r.Hour()
 	if r.Done {
 		b := Bin(r.DurationMs)
@@ -215,20 +227,19 @@ func (d *Delta) add(r Row, sign int64) {
 		b := Bin(r.Lateness())
 		d.Hist[HistKey{r.Job, h, r.Instance, "l", b}] += sign
 		d.PeerHist[PeerHistKey{h, r.Instance, "l", b}] += sign
-		k := FireKey{r.Job, m, r.Scheduled}
-		peers := d.FireRows[k]
-		if peers == nil {
-			peers = map[string]int64{}
-			d.FireRows[k] = peers
-		}
-		peers[r.Instance] += sign
+		d.FireRows[FirePeer{FireKey{r.Job, m, r.Scheduled}, r.Instance}] += sign
 	}
 }
 
-func cell[K comparable](m map[K]*Counts, k K) *Counts {
+// cell is m's cell k, made (from d's slab) if m has none.
+func cell[K comparable](d *Delta, m map[K]*Counts, k K) *Counts {
 	c := m[k]
 	if c == nil {
-		c = &Counts{}
+		if len(d.slab) == cap(d.slab) {
+			d.slab = make([]Counts, 0, 16)
+		}
+		d.slab = d.slab[:len(d.slab)+1]
+		c = &d.slab[len(d.slab)-1]
 		m[k] = c
 	}
 	return c
@@ -237,37 +248,50 @@ func cell[K comparable](m map[K]*Counts, k K) *Counts {
 // Changed lists the fires whose rows changed in number on some peer: those whose rows after the change
 // Fires needs.
 func (d *Delta) Changed() []FireKey {
+	seen := make(map[FireKey]bool, len(d.FireRows))
 	var out []FireKey
-	for k, peers := range d.FireRows {
-		for _, n := range peers {
-			if n != 0 {
-				out = append(out, k)
-				break
-			}
+	for k, n := range d.FireRows {
+		if n != 0 && !seen[k.FireKey] {
+			seen[k.FireKey] = true
+			out = append(out, k.FireKey)
 		}
 	}
 	return out
 }
 
 // Fires counts the change of the distinct fires, given how many rows each changed fire (Changed) has after
-// the change on each peer (after[k][instance]; a peer missing has none): a fire is counted in a cell while
+// the change on each peer (after[{k, instance}]; a peer missing has none): a fire is counted in a cell while
 // the cell has at least one of its rows. It sets the minute cells' PeerFires, JobFires and ClusterFires.
-func (d *Delta) Fires(after map[FireKey]map[string]int64) {
+func (d *Delta) Fires(after map[FirePeer]int64) {
 	d.JobFires, d.ClusterFires = map[JobMinute]int64{}, map[int64]int64{}
-	for _, k := range d.Changed() {
-		now := after[k]
-		var total, net int64
-		for _, n := range now {
-			total += n
-		}
-		for inst, n := range d.FireRows[k] {
-			net += n
-			if c := change(now[inst], n); c != 0 {
-				d.Cells[CellKey{k.Job, k.Minute, inst}].PeerFires += c
-				d.PeerCells[PeerKey{k.Minute, inst}].PeerFires += c
+	type rows struct {
+		total, net int64 // after the change on every peer; added less removed
+		changed    bool  // on some peer
+	}
+	fires := make(map[FireKey]rows, len(d.FireRows))
+	for k, n := range d.FireRows {
+		f := fires[k.FireKey]
+		f.net += n
+		if n != 0 {
+			f.changed = true
+			if c := change(after[k], n); c != 0 {
+				d.Cells[CellKey{k.Job, k.Minute, k.Instance}].PeerFires += c
+				d.PeerCells[PeerKey{k.Minute, k.Instance}].PeerFires += c
 			}
 		}
-		if c := change(total, net); c != 0 {
+		fires[k.FireKey] = f
+	}
+	for k, n := range after {
+		if f, ok := fires[k.FireKey]; ok {
+			f.total += n
+			fires[k.FireKey] = f
+		}
+	}
+	for k, f := range fires {
+		if !f.changed {
+			continue
+		}
+		if c := change(f.total, f.net); c != 0 {
 			d.JobFires[JobMinute{k.Job, k.Minute}] += c
 			d.ClusterFires[k.Minute] += c
 		}

@@ -89,7 +89,7 @@ func TestAggregate(t *testing.T) {
 			t.Fatalf("%d fires changed, want 2", got)
 		}
 		// after the batch: the first fire has its row and one on p2, the second its row
-		d.Fires(map[FireKey]map[string]int64{fire: {"p1": 1, "p2": 1}, {"pay", 10, second.Scheduled}: {"p1": 1}})
+		d.Fires(map[FirePeer]int64{{fire, "p1"}: 1, {fire, "p2"}: 1, {FireKey{"pay", 10, second.Scheduled}, "p1"}: 1})
 		c := d.Cells[cell]
 		if c.PeerFires != 2 || c.Items != 2 || c.Misfire != 1 || c.DurMax != (Max{900, true}) {
 			t.Errorf("cell %+v", *c)
@@ -110,7 +110,7 @@ func TestAggregate(t *testing.T) {
 		if !c.ReadDurMax() || !c.ReadLateMax() || c.Items != -1 {
 			t.Errorf("cell %+v: its largest values must be read again", *c)
 		}
-		d.Fires(map[FireKey]map[string]int64{})
+		d.Fires(map[FirePeer]int64{})
 		if c.PeerFires != -1 || d.JobFires[JobMinute{"pay", 10}] != -1 || d.ClusterFires[10] != -1 {
 			t.Errorf("fires %d %v %v", c.PeerFires, d.JobFires, d.ClusterFires)
 		}
@@ -122,7 +122,7 @@ func TestAggregate(t *testing.T) {
 		if d.Cells[cell].Items != -1 || d.Cells[CellKey{"pay", 11, "p2"}].Items != 1 {
 			t.Errorf("cells %v", d.Cells)
 		}
-		d.Fires(map[FireKey]map[string]int64{{"pay", 11, start.Scheduled}: {"p2": 1}})
+		d.Fires(map[FirePeer]int64{{FireKey{"pay", 11, start.Scheduled}, "p2"}: 1})
 		if d.JobFires[JobMinute{"pay", 10}] != -1 || d.JobFires[JobMinute{"pay", 11}] != 1 || len(d.ClusterFires) != 2 {
 			t.Errorf("job fires %v, cluster %v", d.JobFires, d.ClusterFires)
 		}
@@ -253,8 +253,8 @@ func (t *table) apply(d Delta, rows map[string]Row) {
 }
 
 // after counts each changed fire's rows per peer in rows.
-func after(d Delta, rows map[string]Row) map[FireKey]map[string]int64 {
-	out := map[FireKey]map[string]int64{}
+func after(d Delta, rows map[string]Row) map[FirePeer]int64 {
+	out := map[FirePeer]int64{}
 	changed := map[FireKey]bool{}
 	for _, k := range d.Changed() {
 		changed[k] = true
@@ -262,10 +262,7 @@ func after(d Delta, rows map[string]Row) map[FireKey]map[string]int64 {
 	for _, r := range rows {
 		k := FireKey{r.Job, r.Minute(), r.Scheduled}
 		if r.HasScheduled && changed[k] {
-			if out[k] == nil {
-				out[k] = map[string]int64{}
-			}
-			out[k][r.Instance]++
+			out[FirePeer{k, r.Instance}]++
 		}
 	}
 	return out
