@@ -311,7 +311,8 @@ func (e *Executor) Fire(job string, scheduledAt time.Time, _ int) {
 	if e.fireHere(&req) {
 		return
 	}
-	e.spawn(func() { e.fire(req) })
+	spawned := req // the goroutine's own: a capture of req would move it to the heap at every fire
+	e.spawn(func() { e.fire(spawned) })
 }
 
 // RunFailover re-runs an item this peer claimed from a crashed peer, with the interrupted execution's id.
@@ -481,6 +482,7 @@ func (e *Executor) startItem(snap *cluster.JobSnapshot, req fireRequest, item in
 		// so whether this fire is a misfire is decided at the scheduled time
 		e.wg.Add(1)
 		e.mu.Unlock()
+		req := req // the goroutine's own: a capture of the parameter moves it to the heap at every call
 		go func() {
 			defer e.wg.Done()
 			if clock.Sleep(e.clk, req.scheduledAt.Sub(e.clk.Now()), e.soft.Done()) {

@@ -69,6 +69,7 @@ func (e *Executor) decideFire(req fireRequest, snap *cluster.JobSnapshot, atOnce
 	case fireReady(snap, Peers(e.reg)):
 		e.fireDecided(req, snap, false) // what ensureSharded does with a ready snapshot, without looking again
 	default:
+		req := req // the goroutine's own: a capture of the parameter moves it to the heap at every call
 		e.spawn(func() { e.fireSharded(req, snap) })
 	}
 }

@@ -92,10 +92,12 @@ func (t *itemTail) close() {
 // (docs/reliability.md). then must not block: it may run on the history writer's goroutine.
 func (e *Executor) recordEndThen(rec ejserver.Execution, then func()) {
 	ctx, cancel := context.WithTimeout(e.hard, commitWait)
+	// what the warning names, not rec: a capture of the parameter moves the whole record to the heap
+	job, item, id := rec.JobName, rec.ShardingItem, rec.ID
 	e.cfg.Recorder.EnqueueCommittedThen(ctx, rec, func(err error) {
 		cancel()
 		if err != nil {
-			e.unrecorded.Warn("job", rec.JobName, "item", rec.ShardingItem, "execution_id", rec.ID, "err", err)
+			e.unrecorded.Warn("job", job, "item", item, "execution_id", id, "err", err)
 		}
 		then()
 	})

@@ -627,6 +627,7 @@ func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int
 		mu.Unlock()
 	}()
 	var handshook atomic.Bool // a TLS handshake completed in this attempt
+	sent := d.Sent            // not d: a capture of the parameter moves it to the heap at every attempt
 	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
 		TLSHandshakeDone: func(_ tls.ConnectionState, err error) { handshook.Store(err == nil) },
 		GotConn: func(httptrace.GotConnInfo) {
@@ -637,8 +638,8 @@ func (s *Sender) request(ctx context.Context, d Delivery, p *prepared, n, it int
 			}
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
-			if d.Sent != nil {
-				d.Sent()
+			if sent != nil {
+				sent()
 			}
 		},
 	})
