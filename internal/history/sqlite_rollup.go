@@ -12,12 +12,13 @@ import (
 
 // SQLite keeps the stats' rollup in the writing transaction, aggregated per batch (migration 0011 dropped
 // 0009/0010's per-row triggers): WriteExecutions reads the old versions of the rows its upsert replaces and
-// gets the new ones back from the upsert (RETURNING), Prune gets the rows it deletes back from the delete, and
+// gets the new ones back from the upsert (RETURNING; a batch none of whose rows the frontier counts, old or new,
+// changes no cell and is upserted without it), Prune gets the rows it deletes back from the delete, and
 // rollup applies rollup.Aggregate's deltas, one upsert per cell rather than six a row. These are the
 // only statements that write JOB_EXECUTION_LOG; PostgreSQL keeps its triggers (for the rows behind its
 // frontier: postgres_frontier.go).
 
-// rollupColumns are the columns of JOB_EXECUTION_LOG the rollup counts, in scanRollupRow's order.
+// rollupColumns are the columns of JOB_EXECUTION_LOG the rollup counts, in rollupScan's order.
 const rollupColumns = `job_name, instance_id, start_time, scheduled_at, complete_time IS NOT NULL, is_success, ` +
 	`execution_source, duration_ms, hostname, ip`
 
