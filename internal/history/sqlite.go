@@ -333,15 +333,13 @@ func (s *sqliteStore) writeExecutions(ctx context.Context, tx *sql.Tx, recs []ej
 			continue
 		}
 		rows, err := stmt.QueryContext(ctx, args...)
-		written, err := collectRollupRows(rows, err, true)
-		if err != nil {
-			return err
-		}
-		for _, w := range written {
-			added = append(added, w.Row)
-			if old, ok := stored[w.id]; ok {
+		if err := eachRollupRow(rows, err, true, func(id string, r rollup.Row) {
+			added = append(added, r)
+			if old, ok := stored[id]; ok {
 				removed = append(removed, old) // replaced (the upsert's condition held)
 			}
+		}); err != nil {
+			return err
 		}
 	}
 	if err := s.rollup(ctx, tx, f, removed, added); err != nil {
@@ -558,15 +556,11 @@ func (s *sqliteStore) Prune(ctx context.Context, before time.Time, batch int) (i
 		rows, err := tx.QueryContext(ctx, `DELETE FROM JOB_EXECUTION_LOG WHERE rowid IN
 			(SELECT rowid FROM JOB_EXECUTION_LOG WHERE start_time < ? ORDER BY start_time LIMIT ?)
 			RETURNING `+rollupColumns, micros(normalize(before)), batch)
-		gone, err := collectRollupRows(rows, err, false)
-		if err != nil {
+		var removed []rollup.Row
+		if err := eachRollupRow(rows, err, false, func(_ string, r rollup.Row) { removed = append(removed, r) }); err != nil {
 			return err
 		}
-		total += int64(len(gone))
-		removed := make([]rollup.Row, len(gone))
-		for i, g := range gone {
-			removed[i] = g.Row
-		}
+		total += int64(len(removed))
 		f, err := s.frontier(ctx, tx)
 		if err != nil {
 			return err

@@ -130,20 +130,9 @@ func (t sqliteFrontierTx) writeFrontier(ctx context.Context, f rollup.Frontier) 
 // them.
 func (s *sqliteStore) rollupRows(ctx context.Context, tx *sql.Tx, n int, kind string, args ...any) ([]rollup.Row, error) {
 	rows, err := s.stmt(ctx, tx, kind).QueryContext(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = rows.Close() }()
 	out := make([]rollup.Row, 0, n)
-	sc := newRollupScan(false)
-	for rows.Next() {
-		_, r, err := sc.scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	err = eachRollupRow(rows, err, false, func(_ string, r rollup.Row) { out = append(out, r) })
+	return out, err
 }
 
 // sqliteOldestUncounted: the start of the oldest row that frontier (?1, ?2) has not counted (NULL: none).

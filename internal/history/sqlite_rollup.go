@@ -53,28 +53,22 @@ func (s *rollupScan) scan(rows *sql.Rows) (string, rollup.Row, error) {
 	return s.id, r, nil
 }
 
-// idRow is a row the rollup counts, with its id when the statement returned it.
-type idRow struct {
-	id string
-	rollup.Row
-}
-
-// collectRollupRows reads the rows of a statement returning rollupColumns (after the id, withID).
-func collectRollupRows(rows *sql.Rows, err error, withID bool) ([]idRow, error) {
+// eachRollupRow calls fn with each row of a statement returning rollupColumns (after the id, withID; "" without
+// it), and closes rows.
+func eachRollupRow(rows *sql.Rows, err error, withID bool, fn func(id string, r rollup.Row)) error {
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = rows.Close() }()
-	var out []idRow
 	sc := newRollupScan(withID)
 	for rows.Next() {
 		id, r, err := sc.scan(rows)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, idRow{id, r})
+		fn(id, r)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // queryJSON runs the prepared statement named stmt with its one argument, arg encoded as JSON (the statement
@@ -90,20 +84,8 @@ func (s *sqliteStore) queryJSON(ctx context.Context, tx *sql.Tx, stmt string, ar
 // storedRollupRows reads the rows of ids that are stored, by id.
 func (s *sqliteStore) storedRollupRows(ctx context.Context, tx *sql.Tx, ids []string) (map[string]rollup.Row, error) {
 	rows, err := s.queryJSON(ctx, tx, "stored rows", ids)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = rows.Close() }()
 	out := make(map[string]rollup.Row, len(ids))
-	sc := newRollupScan(true)
-	for rows.Next() {
-		id, r, err := sc.scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out[id] = r
-	}
-	return out, rows.Err()
+	return out, eachRollupRow(rows, err, true, func(id string, r rollup.Row) { out[id] = r })
 }
 
 // rollup applies the rollup's change when the rows removed went and the rows added came, in tx (after
