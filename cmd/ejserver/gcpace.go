@@ -8,11 +8,13 @@ import (
 	"github.com/ejserver/ejserver/internal/gcpace"
 )
 
-// defaultGCHeadroomMiB is --gc-headroom's default: at steady-10k (~10 MB allocated a second) it made a peer's
-// collections 4.4 times rarer and its CPU 10-15 % lower for ~70 MB more RSS (docs/benchmarks.md); a peer that
-// allocates less gets less room, and from ~128 MB of live heap up (tens of thousands of jobs) Go's own goal is
-// above it and nothing changes.
-const defaultGCHeadroomMiB = 128
+// defaultGCHeadroomMiB is --gc-headroom's default. A heap of up to 64 MB live (a peer of ~10,000 jobs) gets at
+// most gcpace.SmallHeapRoom (128 MiB) of it: at steady-10k (~10 MB allocated a second) that made a peer's
+// collections 4.4 times rarer and its CPU 10-15 % lower for ~70 MB more RSS. A larger heap may have up to
+// twice itself, up to this: at steady-100000 (~145 MB live) 256 instead of Go's own ~145 (docs/benchmarks.md,
+// "A 100,000-job peer's collector given room"). From 256 MB live up Go's own goal is the larger and nothing
+// changes.
+const defaultGCHeadroomMiB = 256
 
 // maxGCHeadroomMiB bounds the flag (64 GiB): past it a value is a typo more likely than a plan.
 const maxGCHeadroomMiB = 64 << 10
@@ -21,9 +23,10 @@ const maxGCHeadroomMiB = 64 << 10
 // error that names what is wrong with it.
 func gcHeadroomFlag(f *envFlags) func() (uint64, error) {
 	mib := f.Int("gc-headroom", defaultGCHeadroomMiB, "at most this many MiB of room for the heap to grow past what the last "+
-		"garbage collection found live: as much as the peer allocated in the last 15 s, where Go's GOGC=100 gives as "+
-		"much as was live (a busy peer with a small heap then collects every second or two); 0 leaves Go's pacer "+
-		"alone, as does GOGC in the environment")
+		"garbage collection found live: as much as the peer allocated in the last 15 s, at most 128 MiB for a heap of up "+
+		"to 64 MB live and at most twice the live heap above it, where Go's GOGC=100 gives as much as was live (a busy "+
+		"peer with a small heap then collects every second or two); 0 leaves Go's pacer alone, as does GOGC in the "+
+		"environment")
 	return func() (uint64, error) {
 		if *mib < 0 || *mib > maxGCHeadroomMiB {
 			return 0, fmt.Errorf("--gc-headroom: %d: must be from 0 (off) to %d MiB", *mib, maxGCHeadroomMiB)

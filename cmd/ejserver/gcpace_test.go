@@ -14,7 +14,7 @@ import (
 func TestServeGCHeadroom(t *testing.T) {
 	t.Setenv("EJ_GC_HEADROOM", "")
 	os.Unsetenv("EJ_GC_HEADROOM") // t.Setenv restores it afterwards
-	if c, err := parseServe(nil); err != nil || c.gcHeadroom != 128<<20 {
+	if c, err := parseServe(nil); err != nil || c.gcHeadroom != 256<<20 {
 		t.Fatalf("default headroom %d: %v", c.gcHeadroom, err)
 	}
 	t.Setenv("EJ_GC_HEADROOM", "0")

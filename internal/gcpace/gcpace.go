@@ -1,6 +1,6 @@
 // Package gcpace gives Go's garbage collector room where it would otherwise collect often: the heap may grow
 // past what the last collection found live by what the process allocated in the last Window (15 s), up to a
-// set headroom, so that a busy peer collects about once a Window rather than every second or two.
+// set headroom, so that a busy peer collects about once a Window rather than every few seconds.
 //
 // Go's collector aims each cycle at a heap goal of live × (1 + GOGC/100): with GOGC 100, twice what was live. A
 // collection's marking costs about as much as the live heap is large, and collections come as often as the
@@ -8,16 +8,24 @@
 // divided by GOGC, whatever the heap's size. Where the live heap is small and the allocation fast (a peer of
 // 10,000 jobs holds ~40 MB and allocates ~10 MB a second) that room lasts two seconds. Room in proportion to
 // the allocation, not the live heap, spends memory where the collector runs often: a peer of 1,000 jobs gets
-// ~45 MB of room (steady-1k's RSS 80 -> 125 MB, where a fixed 128 MiB took it to 176), one of 10,000 the whole
-// headroom, and one of 100,000 keeps Go's own goal (~320 MB live, above a 128 MiB headroom). The goal is
-// max(live × (1 + base/100), live + min(headroom, allocated in the last Window)).
+// ~45 MB of room (steady-1k's RSS 80 -> 125 MB, where a fixed 128 MiB took it to 176).
 //
-// Percent is the decision, a function of values; Pacer applies it after each collection. ReadHeap and
-// AllocWindow read the runtime's figures, for the Pacer and dispatch's Collector alike.
+// A small heap's collection is cheap, so a small heap's room stops at SmallHeapRoom (128 MiB) however much it
+// allocates: more would be memory for no CPU (a peer of 10,000 jobs took ~70 MB more RSS with 384 MiB of
+// headroom and no less CPU). A large heap's collection is not: a peer of 100,000 jobs marks ~145 MB live, and
+// Go's own goal (room as large as the live heap) had it collect every ~4.6 s, a quarter of its CPU. So above
+// SmallHeapRoom / 2 live the room may grow to twice the live heap, up to the headroom (default 256 MiB); from
+// as much live as the headroom up, Go's own goal is at least as large and nothing changes, so a heap that
+// grows (a restart's) is given less than the headroom past Go's goal, and nothing past it once that large. The goal is
+// max(live × (1 + base/100), live + Room(allocated in the last Window, live, headroom)).
+//
+// Percent and Room are the decision, functions of values; Pacer applies them after each collection. ReadHeap
+// and AllocWindow read the runtime's figures, for the Pacer and dispatch's Collector alike.
 package gcpace
 
 import (
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -47,8 +55,19 @@ func Percent(live, room uint64, base int) int {
 // maxPercent bounds Percent: with minLive and a room below 4 GiB it is never reached.
 const maxPercent = 100_000
 
-// Room is the room a collection leaves the heap: what was allocated in the last Window, at most headroom.
-func Room(allocatedInWindow, headroom uint64) uint64 { return min(allocatedInWindow, headroom) }
+// SmallHeapRoom is the most room a live heap smaller than half of it is given (a small heap's collection is
+// cheap: more room would be memory for no CPU); a larger heap may have up to twice itself.
+const SmallHeapRoom = 128 << 20
+
+// Room is the room a collection leaves the heap: what was allocated in the last Window, at most headroom,
+// and at most twice the live heap or SmallHeapRoom, whichever is larger. A headroom of 0 gives 0.
+func Room(allocatedInWindow, live, headroom uint64) uint64 {
+	byLive := max(SmallHeapRoom, live)
+	if live <= math.MaxUint64/2 {
+		byLive = max(SmallHeapRoom, 2*live)
+	}
+	return min(allocatedInWindow, headroom, byLive)
+}
 
 // Window is how far back the allocation is counted: the heap may hold about this long's allocation before
 // the next collection.
@@ -74,7 +93,7 @@ type Config struct {
 }
 
 // Pacer sets Go's GC percent after each collection to Percent of the live heap that collection found and the
-// Room of the allocation in the last Window.
+// Room of the allocation in the last Window for that heap.
 type Pacer struct {
 	cfg Config
 
@@ -152,7 +171,7 @@ func (p *Pacer) loop() {
 		h := p.cfg.Read()
 		allocated := window.Add(p.cfg.Clock.Now(), h.Allocated)
 		if h.Cycles != seen {
-			p.apply(h.Live, Room(allocated, p.cfg.Headroom))
+			p.apply(h.Live, Room(allocated, h.Live, p.cfg.Headroom))
 			seen = h.Cycles
 		}
 		if !clock.Sleep(p.cfg.Clock, p.cfg.Tick, p.stop) {

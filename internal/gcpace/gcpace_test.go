@@ -3,6 +3,7 @@ package gcpace
 import (
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -53,16 +54,57 @@ func TestPercentGivesTheRoomAndNeverLessThanBase(t *testing.T) {
 }
 
 func TestRoomIsTheWindowsAllocationUpToTheHeadroom(t *testing.T) {
-	for _, c := range []struct{ allocated, headroom, want uint64 }{
-		{150 * mib, 128 * mib, 128 * mib}, // steady-10k: ~10 MB a second
-		{15 * mib, 128 * mib, 15 * mib},   // steady-1k: ~1 MB a second
-		{0, 128 * mib, 0},                 // idle
-		{150 * mib, 0, 0},                 // off
+	for _, c := range []struct{ allocated, live, headroom, want uint64 }{
+		{150 * mib, 40 * mib, 256 * mib, 128 * mib},  // steady-10k: ~10 MB a second, a small heap
+		{15 * mib, 20 * mib, 256 * mib, 15 * mib},    // steady-1k: ~1 MB a second
+		{280 * mib, 145 * mib, 256 * mib, 256 * mib}, // steady-100000: the headroom
+		{280 * mib, 145 * mib, 128 * mib, 128 * mib}, // --gc-headroom 128: as before 2026-12-08
+		{280 * mib, 145 * mib, 384 * mib, 280 * mib}, // --gc-headroom 384: the window's allocation
+		{500 * mib, 90 * mib, 256 * mib, 180 * mib},  // twice the live heap
+		{500 * mib, 64 * mib, 256 * mib, 128 * mib},  // at half SmallHeapRoom, SmallHeapRoom
+		{500 * mib, 40 * mib, 64 * mib, 64 * mib},    // a headroom below SmallHeapRoom bounds it
+		{0, 145 * mib, 256 * mib, 0},                 // idle
+		{150 * mib, 145 * mib, 0, 0},                 // off
+		{math.MaxUint64, math.MaxUint64, math.MaxUint64, math.MaxUint64},
 	} {
-		if got := Room(c.allocated, c.headroom); got != c.want {
-			t.Errorf("Room(%d, %d) = %d, want %d", c.allocated, c.headroom, got, c.want)
+		if got := Room(c.allocated, c.live, c.headroom); got != c.want {
+			t.Errorf("Room(%d, %d, %d) = %d, want %d", c.allocated, c.live, c.headroom, got, c.want)
 		}
 	}
+}
+
+// FuzzRoom checks Room's bounds and what they mean for the goal Percent then sets: the room is the least of the
+// window's allocation, the headroom and the live heap's bound (SmallHeapRoom, or twice the heap); a heap as
+// large as the headroom keeps Go's own goal; a small heap's room stops at SmallHeapRoom.
+func FuzzRoom(f *testing.F) {
+	f.Add(uint64(150*mib), uint64(40*mib), uint64(256*mib))
+	f.Add(uint64(280*mib), uint64(145*mib), uint64(256*mib))
+	f.Add(uint64(1<<40), uint64(300*mib), uint64(256*mib))
+	f.Add(uint64(math.MaxUint64), uint64(math.MaxUint64), uint64(math.MaxUint64))
+	f.Fuzz(func(t *testing.T, allocated, live, headroom uint64) {
+		r := Room(allocated, live, headroom)
+		byLive := uint64(SmallHeapRoom)
+		if live > SmallHeapRoom/2 {
+			byLive = live
+			if live <= math.MaxUint64/2 {
+				byLive = 2 * live
+			}
+		}
+		if r > allocated || r > headroom || r > byLive {
+			t.Fatalf("Room(%d, %d, %d) = %d: above a bound", allocated, live, headroom, r)
+		}
+		if r != allocated && r != headroom && r != byLive {
+			t.Fatalf("Room(%d, %d, %d) = %d: none of its bounds", allocated, live, headroom, r)
+		}
+		if live >= headroom && live >= minLive && live < 1<<50 {
+			if p := Percent(live, r, 100); p != 100 {
+				t.Fatalf("live %d >= headroom %d: percent %d, want Go's own 100", live, headroom, p)
+			}
+		}
+		if live <= SmallHeapRoom/2 && r > SmallHeapRoom {
+			t.Fatalf("Room(%d, %d, %d) = %d: a small heap above SmallHeapRoom", allocated, live, headroom, r)
+		}
+	})
 }
 
 func TestAllocWindowCountsTheLastWindow(t *testing.T) {
