@@ -11,13 +11,13 @@
 // ~45 MB of room (steady-1k's RSS 80 -> 125 MB, where a fixed 128 MiB took it to 176).
 //
 // A small heap's collection is cheap, so a small heap's room stops at SmallHeapRoom (128 MiB) however much it
-// allocates: more would be memory for no CPU (a peer of 10,000 jobs took ~70 MB more RSS with 384 MiB of
+// allocates: more would be memory for no CPU (a peer of 10,000 jobs took ~70-150 MB more RSS with 384 MiB of
 // headroom and no less CPU). A large heap's collection is not: a peer of 100,000 jobs marks ~145 MB live, and
-// Go's own goal (room as large as the live heap) had it collect every ~4.6 s, a quarter of its CPU. So above
-// SmallHeapRoom / 2 live the room may grow to twice the live heap, up to the headroom (default 256 MiB); from
-// as much live as the headroom up, Go's own goal is at least as large and nothing changes, so a heap that
-// grows (a restart's) is given less than the headroom past Go's goal, and nothing past it once that large. The goal is
-// max(live × (1 + base/100), live + Room(allocated in the last Window, live, headroom)).
+// Go's own goal (room as large as the live heap) had it collect every ~5 s, a quarter of its CPU. So above
+// SmallHeapRoom / 2 live the room may grow to twice the live heap, up to the headroom (default 256 MiB). From as
+// much live heap as the headroom up, Go's own goal is at least as large and nothing changes: a heap that grows
+// (a restart's) is given less than the headroom past Go's goal, and nothing past it once that large. The goal
+// is max(live × (1 + base/100), live + Room(allocated in the last Window, live, headroom)).
 //
 // Percent and Room are the decision, functions of values; Pacer applies them after each collection. ReadHeap
 // and AllocWindow read the runtime's figures, for the Pacer and dispatch's Collector alike.
@@ -55,7 +55,7 @@ func Percent(live, room uint64, base int) int {
 // maxPercent bounds Percent: with minLive and a room below 4 GiB it is never reached.
 const maxPercent = 100_000
 
-// SmallHeapRoom is the most room a live heap smaller than half of it is given (a small heap's collection is
+// SmallHeapRoom is the most room a live heap of up to half of it is given (a small heap's collection is
 // cheap: more room would be memory for no CPU); a larger heap may have up to twice itself.
 const SmallHeapRoom = 128 << 20
 
