@@ -73,36 +73,35 @@ func TestRoomIsTheWindowsAllocationUpToTheHeadroom(t *testing.T) {
 	}
 }
 
-// FuzzRoom checks Room's bounds and what they mean for the goal Percent then sets: the room is the least of the
-// window's allocation, the headroom and the live heap's bound (SmallHeapRoom, or twice the heap); a heap as
-// large as the headroom keeps Go's own goal; a small heap's room stops at SmallHeapRoom.
+// FuzzRoom checks Room against its bounds, each stated on its own: never above the window's allocation or the
+// headroom; never above SmallHeapRoom for a heap of up to half of it, nor above twice a larger heap; always
+// one of those bounds; and a heap as large as the headroom keeps Go's own goal.
 func FuzzRoom(f *testing.F) {
 	f.Add(uint64(150*mib), uint64(40*mib), uint64(256*mib))
 	f.Add(uint64(280*mib), uint64(145*mib), uint64(256*mib))
 	f.Add(uint64(1<<40), uint64(300*mib), uint64(256*mib))
+	f.Add(uint64(500*mib), uint64(100*mib), uint64(1<<30)) // twice the heap is the least bound
 	f.Add(uint64(math.MaxUint64), uint64(math.MaxUint64), uint64(math.MaxUint64))
 	f.Fuzz(func(t *testing.T, allocated, live, headroom uint64) {
 		r := Room(allocated, live, headroom)
-		byLive := uint64(SmallHeapRoom)
-		if live > SmallHeapRoom/2 {
-			byLive = live
-			if live <= math.MaxUint64/2 {
-				byLive = 2 * live
-			}
+		small := live <= SmallHeapRoom/2
+		if r > allocated || r > headroom {
+			t.Fatalf("Room(%d, %d, %d) = %d: above the allocation or the headroom", allocated, live, headroom, r)
 		}
-		if r > allocated || r > headroom || r > byLive {
-			t.Fatalf("Room(%d, %d, %d) = %d: above a bound", allocated, live, headroom, r)
+		if small && r > SmallHeapRoom {
+			t.Fatalf("Room(%d, %d, %d) = %d: a small heap above SmallHeapRoom", allocated, live, headroom, r)
 		}
-		if r != allocated && r != headroom && r != byLive {
+		if !small && r/2 > live {
+			t.Fatalf("Room(%d, %d, %d) = %d: above twice the heap", allocated, live, headroom, r)
+		}
+		twice := r/2 == live && r%2 == 0 || r == live && live > math.MaxUint64/2
+		if r != allocated && r != headroom && !(small && r == SmallHeapRoom) && !(!small && (twice || r == SmallHeapRoom)) {
 			t.Fatalf("Room(%d, %d, %d) = %d: none of its bounds", allocated, live, headroom, r)
 		}
 		if live >= headroom && live >= minLive && live < 1<<50 {
 			if p := Percent(live, r, 100); p != 100 {
 				t.Fatalf("live %d >= headroom %d: percent %d, want Go's own 100", live, headroom, p)
 			}
-		}
-		if live <= SmallHeapRoom/2 && r > SmallHeapRoom {
-			t.Fatalf("Room(%d, %d, %d) = %d: a small heap above SmallHeapRoom", allocated, live, headroom, r)
 		}
 	})
 }
