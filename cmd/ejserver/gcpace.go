@@ -22,11 +22,11 @@ const maxGCHeadroomMiB = 64 << 10
 // gcHeadroomFlag adds --gc-headroom [EJ_GC_HEADROOM]; the returned func gives its value in bytes, or the
 // error that names what is wrong with it.
 func gcHeadroomFlag(f *envFlags) func() (uint64, error) {
-	mib := f.Int("gc-headroom", defaultGCHeadroomMiB, "at most this many MiB of room for the heap to grow past what the last "+
-		"garbage collection found live: as much as the peer allocated in the last 15 s, at most 128 MiB for a heap of up "+
-		"to 64 MB live and at most twice the live heap above it, where Go's GOGC=100 gives as much as was live (a busy "+
-		"peer with a small heap then collects every second or two); 0 leaves Go's pacer alone, as does GOGC in the "+
-		"environment")
+	mib := f.Int("gc-headroom", defaultGCHeadroomMiB, fmt.Sprintf("at most this many MiB of room for the heap to grow past "+
+		"what the last garbage collection found live: as much as the peer allocated in the last %v, at most %d MiB for a "+
+		"heap of up to %d MiB live and at most twice the live heap above it, where Go's GOGC=100 gives as much as was "+
+		"live (a busy peer with a small heap then collects every second or two); 0 leaves Go's pacer alone, as does "+
+		"GOGC in the environment", gcpace.Window, gcpace.SmallHeapRoom>>20, gcpace.SmallHeapRoom>>21))
 	return func() (uint64, error) {
 		if *mib < 0 || *mib > maxGCHeadroomMiB {
 			return 0, fmt.Errorf("--gc-headroom: %d: must be from 0 (off) to %d MiB", *mib, maxGCHeadroomMiB)
