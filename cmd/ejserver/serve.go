@@ -630,7 +630,7 @@ func scheduleOn(reg *cluster.Registry, sched *dispatch.Scheduler, exec *dispatch
 				return
 			}
 			fresh := sched.Next(ev.Job).IsZero()
-			sched.Set(ev.Job, s)
+			sched.SetAt(ev.Job, s, snap.Ref()) // each fire reads the job through its entry
 			if fresh {
 				exec.Scheduled(snap, s) // a fire handed off before may still give it items to run
 			}

@@ -431,10 +431,7 @@ func (r *Registry) Job(name string) *JobSnapshot {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.st.loaded || !e.st.hasConfig {
-		return nil
-	}
-	return e.snapshotLocked(r.me)
+	return r.snapshotOfLocked(e)
 }
 
 // ReconcileFacts returns what the sharding's reconcile loop reads of every job it leads at every tick, without
@@ -511,6 +508,7 @@ func (e *jobEntry) snapshotLocked(me Identity) *JobSnapshot {
 		Instances: st.instances, Servers: st.servers, Leader: st.leader, Necessary: st.necessary, OwnersChangedAt: st.ownersChangedAt,
 		FailoverItems: st.failover, Items: items, Me: me.InstanceID, MyIP: me.ServerIP,
 		Registered: st.registered, Registering: !st.registered && !st.removedByOperator, Settled: e.pending == 0, ItemsSettled: e.pendingItems == 0, Generation: e.gen,
+		entry: e,
 	}
 	return e.snap
 }

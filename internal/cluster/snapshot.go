@@ -50,6 +50,8 @@ type JobSnapshot struct {
 	// sharding/, each item's nodes, leader/sharding/necessary, leader/failover/items; settled.go).
 	ItemsSettled bool
 	Generation   uint64
+	// entry is the registry's entry the snapshot was made from (Ref)
+	entry *jobEntry
 }
 
 // ItemState is one sharding/{i}.

@@ -99,7 +99,7 @@ func TestAnItemWaitingForItsBeginHoldsNoGoroutine(t *testing.T) {
 	e := newParkedExecutor(reg, send)
 	defer e.Drain(time.Second)
 	defer reg.unblock() // before the drain: a begin blocked on a goroutine would hold it
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	waitFor(t, func() bool { return reg.waiting() == items })
 	waitFor(t, func() bool { return executorGoroutines() == 0 }) // the fire's own goroutine ends
 	reg.answer(nil)
@@ -120,7 +120,7 @@ func TestAnItemWhoseBeginRecordLostItsAnswerRuns(t *testing.T) {
 	reg, send := newParkedBegins(1), newFakeSender()
 	e := newParkedExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	waitFor(t, func() bool { return reg.waiting() == 1 })
 	reg.answer(errors.New("zk: connection closed"))
 	if p := send.next(t); p.ShardingItem != 0 {

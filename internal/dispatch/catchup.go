@@ -36,8 +36,9 @@ func (e *Executor) missedFires(snap *cluster.JobSnapshot, req fireRequest, items
 		return e.missedAll(snap, req, items)
 	}
 	e.mu.Lock()
-	first := !e.replayed[req.job]
-	e.replayed[req.job] = true
+	st := e.jobStatus(req.job) // read by the fire's decision already: in the cache, where a map of every job is not
+	first := !st.replayed
+	st.replayed = true
 	delete(e.marks, req.job)
 	e.mu.Unlock()
 	if mode == schedule.CatchUpNone || !first {

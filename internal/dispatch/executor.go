@@ -24,6 +24,8 @@ import (
 // Registry is what the executor needs from the ZooKeeper registry (cluster.Registry satisfies it).
 type Registry interface {
 	Job(name string) *cluster.JobSnapshot
+	// JobAt is Job read through the job's registry entry (cluster.JobRef), when the caller kept it
+	JobAt(name string, ref cluster.JobRef) *cluster.JobSnapshot
 	Wait(ctx context.Context, name string, cond func(*cluster.JobSnapshot) bool) (*cluster.JobSnapshot, error)
 	// PendingReads names the job's reads deciding its items that are queued or running (for a log line)
 	PendingReads(job string, items int) string
@@ -194,10 +196,8 @@ type Executor struct {
 	running map[itemKey]*itemRun
 	jobCtx  map[string]*jobContext // jobctx.go
 	status  map[string]*JobStatus
-	// replayed holds the jobs whose first fire on this peer has looked for fires missed while the whole
-	// cluster was down (catchUp last); marks, per job with catchUp all and item, the latest scheduled fire
-	// this peer ran or queued, so that items it gains and fires it skipped are looked at (catchup.go).
-	replayed map[string]bool
+	// marks holds, per job with catchUp all and item, the latest scheduled fire this peer ran or queued, so
+	// that items it gains and fires it skipped are looked at (catchup.go).
 	marks    map[string]map[int]time.Time
 	latest   map[itemKey]time.Time // the latest scheduled fire of each item ended here (Completed.Latest)
 	owed     map[itemKey][]time.Time
@@ -245,6 +245,9 @@ type JobStatus struct {
 	// are being looked at; pickAgain: an item node changed meanwhile (gained.go)
 	decided              decidedFire
 	pickingUp, pickAgain bool
+	// replayed: the job's first fire on this peer has looked for fires missed while the whole cluster was
+	// down (catchUp last; catchup.go)
+	replayed bool
 }
 
 // fireRequest is one fire of one job on this peer.
@@ -267,6 +270,11 @@ type fireRequest struct {
 	overlap     bool              // an ALLOW run beside the item's fenced run (overlap.go)
 	// session is the ZooKeeper session's standing when the fire began (sessionwait.go)
 	session *cluster.SessionStanding
+	// ref and next are the scheduler's (Due) for a fire it handed off (scheduled): the job's registry entry,
+	// and the job's next fire then (zero: none)
+	ref       cluster.JobRef
+	next      time.Time
+	scheduled bool
 }
 
 // NewExecutor returns an executor; it needs no Start.
@@ -295,7 +303,7 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 	e := &Executor{
 		cfg: cfg, tracer: cfg.Tracer, reg: cfg.Registry, log: cfg.Logger, clk: cfg.Clock, me: cfg.Registry.Me(),
 		running: map[itemKey]*itemRun{}, jobCtx: map[string]*jobContext{}, status: map[string]*JobStatus{},
-		replayed: map[string]bool{}, marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{}, owed: map[itemKey][]time.Time{},
+		marks: map[string]map[int]time.Time{}, latest: map[itemKey]time.Time{}, owed: map[itemKey][]time.Time{},
 	}
 	e.unrecorded = ratelog.New(e.log, e.clk, 10*time.Second, "item's end acknowledged before its history record was committed")
 	e.statusTracer, _ = cfg.Recorder.(StatusTracer)
@@ -306,8 +314,8 @@ func NewExecutor(cfg ExecutorConfig) *Executor {
 
 // Fire starts a scheduled fire of job: in the background, or at once on the caller's goroutine when it has
 // nothing to run or wait for here (fireHere).
-func (e *Executor) Fire(job string, scheduledAt time.Time, _ int) {
-	req := fireRequest{job: job, scheduledAt: scheduledAt, source: ejserver.SourceNormal}
+func (e *Executor) Fire(d Due) {
+	req := fireRequest{job: d.Job, scheduledAt: d.At, source: ejserver.SourceNormal, ref: d.Ref, next: d.Next, scheduled: true}
 	if e.fireHere(&req) {
 		return
 	}
@@ -425,6 +433,19 @@ func (e *Executor) nextFire(job string) time.Time {
 	return e.cfg.NextFire(job)
 }
 
+// nextAfter is nextFire(req.job) known without asking the scheduler while it can't have moved on from the fire
+// it handed off with req: it does so only when it hands that next fire off, at most FireLead (its max lead)
+// before the fire's time. A schedule changed since the hand-off is seen from the next fire on.
+func (e *Executor) nextAfter(req *fireRequest) time.Time {
+	if req.scheduled && (req.next.IsZero() || e.clk.Now().Before(req.next.Add(-e.cfg.FireLead))) {
+		return req.next
+	}
+	return e.nextFire(req.job)
+}
+
+// job is the current snapshot of req's job, read through the scheduler's ref when the fire has one.
+func (e *Executor) job(req *fireRequest) *cluster.JobSnapshot { return e.reg.JobAt(req.job, req.ref) }
+
 func (e *Executor) jobStatus(job string) *JobStatus {
 	st := e.status[job]
 	if st == nil {
@@ -538,7 +559,7 @@ func (e *Executor) deliver(snap *cluster.JobSnapshot, req fireRequest, item int,
 	cfg := snap.Config
 	var deadline time.Time
 	if !req.source.OnRequest() {
-		deadline = e.nextFire(req.job)
+		deadline = e.nextAfter(&req)
 	}
 	halt, release := e.ctxFor(req.job)
 	over := func() { release(); finish() }

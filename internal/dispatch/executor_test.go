@@ -74,6 +74,8 @@ func newFakeRegistry(total int) *fakeRegistry {
 	}
 }
 
+func (f *fakeRegistry) JobAt(name string, _ cluster.JobRef) *cluster.JobSnapshot { return f.Job(name) }
+
 func (f *fakeRegistry) Job(string) *cluster.JobSnapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -360,7 +362,7 @@ func TestExecutorRunsEachItemOnce(t *testing.T) {
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
 	at := time.Unix(100, 0)
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	seen := map[int]bool{}
 	for range 3 {
 		p := send.next(t)
@@ -377,10 +379,10 @@ func TestExecutorMisfiresCollapseIntoOneCatchUp(t *testing.T) {
 	release := send.holdItem(0)
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	first := send.next(t)
 	for s := int64(101); s <= 104; s++ { // four fires find the item running
-		e.Fire("j", time.Unix(s, 0), 0)
+		e.Fire(Due{Job: "j", At: time.Unix(s, 0)})
 	}
 	waitFor(t, func() bool { return e.Status("j").Misfires == 4 })
 	reg.mu.Lock()
@@ -409,9 +411,9 @@ func misfireEndingAfter(t *testing.T, change func(s *cluster.JobSnapshot)) *fake
 	release := send.holdItem(0)
 	e := newTestExecutor(reg, send)
 	t.Cleanup(func() { e.Drain(time.Second) })
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
-	e.Fire("j", time.Unix(160, 0), 0) // finds the item running
+	e.Fire(Due{Job: "j", At: time.Unix(160, 0)}) // finds the item running
 	waitFor(t, func() bool { return e.Status("j").Misfires == 1 })
 	reg.update(change)
 	send.mu.Lock()
@@ -448,9 +450,9 @@ func TestExecutorMisfireOffSkips(t *testing.T) {
 	release := send.holdItem(0)
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
-	e.Fire("j", time.Unix(101, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(101, 0)})
 	waitFor(t, func() bool { return e.Status("j").SkippedRuns == 1 })
 	send.mu.Lock()
 	delete(send.hold, 0)
@@ -464,7 +466,7 @@ func TestExecutorQueuesATriggerBehindARunningItem(t *testing.T) {
 	release := send.holdItem(0)
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
 	send.next(t) // item 1 finishes at once
 	param := "override"
@@ -498,7 +500,7 @@ func TestExecutorSendsEachItemItsParameter(t *testing.T) {
 	release := send.holdItem(0)
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	got := map[int]string{}
 	for range 3 {
 		p := send.next(t)
@@ -525,7 +527,7 @@ func TestExecutorNeverPostsAnItemItNoLongerOwns(t *testing.T) {
 	reg.notOwner[1] = true
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	if p := send.next(t); p.ShardingItem != 0 {
 		t.Fatalf("posted item %d", p.ShardingItem)
 	}
@@ -537,7 +539,7 @@ func TestExecutorRefusesWithAnExpiredSessionOrWithABadClock(t *testing.T) {
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
 	reg.expire()
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.none(t)
 	reg.renew()
 	reg.set(func() {
@@ -546,13 +548,13 @@ func TestExecutorRefusesWithAnExpiredSessionOrWithABadClock(t *testing.T) {
 		snap.Config.MaxTimeDiffSeconds = 1
 		reg.snap = &snap
 	})
-	e.Fire("j", time.Unix(101, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(101, 0)})
 	send.none(t)
 	if st := e.Status("j"); st.ClockError == "" {
 		t.Fatal("no clock error in the status")
 	}
 	reg.set(func() { reg.offset = 500 * time.Millisecond })
-	e.Fire("j", time.Unix(102, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(102, 0)})
 	send.next(t)
 	waitFor(t, func() bool { return e.Status("j").ClockError == "" })
 }
@@ -561,7 +563,7 @@ func TestExecutorDrainAbortsAfterTheBound(t *testing.T) {
 	reg, send := newFakeRegistry(1), newFakeSender()
 	send.holdItem(0)
 	e := newTestExecutor(reg, send)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
 	done := make(chan struct{})
 	go func() { e.Drain(50 * time.Millisecond); close(done) }()
@@ -576,7 +578,7 @@ func TestExecutorDrainAbortsAfterTheBound(t *testing.T) {
 	if len(ended) != 1 || ended[0].Success {
 		t.Fatalf("the aborted item's end was not recorded as a failure: %+v", ended)
 	}
-	e.Fire("j", time.Unix(101, 0), 0) // after a drain nothing starts
+	e.Fire(Due{Job: "j", At: time.Unix(101, 0)}) // after a drain nothing starts
 }
 
 // waitFor polls cond until it holds, failing after a deadline.
@@ -659,7 +661,7 @@ func fireTwoItems(t *testing.T, r Recorder) {
 	t.Helper()
 	send := &failingSender{*newFakeSender()}
 	e := NewExecutor(ExecutorConfig{Registry: newFakeRegistry(2), Sender: send, Recorder: r, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
 	send.next(t)
 	e.Drain(5 * time.Second)
@@ -756,7 +758,7 @@ func TestExecutorCommitsTheEndRecordBeforeTheRegistryHearsOfIt(t *testing.T) {
 	send := &failingSender{*newFakeSender()}
 	rec := &recorder{reg: reg}
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
 	send.next(t)
 	e.Drain(5 * time.Second)
@@ -782,7 +784,7 @@ func TestExecutorRetriesAnEndTheRegistryDidNotTake(t *testing.T) {
 	send := newFakeSender()
 	clk := clock.NewFake(time.Unix(100, 0))
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
 	// each failure waits for its back-off on the fake clock: move it on until the end is recorded
 	waitFor(t, func() bool { clk.Advance(endBackoffMax); return reg.endedCount() == 1 })
@@ -803,7 +805,7 @@ func TestExecutorRunsAnItemWhoseBeginAnswerWasLost(t *testing.T) {
 	reg.beginLost = 1
 	send := newFakeSender()
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
 	waitFor(t, func() bool { return reg.endedCount() == 1 })
 	e.Drain(5 * time.Second)
@@ -926,7 +928,7 @@ func TestExecutorLogsEachItemsOutcome(t *testing.T) {
 			reg := newFakeRegistry(2)
 			send := &failingSender{*newFakeSender()}
 			e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: logger})
-			e.Fire("j", time.Unix(100, 0), 0)
+			e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 			send.next(t)
 			send.next(t)
 			e.Drain(time.Second)

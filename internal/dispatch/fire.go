@@ -15,10 +15,9 @@ import (
 
 // fire runs one fire of a job on this peer.
 func (e *Executor) fire(req fireRequest) {
-	job := req.job
 	// read again, not taken from fireHere's read at the hand-off: a goroutine started in a busy second may run
 	// seconds later, and deciding on the hand-off's owners then would run items another peer now holds
-	snap := e.reg.Job(job)
+	snap := e.job(&req)
 	if snap == nil {
 		return
 	}

@@ -19,7 +19,7 @@ import "github.com/ejserver/ejserver/internal/cluster"
 // and the sharding is ready (decideFire hands a fire whose sharding is not on to a goroutine, as ensureSharded
 // may wait for it or reshard).
 func (e *Executor) fireHere(req *fireRequest) bool {
-	snap := e.reg.Job(req.job)
+	snap := e.job(req)
 	if snap == nil {
 		return true // as fire: a job this peer does not hold has nothing to fire here
 	}

@@ -17,7 +17,7 @@ func BenchmarkFireNothingHere(b *testing.B) {
 	cpu0 := cpuTime()
 	for b.Loop() {
 		at = at.Add(time.Second)
-		e.Fire("j", at, 0)
+		e.Fire(Due{Job: "j", At: at})
 	}
 	e.Drain(time.Minute)
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")

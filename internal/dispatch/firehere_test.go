@@ -45,7 +45,7 @@ func fireReturns(t *testing.T, e *Executor, at time.Time) {
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
-		e.Fire("j", at, 0)
+		e.Fire(Due{Job: "j", At: at})
 	}()
 	select {
 	case <-returned:
@@ -70,7 +70,7 @@ func TestAFireWithNothingHereIsDecidedWhereItIsHandedOff(t *testing.T) {
 	})
 	e := newTestExecutor(reg, send)
 	at := time.Unix(100, 0)
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	if st := e.Status("j"); !st.LastFireAt.Equal(at) || st.SkipReason != "" {
 		t.Errorf("after Fire returned: last fire %v, skip reason %q; want %v and none", st.LastFireAt, st.SkipReason, at)
 	}

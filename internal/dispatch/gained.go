@@ -103,7 +103,7 @@ func (e *Executor) decided(req fireRequest, snap *cluster.JobSnapshot) {
 	if req.source != ejserver.SourceNormal || !snap.Config.MonitorExecution {
 		return
 	}
-	next := e.nextFire(req.job) // the fire after this one (the scheduler has moved on to it)
+	next := e.nextAfter(&req) // the fire after this one (the scheduler has moved on to it)
 	e.mu.Lock()
 	st := e.jobStatus(req.job)
 	if st.decided.at.After(req.scheduledAt) {
@@ -116,7 +116,7 @@ func (e *Executor) decided(req fireRequest, snap *cluster.JobSnapshot) {
 	}
 	st.decided = decidedFire{at: req.scheduledAt, until: gainedUntil(req.scheduledAt, next, e.cfg.ReshardWait, e.cfg.FireLead, snap.Config.Misfire), owned: owned}
 	e.mu.Unlock()
-	if e.reg.Job(req.job) != snap {
+	if e.job(&req) != snap {
 		e.ItemsChanged(req.job)
 	}
 }

@@ -138,7 +138,7 @@ func firedWithItem0(t *testing.T) (*fakeRegistry, *fakeSender, *Executor, time.T
 	e := newTestExecutor(reg, send)
 	t.Cleanup(func() { e.Drain(time.Second) })
 	at := time.Now().Truncate(time.Second)
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	if p := send.next(t); p.ShardingItem != 0 {
 		t.Fatalf("the fire ran item %d, want 0", p.ShardingItem)
 	}
@@ -248,20 +248,19 @@ func TestExecutorLeavesGainedItemsThatAreNotAFiresLoss(t *testing.T) {
 		sent  int // by the fire itself
 	}{
 		{"decided after the resharding", nil, func(e *Executor, now time.Time) {}, 0},
-		{"long ago", nil, func(e *Executor, now time.Time) { e.Fire("j", now.Add(-time.Minute), 0) }, 1},
+		{"long ago", nil, func(e *Executor, now time.Time) { e.Fire(Due{Job: "j", At: now.Add(-time.Minute)}) }, 1},
 		{"a manual trigger", func(reg *fakeRegistry, _ *ExecutorConfig) {
 			reg.trigger = &cluster.TriggerRequest{ID: "t1", RequestedAt: time.Now(), Items: []int{0}}
 		}, func(e *Executor, now time.Time) { e.Trigger("j") }, 1},
-		{"misfire off, past the next fire", func(reg *fakeRegistry, cfg *ExecutorConfig) {
+		{"misfire off, past the next fire", func(reg *fakeRegistry, _ *ExecutorConfig) {
 			reg.snap.Config.Misfire = false
-			next := time.Now().Add(300 * time.Millisecond) // the fire after, as the scheduler tells at the decision
-			cfg.NextFire = func(string) time.Time { return next }
 		}, func(e *Executor, now time.Time) {
-			e.Fire("j", now, 0)
+			// handed off with the fire after it, as the scheduler does
+			e.Fire(Due{Job: "j", At: now, Next: time.Now().Add(300 * time.Millisecond)})
 			time.Sleep(400 * time.Millisecond)
 		}, 1},
 		{"monitorExecution off", func(reg *fakeRegistry, _ *ExecutorConfig) { reg.snap.Config.MonitorExecution = false },
-			func(e *Executor, now time.Time) { e.Fire("j", now, 0) }, 1},
+			func(e *Executor, now time.Time) { e.Fire(Due{Job: "j", At: now}) }, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg, send := itemOfB(2, 1)
@@ -274,7 +273,7 @@ func TestExecutorLeavesGainedItemsThatAreNotAFiresLoss(t *testing.T) {
 			now := time.Now().Truncate(time.Second)
 			if tc.name == "decided after the resharding" {
 				gain(reg)
-				e.Fire("j", now, 0)
+				e.Fire(Due{Job: "j", At: now})
 				send.next(t)
 				send.next(t)
 			}
@@ -342,6 +341,6 @@ func TestExecutorRunsItemsGainedWhileItDecidedAFire(t *testing.T) {
 		e.ItemsChanged("j") // the resharding's event, before the fire recorded its decision
 	}
 	at := time.Now().Truncate(time.Second)
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	sentEachOnce(t, send, at, 2)
 }

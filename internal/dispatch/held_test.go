@@ -61,10 +61,10 @@ func TestExecutorHoldsAFireWhileItWaitsForItsSharding(t *testing.T) {
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Resharder: h})
 	defer e.Drain(time.Second)
 	held, ready := time.Unix(100, 0), time.Unix(101, 0)
-	e.Fire("j", held, 0)
+	e.Fire(Due{Job: "j", At: held})
 	send.next(t)
 	send.next(t)
-	e.Fire("j", ready, 0) // resharded already: nothing to wait for
+	e.Fire(Due{Job: "j", At: ready}) // resharded already: nothing to wait for
 	send.next(t)
 	send.next(t)
 	send.none(t)

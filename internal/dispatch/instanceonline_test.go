@@ -19,7 +19,7 @@ func TestExecutorClearsAStaleRunningNode(t *testing.T) {
 	reg.running[0] = cluster.Running{InstanceID: "gone@-@1", ExecutionID: "old"}
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	if p := send.next(t); p.ExecutionID == "old" {
 		t.Fatal("reused the stale execution")
 	}
@@ -34,7 +34,7 @@ func TestExecutorKeepsTheRunningNodeOfAnInstanceItsSnapshotHasNotSeen(t *testing
 	reg.late = map[string]bool{"late@-@1": true}
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	if p := send.next(t); p.ShardingItem != 1 { // the fire went on with its free item
 		t.Fatalf("item %d delivered, want item 1", p.ShardingItem)
 	}

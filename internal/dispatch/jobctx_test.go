@@ -29,7 +29,7 @@ func TestExecutorHoldsAJobContextOnlyWhileItsItemsRun(t *testing.T) {
 	release := send.holdItem(0)
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	for range 3 {
 		send.next(t)
 	}
@@ -41,7 +41,7 @@ func TestExecutorHoldsAJobContextOnlyWhileItsItemsRun(t *testing.T) {
 
 	// a second fire's held item is halted by CancelJob (the job was disabled), and the job's context goes
 	release = send.holdItem(1)
-	e.Fire("j", time.Unix(110, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(110, 0)})
 	for range 3 {
 		send.next(t)
 	}
@@ -82,7 +82,7 @@ func TestDisablingAJobMidRequestRecordsTheReceiversAnswer(t *testing.T) {
 	reg.snap.Config.Webhook.URL = srv.URL
 	e = NewExecutor(ExecutorConfig{Registry: reg, Sender: s, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer e.Drain(5 * time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	var end *ejserver.Execution
 	waitFor(t, func() bool {
 		rec.mu.Lock()

@@ -16,9 +16,9 @@ func TestExecutorAllowRunsBesideTheRunningItem(t *testing.T) {
 	release := send.holdItem(0)
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	first := send.next(t)
-	e.Fire("j", time.Unix(101, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(101, 0)})
 	beside := send.next(t) // arrives while the first is held
 	if beside.ExecutionID == first.ExecutionID || beside.Source != string(ejserver.SourceNormal) || !beside.ScheduledAt.Equal(time.Unix(101, 0)) {
 		t.Fatalf("the run beside: %+v", beside)
@@ -44,12 +44,12 @@ func TestExecutorCancelPreviousEndsTheRunningItem(t *testing.T) {
 	rec := &recorder{}
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	first := send.next(t)
 	send.mu.Lock()
 	delete(send.hold, 0) // the replacing run answers at once
 	send.mu.Unlock()
-	e.Fire("j", time.Unix(101, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(101, 0)})
 	next := send.next(t)
 	if next.ExecutionID == first.ExecutionID || next.Source != string(ejserver.SourceNormal) || !next.ScheduledAt.Equal(time.Unix(101, 0)) {
 		t.Fatalf("the replacing run: %+v", next)
@@ -73,7 +73,7 @@ func TestExecutorJitterDelaysAndTellsTheReceiver(t *testing.T) {
 	e := newTestExecutor(reg, send)
 	defer e.Drain(time.Second)
 	at := time.Now().Truncate(time.Second).Add(time.Second)
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	p := send.next(t)
 	want := schedule.Jitter("j", at, 400)
 	if time.Duration(p.JitterMs)*time.Millisecond != want || !p.DueAt.Equal(at.Add(want)) || !p.ScheduledAt.Equal(at) {
@@ -94,7 +94,7 @@ func TestExecutorJitterOfZeroStillSaysDueAt(t *testing.T) {
 	for schedule.Jitter("j", at, 1) != 0 {
 		at = at.Add(-time.Second)
 	}
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	if p := send.next(t); p.JitterMs != 0 || !p.DueAt.Equal(at) || !p.ScheduledAt.Equal(at) {
 		t.Fatalf("payload %+v, want dueAt %v", p, at)
 	}

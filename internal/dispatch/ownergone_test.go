@@ -181,7 +181,7 @@ func TestExecutorLeaderReshardsAtTheFireWhenAnOwnerIsGone(t *testing.T) {
 		})})
 	defer e.Drain(time.Second)
 	at := time.Unix(100, 0)
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	sentEachOnce(t, send, at, 2)
 	if reshards != 1 {
 		t.Fatalf("resharded %d times, want 1", reshards)
@@ -252,7 +252,7 @@ func TestExecutorWaitsForTheReshardingOfAGoneOwnersItems(t *testing.T) {
 			return nil
 		})})
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	skips.awaitSharding(t)
 	send.none(t)
 	if !strings.Contains(logs.String(), `level=WARN msg="fire skipped: no sharding to fire with" job=j scheduled_at=`) {
@@ -267,7 +267,7 @@ func TestAFireWaitingForItsReshardingAtTheStopIsNoWarning(t *testing.T) {
 	var logs testutil.SyncBuffer
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		ReshardWait: time.Hour, Observer: skips})
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	e.Drain(time.Second) // the fire waits, or is about to: the stop ends its wait either way
 	skips.awaitSharding(t)
 	send.none(t)
@@ -290,7 +290,7 @@ func TestAFireWaitsPastReshardWaitOnlyWithMisfire(t *testing.T) {
 				ReshardWait: wait, FireLead: time.Second, NextFire: func(string) time.Time { return next }, Observer: skips})
 			defer e.Drain(time.Second)
 			at := time.Unix(100, 0)
-			e.Fire("j", at, 0)
+			e.Fire(Due{Job: "j", At: at, Next: next})
 			select {
 			case reason := <-skips.reasons:
 				if misfire {

@@ -38,7 +38,7 @@ func TestExecutorPreparedItemLeavesAtItsScheduledTime(t *testing.T) {
 	e, clk := newLeadExecutor(reg, send)
 	defer e.Drain(time.Second)
 	created := clk.TimerCreated()
-	e.Fire("j", time.Unix(1001, 0), 0) // handed off a second early
+	e.Fire(Due{Job: "j", At: time.Unix(1001, 0)}) // handed off a second early
 	<-created
 	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 2 }) // fenced ahead
 	send.none(t)
@@ -78,7 +78,7 @@ func TestExecutorRecordsAnOutcomeAfterTheBurstHasLeft(t *testing.T) {
 			stalled := send.stallItem(1)
 			unstall := sync.OnceFunc(func() { close(stalled) })
 			defer unstall()
-			e.Fire("j", time.Unix(1001, 0), 0) // prepared a second ahead: both items wait for their time
+			e.Fire(Due{Job: "j", At: time.Unix(1001, 0)}) // prepared a second ahead: both items wait for their time
 			waitFor(t, func() bool { return e.cfg.Activity.dueCount() == 2 })
 			waiting := clk.TimerCreated() // the next timer: item 0 waiting for its burst, bounded by outcomeWait
 			clk.Advance(time.Second)
@@ -121,7 +121,7 @@ func TestExecutorStampsStartTracesWhenTheTaskStarts(t *testing.T) {
 	reg, send := newFakeRegistry(2), newFakeSender()
 	e, clk, rec := newRecordingLeadExecutor(reg, send)
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(1001, 0), 0) // handed off a second early
+	e.Fire(Due{Job: "j", At: time.Unix(1001, 0)}) // handed off a second early
 	waitFor(t, func() bool { return e.cfg.Activity.dueCount() == 2 })
 	clk.Advance(time.Second)
 	send.next(t)
@@ -159,7 +159,7 @@ func TestExecutorDropsAPreparedItemTheJobNoLongerWants(t *testing.T) {
 			e, clk := newLeadExecutor(reg, send)
 			defer e.Drain(time.Second)
 			created := clk.TimerCreated()
-			e.Fire("j", time.Unix(1001, 0), 0)
+			e.Fire(Due{Job: "j", At: time.Unix(1001, 0)})
 			<-created
 			waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 1 })
 			reg.set(func() { change(reg) })
@@ -179,7 +179,7 @@ func TestExecutorRetriesTheRemovalOfAnUnsentItemsRunningNode(t *testing.T) {
 	e, clk := newLeadExecutor(reg, send)
 	defer e.Drain(time.Second)
 	created := clk.TimerCreated()
-	e.Fire("j", time.Unix(1001, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(1001, 0)})
 	<-created
 	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.running) == 1 })
 	reg.expire()
@@ -204,10 +204,10 @@ func TestExecutorPreparedFireOfARunningItemIsDecidedOnTime(t *testing.T) {
 	e, clk := newLeadExecutor(reg, send)
 	defer e.Drain(time.Second)
 	release := send.holdItem(0)
-	e.Fire("j", time.Unix(1000, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(1000, 0)})
 	send.next(t) // item 0 runs
 	created := clk.TimerCreated()
-	e.Fire("j", time.Unix(1001, 0), 0) // handed off early while item 0 still runs
+	e.Fire(Due{Job: "j", At: time.Unix(1001, 0)}) // handed off early while item 0 still runs
 	<-created
 	send.mu.Lock()
 	delete(send.hold, 0)

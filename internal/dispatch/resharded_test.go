@@ -35,7 +35,7 @@ func TestExecutorSkipsItemsTheirPreviousOwnerRanThisFire(t *testing.T) {
 			reg.completed[2] = cluster.Completed{InstanceID: "old", ExecutionID: "y", Source: ejserver.SourceNormal, ScheduledAt: at.Add(-time.Second)}
 			e := newTestExecutor(reg, send)
 			defer e.Drain(time.Second)
-			e.Fire("j", at, 0)
+			e.Fire(Due{Job: "j", At: at})
 			got := map[int]bool{}
 			for range tc.want {
 				got[send.next(t).ShardingItem] = true
@@ -60,7 +60,7 @@ func TestExecutorFireThatWaitedForAReshardingSkipsItemsThatAlreadyRanIt(t *testi
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Resharder: resharderFunc(func(context.Context, string) error { reg.resharded(); return nil })})
 	defer e.Drain(time.Second)
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	got := map[int]bool{send.next(t).ShardingItem: true, send.next(t).ShardingItem: true}
 	if !got[1] || !got[2] {
 		t.Fatalf("sent %v, want items 1 and 2", got)
@@ -68,7 +68,7 @@ func TestExecutorFireThatWaitedForAReshardingSkipsItemsThatAlreadyRanIt(t *testi
 	send.none(t)
 
 	// a fire that found its sharding ready reads nothing and runs every item
-	e.Fire("j", at, 0)
+	e.Fire(Due{Job: "j", At: at})
 	for range 3 {
 		send.next(t)
 	}

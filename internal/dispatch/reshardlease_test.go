@@ -29,7 +29,7 @@ func TestALeaderWhoseLeaseLapsedReshardsOnceItIsBack(t *testing.T) {
 			return nil
 		})})
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Now(), 0)
+	e.Fire(Due{Job: "j", At: time.Now()})
 	got := map[int]bool{send.next(t).ShardingItem: true, send.next(t).ShardingItem: true}
 	if !got[0] || !got[1] {
 		t.Fatalf("sent items %v, want 0 and 1", got)
@@ -57,7 +57,7 @@ func TestADeposedLeaderWaitsForTheNewLeadersResharding(t *testing.T) {
 			return cluster.ErrNotLeader
 		})})
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Now(), 0)
+	e.Fire(Due{Job: "j", At: time.Now()})
 	got := map[int]bool{send.next(t).ShardingItem: true, send.next(t).ShardingItem: true}
 	if !got[0] || !got[1] {
 		t.Fatalf("sent items %v, want 0 and 1", got)

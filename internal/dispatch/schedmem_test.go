@@ -34,7 +34,7 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 			}
 			for range b.N {
 				before := testutil.LiveHeap()
-				s := NewScheduler(clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)), nil, func(string, time.Time, int) {})
+				s := NewScheduler(clock.NewFake(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)), nil, func(Due) {})
 				for k, name := range names {
 					s.Set(name, scheds[k%60])
 				}
@@ -55,7 +55,7 @@ func BenchmarkSchedulerFires(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-			s := NewScheduler(clock.NewFake(start), nil, func(string, time.Time, int) {})
+			s := NewScheduler(clock.NewFake(start), nil, func(Due) {})
 			s.SetMaxLead(time.Second)
 			for k := range n {
 				sched, err := cronexpr.ParseShared(fmt.Sprintf("%d * * * * ?", k%60), time.UTC)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ejserver/ejserver/internal/clock"
+	"github.com/ejserver/ejserver/internal/cluster"
 	"github.com/ejserver/ejserver/internal/schedule"
 )
 
@@ -15,9 +16,20 @@ type Schedule interface {
 }
 
 // FireFunc is called by the scheduler for each due fire; it must return quickly (hand the fire off).
-// missed counts the scheduled times that passed without a fire (the peer was frozen or overloaded);
-// they collapse into this one.
-type FireFunc func(job string, scheduledAt time.Time, missed int)
+type FireFunc func(d Due)
+
+// A Due fire, as the scheduler hands it off: what it knows of the job at that moment, so the fire need not
+// ask for it again by the job's name (each such lookup in a map of every job misses the cache at 100,000 jobs).
+type Due struct {
+	Job string
+	// Ref is the job's registry entry given to SetAt (zero: Set, the job is looked up by name)
+	Ref cluster.JobRef
+	// At is the fire's scheduled time, Next the one after it (zero: none)
+	At, Next time.Time
+	// Missed counts the scheduled times that passed without a fire (the peer was frozen or overloaded); they
+	// collapse into this one.
+	Missed int
+}
 
 // Scheduler is the one timer loop for all jobs: a queue of next fire times (fireQueue), so a fire costs a
 // map access and an append, and nothing scans or sorts every job. It fires each due job once per scheduled
@@ -40,6 +52,7 @@ type Scheduler struct {
 
 type entry struct {
 	job   string
+	ref   cluster.JobRef
 	sched Schedule
 	next  time.Time // the scheduled time of the next fire
 	at    time.Time // when it is handed off: next minus the lead
@@ -95,7 +108,10 @@ func handOffLead(maxLead, period time.Duration) time.Duration {
 
 // Set schedules job with sched from now on, replacing any earlier schedule. A nil schedule, or one with
 // no future fire, unschedules it.
-func (s *Scheduler) Set(job string, sched Schedule) {
+func (s *Scheduler) Set(job string, sched Schedule) { s.SetAt(job, sched, cluster.JobRef{}) }
+
+// SetAt is Set with the job's registry entry, handed off with each of its fires (Due.Ref).
+func (s *Scheduler) SetAt(job string, sched Schedule, ref cluster.JobRef) {
 	var next time.Time
 	if sched != nil {
 		next = sched.Next(s.clk.Now())
@@ -109,7 +125,7 @@ func (s *Scheduler) Set(job string, sched Schedule) {
 	if next.IsZero() {
 		return
 	}
-	e := &entry{job: job, sched: sched, next: next, at: s.handOff(sched, next)}
+	e := &entry{job: job, ref: ref, sched: sched, next: next, at: s.handOff(sched, next)}
 	s.entries[job] = e
 	s.q.push(e)
 	s.signal()
@@ -280,11 +296,11 @@ func (s *Scheduler) loop() {
 	defer timer.Stop()
 	for {
 		due, wait := s.takeDue(s.clk.Now())
-		for _, f := range due {
-			if f.missed > 0 {
-				s.log.Warn("fires were missed while the peer could not fire; firing once", "job", f.job, "missed", f.missed)
+		for _, d := range due {
+			if d.Missed > 0 {
+				s.log.Warn("fires were missed while the peer could not fire; firing once", "job", d.Job, "missed", d.Missed)
 			}
-			s.fire(f.job, f.at, f.missed)
+			s.fire(d)
 		}
 		if len(due) > 0 {
 			continue // fires may have taken a moment: look at the clock again
@@ -302,8 +318,8 @@ func (s *Scheduler) loop() {
 
 // takeDue moves every job whose hand-off is due at now on to its next fire and returns their fires, in the
 // order of their hand-off and then of their names, and how long until the next hand-off.
-func (s *Scheduler) takeDue(now time.Time) ([]fireCall, time.Duration) {
-	var due []fireCall
+func (s *Scheduler) takeDue(now time.Time) ([]Due, time.Duration) {
+	var due []Due
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -320,7 +336,7 @@ func (s *Scheduler) takeDue(now time.Time) ([]fireCall, time.Duration) {
 				at, missed = next, missed+1
 				next = e.sched.Next(next)
 			}
-			due = append(due, fireCall{e.job, at, missed})
+			due = append(due, Due{Job: e.job, Ref: e.ref, At: at, Next: next, Missed: missed})
 			e.prev = at.UnixNano()
 			if next.IsZero() {
 				delete(s.entries, e.job)
@@ -335,10 +351,4 @@ func (s *Scheduler) takeDue(now time.Time) ([]fireCall, time.Duration) {
 		wait = time.Unix(0, k).Sub(now)
 	}
 	return due, wait
-}
-
-type fireCall struct {
-	job    string
-	at     time.Time
-	missed int
 }

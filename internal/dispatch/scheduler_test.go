@@ -27,14 +27,23 @@ func (never) Next(time.Time) time.Time { return time.Time{} }
 type fireLog struct {
 	mu    sync.Mutex
 	fires []string
+	nexts []time.Time // each fire's Due.Next
 	ch    chan struct{}
 }
 
-func (f *fireLog) fire(job string, at time.Time, missed int) {
+func (f *fireLog) fire(d Due) {
 	f.mu.Lock()
-	f.fires = append(f.fires, fmt.Sprintf("%s@%d/%d", job, at.Unix(), missed))
+	f.fires = append(f.fires, fmt.Sprintf("%s@%d/%d", d.Job, d.At.Unix(), d.Missed))
+	f.nexts = append(f.nexts, d.Next)
 	f.mu.Unlock()
 	f.ch <- struct{}{}
+}
+
+// next is the i-th fire's Due.Next.
+func (f *fireLog) next(i int) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nexts[i]
 }
 
 func (f *fireLog) wait(t *testing.T, n int) []string {
@@ -102,6 +111,9 @@ func TestSchedulerFiresDueJobsInOrder(t *testing.T) {
 	if got := log.wait(t, 1); got[0] != "a@1005/0" {
 		t.Fatalf("fires %v", got)
 	}
+	if next := log.next(0); !next.Equal(time.Unix(1010, 0)) || !next.Equal(s.Next("a")) {
+		t.Fatalf("the fire of 1005 handed off with next %v; the scheduler's %v", next, s.Next("a"))
+	}
 	advance(t, clk, 5*time.Second)
 	got := log.wait(t, 2)
 	if got[0] != "a@1010/0" || got[1] != "b@1010/0" {
@@ -121,8 +133,8 @@ func TestSchedulerCollapsesMissedFires(t *testing.T) {
 	if got := log.wait(t, 1); got[0] != "a@1010/9" {
 		t.Fatalf("fires %v", got)
 	}
-	if next := s.Next("a"); !next.Equal(time.Unix(1011, 0)) {
-		t.Fatalf("next %v", next)
+	if next := s.Next("a"); !next.Equal(time.Unix(1011, 0)) || !log.next(0).Equal(next) {
+		t.Fatalf("next %v, handed off with %v", next, log.next(0))
 	}
 }
 

@@ -24,7 +24,7 @@ func (e *Executor) awaitScheduledTime(req fireRequest, item int, runningVersion 
 		reason = "the peer is shutting down"
 	} else if ok, why := e.awaitSession(&req, item, stageSend, req.sendAt()); !ok {
 		reason = why
-	} else if snap := e.reg.Job(req.job); snap == nil || snap.Config.Disabled || !snap.Registered ||
+	} else if snap := e.job(&req); snap == nil || snap.Config.Disabled || !snap.Registered ||
 		snap.ServerDisabled(snap.MyIP) || !snap.IsMyItem(item) {
 		reason = "the job or the item is no longer this peer's to run"
 	}

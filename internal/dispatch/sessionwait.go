@@ -74,7 +74,7 @@ func (e *Executor) awaitSession(req *fireRequest, item int, stage string, due ti
 		if deadline.IsZero() && !cur.Lease {
 			var next time.Time
 			if !req.source.OnRequest() {
-				next = e.nextFire(req.job)
+				next = e.nextAfter(req)
 			}
 			deadline = sessiongate.Deadline(due, next, e.cfg.SessionGrace)
 		}

@@ -62,8 +62,9 @@ func TestExecutorFireHandedOffDuringASuspensionWaitsForTheSession(t *testing.T) 
 	defer e.Drain(time.Second)
 	reg.suspend(true)
 	created := clk.TimerCreated()
-	e.Fire("j", time.Unix(1001, 0), 0) // handed off a second ahead, into the suspension
-	<-created                          // waiting for the session, up to its deadline
+	// handed off a second ahead, into the suspension; then waiting for the session, up to its deadline
+	e.Fire(Due{Job: "j", At: time.Unix(1001, 0), Next: time.Unix(1011, 0)})
+	<-created
 	send.none(t)
 	clk.Advance(40 * time.Millisecond)
 	reg.suspend(false)                                         // same session: resumed
@@ -88,7 +89,7 @@ func TestExecutorPreparedItemWaitsForASuspendedSessionAtItsTime(t *testing.T) {
 	e, clk, obs := graceExecutor(reg, send, time.Unix(1002, 0))
 	defer e.Drain(time.Second)
 	created := clk.TimerCreated()
-	e.Fire("j", time.Unix(1001, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(1001, 0), Next: time.Unix(1002, 0)})
 	<-created // prepared, waiting for its time
 	reg.suspend(true)
 	created = clk.TimerCreated()
@@ -115,7 +116,7 @@ func TestExecutorSkipsAFireWhoseSessionExpiredWhileItWaited(t *testing.T) {
 		defer e.Drain(time.Second)
 		reg.suspend(true)
 		created := clk.TimerCreated()
-		e.Fire("j", time.Unix(1001, 0), 0)
+		e.Fire(Due{Job: "j", At: time.Unix(1001, 0), Next: time.Unix(1011, 0)})
 		<-created
 		reg.expire()
 		reg.renew() // a new session: the fire began under the old one
@@ -135,7 +136,7 @@ func TestExecutorSkipsAFireWhoseSessionExpiredWhileItWaited(t *testing.T) {
 		e, clk, obs := graceExecutor(reg, send, time.Unix(1011, 0))
 		defer e.Drain(time.Second)
 		created := clk.TimerCreated()
-		e.Fire("j", time.Unix(1001, 0), 0)
+		e.Fire(Due{Job: "j", At: time.Unix(1001, 0), Next: time.Unix(1011, 0)})
 		<-created
 		reg.suspend(true)
 		created = clk.TimerCreated()
@@ -167,7 +168,7 @@ func TestExecutorWaitsForASuspendedSessionOnlyUntilTheDeadline(t *testing.T) {
 			defer e.Drain(time.Second)
 			reg.suspend(true)
 			created := clk.TimerCreated()
-			e.Fire("j", time.Unix(1001, 0), 0)
+			e.Fire(Due{Job: "j", At: time.Unix(1001, 0), Next: tc.next})
 			<-created
 			clk.Advance(tc.wait - time.Millisecond)
 			send.none(t)

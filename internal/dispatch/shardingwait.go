@@ -50,7 +50,7 @@ func (e *Executor) ensureSharded(req fireRequest, snap *cluster.JobSnapshot) (_ 
 		defer e.cfg.Resharder.Hold(job, req.scheduledAt)()
 	}
 	start := e.clk.Now()
-	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, start, e.nextFire(job), snap.Config.Misfire)
+	wait := shardingWait(e.cfg.ReshardWait, e.cfg.FireLead, start, e.nextAfter(&req), snap.Config.Misfire)
 	ctx, cancel := context.WithTimeout(e.soft, wait)
 	defer cancel()
 	resharded := false

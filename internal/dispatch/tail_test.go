@@ -69,7 +69,7 @@ func TestAnItemWaitingForItsEndHoldsNoGoroutine(t *testing.T) {
 	reg, rec, send := &parkedEnds{fakeRegistry: newFakeRegistry(items)}, &parkedCommits{}, newFakeSender()
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	running := func() int { e.mu.Lock(); defer e.mu.Unlock(); return len(e.running) }
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	for range items {
 		send.next(t)
 	}
@@ -112,7 +112,7 @@ func TestAnItemWhoseEndRecordFailedIsEndedByItsRetries(t *testing.T) {
 	send := newFakeSender()
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	reg.endFailures = 1 // the retry's first EndItem fails too: the back-off follows
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
 	waitFor(t, func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return len(reg.ended) == 1 })
 	e.Drain(time.Minute)

@@ -38,7 +38,7 @@ func TestExecutorQueuesTheTaskEndTraceBeforeTheEndRecordCommits(t *testing.T) {
 	send := newFakeSender()
 	rec := &orderRecorder{}
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e.Fire("j", time.Unix(100, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(100, 0)})
 	send.next(t)
 	e.Drain(5 * time.Second)
 	rec.mu.Lock()

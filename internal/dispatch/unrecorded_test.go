@@ -54,7 +54,7 @@ func TestUncommittedEndsWarnOncePerInterval(t *testing.T) {
 	e := NewExecutor(ExecutorConfig{Registry: reg, Sender: send, Recorder: rec, Clock: clk, Activity: NewActivity(clk),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	defer e.Drain(time.Second)
-	e.Fire("j", time.Unix(1000, 0), 0)
+	e.Fire(Due{Job: "j", At: time.Unix(1000, 0)})
 	for range items {
 		send.next(t)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ejserver/ejserver/internal/clock"
 	"github.com/ejserver/ejserver/internal/cluster"
+	"github.com/ejserver/ejserver/internal/dispatch"
 	"github.com/ejserver/ejserver/internal/testutil/zktest"
 )
 
@@ -40,8 +41,8 @@ func TestAHeldFiresItemsGoToTheInstancesHoldingIt(t *testing.T) {
 	// a fire handed off (FireLead 0) just before y registered, give or take HoldMargin: a and b, registered
 	// earlier, hold it; y does not
 	at := reg[yID].Add(HoldMargin - time.Millisecond)
-	b.exec.Fire("j", at, 0) // not the leader: waits for the resharding
-	a.exec.Fire("j", at, 0) // the leader: reshards at the fire, over a and b
+	b.exec.Fire(dispatch.Due{Job: "j", At: at}) // not the leader: waits for the resharding
+	a.exec.Fire(dispatch.Due{Job: "j", At: at}) // the leader: reshards at the fire, over a and b
 	recv.await(t, 3, at)
 	a.exec.Drain(5 * time.Second)
 	b.exec.Drain(5 * time.Second)

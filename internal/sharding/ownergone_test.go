@@ -179,9 +179,9 @@ func TestFireWaitsForTheReshardingOfAStoppedPeersItems(t *testing.T) {
 	}
 
 	at := time.Now().Truncate(time.Second)
-	b.exec.Fire("j", at, 0) // not the leader: waits for the resharding
-	a.exec.Fire("j", at, 0) // the leader: reshards at the fire
-	recv.await(t, 3, at)    // x owned one of the three
+	b.exec.Fire(dispatch.Due{Job: "j", At: at}) // not the leader: waits for the resharding
+	a.exec.Fire(dispatch.Due{Job: "j", At: at}) // the leader: reshards at the fire
+	recv.await(t, 3, at)                        // x owned one of the three
 	a.exec.Drain(5 * time.Second)
 	b.exec.Drain(5 * time.Second)
 	recv.eachOnce(t)
@@ -202,12 +202,12 @@ func TestAStoppingPeersItemsAreHeldUntilResharded(t *testing.T) {
 		pollPeer(t, p.r.PeerLeft, xID)
 	}
 	ran := time.Now().Truncate(time.Second)
-	x.exec.Fire("j", ran, 0) // begun before its scheduler stopped
+	x.exec.Fire(dispatch.Due{Job: "j", At: ran}) // begun before its scheduler stopped
 	recv.awaitItems(t, 1, ran)
 	missed := ran.Add(time.Second) // after it stopped scheduling: x does not run it
 	for _, at := range []time.Time{ran, missed} {
-		a.exec.Fire("j", at, 0)
-		b.exec.Fire("j", at, 0)
+		a.exec.Fire(dispatch.Due{Job: "j", At: at})
+		b.exec.Fire(dispatch.Due{Job: "j", At: at})
 	}
 	waitFor(t, b.node, "j", "x's item still x's, held", func(s *cluster.JobSnapshot) bool { return s.Online(xID) && ownsOne(s) })
 	x.exec.Drain(5 * time.Second)
