@@ -90,14 +90,15 @@ func (r *Registry) EndItem(job string, item int, runningVersion int32, done Comp
 // goroutine of their own. Through a restart at 100,000 jobs a survivor's items waited seconds for their ends
 // by the thousand, each on a goroutine (docs/benchmarks.md).
 func (r *Registry) EndItemThen(job string, item int, runningVersion int32, done Completed, clearFailover bool, then func(error)) {
-	if !r.completedKnown(job, item) {
+	e := r.entry(job) // looked up once: the outcome records the node on the entry the end began with
+	if !e.completedKnown(item) {
 		go func() { then(r.EndItem(job, item, runningVersion, done, clearFailover)) }()
 		return
 	}
 	en := r.ending(job, item, runningVersion, done, clearFailover, false)
 	r.b.submitThen(func(_ []zk.MultiResponse, err error) {
 		if err == nil {
-			r.setCompleted(job, item, true)
+			e.setCompleted(item, true)
 			then(nil)
 			return
 		}
@@ -209,7 +210,17 @@ func (r *Registry) deleteIfExists(pth string) error {
 
 // completedKnown reports whether item's completed node is known to exist (its slot's flag, itemSlot).
 func (r *Registry) completedKnown(job string, item int) bool {
-	e := r.entry(job)
+	return r.entry(job).completedKnown(item)
+}
+
+// setCompleted records whether item's completed node is known to exist. An item this peer holds no slot of
+// (its job or its sharding node not loaded yet) is not recorded: its next end asks ZooKeeper.
+func (r *Registry) setCompleted(job string, item int, known bool) {
+	r.entry(job).setCompleted(item, known)
+}
+
+// completedKnown is Registry.completedKnown on the job's entry (nil: no entry, not known).
+func (e *jobEntry) completedKnown(item int) bool {
 	if e == nil {
 		return false
 	}
@@ -218,10 +229,8 @@ func (r *Registry) completedKnown(job string, item int) bool {
 	return e.st.items.completed(item)
 }
 
-// setCompleted records whether item's completed node is known to exist. An item this peer holds no slot of
-// (its job or its sharding node not loaded yet) is not recorded: its next end asks ZooKeeper.
-func (r *Registry) setCompleted(job string, item int, known bool) {
-	e := r.entry(job)
+// setCompleted is Registry.setCompleted on the job's entry (nil: no entry, nothing recorded).
+func (e *jobEntry) setCompleted(item int, known bool) {
 	if e == nil {
 		return
 	}

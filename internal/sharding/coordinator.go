@@ -21,8 +21,9 @@ import (
 type Registry interface {
 	Job(name string) *cluster.JobSnapshot
 	Jobs() []string
-	// ReconcileFacts: a job's reconcileIntervalMinutes, servers and instances, read without a snapshot.
-	ReconcileFacts(job string) (intervalMinutes int, servers, instances map[string]string, ok bool)
+	// Led: the jobs this peer leads, with their reconcileIntervalMinutes, servers and instances, read without
+	// their snapshots.
+	Led() []cluster.LedJob
 	IsLeader(job string) bool
 	OnEvent(fn func(cluster.Event))
 	SetNecessary(job string) (bool, error)
@@ -724,19 +725,13 @@ func (c *Coordinator) reconcileLoop() {
 
 // ReconcileOnce runs one reconcile pass over the jobs this peer leads. A job's snapshot is taken only when its
 // reconcile is due (every reconcileIntervalMinutes): the servers' collection needs its servers and instances
-// alone (ReconcileFacts), and a snapshot of every led job at every tick was made again for each (they go cold
+// alone (Led), and a snapshot of every led job at every tick was made again for each (they go cold
 // between fires): 3.0-3.4 % of a 100,000-job peer's allocation, in one burst a minute (docs/benchmarks.md).
 func (c *Coordinator) ReconcileOnce() {
 	now := c.clk.Now()
-	for _, job := range c.reg.Jobs() {
-		if !c.reg.IsLeader(job) {
-			continue
-		}
-		minutes, servers, instances, ok := c.reg.ReconcileFacts(job)
-		if !ok {
-			continue
-		}
-		interval := time.Duration(minutes) * time.Minute
+	for _, led := range c.reg.Led() {
+		job := led.Name
+		interval := time.Duration(led.IntervalMinutes) * time.Minute
 		c.mu.Lock()
 		last := c.lastReconcile[job]
 		due := interval > 0 && now.Sub(last) >= interval
@@ -753,7 +748,7 @@ func (c *Coordinator) ReconcileOnce() {
 				c.queueCheck(job)
 			}
 		}
-		c.collectServers(job, servers, instances, now)
+		c.collectServers(job, led.Servers, led.Instances, now)
 	}
 }
 
@@ -768,7 +763,7 @@ func (c *Coordinator) ownerOffline(snap *cluster.JobSnapshot) bool {
 }
 
 // collectServers removes a job's servers/{ip} nodes whose IP has had no online instance for ServerGC
-// (servers and instances: the job's, as ReconcileFacts gives them).
+// (servers and instances: the job's, as Led gives them).
 func (c *Coordinator) collectServers(job string, servers, instances map[string]string, now time.Time) {
 	if c.cfg.ServerGC <= 0 {
 		return
