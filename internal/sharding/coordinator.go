@@ -20,7 +20,6 @@ import (
 // Registry is what the coordinator needs from the ZooKeeper registry (cluster.Registry satisfies it).
 type Registry interface {
 	Job(name string) *cluster.JobSnapshot
-	Jobs() []string
 	// Led: the jobs this peer leads, with their reconcileIntervalMinutes, servers and instances, read without
 	// their snapshots.
 	Led() []cluster.LedJob
@@ -205,10 +204,10 @@ func (c *Coordinator) onEvent(ev cluster.Event) {
 		c.queueCheck(ev.Job)
 	case cluster.PeersChanged:
 		if len(ev.Removed) > 0 { // a peer that left before it registered on a job may own items of it
-			for _, job := range c.reg.Jobs() {
-				if c.reg.IsLeader(job) {
-					c.queueCheck(job)
-				}
+			led := c.reg.Led() // in one pass, not a lookup by name of every job as a survivor's restart begins
+			slices.SortFunc(led, func(a, b cluster.LedJob) int { return cmp.Compare(a.Name, b.Name) })
+			for _, l := range led {
+				c.queueCheck(l.Name)
 			}
 		}
 	case cluster.LeaderChanged:
