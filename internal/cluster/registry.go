@@ -455,7 +455,7 @@ func (r *Registry) Led() []LedJob {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]LedJob, 0, r.entries.leads.n.Load())
+	out := make([]LedJob, 0, max(r.entries.leads.n.Load(), 0)) // the count as a hint: make panics below 0
 	for _, e := range r.jobs {
 		e.mu.Lock()
 		if e.leadsLocked() && e.st.body != nil {
